@@ -1,0 +1,224 @@
+#include "frame.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunked.h"
+#include "clock.h"
+#include "log.h"
+
+#define MAX_FRAME_LOGS 64
+#define MAX_SPAN_LOGS 64
+
+struct fscope_frame_log {
+    char label[64];
+    struct chunked frames;
+    uint64_t last_close_ticks;
+    uint64_t last_counts[FSCOPE_COUNT_COUNT];
+};
+
+struct gpu_span {
+    uint64_t begin, end;
+};
+
+struct fscope_span_log {
+    struct chunked spans;
+};
+
+static struct fscope_frame_log *frame_logs[MAX_FRAME_LOGS];
+static _Atomic unsigned frame_log_count;
+static struct fscope_span_log *span_logs[MAX_SPAN_LOGS];
+static _Atomic unsigned span_log_count;
+static pthread_mutex_t logs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+FSCOPE_EXPORT struct fscope_frame_log *fscope_frame_log_create(const char *label)
+{
+    struct fscope_frame_log *log = calloc(1, sizeof(*log));
+    if (!log)
+        return NULL;
+    snprintf(log->label, sizeof(log->label), "%s", label ? label : "frames");
+    chunked_init(&log->frames, sizeof(struct fscope_frame));
+    pthread_mutex_lock(&logs_lock);
+    unsigned n = atomic_load(&frame_log_count);
+    if (n >= MAX_FRAME_LOGS) {
+        pthread_mutex_unlock(&logs_lock);
+        free(log);
+        fscope_log(FSCOPE_LOG_WARN, "more than %d surfaces; frames of '%s' are not recorded",
+                   MAX_FRAME_LOGS, label);
+        return NULL;
+    }
+    frame_logs[n] = log;
+    atomic_store_explicit(&frame_log_count, n + 1, memory_order_release);
+    pthread_mutex_unlock(&logs_lock);
+    return log;
+}
+
+FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_log *log,
+                                                          uint64_t now_ticks,
+                                                          uint32_t swapchain_serial)
+{
+    if (!log)
+        return NULL;
+    uint64_t blocks[FSCOPE_BLOCK_COUNT];
+    fscope_thread_take_blocks(blocks);
+    uint64_t counts[FSCOPE_COUNT_COUNT];
+    for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
+        counts[k] = fscope_count_total((enum fscope_counter)k);
+
+    struct fscope_frame *frame = NULL;
+    if (log->last_close_ticks && now_ticks >= log->last_close_ticks) {
+        frame = chunked_next(&log->frames);
+        if (frame) {
+            frame->start_ticks = log->last_close_ticks;
+            frame->end_ticks = now_ticks;
+            frame->swapchain_serial = swapchain_serial;
+            uint64_t frame_ticks = now_ticks - log->last_close_ticks;
+            uint64_t blocked = 0;
+            for (unsigned b = 0; b < FSCOPE_BLOCK_COUNT; b++) {
+                /* Blocks on this thread lie inside the frame; clamp against a thread that
+                 * closes frames of two surfaces in turn, so the budget still partitions. */
+                uint64_t v = blocks[b];
+                if (blocked + v > frame_ticks)
+                    v = frame_ticks - blocked;
+                frame->block_ticks[b] = v;
+                blocked += v;
+            }
+            for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
+                frame->counts[k] = counts[k] - log->last_counts[k];
+            chunked_publish(&log->frames);
+        }
+    }
+    log->last_close_ticks = now_ticks;
+    memcpy(log->last_counts, counts, sizeof(counts));
+    clock_refine();
+    return frame;
+}
+
+FSCOPE_EXPORT uint64_t fscope_frame_log_count(const struct fscope_frame_log *log)
+{
+    return log ? chunked_count(&log->frames) : 0;
+}
+
+FSCOPE_EXPORT void fscope_frame_mark(void)
+{
+    uint64_t now = fscope_now();
+    struct fscope_collector *c = fscope_thread_collector();
+    if (!c)
+        return;
+    if (!c->mark_log) {
+        char label[64];
+        snprintf(label, sizeof(label), "frame marks (%s)", c->name[0] ? c->name : "thread");
+        c->mark_log = fscope_frame_log_create(label);
+    }
+    fscope_frame_log_close(c->mark_log, now, 0);
+}
+
+FSCOPE_EXPORT struct fscope_span_log *fscope_span_log_create(void)
+{
+    struct fscope_span_log *log = calloc(1, sizeof(*log));
+    if (!log)
+        return NULL;
+    chunked_init(&log->spans, sizeof(struct gpu_span));
+    pthread_mutex_lock(&logs_lock);
+    unsigned n = atomic_load(&span_log_count);
+    if (n >= MAX_SPAN_LOGS) {
+        pthread_mutex_unlock(&logs_lock);
+        free(log);
+        return NULL;
+    }
+    span_logs[n] = log;
+    atomic_store_explicit(&span_log_count, n + 1, memory_order_release);
+    pthread_mutex_unlock(&logs_lock);
+    return log;
+}
+
+FSCOPE_EXPORT void fscope_span_log_add(struct fscope_span_log *log, uint64_t begin_ticks,
+                                       uint64_t end_ticks)
+{
+    if (!log || end_ticks <= begin_ticks)
+        return;
+    struct gpu_span *s = chunked_next(&log->spans);
+    if (!s)
+        return;
+    s->begin = begin_ticks;
+    s->end = end_ticks;
+    chunked_publish(&log->spans);
+}
+
+unsigned frame_logs_count(void)
+{
+    return atomic_load_explicit(&frame_log_count, memory_order_acquire);
+}
+
+struct fscope_frame_log *frame_log_at(unsigned index)
+{
+    return frame_logs[index];
+}
+
+const char *frame_log_label(const struct fscope_frame_log *log)
+{
+    return log->label;
+}
+
+struct fscope_frame *frame_log_frame(struct fscope_frame_log *log, uint64_t index)
+{
+    return chunked_at(&log->frames, index);
+}
+
+static int span_compare(const void *a, const void *b)
+{
+    const struct gpu_span *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+void frames_compute_gpu_busy(void)
+{
+    uint64_t total = 0;
+    unsigned logs = atomic_load_explicit(&span_log_count, memory_order_acquire);
+    for (unsigned i = 0; i < logs; i++)
+        total += chunked_count(&span_logs[i]->spans);
+    struct gpu_span *spans = total ? malloc(total * sizeof(*spans)) : NULL;
+    uint64_t merged = 0;
+    if (spans) {
+        uint64_t n = 0;
+        for (unsigned i = 0; i < logs; i++) {
+            uint64_t count = chunked_count(&span_logs[i]->spans);
+            for (uint64_t j = 0; j < count && n < total; j++)
+                spans[n++] = *(struct gpu_span *)chunked_at(&span_logs[i]->spans, j);
+        }
+        qsort(spans, n, sizeof(*spans), span_compare);
+        /* The union: spans on several queues (and real GPUs) overlap. */
+        for (uint64_t j = 0; j < n; j++) {
+            if (merged && spans[j].begin <= spans[merged - 1].end) {
+                if (spans[j].end > spans[merged - 1].end)
+                    spans[merged - 1].end = spans[j].end;
+            } else {
+                spans[merged++] = spans[j];
+            }
+        }
+    }
+    unsigned flogs = frame_logs_count();
+    for (unsigned l = 0; l < flogs; l++) {
+        struct fscope_frame_log *log = frame_logs[l];
+        uint64_t count = chunked_count(&log->frames);
+        uint64_t lo = 0;
+        for (uint64_t f = 0; f < count; f++) {
+            struct fscope_frame *frame = frame_log_frame(log, f);
+            /* Frames of one log are in time order, so the search start only moves forward. */
+            while (lo < merged && spans[lo].end <= frame->start_ticks)
+                lo++;
+            uint64_t busy = 0;
+            for (uint64_t j = lo; j < merged && spans[j].begin < frame->end_ticks; j++) {
+                uint64_t b = spans[j].begin > frame->start_ticks ? spans[j].begin
+                                                                 : frame->start_ticks;
+                uint64_t e = spans[j].end < frame->end_ticks ? spans[j].end : frame->end_ticks;
+                if (e > b)
+                    busy += e - b;
+            }
+            frame->gpu_busy_ticks = busy;
+        }
+    }
+    free(spans);
+}

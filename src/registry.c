@@ -1,0 +1,598 @@
+#include "registry.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include "clock.h"
+#include "config.h"
+#include "log.h"
+#include "report.h"
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+static struct fscope_collector slots[FSCOPE_MAX_SLOTS];
+static _Atomic unsigned slots_used; /* high-water mark of claimed slot indices */
+static pthread_key_t exit_key;
+static uint32_t ring_events = FSCOPE_DEFAULT_RING_EVENTS;
+
+/* initial-exec: one pointer in static TLS, no __tls_get_addr on the hot path. */
+static __thread struct fscope_collector *tls_collector __attribute__((tls_model("initial-exec")));
+
+/* Detail overrides by path. Readers (node creation on any thread) take no lock; writers
+ * serialise on override_lock and publish an entry with a release store of `used`. */
+#define MAX_OVERRIDES 64
+#define MAX_PATH_LEN 256
+struct detail_override {
+    char path[MAX_PATH_LEN];
+    _Atomic int32_t level;
+    _Atomic bool used;
+};
+static struct detail_override overrides[MAX_OVERRIDES];
+static pthread_mutex_t override_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct fscope_collector *registry_slot(unsigned index)
+{
+    return index < FSCOPE_MAX_SLOTS ? &slots[index] : NULL;
+}
+
+unsigned registry_slot_count(void)
+{
+    return atomic_load_explicit(&slots_used, memory_order_acquire);
+}
+
+uint32_t registry_ring_events(void)
+{
+    return ring_events;
+}
+
+static const struct detail_override *override_find(const char *path)
+{
+    for (unsigned i = 0; i < MAX_OVERRIDES; i++) {
+        if (!atomic_load_explicit(&overrides[i].used, memory_order_acquire))
+            continue;
+        if (strcmp(overrides[i].path, path) == 0)
+            return &overrides[i];
+    }
+    return NULL;
+}
+
+void registry_node_path(const struct fscope_collector *c, uint32_t index, char *buf, size_t len)
+{
+    uint32_t chain[FSCOPE_MAX_DEPTH + 1];
+    unsigned n = 0;
+    for (uint32_t i = index; i != 0 && i != FSCOPE_NODE_NONE && n <= FSCOPE_MAX_DEPTH;
+         i = c->nodes[i].parent)
+        chain[n++] = i;
+    size_t used = 0;
+    buf[0] = '\0';
+    while (n-- > 0 && used < len) {
+        int w = snprintf(buf + used, len - used, "%s%s", used ? "/" : "",
+                         c->nodes[chain[n]].loc->name);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+static void node_apply_override(struct fscope_collector *c, uint32_t index)
+{
+    char path[MAX_PATH_LEN];
+    registry_node_path(c, index, path, sizeof(path));
+    const struct detail_override *o = override_find(path);
+    if (o)
+        atomic_store_explicit(&c->nodes[index].detail_override,
+                              atomic_load_explicit(&o->level, memory_order_relaxed),
+                              memory_order_relaxed);
+}
+
+static void collector_reset(struct fscope_collector *c)
+{
+    atomic_store_explicit(&c->node_count, 1, memory_order_relaxed);
+    memset(&c->nodes[0], 0, sizeof(c->nodes[0]));
+    c->nodes[0].parent = FSCOPE_NODE_NONE;
+    c->nodes[0].first_child = FSCOPE_NODE_NONE;
+    c->nodes[0].next_sibling = FSCOPE_NODE_NONE;
+    c->nodes[0].last_hit_child = FSCOPE_NODE_NONE;
+    atomic_store(&c->nodes[0].detail_override, -1);
+    const struct detail_override *root = override_find("");
+    if (root)
+        atomic_store(&c->nodes[0].detail_override, atomic_load(&root->level));
+    c->nodes_exhausted = 0;
+    c->depth = 0;
+    c->depth_overflow = 0;
+    atomic_store(&c->ring_head, 0);
+    c->last_span_end = 0;
+    c->spans_clamped = 0;
+    memset(c->block_ticks, 0, sizeof(c->block_ticks));
+    c->record_begin_ticks = 0;
+    for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
+        atomic_store(&c->counters[k], 0);
+}
+
+/* Claims a slot: a free one, else the storage of a thread that exited (its data is the oldest
+ * thing we may give up). Allocates the slot's tree and ring on first claim only. */
+static struct fscope_collector *slot_claim(int new_state)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        int want = pass == 0 ? SLOT_FREE : SLOT_EXITED;
+        for (unsigned i = 0; i < FSCOPE_MAX_SLOTS; i++) {
+            int expected = want;
+            if (!atomic_compare_exchange_strong(&slots[i].state, &expected, SLOT_CLAIMING))
+                continue;
+            struct fscope_collector *c = &slots[i];
+            if (!c->nodes) {
+                c->nodes = calloc(FSCOPE_TREE_NODES, sizeof(*c->nodes));
+                c->ring = calloc(ring_events, sizeof(*c->ring));
+                if (!c->nodes || !c->ring) {
+                    free(c->nodes);
+                    free(c->ring);
+                    c->nodes = NULL;
+                    c->ring = NULL;
+                    atomic_store(&c->state, want);
+                    return NULL;
+                }
+                c->ring_mask = ring_events - 1;
+            }
+            collector_reset(c);
+            c->name[0] = '\0';
+            c->tid = 0;
+            unsigned used = atomic_load(&slots_used);
+            while (used < i + 1 && !atomic_compare_exchange_weak(&slots_used, &used, i + 1))
+                ;
+            atomic_store_explicit(&c->state, new_state, memory_order_release);
+            return c;
+        }
+    }
+    return NULL;
+}
+
+static void thread_exited(void *arg)
+{
+    struct fscope_collector *c = arg;
+    atomic_store_explicit(&c->state, SLOT_EXITED, memory_order_release);
+}
+
+static struct fscope_collector *collector_attach(void)
+{
+    static _Atomic bool warned;
+    struct fscope_collector *c = slot_claim(SLOT_LIVE);
+    if (!c) {
+        if (!atomic_exchange(&warned, true))
+            fscope_log(FSCOPE_LOG_WARN, "all %d collector slots are in use; zones of further "
+                       "threads are not recorded", FSCOPE_MAX_SLOTS);
+        return NULL;
+    }
+    c->tid = (int)gettid();
+    if (pthread_getname_np(pthread_self(), c->name, sizeof(c->name)) != 0)
+        snprintf(c->name, sizeof(c->name), "thread %d", c->tid);
+    tls_collector = c;
+    pthread_setspecific(exit_key, c);
+    return c;
+}
+
+FSCOPE_EXPORT struct fscope_collector *fscope_thread_collector(void)
+{
+    struct fscope_collector *c = tls_collector;
+    return likely(c) ? c : collector_attach();
+}
+
+static inline void ring_write(struct fscope_collector *c, uint64_t ticks,
+                              const struct fscope_loc *loc)
+{
+    uint64_t head = atomic_load_explicit(&c->ring_head, memory_order_relaxed);
+    struct fscope_event *e = &c->ring[head & c->ring_mask];
+    e->ticks = ticks;
+    e->loc = loc;
+    atomic_store_explicit(&c->ring_head, head + 1, memory_order_release);
+}
+
+/* Cold path: the first time a call path is seen. Uses preallocated nodes only. */
+static uint32_t __attribute__((noinline)) node_create(struct fscope_collector *c, uint32_t parent,
+                                                      const struct fscope_loc *loc)
+{
+    uint32_t index = atomic_load_explicit(&c->node_count, memory_order_relaxed);
+    if (index >= FSCOPE_TREE_NODES) {
+        c->nodes_exhausted++;
+        return FSCOPE_NODE_NONE;
+    }
+    struct zone_node *n = &c->nodes[index];
+    memset(n, 0, sizeof(*n));
+    n->loc = loc;
+    n->parent = parent;
+    n->first_child = FSCOPE_NODE_NONE;
+    n->last_hit_child = FSCOPE_NODE_NONE;
+    n->next_sibling = c->nodes[parent].first_child;
+    atomic_store_explicit(&n->detail_override, -1, memory_order_relaxed);
+    /* Publish the node before linking it, so a reader walking the tree sees it whole. */
+    atomic_store_explicit(&c->node_count, index + 1, memory_order_release);
+    c->nodes[parent].first_child = index;
+    node_apply_override(c, index);
+    return index;
+}
+
+static inline uint32_t node_child(struct fscope_collector *c, uint32_t parent,
+                                  const struct fscope_loc *loc)
+{
+    struct zone_node *p = &c->nodes[parent];
+    uint32_t hit = p->last_hit_child;
+    if (likely(hit != FSCOPE_NODE_NONE && c->nodes[hit].loc == loc))
+        return hit;
+    for (uint32_t i = p->first_child; i != FSCOPE_NODE_NONE; i = c->nodes[i].next_sibling) {
+        if (c->nodes[i].loc == loc) {
+            p->last_hit_child = i;
+            return i;
+        }
+    }
+    hit = node_create(c, parent, loc);
+    p->last_hit_child = hit;
+    return hit;
+}
+
+static inline int32_t threshold_for_children(const struct fscope_collector *c, uint32_t node,
+                                             int32_t inherited)
+{
+    int32_t o = atomic_load_explicit(&c->nodes[node].detail_override, memory_order_relaxed);
+    return o >= 0 ? o : inherited;
+}
+
+/* Pushes loc; returns the stack entry to time, or NULL when gated or untracked. */
+static inline struct stack_entry *zone_push(struct fscope_collector *c,
+                                            const struct fscope_loc *loc)
+{
+    uint32_t depth = c->depth;
+    if (unlikely(depth >= FSCOPE_MAX_DEPTH)) {
+        c->depth_overflow++;
+        return NULL;
+    }
+    int32_t threshold;
+    uint32_t parent;
+    if (depth) {
+        threshold = c->stack[depth - 1].child_threshold;
+        parent = c->stack[depth - 1].node;
+    } else {
+        threshold = threshold_for_children(c, 0, FSCOPE_DEFAULT_DETAIL);
+        parent = 0;
+    }
+    struct stack_entry *e = &c->stack[depth];
+    c->depth = depth + 1;
+    if ((int32_t)loc->level > threshold) {
+        e->node = FSCOPE_NODE_NONE;
+        e->child_threshold = -1; /* nothing inside a gated zone is recorded */
+        return NULL;
+    }
+    uint32_t node = node_child(c, parent, loc);
+    e->node = node;
+    if (unlikely(node == FSCOPE_NODE_NONE)) {
+        e->child_threshold = -1;
+        return NULL;
+    }
+    e->child_threshold = threshold_for_children(c, node, threshold);
+    return e;
+}
+
+/* Pops; returns the entry to close, or NULL when there is nothing recorded to close. */
+static inline struct stack_entry *zone_pop(struct fscope_collector *c)
+{
+    if (unlikely(c->depth_overflow)) {
+        c->depth_overflow--;
+        return NULL;
+    }
+    if (unlikely(c->depth == 0))
+        return NULL;
+    struct stack_entry *e = &c->stack[--c->depth];
+    return e->node == FSCOPE_NODE_NONE ? NULL : e;
+}
+
+static inline void zone_account(struct fscope_collector *c, const struct stack_entry *e,
+                                uint64_t end)
+{
+    uint64_t duration = end - e->start;
+    struct zone_node *n = &c->nodes[e->node];
+    n->calls++;
+    n->inclusive_ticks += duration;
+    if (duration > n->max_ticks)
+        n->max_ticks = duration;
+    c->nodes[n->parent].child_ticks += duration;
+}
+
+/* The hot path, instantiated once per clock and chosen by ifunc at load time. */
+#define DEFINE_ZONE_FUNCTIONS(suffix, read_clock)                                              \
+    static void zone_begin_##suffix(const struct fscope_loc *loc)                              \
+    {                                                                                          \
+        struct fscope_collector *c = tls_collector;                                           \
+        if (unlikely(!c) && !(c = collector_attach()))                                         \
+            return;                                                                            \
+        struct stack_entry *e = zone_push(c, loc);                                             \
+        if (!e)                                                                                \
+            return;                                                                            \
+        uint64_t now = read_clock();                                                           \
+        e->start = now;                                                                        \
+        ring_write(c, now, loc);                                                               \
+    }                                                                                          \
+    static void zone_end_##suffix(void)                                                        \
+    {                                                                                          \
+        struct fscope_collector *c = tls_collector;                                           \
+        if (unlikely(!c))                                                                      \
+            return;                                                                            \
+        struct stack_entry *e = zone_pop(c);                                                   \
+        if (!e)                                                                                \
+            return;                                                                            \
+        uint64_t now = read_clock();                                                           \
+        ring_write(c, now, NULL);                                                              \
+        zone_account(c, e, now);                                                               \
+    }
+
+static inline uint64_t read_tsc(void)
+{
+    return __rdtsc();
+}
+
+static inline uint64_t read_mono(void)
+{
+    return (uint64_t)clock_mono_ns();
+}
+
+DEFINE_ZONE_FUNCTIONS(tsc, read_tsc)
+DEFINE_ZONE_FUNCTIONS(mono, read_mono)
+
+static bool resolver_has_invariant_tsc(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0x80000000u), "c"(0));
+    if (eax < 0x80000007u)
+        return false;
+    __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0x80000007u), "c"(0));
+    return (edx >> 8) & 1;
+}
+
+static void (*resolve_zone_begin(void))(const struct fscope_loc *)
+{
+    return resolver_has_invariant_tsc() ? zone_begin_tsc : zone_begin_mono;
+}
+
+static void (*resolve_zone_end(void))(void)
+{
+    return resolver_has_invariant_tsc() ? zone_end_tsc : zone_end_mono;
+}
+
+FSCOPE_EXPORT void fscope_zone_begin(const struct fscope_loc *loc)
+    __attribute__((ifunc("resolve_zone_begin")));
+FSCOPE_EXPORT void fscope_zone_end(void) __attribute__((ifunc("resolve_zone_end")));
+
+FSCOPE_EXPORT uint64_t fscope_block_begin(const struct fscope_loc *loc)
+{
+    uint64_t now = fscope_now();
+    struct fscope_collector *c = fscope_thread_collector();
+    if (!c)
+        return now;
+    struct stack_entry *e = zone_push(c, loc);
+    if (e) {
+        e->start = now;
+        ring_write(c, now, loc);
+    }
+    return now;
+}
+
+FSCOPE_EXPORT uint64_t fscope_block_end(enum fscope_block kind, uint64_t start)
+{
+    uint64_t now = fscope_now();
+    struct fscope_collector *c = tls_collector;
+    if (!c)
+        return now - start;
+    struct stack_entry *e = zone_pop(c);
+    if (e) {
+        ring_write(c, now, NULL);
+        zone_account(c, e, now);
+    }
+    c->block_ticks[kind] += now - start;
+    return now - start;
+}
+
+FSCOPE_EXPORT void fscope_thread_take_blocks(uint64_t ret[FSCOPE_BLOCK_COUNT])
+{
+    struct fscope_collector *c = fscope_thread_collector();
+    if (!c) {
+        memset(ret, 0, sizeof(uint64_t) * FSCOPE_BLOCK_COUNT);
+        return;
+    }
+    memcpy(ret, c->block_ticks, sizeof(c->block_ticks));
+    memset(c->block_ticks, 0, sizeof(c->block_ticks));
+}
+
+FSCOPE_EXPORT void fscope_instant(const struct fscope_loc *loc, uint64_t ticks)
+{
+    struct fscope_collector *c = fscope_thread_collector();
+    if (c)
+        ring_write(c, ticks, loc);
+}
+
+FSCOPE_EXPORT void fscope_count(enum fscope_counter k, uint64_t n)
+{
+    struct fscope_collector *c = fscope_thread_collector();
+    if (c)
+        fscope_collector_count(c, k, n);
+}
+
+FSCOPE_EXPORT uint64_t fscope_count_total(enum fscope_counter k)
+{
+    uint64_t sum = 0;
+    unsigned n = registry_slot_count();
+    for (unsigned i = 0; i < n; i++) {
+        int state = atomic_load_explicit(&slots[i].state, memory_order_acquire);
+        if (state == SLOT_LIVE || state == SLOT_EXITED)
+            sum += atomic_load_explicit(&slots[i].counters[k], memory_order_relaxed);
+    }
+    return sum;
+}
+
+FSCOPE_EXPORT void fscope_thread_name(const char *name)
+{
+    struct fscope_collector *c = fscope_thread_collector();
+    if (c && name)
+        snprintf(c->name, sizeof(c->name), "%s", name);
+}
+
+FSCOPE_EXPORT struct fscope_collector *fscope_external_create(const char *name)
+{
+    struct fscope_collector *c = slot_claim(SLOT_EXTERNAL);
+    if (c)
+        snprintf(c->name, sizeof(c->name), "%s", name);
+    return c;
+}
+
+FSCOPE_EXPORT void fscope_external_span(struct fscope_collector *c, const struct fscope_loc *loc,
+                                        uint64_t begin, uint64_t end)
+{
+    if (!c)
+        return;
+    if (begin < c->last_span_end) {
+        begin = c->last_span_end;
+        c->spans_clamped++;
+    }
+    if (end < begin)
+        end = begin;
+    uint32_t node = node_child(c, 0, loc);
+    if (node == FSCOPE_NODE_NONE)
+        return;
+    struct stack_entry e = { .node = node, .start = begin };
+    ring_write(c, begin, loc);
+    ring_write(c, end, NULL);
+    zone_account(c, &e, end);
+    c->last_span_end = end;
+}
+
+uint64_t registry_ring_snapshot(struct fscope_collector *c, struct fscope_event *out,
+                                uint64_t *ret_lost)
+{
+    uint64_t size = c->ring_mask + 1;
+    uint64_t head = atomic_load_explicit(&c->ring_head, memory_order_acquire);
+    uint64_t first = head > size ? head - size : 0;
+    for (uint64_t i = first; i < head; i++)
+        out[i - first] = c->ring[i & c->ring_mask];
+    /* Events the writer overwrote while we copied are not trustworthy: drop them. */
+    uint64_t head_after = atomic_load_explicit(&c->ring_head, memory_order_acquire);
+    uint64_t safe_first = head_after > size ? head_after - size : 0;
+    uint64_t skip = safe_first > first ? safe_first - first : 0;
+    if (skip > head - first)
+        skip = head - first;
+    if (skip)
+        memmove(out, out + skip, (head - first - skip) * sizeof(*out));
+    *ret_lost = first + skip;
+    return head - first - skip;
+}
+
+/* Walks every node of every slot and applies the override for path. */
+static void overrides_apply_everywhere(const char *path, int32_t level)
+{
+    unsigned n = registry_slot_count();
+    char node_path[MAX_PATH_LEN];
+    for (unsigned s = 0; s < n; s++) {
+        struct fscope_collector *c = &slots[s];
+        int state = atomic_load_explicit(&c->state, memory_order_acquire);
+        if (state != SLOT_LIVE && state != SLOT_EXITED)
+            continue;
+        uint32_t count = atomic_load_explicit(&c->node_count, memory_order_acquire);
+        for (uint32_t i = 0; i < count; i++) {
+            registry_node_path(c, i, node_path, sizeof(node_path));
+            if (strcmp(node_path, path) == 0)
+                atomic_store_explicit(&c->nodes[i].detail_override, level, memory_order_relaxed);
+        }
+    }
+}
+
+FSCOPE_EXPORT int fscope_detail_set(const char *path, int level)
+{
+    if (!path || level < -1 || level > FSCOPE_LEVEL_INNER || strlen(path) >= MAX_PATH_LEN)
+        return -EINVAL;
+    pthread_mutex_lock(&override_lock);
+    struct detail_override *o = (struct detail_override *)override_find(path);
+    if (!o) {
+        for (unsigned i = 0; i < MAX_OVERRIDES && !o; i++)
+            if (!atomic_load(&overrides[i].used))
+                o = &overrides[i];
+        if (!o) {
+            pthread_mutex_unlock(&override_lock);
+            return -ENOSPC;
+        }
+        snprintf(o->path, sizeof(o->path), "%s", path);
+        atomic_store(&o->level, level);
+        atomic_store_explicit(&o->used, true, memory_order_release);
+    } else {
+        atomic_store(&o->level, level);
+    }
+    overrides_apply_everywhere(path, level);
+    pthread_mutex_unlock(&override_lock);
+    return 0;
+}
+
+static void detail_from_environment(void)
+{
+    const char *value = secure_getenv("FRAMESCOPE_DETAIL");
+    if (!value || !*value)
+        return;
+    char *copy = strdup(value);
+    if (!copy)
+        return;
+    char *save = NULL;
+    for (char *token = strtok_r(copy, ",", &save); token; token = strtok_r(NULL, ",", &save)) {
+        char *eq = strrchr(token, '=');
+        long level;
+        if (!eq || !fscope_config_parse_long(eq + 1, 0, FSCOPE_LEVEL_INNER, &level)) {
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_DETAIL: ignoring '%s' (want PATH=LEVEL, "
+                       "LEVEL 0..2)", token);
+            continue;
+        }
+        *eq = '\0';
+        int r = fscope_detail_set(token, (int)level);
+        if (r < 0)
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_DETAIL: ignoring '%s=%ld' (%s)", token, level,
+                       r == -ENOSPC ? "too many overrides" : "path too long");
+    }
+    free(copy);
+}
+
+static void ring_size_from_environment(void)
+{
+    const char *value = secure_getenv("FRAMESCOPE_RING_EVENTS");
+    if (!value)
+        return;
+    long events;
+    if (!fscope_config_parse_long(value, 64, 1L << 24, &events)) {
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_RING_EVENTS=%s is not a count in 64..16777216; "
+                   "using %u", value, FSCOPE_DEFAULT_RING_EVENTS);
+        return;
+    }
+    uint32_t pow2 = 64;
+    while (pow2 < (uint32_t)events)
+        pow2 <<= 1;
+    ring_events = pow2;
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_once_fn(void)
+{
+    log_init();
+    clock_init();
+    pthread_key_create(&exit_key, thread_exited);
+    ring_size_from_environment();
+    detail_from_environment();
+    report_init();
+}
+
+void registry_init(void)
+{
+    pthread_once(&init_once, init_once_fn);
+}
+
+__attribute__((constructor)) static void registry_constructor(void)
+{
+    registry_init();
+}

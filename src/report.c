@@ -1,0 +1,535 @@
+#include "report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "log.h"
+#include "trace.h"
+
+#define MAX_NOTES 24
+
+static _Atomic bool enabled;
+static _Atomic bool finished;
+static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
+static char device_name[256];
+static char driver_name[256];
+static char notes[MAX_NOTES][256];
+static unsigned note_count;
+
+enum summary_target { SUMMARY_STDERR, SUMMARY_OFF, SUMMARY_PATH };
+static enum summary_target summary_target = SUMMARY_STDERR;
+static char summary_path[1024];
+static char output_dir[1024];
+
+static const char *const verdict_names[FSCOPE_VERDICT_COUNT] = { "cpu", "gpu", "display", "cap" };
+static const char *const block_names[FSCOPE_BLOCK_COUNT] = { "acquire", "present", "fence",
+                                                             "semaphore", "idle", "cap" };
+
+const char *verdict_name(enum fscope_verdict v)
+{
+    return v < FSCOPE_VERDICT_COUNT ? verdict_names[v] : "unknown";
+}
+
+void report_init(void)
+{
+    const char *summary = secure_getenv("FRAMESCOPE_SUMMARY");
+    if (summary && *summary) {
+        if (strcmp(summary, "off") == 0) {
+            summary_target = SUMMARY_OFF;
+        } else if (strcmp(summary, "stderr") == 0) {
+            summary_target = SUMMARY_STDERR;
+        } else if (summary[0] == '/' || summary[0] == '.') {
+            summary_target = SUMMARY_PATH;
+            snprintf(summary_path, sizeof(summary_path), "%s", summary);
+        } else {
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_SUMMARY=%s is not off, stderr or a path "
+                       "starting with / or ./; using stderr", summary);
+        }
+    }
+    const char *out = secure_getenv("FRAMESCOPE_OUTPUT");
+    if (out && *out) {
+        if (strlen(out) >= sizeof(output_dir) - 32)
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_OUTPUT is too long; no capture is written");
+        else
+            snprintf(output_dir, sizeof(output_dir), "%s", out);
+    }
+}
+
+FSCOPE_EXPORT void fscope_report_enable(void)
+{
+    atomic_store(&enabled, true);
+}
+
+FSCOPE_EXPORT void fscope_report_set_device(const char *device, const char *driver)
+{
+    pthread_mutex_lock(&meta_lock);
+    snprintf(device_name, sizeof(device_name), "%s", device ? device : "");
+    snprintf(driver_name, sizeof(driver_name), "%s", driver ? driver : "");
+    pthread_mutex_unlock(&meta_lock);
+}
+
+FSCOPE_EXPORT void fscope_report_note(const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&meta_lock);
+    bool seen = false;
+    for (unsigned i = 0; i < note_count && !seen; i++)
+        seen = strcmp(notes[i], line) == 0;
+    if (!seen && note_count < MAX_NOTES)
+        memcpy(notes[note_count++], line, sizeof(line));
+    pthread_mutex_unlock(&meta_lock);
+}
+
+static int64_t ticks_ns(uint64_t ticks)
+{
+    return (int64_t)llround(fscope_ticks_to_ns(ticks));
+}
+
+void frame_budget(const struct fscope_frame *f, struct frame_budget_ns *ret)
+{
+    ret->frame = ticks_ns(f->end_ticks - f->start_ticks);
+    int64_t blocked = 0;
+    for (unsigned b = 0; b < FSCOPE_BLOCK_COUNT; b++) {
+        ret->block[b] = ticks_ns(f->block_ticks[b]);
+        if (blocked + ret->block[b] > ret->frame)
+            ret->block[b] = ret->frame - blocked; /* rounding never breaks the partition */
+        blocked += ret->block[b];
+    }
+    ret->cpu = ret->frame - blocked;
+    ret->gpu_busy = ticks_ns(f->gpu_busy_ticks);
+    if (ret->gpu_busy > ret->frame)
+        ret->gpu_busy = ret->frame;
+}
+
+/* The order is what makes the answer trustworthy: a saturated GPU is the ceiling whichever
+ * wait it shows up in; only then do the waits break the tie (DESIGN.md, "The frame"). */
+enum fscope_verdict frame_verdict(const struct frame_budget_ns *b)
+{
+    double frame = b->frame > 0 ? (double)b->frame : 1.0;
+    int64_t display = b->block[FSCOPE_BLOCK_ACQUIRE] + b->block[FSCOPE_BLOCK_PRESENT];
+    int64_t gpu_wait = b->block[FSCOPE_BLOCK_FENCE] + b->block[FSCOPE_BLOCK_SEMAPHORE] +
+                       b->block[FSCOPE_BLOCK_IDLE];
+    int64_t cap = b->block[FSCOPE_BLOCK_CAP];
+    if ((double)b->gpu_busy >= VERDICT_GPU_BUSY_SHARE * frame)
+        return FSCOPE_VERDICT_GPU;
+    if ((double)cap >= VERDICT_BLOCK_SHARE * frame && cap >= b->cpu && cap >= display &&
+        cap >= gpu_wait)
+        return FSCOPE_VERDICT_CAP;
+    if ((double)display >= VERDICT_BLOCK_SHARE * frame && display >= b->cpu &&
+        display >= gpu_wait)
+        return FSCOPE_VERDICT_DISPLAY;
+    if ((double)gpu_wait >= VERDICT_BLOCK_SHARE * frame && gpu_wait >= b->cpu)
+        return FSCOPE_VERDICT_GPU;
+    return FSCOPE_VERDICT_CPU;
+}
+
+static int compare_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+struct run_stats {
+    uint64_t frames;
+    double duration_s, fps;
+    double mean_ms, p50_ms, p95_ms, p99_ms, max_ms;
+    double low1_fps, low01_fps;
+    double budget_ms[2 + FSCOPE_BLOCK_COUNT]; /* cpu, gpu_busy, blocks... (means) */
+    double count_mean[FSCOPE_COUNT_COUNT];
+    uint64_t verdict_frames[FSCOPE_VERDICT_COUNT];
+    enum fscope_verdict run_verdict;
+    char reason[256];
+};
+
+static double percentile_ms(const int64_t *sorted, uint64_t n, double p)
+{
+    uint64_t rank = (uint64_t)ceil(p * (double)n);
+    if (rank < 1)
+        rank = 1;
+    return (double)sorted[rank - 1] / 1e6;
+}
+
+/* Average fps over the slowest share of frames. */
+static double low_fps(const int64_t *sorted, uint64_t n, double share)
+{
+    uint64_t k = (uint64_t)ceil(share * (double)n);
+    if (k < 1)
+        k = 1;
+    double sum = 0;
+    for (uint64_t i = n - k; i < n; i++)
+        sum += (double)sorted[i];
+    return sum > 0 ? 1e9 * (double)k / sum : 0;
+}
+
+static void compute_stats(struct run_stats *s)
+{
+    memset(s, 0, sizeof(*s));
+    unsigned logs = frame_logs_count();
+    for (unsigned l = 0; l < logs; l++)
+        s->frames += fscope_frame_log_count(frame_log_at(l));
+    if (!s->frames)
+        return;
+    int64_t *times = malloc(s->frames * sizeof(*times));
+    uint64_t n = 0, first = UINT64_MAX, last = 0;
+    double sum_ms = 0;
+    int64_t verdict_ns[FSCOPE_VERDICT_COUNT] = { 0 };
+    struct frame_budget_ns total = { 0 };
+    for (unsigned l = 0; l < logs; l++) {
+        struct fscope_frame_log *log = frame_log_at(l);
+        uint64_t count = fscope_frame_log_count(log);
+        for (uint64_t i = 0; i < count; i++) {
+            struct fscope_frame *f = frame_log_frame(log, i);
+            struct frame_budget_ns b;
+            frame_budget(f, &b);
+            if (times && n < s->frames)
+                times[n++] = b.frame;
+            sum_ms += (double)b.frame / 1e6;
+            if (f->start_ticks < first)
+                first = f->start_ticks;
+            if (f->end_ticks > last)
+                last = f->end_ticks;
+            total.frame += b.frame;
+            total.cpu += b.cpu;
+            total.gpu_busy += b.gpu_busy;
+            for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
+                total.block[k] += b.block[k];
+            for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
+                s->count_mean[k] += (double)f->counts[k];
+            enum fscope_verdict v = frame_verdict(&b);
+            s->verdict_frames[v]++;
+            verdict_ns[v] += b.frame;
+        }
+    }
+    double frames = (double)s->frames;
+    s->duration_s = fscope_ticks_to_ns(last - first) / 1e9;
+    s->fps = s->duration_s > 0 ? frames / s->duration_s : 0;
+    s->mean_ms = sum_ms / frames;
+    if (times) {
+        qsort(times, n, sizeof(*times), compare_i64);
+        s->p50_ms = percentile_ms(times, n, 0.50);
+        s->p95_ms = percentile_ms(times, n, 0.95);
+        s->p99_ms = percentile_ms(times, n, 0.99);
+        s->max_ms = (double)times[n - 1] / 1e6;
+        s->low1_fps = low_fps(times, n, 0.01);
+        s->low01_fps = low_fps(times, n, 0.001);
+        free(times);
+    }
+    s->budget_ms[0] = (double)total.cpu / 1e6 / frames;
+    s->budget_ms[1] = (double)total.gpu_busy / 1e6 / frames;
+    for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
+        s->budget_ms[2 + k] = (double)total.block[k] / 1e6 / frames;
+    for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
+        s->count_mean[k] /= frames;
+
+    /* The run's verdict is the one that held the most time, not the most frames. */
+    unsigned best = 0;
+    for (unsigned v = 1; v < FSCOPE_VERDICT_COUNT; v++)
+        if (verdict_ns[v] > verdict_ns[best])
+            best = v;
+    s->run_verdict = (enum fscope_verdict)best;
+    double mean_frame = s->mean_ms;
+    double display = s->budget_ms[2 + FSCOPE_BLOCK_ACQUIRE] + s->budget_ms[2 + FSCOPE_BLOCK_PRESENT];
+    double gpu_wait = s->budget_ms[2 + FSCOPE_BLOCK_FENCE] +
+                      s->budget_ms[2 + FSCOPE_BLOCK_SEMAPHORE] + s->budget_ms[2 + FSCOPE_BLOCK_IDLE];
+    switch (s->run_verdict) {
+    case FSCOPE_VERDICT_GPU:
+        snprintf(s->reason, sizeof(s->reason),
+                 "GPU busy %.1f%% of the frame, waiting on GPU work %.1f%%",
+                 100 * s->budget_ms[1] / mean_frame, 100 * gpu_wait / mean_frame);
+        break;
+    case FSCOPE_VERDICT_CAP:
+        snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame waiting in the frame cap",
+                 100 * s->budget_ms[2 + FSCOPE_BLOCK_CAP] / mean_frame);
+        break;
+    case FSCOPE_VERDICT_DISPLAY:
+        snprintf(s->reason, sizeof(s->reason),
+                 "%.1f%% of the frame blocked in acquire/present, GPU busy %.1f%%, CPU work %.1f%%",
+                 100 * display / mean_frame, 100 * s->budget_ms[1] / mean_frame,
+                 100 * s->budget_ms[0] / mean_frame);
+        break;
+    default:
+        snprintf(s->reason, sizeof(s->reason),
+                 "CPU work %.1f%% of the frame, GPU busy %.1f%%, blocked %.1f%%",
+                 100 * s->budget_ms[0] / mean_frame, 100 * s->budget_ms[1] / mean_frame,
+                 100 * (mean_frame - s->budget_ms[0]) / mean_frame);
+    }
+}
+
+static void app_name(char *buf, size_t len)
+{
+    FILE *f = fopen("/proc/self/comm", "re");
+    buf[0] = '\0';
+    if (f) {
+        if (fgets(buf, (int)len, f))
+            buf[strcspn(buf, "\n")] = '\0';
+        fclose(f);
+    }
+}
+
+static void write_summary_text(FILE *f, const struct run_stats *s)
+{
+    char app[64];
+    app_name(app, sizeof(app));
+    fprintf(f, "framescope: summary for %s (pid %d)\n", app, (int)getpid());
+    pthread_mutex_lock(&meta_lock);
+    if (device_name[0])
+        fprintf(f, "  device      %s, driver %s\n", device_name, driver_name);
+    pthread_mutex_unlock(&meta_lock);
+    fprintf(f, "  clock       %s\n", fscope_clock_describe());
+    if (!s->frames) {
+        fprintf(f, "  frames      0 (nothing was presented and no frame was marked)\n");
+    } else {
+        fprintf(f, "  frames      %llu in %.3f s, %.1f fps\n", (unsigned long long)s->frames,
+                s->duration_s, s->fps);
+        fprintf(f, "  frame time  mean %.3f  p50 %.3f  p95 %.3f  p99 %.3f  max %.3f ms; "
+                "1%% low %.1f fps, 0.1%% low %.1f fps\n", s->mean_ms, s->p50_ms, s->p95_ms,
+                s->p99_ms, s->max_ms, s->low1_fps, s->low01_fps);
+        const double *b = s->budget_ms;
+        fprintf(f, "  budget      cpu %.3f | blocked: acquire %.3f  present %.3f  fence %.3f  "
+                "other wait %.3f  cap %.3f | gpu busy %.3f ms per frame\n", b[0],
+                b[2 + FSCOPE_BLOCK_ACQUIRE], b[2 + FSCOPE_BLOCK_PRESENT],
+                b[2 + FSCOPE_BLOCK_FENCE],
+                b[2 + FSCOPE_BLOCK_SEMAPHORE] + b[2 + FSCOPE_BLOCK_IDLE],
+                b[2 + FSCOPE_BLOCK_CAP], b[1]);
+        fprintf(f, "  work        %.1f submits, %.1f command buffers, %.1f draws, %.1f dispatches, "
+                "%.1f render passes per frame\n", s->count_mean[FSCOPE_COUNT_SUBMITS],
+                s->count_mean[FSCOPE_COUNT_COMMAND_BUFFERS], s->count_mean[FSCOPE_COUNT_DRAWS],
+                s->count_mean[FSCOPE_COUNT_DISPATCHES], s->count_mean[FSCOPE_COUNT_RENDER_PASSES]);
+        fprintf(f, "  verdict     %s-bound: %s\n", verdict_name(s->run_verdict), s->reason);
+        fprintf(f, "  frames by verdict:");
+        for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
+            fprintf(f, " %s %.1f%%", verdict_names[v],
+                    100.0 * (double)s->verdict_frames[v] / (double)s->frames);
+        fputc('\n', f);
+    }
+    pthread_mutex_lock(&meta_lock);
+    for (unsigned i = 0; i < note_count; i++)
+        fprintf(f, "  note        %s\n", notes[i]);
+    pthread_mutex_unlock(&meta_lock);
+}
+
+static void write_summary_json(FILE *f, const struct run_stats *s)
+{
+    char app[64];
+    app_name(app, sizeof(app));
+    fputs("{\n  \"schema\": \"framescope-summary-1\",\n  \"app\": ", f);
+    json_write_string(f, app);
+    fprintf(f, ",\n  \"pid\": %d,\n  \"device\": ", (int)getpid());
+    pthread_mutex_lock(&meta_lock);
+    json_write_string(f, device_name);
+    fputs(",\n  \"driver\": ", f);
+    json_write_string(f, driver_name);
+    pthread_mutex_unlock(&meta_lock);
+    fputs(",\n  \"clock\": ", f);
+    json_write_string(f, fscope_clock_describe());
+    fprintf(f, ",\n  \"frames\": %llu,\n  \"duration_s\": %.6f,\n  \"fps\": %.3f,\n",
+            (unsigned long long)s->frames, s->duration_s, s->fps);
+    fprintf(f, "  \"frame_ms\": {\"mean\": %.6f, \"p50\": %.6f, \"p95\": %.6f, \"p99\": %.6f, "
+            "\"max\": %.6f},\n", s->mean_ms, s->p50_ms, s->p95_ms, s->p99_ms, s->max_ms);
+    fprintf(f, "  \"low_fps\": {\"1%%\": %.3f, \"0.1%%\": %.3f},\n", s->low1_fps, s->low01_fps);
+    const double *b = s->budget_ms;
+    fprintf(f, "  \"budget_ms\": {\"cpu\": %.6f, \"gpu_busy\": %.6f, \"acquire\": %.6f, "
+            "\"present\": %.6f, \"fence\": %.6f, \"semaphore\": %.6f, \"idle\": %.6f, "
+            "\"other_wait\": %.6f, \"cap\": %.6f},\n", b[0], b[1], b[2 + FSCOPE_BLOCK_ACQUIRE],
+            b[2 + FSCOPE_BLOCK_PRESENT], b[2 + FSCOPE_BLOCK_FENCE],
+            b[2 + FSCOPE_BLOCK_SEMAPHORE], b[2 + FSCOPE_BLOCK_IDLE],
+            b[2 + FSCOPE_BLOCK_SEMAPHORE] + b[2 + FSCOPE_BLOCK_IDLE], b[2 + FSCOPE_BLOCK_CAP]);
+    fprintf(f, "  \"per_frame\": {\"submits\": %.3f, \"command_buffers\": %.3f, \"draws\": %.3f, "
+            "\"dispatches\": %.3f, \"render_passes\": %.3f},\n",
+            s->count_mean[FSCOPE_COUNT_SUBMITS], s->count_mean[FSCOPE_COUNT_COMMAND_BUFFERS],
+            s->count_mean[FSCOPE_COUNT_DRAWS], s->count_mean[FSCOPE_COUNT_DISPATCHES],
+            s->count_mean[FSCOPE_COUNT_RENDER_PASSES]);
+    fputs("  \"verdict\": {\"run\": ", f);
+    json_write_string(f, s->frames ? verdict_name(s->run_verdict) : "none");
+    fputs(", \"reason\": ", f);
+    json_write_string(f, s->reason);
+    fputs(", \"shares\": {", f);
+    for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
+        fprintf(f, "%s\"%s\": %.6f", v ? ", " : "", verdict_names[v],
+                s->frames ? (double)s->verdict_frames[v] / (double)s->frames : 0.0);
+    fputs("}},\n  \"surfaces\": [", f);
+    unsigned logs = frame_logs_count();
+    for (unsigned l = 0; l < logs; l++) {
+        fputs(l ? ", {\"label\": " : "{\"label\": ", f);
+        json_write_string(f, frame_log_label(frame_log_at(l)));
+        fprintf(f, ", \"frames\": %llu}",
+                (unsigned long long)fscope_frame_log_count(frame_log_at(l)));
+    }
+    fputs("],\n  \"notes\": [", f);
+    pthread_mutex_lock(&meta_lock);
+    for (unsigned i = 0; i < note_count; i++) {
+        if (i)
+            fputs(", ", f);
+        json_write_string(f, notes[i]);
+    }
+    pthread_mutex_unlock(&meta_lock);
+    fputs("]\n}\n", f);
+}
+
+static void write_frames_csv(FILE *f)
+{
+    fputs("frame,surface,swapchain,start_ms,frame_ms,cpu_ms,gpu_busy_ms", f);
+    for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
+        fprintf(f, ",%s_ms", block_names[k]);
+    fputs(",record_ms,submits,command_buffers,draws,dispatches,render_passes,verdict\n", f);
+    unsigned logs = frame_logs_count();
+    uint64_t origin = UINT64_MAX;
+    for (unsigned l = 0; l < logs; l++) {
+        struct fscope_frame_log *log = frame_log_at(l);
+        if (fscope_frame_log_count(log) && frame_log_frame(log, 0)->start_ticks < origin)
+            origin = frame_log_frame(log, 0)->start_ticks;
+    }
+    for (unsigned l = 0; l < logs; l++) {
+        struct fscope_frame_log *log = frame_log_at(l);
+        uint64_t count = fscope_frame_log_count(log);
+        for (uint64_t i = 0; i < count; i++) {
+            struct fscope_frame *fr = frame_log_frame(log, i);
+            struct frame_budget_ns b;
+            frame_budget(fr, &b);
+            /* ns printed as ms with six decimals: exact, so columns sum exactly. */
+            fprintf(f, "%llu,%u,%u,%.6f,%lld.%06lld,%lld.%06lld,%lld.%06lld", (unsigned long long)i,
+                    l, fr->swapchain_serial, fscope_ticks_to_ns(fr->start_ticks - origin) / 1e6,
+                    (long long)(b.frame / 1000000), (long long)(b.frame % 1000000),
+                    (long long)(b.cpu / 1000000), (long long)(b.cpu % 1000000),
+                    (long long)(b.gpu_busy / 1000000), (long long)(b.gpu_busy % 1000000));
+            for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
+                fprintf(f, ",%lld.%06lld", (long long)(b.block[k] / 1000000),
+                        (long long)(b.block[k] % 1000000));
+            int64_t record_ns = ticks_ns(fr->counts[FSCOPE_COUNT_RECORD_TICKS]);
+            fprintf(f, ",%lld.%06lld,%llu,%llu,%llu,%llu,%llu,%s\n",
+                    (long long)(record_ns / 1000000), (long long)(record_ns % 1000000),
+                    (unsigned long long)fr->counts[FSCOPE_COUNT_SUBMITS],
+                    (unsigned long long)fr->counts[FSCOPE_COUNT_COMMAND_BUFFERS],
+                    (unsigned long long)fr->counts[FSCOPE_COUNT_DRAWS],
+                    (unsigned long long)fr->counts[FSCOPE_COUNT_DISPATCHES],
+                    (unsigned long long)fr->counts[FSCOPE_COUNT_RENDER_PASSES],
+                    verdict_name(frame_verdict(&b)));
+        }
+    }
+}
+
+/* Writes path through a temporary file so a failed write leaves nothing half-written. */
+static int write_file(const char *path, void (*writer)(FILE *, const void *), const void *arg)
+{
+    char tmp[1200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "we");
+    if (!f)
+        return -errno;
+    writer(f, arg);
+    int r = ferror(f) ? -EIO : 0;
+    if (fclose(f) != 0 && r == 0)
+        r = -errno;
+    if (r == 0 && rename(tmp, path) != 0)
+        r = -errno;
+    if (r)
+        unlink(tmp);
+    return r;
+}
+
+static void summary_writer(FILE *f, const void *arg)
+{
+    write_summary_json(f, arg);
+}
+
+static void csv_writer(FILE *f, const void *arg)
+{
+    (void)arg;
+    write_frames_csv(f);
+}
+
+static int make_dirs(const char *dir)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        return -errno;
+    return access(path, W_OK) == 0 ? 0 : -errno;
+}
+
+static void write_capture(const struct run_stats *s, FILE *summary)
+{
+    int r = make_dirs(output_dir);
+    char path[1100];
+    if (r == 0) {
+        snprintf(path, sizeof(path), "%s/summary.json", output_dir);
+        r = write_file(path, summary_writer, s);
+    }
+    if (r == 0) {
+        snprintf(path, sizeof(path), "%s/frames.csv", output_dir);
+        r = write_file(path, csv_writer, NULL);
+    }
+    if (r == 0) {
+        snprintf(path, sizeof(path), "%s/trace.json", output_dir);
+        r = fscope_trace_dump(path);
+    }
+    if (r != 0) {
+        fscope_log(FSCOPE_LOG_ERROR, "could not write the capture to FRAMESCOPE_OUTPUT=%s: %s",
+                   output_dir, strerror(-r));
+        if (summary)
+            fprintf(summary, "  capture     NOT written to %s: %s\n", output_dir, strerror(-r));
+    } else if (summary) {
+        fprintf(summary, "  capture     %s (summary.json, frames.csv, trace.json)\n", output_dir);
+    }
+}
+
+FSCOPE_EXPORT void fscope_report_finish(void)
+{
+    unsigned logs = frame_logs_count();
+    bool any_frames = false;
+    for (unsigned l = 0; l < logs && !any_frames; l++)
+        any_frames = fscope_frame_log_count(frame_log_at(l)) > 0;
+    if (!any_frames && !atomic_load(&enabled))
+        return;
+    if (atomic_exchange(&finished, true))
+        return;
+    clock_refine();
+    frames_compute_gpu_busy();
+    struct run_stats stats;
+    compute_stats(&stats);
+
+    FILE *summary = NULL;
+    if (summary_target == SUMMARY_STDERR) {
+        summary = stderr;
+    } else if (summary_target == SUMMARY_PATH) {
+        summary = fopen(summary_path, "we");
+        if (!summary) {
+            fscope_log(FSCOPE_LOG_ERROR, "cannot write the summary to %s (%s); printing it here",
+                       summary_path, strerror(errno));
+            summary = stderr;
+        }
+    }
+    if (summary)
+        write_summary_text(summary, &stats);
+    if (output_dir[0])
+        write_capture(&stats, summary);
+    if (summary && summary != stderr)
+        fclose(summary);
+    else if (summary)
+        fflush(summary);
+}
+
+__attribute__((destructor)) static void report_destructor(void)
+{
+    fscope_report_finish();
+}
