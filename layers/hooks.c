@@ -1,0 +1,324 @@
+/* Frame hooks: every call that can block is timed as a block of the calling thread; a present
+ * closes the surface's frame; command recording is counted per thread. */
+#include <string.h>
+
+#include "clock.h"
+#include "layer.h"
+#include "log.h"
+#include "report.h"
+
+static const struct fscope_loc loc_acquire = { "vkAcquireNextImageKHR", __FILE__, __LINE__, 0, 0 };
+static const struct fscope_loc loc_present = { "vkQueuePresentKHR", __FILE__, __LINE__, 0, 0 };
+static const struct fscope_loc loc_fence = { "vkWaitForFences", __FILE__, __LINE__, 0, 0 };
+static const struct fscope_loc loc_semaphore = { "vkWaitSemaphores", __FILE__, __LINE__, 0, 0 };
+static const struct fscope_loc loc_queue_idle = { "vkQueueWaitIdle", __FILE__, __LINE__, 0, 0 };
+static const struct fscope_loc loc_device_idle = { "vkDeviceWaitIdle", __FILE__, __LINE__, 0, 0 };
+static const struct fscope_loc loc_submit = { "vkQueueSubmit", __FILE__, __LINE__, 1, 0 };
+static const struct fscope_loc loc_frame_marker = { "present", __FILE__, __LINE__, 0,
+                                                    FSCOPE_LOC_INSTANT };
+
+static void note_result(struct device_data *dev, VkResult r, const char *where)
+{
+    if (r == VK_ERROR_DEVICE_LOST)
+        gpu_device_lost(dev, where);
+}
+
+/* ---- submission ------------------------------------------------------------------------- */
+
+static void count_submit_batches(uint32_t command_buffers)
+{
+    struct fscope_collector *c = fscope_thread_collector();
+    if (!c)
+        return;
+    fscope_collector_count(c, FSCOPE_COUNT_SUBMITS, 1);
+    fscope_collector_count(c, FSCOPE_COUNT_COMMAND_BUFFERS, command_buffers);
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueueSubmit(VkQueue queue, uint32_t count,
+                                                             const VkSubmitInfo *submits,
+                                                             VkFence fence)
+{
+    struct device_data *dev = device_lookup(queue);
+    struct queue_data *q = queue_lookup(dev, queue);
+    uint32_t command_buffers = 0;
+    for (uint32_t i = 0; i < count; i++)
+        command_buffers += submits[i].commandBufferCount;
+    count_submit_batches(command_buffers);
+    fscope_zone_begin(&loc_submit);
+    VkResult r = q ? gpu_submit(dev, q, count, submits, fence)
+                   : dev->vk.QueueSubmit(queue, count, submits, fence);
+    fscope_zone_end();
+    note_result(dev, r, "vkQueueSubmit");
+    return r;
+}
+
+static VkResult submit2(VkQueue queue, uint32_t count, const VkSubmitInfo2 *submits,
+                        VkFence fence, bool khr)
+{
+    struct device_data *dev = device_lookup(queue);
+    struct queue_data *q = queue_lookup(dev, queue);
+    PFN_vkQueueSubmit2 next = khr ? dev->vk.QueueSubmit2KHR : dev->vk.QueueSubmit2;
+    uint32_t command_buffers = 0;
+    for (uint32_t i = 0; i < count; i++)
+        command_buffers += submits[i].commandBufferInfoCount;
+    count_submit_batches(command_buffers);
+    fscope_zone_begin(&loc_submit);
+    VkResult r = q ? gpu_submit2(dev, q, next, count, submits, fence)
+                   : next(queue, count, submits, fence);
+    fscope_zone_end();
+    note_result(dev, r, "vkQueueSubmit2");
+    return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueueSubmit2(VkQueue queue, uint32_t count,
+                                                              const VkSubmitInfo2 *submits,
+                                                              VkFence fence)
+{
+    return submit2(queue, count, submits, fence, false);
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueueSubmit2KHR(VkQueue queue, uint32_t count,
+                                                                 const VkSubmitInfo2 *submits,
+                                                                 VkFence fence)
+{
+    return submit2(queue, count, submits, fence, true);
+}
+
+/* ---- present and acquire ------------------------------------------------------------------ */
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueuePresentKHR(VkQueue queue,
+                                                                 const VkPresentInfoKHR *info)
+{
+    uint64_t now = fscope_now();
+    struct device_data *dev = device_lookup(queue);
+    for (uint32_t i = 0; i < info->swapchainCount; i++) {
+        struct swapchain_data *sc = swapchain_lookup(dev, info->pSwapchains[i]);
+        if (!sc || !sc->surface)
+            continue;
+        sc->presents++;
+        fscope_frame_log_close(sc->surface->frames, now, sc->serial);
+    }
+    fscope_instant(&loc_frame_marker, now);
+
+    uint64_t start = fscope_block_begin(&loc_present);
+    VkResult r = dev->vk.QueuePresentKHR(queue, info);
+    fscope_block_end(FSCOPE_BLOCK_PRESENT, start);
+    note_result(dev, r, "vkQueuePresentKHR");
+
+    struct queue_data *q = queue_lookup(dev, queue);
+    if (q)
+        gpu_queue_poll(dev, q);
+    return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_AcquireNextImageKHR(
+    VkDevice device, VkSwapchainKHR swapchain, uint64_t timeout, VkSemaphore semaphore,
+    VkFence fence, uint32_t *index)
+{
+    struct device_data *dev = device_lookup(device);
+    uint64_t start = fscope_block_begin(&loc_acquire);
+    VkResult r = dev->vk.AcquireNextImageKHR(device, swapchain, timeout, semaphore, fence, index);
+    fscope_block_end(FSCOPE_BLOCK_ACQUIRE, start);
+    note_result(dev, r, "vkAcquireNextImageKHR");
+    return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_AcquireNextImage2KHR(
+    VkDevice device, const VkAcquireNextImageInfoKHR *info, uint32_t *index)
+{
+    struct device_data *dev = device_lookup(device);
+    uint64_t start = fscope_block_begin(&loc_acquire);
+    VkResult r = dev->vk.AcquireNextImage2KHR(device, info, index);
+    fscope_block_end(FSCOPE_BLOCK_ACQUIRE, start);
+    note_result(dev, r, "vkAcquireNextImage2KHR");
+    return r;
+}
+
+/* ---- waits -------------------------------------------------------------------------------- */
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_WaitForFences(VkDevice device, uint32_t count,
+                                                               const VkFence *fences,
+                                                               VkBool32 wait_all, uint64_t timeout)
+{
+    struct device_data *dev = device_lookup(device);
+    uint64_t start = fscope_block_begin(&loc_fence);
+    VkResult r = dev->vk.WaitForFences(device, count, fences, wait_all, timeout);
+    fscope_block_end(FSCOPE_BLOCK_FENCE, start);
+    note_result(dev, r, "vkWaitForFences");
+    return r;
+}
+
+static VkResult wait_semaphores(VkDevice device, const VkSemaphoreWaitInfo *info,
+                                uint64_t timeout, bool khr)
+{
+    struct device_data *dev = device_lookup(device);
+    PFN_vkWaitSemaphores next = khr ? dev->vk.WaitSemaphoresKHR : dev->vk.WaitSemaphores;
+    uint64_t start = fscope_block_begin(&loc_semaphore);
+    VkResult r = next(device, info, timeout);
+    fscope_block_end(FSCOPE_BLOCK_SEMAPHORE, start);
+    note_result(dev, r, "vkWaitSemaphores");
+    return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_WaitSemaphores(VkDevice device,
+                                                                const VkSemaphoreWaitInfo *info,
+                                                                uint64_t timeout)
+{
+    return wait_semaphores(device, info, timeout, false);
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_WaitSemaphoresKHR(VkDevice device,
+                                                                   const VkSemaphoreWaitInfo *info,
+                                                                   uint64_t timeout)
+{
+    return wait_semaphores(device, info, timeout, true);
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueueWaitIdle(VkQueue queue)
+{
+    struct device_data *dev = device_lookup(queue);
+    uint64_t start = fscope_block_begin(&loc_queue_idle);
+    VkResult r = dev->vk.QueueWaitIdle(queue);
+    fscope_block_end(FSCOPE_BLOCK_IDLE, start);
+    note_result(dev, r, "vkQueueWaitIdle");
+    struct queue_data *q = queue_lookup(dev, queue);
+    if (q)
+        gpu_queue_poll(dev, q);
+    return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_DeviceWaitIdle(VkDevice device)
+{
+    struct device_data *dev = device_lookup(device);
+    uint64_t start = fscope_block_begin(&loc_device_idle);
+    VkResult r = dev->vk.DeviceWaitIdle(device);
+    fscope_block_end(FSCOPE_BLOCK_IDLE, start);
+    note_result(dev, r, "vkDeviceWaitIdle");
+    return r;
+}
+
+/* ---- command recording -------------------------------------------------------------------- */
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_BeginCommandBuffer(
+    VkCommandBuffer cb, const VkCommandBufferBeginInfo *info)
+{
+    struct device_data *dev = device_lookup(cb);
+    struct fscope_collector *c = fscope_thread_collector();
+    if (c)
+        c->record_begin_ticks = fscope_now();
+    return dev->vk.BeginCommandBuffer(cb, info);
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_EndCommandBuffer(VkCommandBuffer cb)
+{
+    struct device_data *dev = device_lookup(cb);
+    VkResult r = dev->vk.EndCommandBuffer(cb);
+    struct fscope_collector *c = fscope_thread_collector();
+    if (c && c->record_begin_ticks) {
+        fscope_collector_count(c, FSCOPE_COUNT_RECORD_TICKS, fscope_now() - c->record_begin_ticks);
+        c->record_begin_ticks = 0;
+    }
+    return r;
+}
+
+static inline void count(enum fscope_counter k)
+{
+    struct fscope_collector *c = fscope_thread_collector();
+    if (c)
+        fscope_collector_count(c, k, 1);
+}
+
+#define COUNTED(name, counter, params, args)                                                   \
+    static VKAPI_ATTR void VKAPI_CALL framescope_##name params                                 \
+    {                                                                                          \
+        count(counter);                                                                        \
+        device_lookup(cb)->vk.name args;                                                       \
+    }
+
+COUNTED(CmdDraw, FSCOPE_COUNT_DRAWS,
+        (VkCommandBuffer cb, uint32_t vc, uint32_t ic, uint32_t fv, uint32_t fi),
+        (cb, vc, ic, fv, fi))
+COUNTED(CmdDrawIndexed, FSCOPE_COUNT_DRAWS,
+        (VkCommandBuffer cb, uint32_t xc, uint32_t ic, uint32_t fx, int32_t vo, uint32_t fi),
+        (cb, xc, ic, fx, vo, fi))
+COUNTED(CmdDrawIndirect, FSCOPE_COUNT_DRAWS,
+        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, uint32_t n, uint32_t s),
+        (cb, b, o, n, s))
+COUNTED(CmdDrawIndexedIndirect, FSCOPE_COUNT_DRAWS,
+        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, uint32_t n, uint32_t s),
+        (cb, b, o, n, s))
+COUNTED(CmdDrawIndirectCount, FSCOPE_COUNT_DRAWS,
+        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
+         uint32_t m, uint32_t s),
+        (cb, b, o, cbuf, co, m, s))
+COUNTED(CmdDrawIndirectCountKHR, FSCOPE_COUNT_DRAWS,
+        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
+         uint32_t m, uint32_t s),
+        (cb, b, o, cbuf, co, m, s))
+COUNTED(CmdDrawIndexedIndirectCount, FSCOPE_COUNT_DRAWS,
+        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
+         uint32_t m, uint32_t s),
+        (cb, b, o, cbuf, co, m, s))
+COUNTED(CmdDrawIndexedIndirectCountKHR, FSCOPE_COUNT_DRAWS,
+        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
+         uint32_t m, uint32_t s),
+        (cb, b, o, cbuf, co, m, s))
+COUNTED(CmdDispatch, FSCOPE_COUNT_DISPATCHES,
+        (VkCommandBuffer cb, uint32_t x, uint32_t y, uint32_t z), (cb, x, y, z))
+COUNTED(CmdDispatchIndirect, FSCOPE_COUNT_DISPATCHES,
+        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o), (cb, b, o))
+COUNTED(CmdDispatchBase, FSCOPE_COUNT_DISPATCHES,
+        (VkCommandBuffer cb, uint32_t bx, uint32_t by, uint32_t bz, uint32_t x, uint32_t y,
+         uint32_t z),
+        (cb, bx, by, bz, x, y, z))
+COUNTED(CmdBeginRenderPass, FSCOPE_COUNT_RENDER_PASSES,
+        (VkCommandBuffer cb, const VkRenderPassBeginInfo *i, VkSubpassContents c), (cb, i, c))
+COUNTED(CmdBeginRenderPass2, FSCOPE_COUNT_RENDER_PASSES,
+        (VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s),
+        (cb, i, s))
+COUNTED(CmdBeginRenderPass2KHR, FSCOPE_COUNT_RENDER_PASSES,
+        (VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s),
+        (cb, i, s))
+COUNTED(CmdBeginRendering, FSCOPE_COUNT_RENDER_PASSES,
+        (VkCommandBuffer cb, const VkRenderingInfo *i), (cb, i))
+COUNTED(CmdBeginRenderingKHR, FSCOPE_COUNT_RENDER_PASSES,
+        (VkCommandBuffer cb, const VkRenderingInfo *i), (cb, i))
+#undef COUNTED
+
+PFN_vkVoidFunction hooks_device_proc(const char *name)
+{
+#define HOOK(fn)                                                                               \
+    if (strcmp(name, "vk" #fn) == 0)                                                           \
+        return (PFN_vkVoidFunction)framescope_##fn;
+    HOOK(QueueSubmit)
+    HOOK(QueueSubmit2)
+    HOOK(QueueSubmit2KHR)
+    HOOK(QueuePresentKHR)
+    HOOK(AcquireNextImageKHR)
+    HOOK(AcquireNextImage2KHR)
+    HOOK(WaitForFences)
+    HOOK(WaitSemaphores)
+    HOOK(WaitSemaphoresKHR)
+    HOOK(QueueWaitIdle)
+    HOOK(DeviceWaitIdle)
+    HOOK(BeginCommandBuffer)
+    HOOK(EndCommandBuffer)
+    HOOK(CmdDraw)
+    HOOK(CmdDrawIndexed)
+    HOOK(CmdDrawIndirect)
+    HOOK(CmdDrawIndexedIndirect)
+    HOOK(CmdDrawIndirectCount)
+    HOOK(CmdDrawIndirectCountKHR)
+    HOOK(CmdDrawIndexedIndirectCount)
+    HOOK(CmdDrawIndexedIndirectCountKHR)
+    HOOK(CmdDispatch)
+    HOOK(CmdDispatchIndirect)
+    HOOK(CmdDispatchBase)
+    HOOK(CmdBeginRenderPass)
+    HOOK(CmdBeginRenderPass2)
+    HOOK(CmdBeginRenderPass2KHR)
+    HOOK(CmdBeginRendering)
+    HOOK(CmdBeginRenderingKHR)
+#undef HOOK
+    return NULL;
+}

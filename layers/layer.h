@@ -1,0 +1,222 @@
+/* VK_LAYER_FRAMESCOPE: state shared by the loader plumbing (layer.c), GPU timing (gpu.c)
+ * and the frame hooks (hooks.c). */
+#ifndef FSCOPE_LAYER_H
+#define FSCOPE_LAYER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define VK_USE_PLATFORM_WAYLAND_KHR
+#include <vulkan/vk_layer.h>
+#include <vulkan/vulkan.h>
+
+#include "frame.h"
+#include "registry.h"
+
+#define LAYER_NAME "VK_LAYER_FRAMESCOPE"
+#define LAYER_EXPORT __attribute__((visibility("default")))
+
+#define MAX_INSTANCES 16
+#define MAX_DEVICES 32
+#define MAX_QUEUES 64
+#define MAX_SURFACES 64
+#define MAX_SWAPCHAINS 64
+#define GPU_SLOTS 64 /* submissions in flight per queue that can carry timestamps */
+
+/* The loader's dispatch pointer: a dispatchable handle's first word. Instances share it
+ * with their physical devices; devices with their queues and command buffers. */
+static inline void *dispatch_key(const void *handle)
+{
+    return *(void *const *)handle;
+}
+
+#define INSTANCE_FUNCTIONS(X)                                                                  \
+    X(GetInstanceProcAddr)                                                                     \
+    X(DestroyInstance)                                                                         \
+    X(EnumerateDeviceExtensionProperties)                                                      \
+    X(GetPhysicalDeviceProperties)                                                             \
+    X(GetPhysicalDeviceProperties2)                                                            \
+    X(GetPhysicalDeviceQueueFamilyProperties)                                                  \
+    X(GetPhysicalDeviceCalibrateableTimeDomainsEXT)                                            \
+    X(CreateWaylandSurfaceKHR)                                                                 \
+    X(DestroySurfaceKHR)
+
+struct instance_dispatch {
+#define X(name) PFN_vk##name name;
+    INSTANCE_FUNCTIONS(X)
+#undef X
+};
+
+struct instance_data {
+    void *key;
+    VkInstance instance;
+    uint32_t api_version;
+    struct instance_dispatch vk;
+};
+
+#define DEVICE_FUNCTIONS(X)                                                                    \
+    X(GetDeviceProcAddr)                                                                       \
+    X(DestroyDevice)                                                                           \
+    X(GetDeviceQueue)                                                                          \
+    X(GetDeviceQueue2)                                                                         \
+    X(QueueSubmit)                                                                             \
+    X(QueueSubmit2)                                                                            \
+    X(QueueSubmit2KHR)                                                                         \
+    X(QueueWaitIdle)                                                                           \
+    X(DeviceWaitIdle)                                                                          \
+    X(WaitForFences)                                                                           \
+    X(WaitSemaphores)                                                                          \
+    X(WaitSemaphoresKHR)                                                                       \
+    X(CreateSwapchainKHR)                                                                      \
+    X(DestroySwapchainKHR)                                                                     \
+    X(AcquireNextImageKHR)                                                                     \
+    X(AcquireNextImage2KHR)                                                                    \
+    X(QueuePresentKHR)                                                                         \
+    X(BeginCommandBuffer)                                                                      \
+    X(EndCommandBuffer)                                                                        \
+    X(CmdDraw)                                                                                 \
+    X(CmdDrawIndexed)                                                                          \
+    X(CmdDrawIndirect)                                                                         \
+    X(CmdDrawIndexedIndirect)                                                                  \
+    X(CmdDrawIndirectCount)                                                                    \
+    X(CmdDrawIndirectCountKHR)                                                                 \
+    X(CmdDrawIndexedIndirectCount)                                                             \
+    X(CmdDrawIndexedIndirectCountKHR)                                                          \
+    X(CmdDispatch)                                                                             \
+    X(CmdDispatchIndirect)                                                                     \
+    X(CmdDispatchBase)                                                                         \
+    X(CmdBeginRenderPass)                                                                      \
+    X(CmdBeginRenderPass2)                                                                     \
+    X(CmdBeginRenderPass2KHR)                                                                  \
+    X(CmdBeginRendering)                                                                       \
+    X(CmdBeginRenderingKHR)                                                                    \
+    X(CreateCommandPool)                                                                       \
+    X(DestroyCommandPool)                                                                      \
+    X(AllocateCommandBuffers)                                                                  \
+    X(CreateQueryPool)                                                                         \
+    X(DestroyQueryPool)                                                                        \
+    X(GetQueryPoolResults)                                                                     \
+    X(CmdResetQueryPool)                                                                       \
+    X(CmdWriteTimestamp)                                                                       \
+    X(GetCalibratedTimestampsEXT)
+
+struct device_dispatch {
+#define X(name) PFN_vk##name name;
+    DEVICE_FUNCTIONS(X)
+#undef X
+};
+
+struct gpu_slot {
+    VkCommandBuffer begin_cb, end_cb;
+};
+
+/* Maps one queue family's timestamps onto CLOCK_MONOTONIC. */
+struct gpu_calibration {
+    bool calibrated;          /* from VK_EXT_calibrated_timestamps */
+    bool anchored;            /* a mapping exists (calibrated or estimated) */
+    uint64_t gpu_ticks;
+    int64_t mono_ns;
+    int64_t taken_mono_ns;
+    uint64_t recalibrations;
+};
+
+struct queue_data {
+    VkQueue queue;
+    struct device_data *device;
+    uint32_t family;
+    bool timing; /* timestamps can be injected on this queue */
+    VkCommandPool pool;
+    VkQueryPool query_pool;
+    struct gpu_slot slots[GPU_SLOTS];
+    uint64_t slot_head, slot_tail; /* submissions ever given a slot / read back */
+    uint64_t valid_mask;
+    struct gpu_calibration calibration;
+    struct fscope_collector *track; /* its row in the zone tree and its trace track */
+    struct fscope_span_log *spans;
+    /* Scratch for rewritten submissions; grows, never shrinks. */
+    void *scratch;
+    size_t scratch_size;
+};
+
+struct device_data {
+    void *key;
+    VkDevice device;
+    VkPhysicalDevice physical;
+    struct instance_data *instance;
+    struct device_dispatch vk;
+    PFN_vkSetDeviceLoaderData set_loader_data;
+    double timestamp_period;
+    uint32_t family_count;
+    VkQueueFamilyProperties families[16];
+    bool calibrated_timestamps; /* we can read DEVICE and CLOCK_MONOTONIC together */
+    bool lost;
+    pthread_mutex_t lock; /* guards queues[] and swapchains[] membership, never held down-chain */
+    struct queue_data *_Atomic queues[MAX_QUEUES];
+    struct swapchain_data *_Atomic swapchains[MAX_SWAPCHAINS];
+};
+
+enum surface_kind { SURFACE_WAYLAND, SURFACE_OTHER };
+
+struct surface_data {
+    VkSurfaceKHR surface;
+    struct instance_data *instance;
+    enum surface_kind kind;
+    void *wl_display;
+    void *wl_surface;
+    struct fscope_frame_log *frames;
+    uint32_t swapchains_created;
+};
+
+struct swapchain_data {
+    VkSwapchainKHR swapchain;
+    struct surface_data *surface;
+    uint32_t serial;
+    uint64_t presents;
+};
+
+/* Global statistics for the summary's GPU caveats. */
+struct gpu_stats {
+    _Atomic uint64_t measured;
+    _Atomic uint64_t unmeasured_no_slot;
+    _Atomic uint64_t unmeasured_unsupported;
+    _Atomic uint64_t in_flight_at_teardown;
+    _Atomic uint64_t clamped;
+    _Atomic uint64_t device_lost;
+    _Atomic uint64_t estimated_queues;
+    _Atomic uint64_t calibrated_queues;
+};
+extern struct gpu_stats gpu_stats;
+
+struct layer_config {
+    bool gpu_timing;
+    bool fault_skip_query_reset; /* test only: makes our injected commands invalid */
+};
+extern struct layer_config layer_config;
+
+struct instance_data *instance_lookup(const void *dispatchable);
+struct device_data *device_lookup(const void *dispatchable);
+struct queue_data *queue_lookup(struct device_data *dev, VkQueue queue);
+struct surface_data *surface_lookup(VkSurfaceKHR surface);
+struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surface,
+                                 enum surface_kind kind, void *wl_display, void *wl_surface);
+void surface_remove(VkSurfaceKHR surface);
+struct swapchain_data *swapchain_lookup(struct device_data *dev, VkSwapchainKHR swapchain);
+
+/* gpu.c */
+void gpu_queue_init(struct device_data *dev, struct queue_data *q);
+void gpu_queue_finish(struct device_data *dev, struct queue_data *q);
+void gpu_queue_poll(struct device_data *dev, struct queue_data *q);
+VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t count,
+                    const VkSubmitInfo *submits, VkFence fence);
+VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueSubmit2 next,
+                     uint32_t count, const VkSubmitInfo2 *submits, VkFence fence);
+void gpu_device_lost(struct device_data *dev, const char *where);
+void gpu_report_notes(void);
+
+/* hooks.c */
+PFN_vkVoidFunction hooks_device_proc(const char *name);
+PFN_vkVoidFunction hooks_instance_proc(const char *name);
+
+#endif
