@@ -23,9 +23,59 @@ static void note_result(struct device_data *dev, VkResult r, const char *where)
         gpu_device_lost(dev, where);
 }
 
+/* ---- per-command-buffer counts ------------------------------------------------------------
+ * Draws, dispatches and render passes are counted into the command buffer that records them
+ * and charged to the frame when that command buffer is submitted, so an app that records once
+ * and submits every frame is counted every frame. An open-addressing table keyed by handle,
+ * lock-free: the app externally synchronises a command buffer's recording and submission. */
+
+#define CB_TABLE_SIZE 16384 /* power of two */
+
+struct cb_counts {
+    _Atomic(VkCommandBuffer) cb;
+    uint32_t draws, dispatches, render_passes;
+};
+
+static struct cb_counts cb_table[CB_TABLE_SIZE];
+static _Atomic uint64_t cb_table_full;
+
+static struct cb_counts *cb_entry(VkCommandBuffer cb, bool insert)
+{
+    uintptr_t h = (uintptr_t)cb;
+    h ^= h >> 17;
+    h *= UINT64_C(0xed5ad4bb);
+    h ^= h >> 11;
+    for (unsigned probe = 0; probe < 64; probe++) {
+        struct cb_counts *e = &cb_table[(h + probe) & (CB_TABLE_SIZE - 1)];
+        VkCommandBuffer key = atomic_load_explicit(&e->cb, memory_order_acquire);
+        if (key == cb)
+            return e;
+        if (key == VK_NULL_HANDLE) {
+            if (!insert)
+                return NULL;
+            VkCommandBuffer expected = VK_NULL_HANDLE;
+            if (atomic_compare_exchange_strong(&e->cb, &expected, cb) || expected == cb)
+                return e;
+        }
+    }
+    if (insert)
+        atomic_fetch_add_explicit(&cb_table_full, 1, memory_order_relaxed);
+    return NULL;
+}
+
+static void count_submitted(struct fscope_collector *c, VkCommandBuffer cb)
+{
+    struct cb_counts *e = cb_entry(cb, false);
+    if (!e)
+        return;
+    fscope_collector_count(c, FSCOPE_COUNT_DRAWS, e->draws);
+    fscope_collector_count(c, FSCOPE_COUNT_DISPATCHES, e->dispatches);
+    fscope_collector_count(c, FSCOPE_COUNT_RENDER_PASSES, e->render_passes);
+}
+
 /* ---- submission ------------------------------------------------------------------------- */
 
-static void count_submit_batches(uint32_t command_buffers)
+static void count_submit(uint32_t command_buffers)
 {
     struct fscope_collector *c = fscope_thread_collector();
     if (!c)
@@ -41,9 +91,13 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueueSubmit(VkQueue queue, uint
     struct device_data *dev = device_lookup(queue);
     struct queue_data *q = queue_lookup(dev, queue);
     uint32_t command_buffers = 0;
-    for (uint32_t i = 0; i < count; i++)
+    struct fscope_collector *c = fscope_thread_collector();
+    for (uint32_t i = 0; i < count; i++) {
         command_buffers += submits[i].commandBufferCount;
-    count_submit_batches(command_buffers);
+        for (uint32_t j = 0; c && j < submits[i].commandBufferCount; j++)
+            count_submitted(c, submits[i].pCommandBuffers[j]);
+    }
+    count_submit(command_buffers);
     fscope_zone_begin(&loc_submit);
     VkResult r = q ? gpu_submit(dev, q, count, submits, fence)
                    : dev->vk.QueueSubmit(queue, count, submits, fence);
@@ -59,9 +113,13 @@ static VkResult submit2(VkQueue queue, uint32_t count, const VkSubmitInfo2 *subm
     struct queue_data *q = queue_lookup(dev, queue);
     PFN_vkQueueSubmit2 next = khr ? dev->vk.QueueSubmit2KHR : dev->vk.QueueSubmit2;
     uint32_t command_buffers = 0;
-    for (uint32_t i = 0; i < count; i++)
+    struct fscope_collector *c = fscope_thread_collector();
+    for (uint32_t i = 0; i < count; i++) {
         command_buffers += submits[i].commandBufferInfoCount;
-    count_submit_batches(command_buffers);
+        for (uint32_t j = 0; c && j < submits[i].commandBufferInfoCount; j++)
+            count_submitted(c, submits[i].pCommandBufferInfos[j].commandBuffer);
+    }
+    count_submit(command_buffers);
     fscope_zone_begin(&loc_submit);
     VkResult r = q ? gpu_submit2(dev, q, next, count, submits, fence)
                    : next(queue, count, submits, fence);
@@ -206,6 +264,12 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_BeginCommandBuffer(
     struct fscope_collector *c = fscope_thread_collector();
     if (c)
         c->record_begin_ticks = fscope_now();
+    struct cb_counts *e = cb_entry(cb, true);
+    if (e) {
+        e->draws = 0;
+        e->dispatches = 0;
+        e->render_passes = 0;
+    }
     return dev->vk.BeginCommandBuffer(cb, info);
 }
 
@@ -221,67 +285,95 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_EndCommandBuffer(VkCommandBuffe
     return r;
 }
 
-static inline void count(enum fscope_counter k)
+static VKAPI_ATTR void VKAPI_CALL framescope_FreeCommandBuffers(VkDevice device,
+                                                                 VkCommandPool pool,
+                                                                 uint32_t count,
+                                                                 const VkCommandBuffer *cbs)
 {
-    struct fscope_collector *c = fscope_thread_collector();
-    if (c)
-        fscope_collector_count(c, k, 1);
+    /* Zeroed, not removed: the probe chain stays intact and a reused handle finds its slot. */
+    for (uint32_t i = 0; i < count; i++) {
+        struct cb_counts *e = cbs[i] ? cb_entry(cbs[i], false) : NULL;
+        if (e) {
+            e->draws = 0;
+            e->dispatches = 0;
+            e->render_passes = 0;
+        }
+    }
+    device_lookup(device)->vk.FreeCommandBuffers(device, pool, count, cbs);
 }
 
-#define COUNTED(name, counter, params, args)                                                   \
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdExecuteCommands(VkCommandBuffer cb,
+                                                                uint32_t count,
+                                                                const VkCommandBuffer *secondaries)
+{
+    struct cb_counts *primary = cb_entry(cb, true);
+    for (uint32_t i = 0; primary && i < count; i++) {
+        struct cb_counts *e = cb_entry(secondaries[i], false);
+        if (e) {
+            primary->draws += e->draws;
+            primary->dispatches += e->dispatches;
+            primary->render_passes += e->render_passes;
+        }
+    }
+    device_lookup(cb)->vk.CmdExecuteCommands(cb, count, secondaries);
+}
+
+#define COUNTED(name, field, params, args)                                                     \
     static VKAPI_ATTR void VKAPI_CALL framescope_##name params                                 \
     {                                                                                          \
-        count(counter);                                                                        \
+        struct cb_counts *e = cb_entry(cb, true);                                              \
+        if (e)                                                                                 \
+            e->field++;                                                                        \
         device_lookup(cb)->vk.name args;                                                       \
     }
 
-COUNTED(CmdDraw, FSCOPE_COUNT_DRAWS,
+COUNTED(CmdDraw, draws,
         (VkCommandBuffer cb, uint32_t vc, uint32_t ic, uint32_t fv, uint32_t fi),
         (cb, vc, ic, fv, fi))
-COUNTED(CmdDrawIndexed, FSCOPE_COUNT_DRAWS,
+COUNTED(CmdDrawIndexed, draws,
         (VkCommandBuffer cb, uint32_t xc, uint32_t ic, uint32_t fx, int32_t vo, uint32_t fi),
         (cb, xc, ic, fx, vo, fi))
-COUNTED(CmdDrawIndirect, FSCOPE_COUNT_DRAWS,
+COUNTED(CmdDrawIndirect, draws,
         (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, uint32_t n, uint32_t s),
         (cb, b, o, n, s))
-COUNTED(CmdDrawIndexedIndirect, FSCOPE_COUNT_DRAWS,
+COUNTED(CmdDrawIndexedIndirect, draws,
         (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, uint32_t n, uint32_t s),
         (cb, b, o, n, s))
-COUNTED(CmdDrawIndirectCount, FSCOPE_COUNT_DRAWS,
+COUNTED(CmdDrawIndirectCount, draws,
         (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
          uint32_t m, uint32_t s),
         (cb, b, o, cbuf, co, m, s))
-COUNTED(CmdDrawIndirectCountKHR, FSCOPE_COUNT_DRAWS,
+COUNTED(CmdDrawIndirectCountKHR, draws,
         (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
          uint32_t m, uint32_t s),
         (cb, b, o, cbuf, co, m, s))
-COUNTED(CmdDrawIndexedIndirectCount, FSCOPE_COUNT_DRAWS,
+COUNTED(CmdDrawIndexedIndirectCount, draws,
         (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
          uint32_t m, uint32_t s),
         (cb, b, o, cbuf, co, m, s))
-COUNTED(CmdDrawIndexedIndirectCountKHR, FSCOPE_COUNT_DRAWS,
+COUNTED(CmdDrawIndexedIndirectCountKHR, draws,
         (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
          uint32_t m, uint32_t s),
         (cb, b, o, cbuf, co, m, s))
-COUNTED(CmdDispatch, FSCOPE_COUNT_DISPATCHES,
+COUNTED(CmdDispatch, dispatches,
         (VkCommandBuffer cb, uint32_t x, uint32_t y, uint32_t z), (cb, x, y, z))
-COUNTED(CmdDispatchIndirect, FSCOPE_COUNT_DISPATCHES,
+COUNTED(CmdDispatchIndirect, dispatches,
         (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o), (cb, b, o))
-COUNTED(CmdDispatchBase, FSCOPE_COUNT_DISPATCHES,
+COUNTED(CmdDispatchBase, dispatches,
         (VkCommandBuffer cb, uint32_t bx, uint32_t by, uint32_t bz, uint32_t x, uint32_t y,
          uint32_t z),
         (cb, bx, by, bz, x, y, z))
-COUNTED(CmdBeginRenderPass, FSCOPE_COUNT_RENDER_PASSES,
+COUNTED(CmdBeginRenderPass, render_passes,
         (VkCommandBuffer cb, const VkRenderPassBeginInfo *i, VkSubpassContents c), (cb, i, c))
-COUNTED(CmdBeginRenderPass2, FSCOPE_COUNT_RENDER_PASSES,
+COUNTED(CmdBeginRenderPass2, render_passes,
         (VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s),
         (cb, i, s))
-COUNTED(CmdBeginRenderPass2KHR, FSCOPE_COUNT_RENDER_PASSES,
+COUNTED(CmdBeginRenderPass2KHR, render_passes,
         (VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s),
         (cb, i, s))
-COUNTED(CmdBeginRendering, FSCOPE_COUNT_RENDER_PASSES,
+COUNTED(CmdBeginRendering, render_passes,
         (VkCommandBuffer cb, const VkRenderingInfo *i), (cb, i))
-COUNTED(CmdBeginRenderingKHR, FSCOPE_COUNT_RENDER_PASSES,
+COUNTED(CmdBeginRenderingKHR, render_passes,
         (VkCommandBuffer cb, const VkRenderingInfo *i), (cb, i))
 #undef COUNTED
 
@@ -303,6 +395,8 @@ PFN_vkVoidFunction hooks_device_proc(const char *name)
     HOOK(DeviceWaitIdle)
     HOOK(BeginCommandBuffer)
     HOOK(EndCommandBuffer)
+    HOOK(FreeCommandBuffers)
+    HOOK(CmdExecuteCommands)
     HOOK(CmdDraw)
     HOOK(CmdDrawIndexed)
     HOOK(CmdDrawIndirect)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "config.h"
 #include "layer.h"
 #include "log.h"
@@ -280,8 +281,14 @@ static void describe_device(struct instance_data *inst, VkPhysicalDevice phys,
         inst->vk.GetPhysicalDeviceProperties2(phys, &props2);
         snprintf(driver, sizeof(driver), "%s %s", driver_props.driverName,
                  driver_props.driverInfo);
+    } else if (props.vendorID == 0x10de) { /* NVIDIA packs 10.8.8.6 bits */
+        uint32_t v = props.driverVersion;
+        snprintf(driver, sizeof(driver), "NVIDIA %u.%u.%u", v >> 22, (v >> 14) & 0xff,
+                 (v >> 6) & 0xff);
     } else {
-        snprintf(driver, sizeof(driver), "driver version 0x%x", props.driverVersion);
+        uint32_t v = props.driverVersion;
+        snprintf(driver, sizeof(driver), "version %u.%u.%u (vendor 0x%x)", VK_VERSION_MAJOR(v),
+                 VK_VERSION_MINOR(v), VK_VERSION_PATCH(v), props.vendorID);
     }
     fscope_report_set_device(props.deviceName, driver);
     uint32_t count = 16;
@@ -474,6 +481,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateSwapchainKHR(
                  surface->kind == SURFACE_WAYLAND ? "wayland" : "non-wayland",
                  atomic_fetch_add(&surfaces_seen, 1));
         surface->frames = fscope_frame_log_create(label);
+        fscope_frame_log_open(surface->frames, fscope_now());
         if (surface->kind != SURFACE_WAYLAND)
             fscope_report_note("presentation feedback is unavailable for non-Wayland surfaces "
                                "(XCB, Xlib, display, headless): frames are timed at present");

@@ -76,6 +76,8 @@ struct instance_data {
     X(QueuePresentKHR)                                                                         \
     X(BeginCommandBuffer)                                                                      \
     X(EndCommandBuffer)                                                                        \
+    X(FreeCommandBuffers)                                                                      \
+    X(CmdExecuteCommands)                                                                      \
     X(CmdDraw)                                                                                 \
     X(CmdDrawIndexed)                                                                          \
     X(CmdDrawIndirect)                                                                         \

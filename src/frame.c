@@ -55,6 +55,17 @@ FSCOPE_EXPORT struct fscope_frame_log *fscope_frame_log_create(const char *label
     return log;
 }
 
+FSCOPE_EXPORT void fscope_frame_log_open(struct fscope_frame_log *log, uint64_t now_ticks)
+{
+    if (!log || log->last_close_ticks)
+        return;
+    uint64_t discarded[FSCOPE_BLOCK_COUNT];
+    fscope_thread_take_blocks(discarded);
+    for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
+        log->last_counts[k] = fscope_count_total((enum fscope_counter)k);
+    log->last_close_ticks = now_ticks;
+}
+
 FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_log *log,
                                                           uint64_t now_ticks,
                                                           uint32_t swapchain_serial)

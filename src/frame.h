@@ -33,6 +33,10 @@ struct fscope_frame_log;
  * at exit. Returns NULL on allocation failure. */
 FSCOPE_EXPORT struct fscope_frame_log *fscope_frame_log_create(const char *label);
 
+/* Starts the first frame at now_ticks (when the surface's first swapchain is made), so that a
+ * surface presented N times has N frames. Does nothing once the log has started. */
+FSCOPE_EXPORT void fscope_frame_log_open(struct fscope_frame_log *log, uint64_t now_ticks);
+
 /* Closes a frame at now_ticks on the calling thread: the frame runs from the previous close
  * of this log, and is charged the blocks this thread accumulated since. The first call only
  * opens the first frame. The caller serialises calls for one log (Vulkan's rules on a

@@ -575,11 +575,35 @@ static void ring_size_from_environment(void)
     ring_events = pow2;
 }
 
+/* Every FRAMESCOPE_* variable any part of framescope reads; anything else is a typo to flag. */
+static const char *const known_variables[] = {
+    "FRAMESCOPE_LOG", "FRAMESCOPE_DETAIL", "FRAMESCOPE_RING_EVENTS", "FRAMESCOPE_SUMMARY",
+    "FRAMESCOPE_OUTPUT", "FRAMESCOPE_GPU", "FRAMESCOPE_CAP", "FRAMESCOPE_PRESENT",
+    "FRAMESCOPE_TEST_FAULT",
+};
+
+static void warn_unknown_variables(void)
+{
+    extern char **environ;
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "FRAMESCOPE_", 11) != 0)
+            continue;
+        size_t len = strcspn(*e, "=");
+        bool known = false;
+        for (unsigned i = 0; i < sizeof(known_variables) / sizeof(known_variables[0]); i++)
+            known |= strlen(known_variables[i]) == len && strncmp(*e, known_variables[i], len) == 0;
+        if (!known)
+            fscope_log(FSCOPE_LOG_WARN, "unknown variable %.*s ignored (see README.md for the "
+                       "FRAMESCOPE_* variables)", (int)len, *e);
+    }
+}
+
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init_once_fn(void)
 {
     log_init();
+    warn_unknown_variables();
     clock_init();
     pthread_key_create(&exit_key, thread_exited);
     ring_size_from_environment();

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the Vulkan layer: real apps on lavapipe, presenting to a real headless
+Weston, with what framescope printed and wrote parsed and cross-checked.
+
+usage: test_layer.py TEST BUILD_DIR DEMO"""
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vkharness import (SKIP, TestFailure, Weston, check, check_capture_consistent, main,
+                       run_app)
+
+VALIDATION = "VK_LAYER_FRAMESCOPE:VK_LAYER_KHRONOS_validation"  # ours above validation
+
+
+def need(program):
+    if not shutil.which(program):
+        print(f"{program} not installed")
+        sys.exit(SKIP)
+
+
+def expect_one_summary(r):
+    check(r.rc == 0, f"app exited {r.rc}: {r.stderr[-2000:]}")
+    check(len(r.summaries()) == 1, f"expected one summary, got {len(r.summaries())}:\n{r.stderr}")
+
+
+def vkcube(build, demo, mode):
+    need("vkcube-wayland")
+    frames = 120
+    argv = ["vkcube-wayland", "--c", str(frames)]
+    if mode == "mailbox":
+        argv += ["--present_mode", "1"]
+    with Weston() as w:
+        r = run_app(argv, w, build)
+    expect_one_summary(r)
+    summary, rows, trace, presents = check_capture_consistent(r, expected_frames=frames)
+    check(len(presents) == frames, f"{len(presents)} present markers for {frames} presents")
+    check(summary["per_frame"]["draws"] >= 1.0, "vkcube draws once per frame; counted none")
+    check(summary["per_frame"]["submits"] >= 1.0, "no submits counted")
+    if mode == "fifo":
+        check(summary["verdict"]["run"] == "display", f"FIFO vkcube verdict {summary['verdict']}")
+    print(f"{mode}: {len(rows)} frames, verdict {summary['verdict']['run']}, "
+          f"fps {summary['fps']:.1f}")
+
+
+def test_vkcube_fifo(build, demo):
+    vkcube(build, demo, "fifo")
+
+
+def test_vkcube_mailbox(build, demo):
+    vkcube(build, demo, "mailbox")
+
+
+def verdict_run(build, demo, args, want):
+    frames = 60
+    with Weston() as w:
+        r = run_app([demo, "--quiet", "--frames", str(frames)] + args, w, build)
+    expect_one_summary(r)
+    summary, rows, _, _ = check_capture_consistent(r, expected_frames=frames)
+    verdict = summary["verdict"]
+    check(verdict["run"] == want, f"{args}: verdict {verdict} (wanted {want})")
+    check(verdict["shares"][want] >= 0.7, f"{args}: only {verdict['shares'][want]:.0%} {want}")
+    check(r.verdict() == want, "stderr verdict disagrees with summary.json")
+    print(f"{' '.join(args)}: {want}-bound, {verdict['reason']}")
+    return summary
+
+
+def test_verdict_cpu(build, demo):
+    s = verdict_run(build, demo, ["--cpu-ms", "30", "--present-mode", "mailbox"], "cpu")
+    check(s["budget_ms"]["cpu"] >= 25, f"30 ms of CPU work per frame read as {s['budget_ms']['cpu']}")
+
+
+def test_verdict_gpu(build, demo):
+    s = verdict_run(build, demo, ["--gpu-iters", "3000", "--present-mode", "mailbox"], "gpu")
+    check(s["budget_ms"]["gpu_busy"] >= 0.8 * s["frame_ms"]["mean"], "GPU not saturated")
+
+
+def test_verdict_display(build, demo):
+    s = verdict_run(build, demo, ["--present-mode", "fifo"], "display")
+    check(s["budget_ms"]["gpu_busy"] < 0.5 * s["frame_ms"]["mean"], "GPU busy in display run")
+
+
+def validation_run(build, argv, extra_env=None):
+    with Weston() as w:
+        r = run_app(argv, w, build, layers=VALIDATION, extra_env=extra_env)
+    return r
+
+
+def test_validation(build, demo):
+    """Khronos validation below our layer sees our injected commands and finds nothing."""
+    if not os.path.exists("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"):
+        print("validation layer not installed")
+        sys.exit(SKIP)
+    runs = {
+        "fifo": [demo, "--quiet", "--frames", "60"],
+        "mailbox": [demo, "--quiet", "--frames", "60", "--present-mode", "mailbox"],
+        "recreate": [demo, "--quiet", "--frames", "60", "--recreate-every", "15"],
+        "submit2": [demo, "--quiet", "--frames", "60", "--submit2"],
+        "threads": [demo, "--quiet", "--frames", "60", "--threads", "3"],
+    }
+    for name, argv in runs.items():
+        r = validation_run(build, argv)
+        expect_one_summary(r)
+        errors = r.validation_errors()
+        check(not errors, f"{name}: validation errors:\n" + "\n".join(errors[:10]))
+        timed = r.summary_line("note") or ""
+        check("submissions timed" in r.stderr, f"{name}: GPU timing missing")
+        print(f"{name}: 0 validation errors")
+    # The same check must be able to fail: make our injected commands invalid on purpose.
+    r = validation_run(build, runs["fifo"], {"FRAMESCOPE_TEST_FAULT": "skip-query-reset"})
+    check(r.validation_errors(), "validation did not catch a timestamp written to an unreset "
+          "query: it cannot be seeing our commands")
+    print(f"fault injected: validation reported {len(r.validation_errors())} error lines")
+
+
+def test_lifecycles(build, demo):
+    """Two instances, devices created and destroyed repeatedly, an instance never destroyed:
+    no crash, exactly one summary each."""
+    cases = {
+        "two-instances": ["--instances", "2"],
+        "device-cycles": ["--device-cycles", "3"],
+        "no-destroy": ["--no-destroy"],
+    }
+    for name, args in cases.items():
+        with Weston() as w:
+            r = run_app([demo, "--quiet", "--frames", "30"] + args, w, build)
+        expect_one_summary(r)
+        summary, rows, _, _ = check_capture_consistent(r, expected_frames=30)
+        print(f"{name}: one summary, {len(rows)} frames")
+
+
+def test_bad_input(build, demo):
+    """Malformed FRAMESCOPE_* values: a one-line warning each, defaults, the app unaffected."""
+    bad = {
+        "FRAMESCOPE_SUMMARY": "sideways",
+        "FRAMESCOPE_GPU": "maybe",
+        "FRAMESCOPE_LOG": "loud",
+        "FRAMESCOPE_RING_EVENTS": "-4",
+        "FRAMESCOPE_DETAIL": "frame=x",
+        "FRAMESCOPE_TEST_FAULT": "everything",
+        "FRAMESCOPE_TYPO": "1",
+    }
+    with Weston() as w:
+        r = run_app([demo, "--quiet", "--frames", "20"], w, build, extra_env=bad)
+    expect_one_summary(r)
+    warnings = [l for l in r.stderr.splitlines() if l.startswith("framescope: warning:")]
+    for name, value in bad.items():
+        mine = [l for l in warnings if name in l]
+        check(len(mine) == 1, f"{name}={value}: expected one warning line, got {mine}")
+    check("submissions timed" in r.stderr, "FRAMESCOPE_GPU=maybe did not fall back to on")
+    check_capture_consistent(r, expected_frames=20)
+
+    # An unwritable capture directory is reported, and the summary still reaches stderr.
+    with Weston() as w:
+        r = run_app([demo, "--quiet", "--frames", "20"], w, build, capture=False,
+                    extra_env={"FRAMESCOPE_OUTPUT": "/proc/framescope-cannot-write"})
+    expect_one_summary(r)
+    check("could not write the capture" in r.stderr, "unwritable FRAMESCOPE_OUTPUT not reported")
+    check("frames      20 in" in r.stderr, "summary missing after a failed capture")
+    print(f"{len(bad)} bad values warned once each; unwritable output reported")
+
+
+def test_implicit(build, demo):
+    """As an implicit layer: off by default, on with FRAMESCOPE=1, off again with
+    DISABLE_FRAMESCOPE=1, and on when named in VK_INSTANCE_LAYERS."""
+    import tempfile
+    data_home = tempfile.mkdtemp(prefix="fscope-implicit-")
+    implicit = os.path.join(data_home, "vulkan", "implicit_layer.d")
+    os.makedirs(implicit)
+    shutil.copy(os.path.join(build, "layers", "dev", "VkLayer_framescope.json"), implicit)
+    base = {"XDG_DATA_HOME": data_home}
+    cases = [
+        ("default off", {}, None, 0),
+        ("FRAMESCOPE=1", {"FRAMESCOPE": "1"}, None, 1),
+        ("disabled", {"FRAMESCOPE": "1", "DISABLE_FRAMESCOPE": "1"}, None, 0),
+        ("named", {}, "VK_LAYER_FRAMESCOPE", 1),
+    ]
+    with Weston() as w:
+        for name, env, layers, summaries in cases:
+            r = run_app([demo, "--quiet", "--frames", "10"], w, build, capture=False,
+                        layers=layers, extra_env=dict(base, **env))
+            check(r.rc == 0, f"{name}: app failed: {r.stderr[-1500:]}")
+            check(len(r.summaries()) == summaries,
+                  f"{name}: {len(r.summaries())} summaries, expected {summaries}")
+            print(f"{name}: {summaries} summary")
+    shutil.rmtree(data_home)
+
+
+TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
+
+if __name__ == "__main__":
+    main(TESTS)

@@ -1,0 +1,194 @@
+"""Shared pieces of the end-to-end tests: a private headless Weston, running an app under the
+layer, and parsing what framescope wrote (summary text, summary.json, frames.csv, trace.json).
+"""
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+
+
+class TestFailure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise TestFailure(msg)
+
+
+class Weston:
+    """A headless Weston 10 in its own 0700 runtime directory."""
+
+    def __init__(self, extra_args=()):
+        self.extra_args = list(extra_args)
+
+    def __enter__(self):
+        if not shutil.which("weston"):
+            print("weston not installed")
+            sys.exit(SKIP)
+        self.runtime = tempfile.mkdtemp(prefix="fscope-test-")
+        os.chmod(self.runtime, 0o700)
+        self.socket = "fscope-test"
+        env = dict(os.environ, XDG_RUNTIME_DIR=self.runtime)
+        self.log = open(os.path.join(self.runtime, "weston.log"), "w")
+        self.proc = subprocess.Popen(
+            ["weston", "--backend=headless-backend.so", f"--socket={self.socket}",
+             "--use-pixman", "--idle-time=0"] + self.extra_args,
+            env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        path = os.path.join(self.runtime, self.socket)
+        deadline = time.time() + 15
+        while not os.path.exists(path):
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise TestFailure("headless weston did not start: " +
+                                  open(os.path.join(self.runtime, "weston.log")).read())
+            time.sleep(0.05)
+        return self
+
+    def env(self):
+        return {"XDG_RUNTIME_DIR": self.runtime, "WAYLAND_DISPLAY": self.socket}
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+        shutil.rmtree(self.runtime, ignore_errors=True)
+
+
+class Result:
+    def __init__(self, proc, capture_dir):
+        self.rc = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.capture_dir = capture_dir
+
+    def summaries(self):
+        return re.findall(r"^framescope: summary for .*$", self.stderr, re.M)
+
+    def summary_line(self, key):
+        m = re.search(r"^  %s\s+(.*)$" % re.escape(key), self.stderr, re.M)
+        return m.group(1) if m else None
+
+    def verdict(self):
+        m = re.search(r"^  verdict\s+(\w+)-bound", self.stderr, re.M)
+        return m.group(1) if m else None
+
+    def json(self):
+        return json.load(open(os.path.join(self.capture_dir, "summary.json")))
+
+    def frames(self):
+        with open(os.path.join(self.capture_dir, "frames.csv")) as f:
+            return list(csv.DictReader(f))
+
+    def trace(self):
+        return json.load(open(os.path.join(self.capture_dir, "trace.json")))
+
+    def validation_errors(self):
+        text = self.stdout + self.stderr
+        return [l for l in text.splitlines() if "Validation Error" in l or "VUID-" in l]
+
+
+def layer_env(build_dir, layers="VK_LAYER_FRAMESCOPE"):
+    return {
+        "VK_ADD_LAYER_PATH": os.path.join(build_dir, "layers", "dev"),
+        "VK_INSTANCE_LAYERS": layers,
+    }
+
+
+def run_app(argv, weston, build_dir, extra_env=None, layers="VK_LAYER_FRAMESCOPE",
+            capture=True, timeout=240):
+    capture_dir = tempfile.mkdtemp(prefix="fscope-capture-") if capture else None
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("FRAMESCOPE") or k in ("VK_INSTANCE_LAYERS", "VK_ADD_LAYER_PATH",
+                                               "DISABLE_FRAMESCOPE"):
+            del env[k]
+    env.update(weston.env() if weston else {})
+    if layers:
+        env.update(layer_env(build_dir, layers))
+    if capture:
+        env["FRAMESCOPE_OUTPUT"] = capture_dir
+    env.update(extra_env or {})
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    result = Result(proc, capture_dir)
+    if os.environ.get("FSCOPE_TEST_VERBOSE"):
+        print(result.stderr)
+    return result
+
+
+def ns(value):
+    """'12.345678' (ms with six decimals, as frames.csv writes) to integer nanoseconds."""
+    whole, _, frac = value.partition(".")
+    return int(whole) * 1000000 + int((frac + "000000")[:6])
+
+
+BLOCK_COLUMNS = ["acquire_ms", "present_ms", "fence_ms", "semaphore_ms", "idle_ms", "cap_ms"]
+
+
+def check_capture_consistent(result, expected_frames=None):
+    """The capture's three files agree with each other and with the summary on stderr, and
+    every frame's budget partitions it exactly."""
+    summary = result.json()
+    rows = result.frames()
+    trace = result.trace()
+    check(summary["frames"] == len(rows),
+          f"summary.json frames {summary['frames']} != frames.csv rows {len(rows)}")
+    if expected_frames is not None:
+        check(len(rows) == expected_frames, f"{len(rows)} frames counted, {expected_frames} presented")
+    m = re.match(r"(\d+) in", result.summary_line("frames") or "")
+    check(m and int(m.group(1)) == summary["frames"], "stderr summary frames != summary.json")
+    for row in rows:
+        blocks = sum(ns(row[c]) for c in BLOCK_COLUMNS)
+        check(ns(row["cpu_ms"]) + blocks == ns(row["frame_ms"]),
+              f"frame {row['frame']}: cpu + blocks != frame ({row})")
+        check(ns(row["cpu_ms"]) >= 0, f"frame {row['frame']}: negative cpu")
+        check(ns(row["gpu_busy_ms"]) <= ns(row["frame_ms"]), f"frame {row['frame']}: gpu busy > frame")
+    n = len(rows)
+    if n:
+        mean = lambda col: sum(ns(r[col]) for r in rows) / n / 1e6
+        budget = summary["budget_ms"]
+        for key, col in [("cpu", "cpu_ms"), ("gpu_busy", "gpu_busy_ms"), ("acquire", "acquire_ms"),
+                         ("present", "present_ms"), ("fence", "fence_ms"), ("cap", "cap_ms")]:
+            check(abs(budget[key] - mean(col)) < 1e-5,
+                  f"budget_ms.{key} {budget[key]} != mean of frames.csv {mean(col)}")
+        check(abs(summary["frame_ms"]["mean"] - mean("frame_ms")) < 1e-5, "frame_ms.mean mismatch")
+        check(abs(sum(summary["verdict"]["shares"].values()) - 1.0) < 1e-5, "shares do not sum to 1")
+        counted = {v: sum(1 for r in rows if r["verdict"] == v) / n for v in summary["verdict"]["shares"]}
+        for v, share in summary["verdict"]["shares"].items():
+            check(abs(counted[v] - share) < 1e-5, f"share of {v} disagrees with frames.csv")
+    # The trace: present markers equal frames (one per present), GPU spans on their own track.
+    events = trace["traceEvents"]
+    presents = [e for e in events if e["ph"] == "i" and e["name"] == "present"]
+    threads = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M"}
+    gpu_tids = [t for t, name in threads.items() if name.startswith("gpu")]
+    check(gpu_tids, "no gpu track in trace.json")
+    gpu_spans = [e for e in events if e["ph"] == "B" and e["tid"] in gpu_tids]
+    check(len(gpu_spans) > 0, "gpu track has no spans")
+    depth = {}
+    for e in events:
+        if e["ph"] == "B":
+            depth[e["tid"]] = depth.get(e["tid"], 0) + 1
+        elif e["ph"] == "E":
+            depth[e["tid"]] = depth.get(e["tid"], 0) - 1
+            check(depth[e["tid"]] >= 0, f"unmatched E on tid {e['tid']}")
+    check(all(v == 0 for v in depth.values()), "unmatched B in trace.json")
+    return summary, rows, trace, presents
+
+
+def main(tests):
+    name = sys.argv[1]
+    try:
+        tests[name](*sys.argv[2:])
+    except TestFailure as e:
+        print("FAIL:", e)
+        sys.exit(1)
+    print("ok")

@@ -1,0 +1,894 @@
+/* Vulkan objects of framescope-demo: instance, device, pipeline, swapchain, offscreen images. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "demo.h"
+#include "fullscreen.frag.h"
+#include "fullscreen.vert.h"
+
+const char *demo_vk_result_name(VkResult result)
+{
+    switch (result) {
+#define RESULT(name) case name: return #name;
+    RESULT(VK_SUCCESS)
+    RESULT(VK_NOT_READY)
+    RESULT(VK_TIMEOUT)
+    RESULT(VK_EVENT_SET)
+    RESULT(VK_EVENT_RESET)
+    RESULT(VK_INCOMPLETE)
+    RESULT(VK_SUBOPTIMAL_KHR)
+    RESULT(VK_ERROR_OUT_OF_HOST_MEMORY)
+    RESULT(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+    RESULT(VK_ERROR_INITIALIZATION_FAILED)
+    RESULT(VK_ERROR_DEVICE_LOST)
+    RESULT(VK_ERROR_MEMORY_MAP_FAILED)
+    RESULT(VK_ERROR_LAYER_NOT_PRESENT)
+    RESULT(VK_ERROR_EXTENSION_NOT_PRESENT)
+    RESULT(VK_ERROR_FEATURE_NOT_PRESENT)
+    RESULT(VK_ERROR_INCOMPATIBLE_DRIVER)
+    RESULT(VK_ERROR_TOO_MANY_OBJECTS)
+    RESULT(VK_ERROR_FORMAT_NOT_SUPPORTED)
+    RESULT(VK_ERROR_FRAGMENTED_POOL)
+    RESULT(VK_ERROR_UNKNOWN)
+    RESULT(VK_ERROR_OUT_OF_POOL_MEMORY)
+    RESULT(VK_ERROR_INVALID_EXTERNAL_HANDLE)
+    RESULT(VK_ERROR_FRAGMENTATION)
+    RESULT(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS)
+    RESULT(VK_ERROR_SURFACE_LOST_KHR)
+    RESULT(VK_ERROR_NATIVE_WINDOW_IN_USE_KHR)
+    RESULT(VK_ERROR_OUT_OF_DATE_KHR)
+    RESULT(VK_ERROR_INCOMPATIBLE_DISPLAY_KHR)
+    RESULT(VK_ERROR_VALIDATION_FAILED_EXT)
+    RESULT(VK_ERROR_INVALID_SHADER_NV)
+    RESULT(VK_ERROR_NOT_PERMITTED_KHR)
+    RESULT(VK_ERROR_FULL_SCREEN_EXCLUSIVE_MODE_LOST_EXT)
+#undef RESULT
+    default: return "unknown VkResult";
+    }
+}
+
+bool demo_vk_check(VkResult result, const char *call)
+{
+    if (result >= 0)
+        return true;
+    fprintf(stderr, DEMO_NAME ": %s failed: %s (%d)\n", call, demo_vk_result_name(result),
+            (int)result);
+    return false;
+}
+
+/* ---- instance ---- */
+
+bool demo_instance_init(struct demo_instance *instance, bool with_surface)
+{
+    uint32_t loader_version = VK_API_VERSION_1_0;
+    PFN_vkEnumerateInstanceVersion enumerate_version = (PFN_vkEnumerateInstanceVersion)
+        vkGetInstanceProcAddr(VK_NULL_HANDLE, "vkEnumerateInstanceVersion");
+    if (enumerate_version &&
+        !demo_vk_check(enumerate_version(&loader_version), "vkEnumerateInstanceVersion"))
+        return false;
+    uint32_t api_version = loader_version < VK_API_VERSION_1_3 ? loader_version
+                                                               : VK_API_VERSION_1_3;
+
+    static const char *const surface_extensions[] = {
+        VK_KHR_SURFACE_EXTENSION_NAME,
+        "VK_KHR_wayland_surface",
+    };
+    VkApplicationInfo app_info = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = DEMO_NAME,
+        .applicationVersion = 1,
+        .pEngineName = DEMO_NAME,
+        .engineVersion = 1,
+        .apiVersion = api_version,
+    };
+    VkInstanceCreateInfo create_info = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pApplicationInfo = &app_info,
+        .enabledExtensionCount = with_surface ? 2 : 0,
+        .ppEnabledExtensionNames = with_surface ? surface_extensions : NULL,
+    };
+    *instance = (struct demo_instance){ .api_version = api_version };
+    return demo_vk_check(vkCreateInstance(&create_info, NULL, &instance->handle),
+                         "vkCreateInstance");
+}
+
+void demo_instance_finish(struct demo_instance *instance)
+{
+    if (instance->handle)
+        vkDestroyInstance(instance->handle, NULL);
+    instance->handle = VK_NULL_HANDLE;
+}
+
+/* ---- device ---- */
+
+static bool has_device_extension(VkPhysicalDevice physical_device, const char *name)
+{
+    uint32_t count = 0;
+    if (vkEnumerateDeviceExtensionProperties(physical_device, NULL, &count, NULL) < 0)
+        return false;
+    VkExtensionProperties *extensions = calloc(count ? count : 1, sizeof(*extensions));
+    if (!extensions)
+        return false;
+    bool found = false;
+    if (vkEnumerateDeviceExtensionProperties(physical_device, NULL, &count, extensions) >= 0) {
+        for (uint32_t i = 0; i < count && !found; i++)
+            found = strcmp(extensions[i].extensionName, name) == 0;
+    }
+    free(extensions);
+    return found;
+}
+
+/* First queue family with graphics that can present to surface, or UINT32_MAX. */
+static uint32_t find_queue_family(VkPhysicalDevice physical_device, VkSurfaceKHR surface)
+{
+    uint32_t count = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(physical_device, &count, NULL);
+    VkQueueFamilyProperties *families = calloc(count ? count : 1, sizeof(*families));
+    if (!families)
+        return UINT32_MAX;
+    vkGetPhysicalDeviceQueueFamilyProperties(physical_device, &count, families);
+
+    uint32_t found = UINT32_MAX;
+    for (uint32_t i = 0; i < count && found == UINT32_MAX; i++) {
+        if (!(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT) || families[i].queueCount == 0)
+            continue;
+        VkBool32 can_present = VK_TRUE;
+        if (surface && vkGetPhysicalDeviceSurfaceSupportKHR(physical_device, i, surface,
+                                                            &can_present) < 0)
+            can_present = VK_FALSE;
+        if (can_present)
+            found = i;
+    }
+    free(families);
+    return found;
+}
+
+bool demo_physical_device_pick(const struct demo_instance *instance, VkSurfaceKHR surface,
+                               VkPhysicalDevice *ret_device, uint32_t *ret_family)
+{
+    uint32_t count = 0;
+    if (!demo_vk_check(vkEnumeratePhysicalDevices(instance->handle, &count, NULL),
+                       "vkEnumeratePhysicalDevices"))
+        return false;
+    VkPhysicalDevice *devices = calloc(count ? count : 1, sizeof(*devices));
+    if (!devices) {
+        fprintf(stderr, DEMO_NAME ": out of memory\n");
+        return false;
+    }
+    if (!demo_vk_check(vkEnumeratePhysicalDevices(instance->handle, &count, devices),
+                       "vkEnumeratePhysicalDevices")) {
+        free(devices);
+        return false;
+    }
+
+    bool found = false;
+    for (uint32_t i = 0; i < count && !found; i++) {
+        uint32_t family = find_queue_family(devices[i], surface);
+        if (family == UINT32_MAX)
+            continue;
+        if (surface && !has_device_extension(devices[i], VK_KHR_SWAPCHAIN_EXTENSION_NAME))
+            continue;
+        *ret_device = devices[i];
+        *ret_family = family;
+        found = true;
+    }
+    free(devices);
+    if (!found)
+        fprintf(stderr, DEMO_NAME ": no Vulkan device with a graphics queue%s\n",
+                surface ? " that can present to the Wayland surface" : "");
+    return found;
+}
+
+struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurfaceKHR surface,
+                                 bool submit2)
+{
+    struct demo_gpu *gpu = calloc(1, sizeof(*gpu));
+    if (!gpu) {
+        fprintf(stderr, DEMO_NAME ": out of memory\n");
+        return NULL;
+    }
+    if (pthread_mutex_init(&gpu->queue_lock, NULL) != 0) {
+        fprintf(stderr, DEMO_NAME ": pthread_mutex_init failed\n");
+        free(gpu);
+        return NULL;
+    }
+    if (!demo_physical_device_pick(instance, surface, &gpu->physical_device, &gpu->queue_family))
+        goto error;
+    vkGetPhysicalDeviceMemoryProperties(gpu->physical_device, &gpu->memory_properties);
+
+    VkPhysicalDeviceProperties properties;
+    vkGetPhysicalDeviceProperties(gpu->physical_device, &properties);
+    uint32_t api_version = properties.apiVersion < instance->api_version
+                           ? properties.apiVersion : instance->api_version;
+
+    const char *extensions[2];
+    uint32_t extension_count = 0;
+    if (surface)
+        extensions[extension_count++] = VK_KHR_SWAPCHAIN_EXTENSION_NAME;
+
+    /* synchronization2 is core in 1.3; before that it is an extension with its own entry. */
+    VkPhysicalDeviceSynchronization2Features sync2_features = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SYNCHRONIZATION_2_FEATURES,
+    };
+    const char *submit2_name = "vkQueueSubmit2";
+    if (submit2) {
+        bool core = api_version >= VK_API_VERSION_1_3;
+        if (!core) {
+            if (instance->api_version < VK_API_VERSION_1_1 ||
+                !has_device_extension(gpu->physical_device,
+                                      VK_KHR_SYNCHRONIZATION_2_EXTENSION_NAME)) {
+                fprintf(stderr, DEMO_NAME ": --submit2: %s has neither Vulkan 1.3 nor "
+                        "VK_KHR_synchronization2\n", properties.deviceName);
+                goto error;
+            }
+            extensions[extension_count++] = VK_KHR_SYNCHRONIZATION_2_EXTENSION_NAME;
+            submit2_name = "vkQueueSubmit2KHR";
+        }
+        VkPhysicalDeviceFeatures2 features = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+            .pNext = &sync2_features,
+        };
+        vkGetPhysicalDeviceFeatures2(gpu->physical_device, &features);
+        if (!sync2_features.synchronization2) {
+            fprintf(stderr, DEMO_NAME ": --submit2: %s does not support the "
+                    "synchronization2 feature\n", properties.deviceName);
+            goto error;
+        }
+        sync2_features.pNext = NULL;
+    }
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue_info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = gpu->queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &priority,
+    };
+    VkDeviceCreateInfo device_info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = submit2 ? &sync2_features : NULL,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue_info,
+        .enabledExtensionCount = extension_count,
+        .ppEnabledExtensionNames = extension_count ? extensions : NULL,
+    };
+    if (!demo_vk_check(vkCreateDevice(gpu->physical_device, &device_info, NULL, &gpu->device),
+                       "vkCreateDevice"))
+        goto error;
+    vkGetDeviceQueue(gpu->device, gpu->queue_family, 0, &gpu->queue);
+
+    if (submit2) {
+        gpu->queue_submit2 = (PFN_vkQueueSubmit2)vkGetDeviceProcAddr(gpu->device,
+                                                                     submit2_name);
+        if (!gpu->queue_submit2) {
+            fprintf(stderr, DEMO_NAME ": vkGetDeviceProcAddr(%s) returned NULL\n",
+                    submit2_name);
+            goto error;
+        }
+    }
+    return gpu;
+
+error:
+    demo_gpu_destroy(gpu);
+    return NULL;
+}
+
+void demo_gpu_destroy(struct demo_gpu *gpu)
+{
+    if (!gpu)
+        return;
+    if (gpu->device)
+        vkDestroyDevice(gpu->device, NULL);
+    pthread_mutex_destroy(&gpu->queue_lock);
+    free(gpu);
+}
+
+bool demo_gpu_submit(struct demo_gpu *gpu, VkCommandBuffer cmd, VkSemaphore wait,
+                     VkSemaphore signal, VkFence fence)
+{
+    VkResult result;
+    pthread_mutex_lock(&gpu->queue_lock);
+    if (gpu->queue_submit2) {
+        VkSemaphoreSubmitInfo wait_info = {
+            .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO,
+            .semaphore = wait,
+            .stageMask = VK_PIPELINE_STAGE_2_COLOR_ATTACHMENT_OUTPUT_BIT,
+        };
+        VkSemaphoreSubmitInfo signal_info = {
+            .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO,
+            .semaphore = signal,
+            .stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
+        };
+        VkCommandBufferSubmitInfo cmd_info = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO,
+            .commandBuffer = cmd,
+        };
+        VkSubmitInfo2 submit = {
+            .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO_2,
+            .waitSemaphoreInfoCount = wait ? 1 : 0,
+            .pWaitSemaphoreInfos = &wait_info,
+            .commandBufferInfoCount = cmd ? 1 : 0,
+            .pCommandBufferInfos = &cmd_info,
+            .signalSemaphoreInfoCount = signal ? 1 : 0,
+            .pSignalSemaphoreInfos = &signal_info,
+        };
+        result = gpu->queue_submit2(gpu->queue, 1, &submit, fence);
+    } else {
+        VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT;
+        VkSubmitInfo submit = {
+            .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+            .waitSemaphoreCount = wait ? 1 : 0,
+            .pWaitSemaphores = &wait,
+            .pWaitDstStageMask = &wait_stage,
+            .commandBufferCount = cmd ? 1 : 0,
+            .pCommandBuffers = &cmd,
+            .signalSemaphoreCount = signal ? 1 : 0,
+            .pSignalSemaphores = &signal,
+        };
+        result = vkQueueSubmit(gpu->queue, 1, &submit, fence);
+    }
+    pthread_mutex_unlock(&gpu->queue_lock);
+    return demo_vk_check(result, gpu->queue_submit2 ? "vkQueueSubmit2" : "vkQueueSubmit");
+}
+
+VkResult demo_gpu_present(struct demo_gpu *gpu, VkSwapchainKHR swapchain, uint32_t image_index,
+                          VkSemaphore wait)
+{
+    VkPresentInfoKHR present = {
+        .sType = VK_STRUCTURE_TYPE_PRESENT_INFO_KHR,
+        .waitSemaphoreCount = 1,
+        .pWaitSemaphores = &wait,
+        .swapchainCount = 1,
+        .pSwapchains = &swapchain,
+        .pImageIndices = &image_index,
+    };
+    pthread_mutex_lock(&gpu->queue_lock);
+    VkResult result = vkQueuePresentKHR(gpu->queue, &present);
+    pthread_mutex_unlock(&gpu->queue_lock);
+    return result;
+}
+
+bool demo_gpu_wait_idle(struct demo_gpu *gpu)
+{
+    pthread_mutex_lock(&gpu->queue_lock);
+    VkResult result = vkQueueWaitIdle(gpu->queue);
+    pthread_mutex_unlock(&gpu->queue_lock);
+    return demo_vk_check(result, "vkQueueWaitIdle");
+}
+
+/* ---- pipeline ---- */
+
+static bool create_render_pass(struct demo_gpu *gpu, VkFormat format, VkImageLayout initial,
+                               VkImageLayout final, VkRenderPass *ret_pass)
+{
+    VkAttachmentDescription attachment = {
+        .format = format,
+        .samples = VK_SAMPLE_COUNT_1_BIT,
+        .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR,
+        .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
+        .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+        .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
+        .initialLayout = initial,
+        .finalLayout = final,
+    };
+    VkAttachmentReference color_ref = {
+        .attachment = 0,
+        .layout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+    };
+    VkSubpassDescription subpass = {
+        .pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS,
+        .colorAttachmentCount = 1,
+        .pColorAttachments = &color_ref,
+    };
+    /*
+     * In: the acquire semaphore is waited at colour-attachment output, and the previous
+     * writer of the image (an earlier frame, or another band's pass) wrote there too.
+     * Out: whoever comes next (present, the closing barrier) starts from that stage.
+     */
+    VkSubpassDependency dependencies[] = {
+        {
+            .srcSubpass = VK_SUBPASS_EXTERNAL,
+            .dstSubpass = 0,
+            .srcStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+            .dstStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+            .srcAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+            .dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+        },
+        {
+            .srcSubpass = 0,
+            .dstSubpass = VK_SUBPASS_EXTERNAL,
+            .srcStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+            .dstStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+            .srcAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+            .dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+        },
+    };
+    VkRenderPassCreateInfo create_info = {
+        .sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO,
+        .attachmentCount = 1,
+        .pAttachments = &attachment,
+        .subpassCount = 1,
+        .pSubpasses = &subpass,
+        .dependencyCount = 2,
+        .pDependencies = dependencies,
+    };
+    return demo_vk_check(vkCreateRenderPass(gpu->device, &create_info, NULL, ret_pass),
+                         "vkCreateRenderPass");
+}
+
+static bool create_shader_module(struct demo_gpu *gpu, const uint32_t *code, size_t size,
+                                 VkShaderModule *ret_module)
+{
+    VkShaderModuleCreateInfo create_info = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = size,
+        .pCode = code,
+    };
+    return demo_vk_check(vkCreateShaderModule(gpu->device, &create_info, NULL, ret_module),
+                         "vkCreateShaderModule");
+}
+
+static bool create_graphics_pipeline(struct demo_gpu *gpu, struct demo_pipeline *pipeline)
+{
+    VkShaderModule vertex = VK_NULL_HANDLE, fragment = VK_NULL_HANDLE;
+    bool ok = false;
+    if (!create_shader_module(gpu, fullscreen_vert_spv, sizeof(fullscreen_vert_spv), &vertex) ||
+        !create_shader_module(gpu, fullscreen_frag_spv, sizeof(fullscreen_frag_spv), &fragment))
+        goto out;
+
+    VkPipelineShaderStageCreateInfo stages[] = {
+        {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = VK_SHADER_STAGE_VERTEX_BIT,
+            .module = vertex,
+            .pName = "main",
+        },
+        {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = VK_SHADER_STAGE_FRAGMENT_BIT,
+            .module = fragment,
+            .pName = "main",
+        },
+    };
+    VkPipelineVertexInputStateCreateInfo vertex_input = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO,
+    };
+    VkPipelineInputAssemblyStateCreateInfo input_assembly = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
+        .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
+    };
+    /* Dynamic, so one pipeline serves every swapchain size and every worker's band. */
+    VkPipelineViewportStateCreateInfo viewport = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
+        .viewportCount = 1,
+        .scissorCount = 1,
+    };
+    VkPipelineRasterizationStateCreateInfo rasterization = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
+        .polygonMode = VK_POLYGON_MODE_FILL,
+        .cullMode = VK_CULL_MODE_NONE,
+        .frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE,
+        .lineWidth = 1.0f,
+    };
+    VkPipelineMultisampleStateCreateInfo multisample = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
+        .rasterizationSamples = VK_SAMPLE_COUNT_1_BIT,
+    };
+    VkPipelineColorBlendAttachmentState blend_attachment = {
+        .colorWriteMask = VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT |
+                          VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT,
+    };
+    VkPipelineColorBlendStateCreateInfo blend = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
+        .attachmentCount = 1,
+        .pAttachments = &blend_attachment,
+    };
+    static const VkDynamicState dynamic_states[] = {
+        VK_DYNAMIC_STATE_VIEWPORT,
+        VK_DYNAMIC_STATE_SCISSOR,
+    };
+    VkPipelineDynamicStateCreateInfo dynamic = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO,
+        .dynamicStateCount = 2,
+        .pDynamicStates = dynamic_states,
+    };
+    VkGraphicsPipelineCreateInfo create_info = {
+        .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
+        .stageCount = 2,
+        .pStages = stages,
+        .pVertexInputState = &vertex_input,
+        .pInputAssemblyState = &input_assembly,
+        .pViewportState = &viewport,
+        .pRasterizationState = &rasterization,
+        .pMultisampleState = &multisample,
+        .pColorBlendState = &blend,
+        .pDynamicState = &dynamic,
+        .layout = pipeline->layout,
+        .renderPass = pipeline->frame_pass,
+        .subpass = 0,
+    };
+    ok = demo_vk_check(vkCreateGraphicsPipelines(gpu->device, VK_NULL_HANDLE, 1, &create_info,
+                                                 NULL, &pipeline->pipeline),
+                       "vkCreateGraphicsPipelines");
+out:
+    if (fragment)
+        vkDestroyShaderModule(gpu->device, fragment, NULL);
+    if (vertex)
+        vkDestroyShaderModule(gpu->device, vertex, NULL);
+    return ok;
+}
+
+struct demo_pipeline *demo_pipeline_create(struct demo_gpu *gpu, VkFormat format,
+                                           VkImageLayout final_layout)
+{
+    struct demo_pipeline *pipeline = calloc(1, sizeof(*pipeline));
+    if (!pipeline) {
+        fprintf(stderr, DEMO_NAME ": out of memory\n");
+        return NULL;
+    }
+    pipeline->format = format;
+    pipeline->final_layout = final_layout;
+
+    if (!create_render_pass(gpu, format, VK_IMAGE_LAYOUT_UNDEFINED, final_layout,
+                            &pipeline->frame_pass) ||
+        !create_render_pass(gpu, format, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+                            VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL, &pipeline->band_pass))
+        goto error;
+
+    VkPushConstantRange push_range = {
+        .stageFlags = VK_SHADER_STAGE_FRAGMENT_BIT,
+        .offset = 0,
+        .size = sizeof(struct demo_push_constants),
+    };
+    VkPipelineLayoutCreateInfo layout_info = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .pushConstantRangeCount = 1,
+        .pPushConstantRanges = &push_range,
+    };
+    if (!demo_vk_check(vkCreatePipelineLayout(gpu->device, &layout_info, NULL,
+                                              &pipeline->layout),
+                       "vkCreatePipelineLayout"))
+        goto error;
+    if (!create_graphics_pipeline(gpu, pipeline))
+        goto error;
+    return pipeline;
+
+error:
+    demo_pipeline_destroy(gpu, pipeline);
+    return NULL;
+}
+
+void demo_pipeline_destroy(struct demo_gpu *gpu, struct demo_pipeline *pipeline)
+{
+    if (!pipeline)
+        return;
+    if (pipeline->pipeline)
+        vkDestroyPipeline(gpu->device, pipeline->pipeline, NULL);
+    if (pipeline->layout)
+        vkDestroyPipelineLayout(gpu->device, pipeline->layout, NULL);
+    if (pipeline->band_pass)
+        vkDestroyRenderPass(gpu->device, pipeline->band_pass, NULL);
+    if (pipeline->frame_pass)
+        vkDestroyRenderPass(gpu->device, pipeline->frame_pass, NULL);
+    free(pipeline);
+}
+
+/* ---- surface ---- */
+
+bool demo_surface_choose_format(struct demo_gpu *gpu, VkSurfaceKHR surface,
+                                VkSurfaceFormatKHR *ret_format)
+{
+    uint32_t count = 0;
+    if (!demo_vk_check(vkGetPhysicalDeviceSurfaceFormatsKHR(gpu->physical_device, surface,
+                                                            &count, NULL),
+                       "vkGetPhysicalDeviceSurfaceFormatsKHR"))
+        return false;
+    if (count == 0) {
+        fprintf(stderr, DEMO_NAME ": the surface offers no formats\n");
+        return false;
+    }
+    VkSurfaceFormatKHR *formats = calloc(count, sizeof(*formats));
+    if (!formats) {
+        fprintf(stderr, DEMO_NAME ": out of memory\n");
+        return false;
+    }
+    if (!demo_vk_check(vkGetPhysicalDeviceSurfaceFormatsKHR(gpu->physical_device, surface,
+                                                            &count, formats),
+                       "vkGetPhysicalDeviceSurfaceFormatsKHR")) {
+        free(formats);
+        return false;
+    }
+    /* UNORM, so the shader's colours reach the screen unchanged; else what comes first. */
+    *ret_format = formats[0];
+    for (uint32_t i = 0; i < count; i++) {
+        if ((formats[i].format == VK_FORMAT_B8G8R8A8_UNORM ||
+             formats[i].format == VK_FORMAT_R8G8B8A8_UNORM) &&
+            formats[i].colorSpace == VK_COLOR_SPACE_SRGB_NONLINEAR_KHR) {
+            *ret_format = formats[i];
+            break;
+        }
+    }
+    free(formats);
+    return true;
+}
+
+bool demo_surface_supports_present_mode(VkPhysicalDevice physical_device, VkSurfaceKHR surface,
+                                        VkPresentModeKHR mode)
+{
+    VkPresentModeKHR modes[16];
+    uint32_t count = 16;
+    VkResult result = vkGetPhysicalDeviceSurfacePresentModesKHR(physical_device, surface,
+                                                                &count, modes);
+    if (!demo_vk_check(result, "vkGetPhysicalDeviceSurfacePresentModesKHR"))
+        return false;
+    for (uint32_t i = 0; i < count; i++) {
+        if (modes[i] == mode)
+            return true;
+    }
+
+    char offered[256] = "";
+    size_t used = 0;
+    for (uint32_t i = 0; i < count && used < sizeof(offered); i++) {
+        int n = snprintf(offered + used, sizeof(offered) - used, "%s%s", i ? ", " : "",
+                         demo_present_mode_name(modes[i]));
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    fprintf(stderr, DEMO_NAME ": --present-mode: the surface does not support %s "
+            "(it offers: %s)\n", demo_present_mode_name(mode), offered);
+    return false;
+}
+
+/* ---- render targets ---- */
+
+static bool init_image_views(struct demo_gpu *gpu, const struct demo_pipeline *pipeline,
+                             struct demo_targets *targets)
+{
+    for (uint32_t i = 0; i < targets->image_count; i++) {
+        struct demo_image *image = &targets->images[i];
+        VkImageViewCreateInfo view_info = {
+            .sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO,
+            .image = image->image,
+            .viewType = VK_IMAGE_VIEW_TYPE_2D,
+            .format = pipeline->format,
+            .subresourceRange = {
+                .aspectMask = VK_IMAGE_ASPECT_COLOR_BIT,
+                .levelCount = 1,
+                .layerCount = 1,
+            },
+        };
+        if (!demo_vk_check(vkCreateImageView(gpu->device, &view_info, NULL, &image->view),
+                           "vkCreateImageView"))
+            return false;
+
+        VkFramebufferCreateInfo framebuffer_info = {
+            .sType = VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO,
+            .renderPass = pipeline->frame_pass,
+            .attachmentCount = 1,
+            .pAttachments = &image->view,
+            .width = targets->extent.width,
+            .height = targets->extent.height,
+            .layers = 1,
+        };
+        if (!demo_vk_check(vkCreateFramebuffer(gpu->device, &framebuffer_info, NULL,
+                                               &image->framebuffer),
+                           "vkCreateFramebuffer"))
+            return false;
+    }
+    return true;
+}
+
+struct demo_targets *demo_targets_create_swapchain(struct demo_gpu *gpu,
+                                                   const struct demo_pipeline *pipeline,
+                                                   VkSurfaceKHR surface,
+                                                   VkSurfaceFormatKHR format,
+                                                   VkExtent2D extent,
+                                                   VkPresentModeKHR present_mode,
+                                                   VkSwapchainKHR old)
+{
+    VkSurfaceCapabilitiesKHR caps;
+    if (!demo_vk_check(vkGetPhysicalDeviceSurfaceCapabilitiesKHR(gpu->physical_device, surface,
+                                                                 &caps),
+                       "vkGetPhysicalDeviceSurfaceCapabilitiesKHR"))
+        return NULL;
+
+    /* Wayland leaves the size to the client (0xFFFFFFFF); other platforms dictate it. */
+    if (caps.currentExtent.width != UINT32_MAX) {
+        extent = caps.currentExtent;
+    } else {
+        if (extent.width < caps.minImageExtent.width)
+            extent.width = caps.minImageExtent.width;
+        if (extent.width > caps.maxImageExtent.width)
+            extent.width = caps.maxImageExtent.width;
+        if (extent.height < caps.minImageExtent.height)
+            extent.height = caps.minImageExtent.height;
+        if (extent.height > caps.maxImageExtent.height)
+            extent.height = caps.maxImageExtent.height;
+    }
+    /* One more than the minimum, so acquiring never waits on the image being scanned out. */
+    uint32_t image_count = caps.minImageCount + 1;
+    if (caps.maxImageCount > 0 && image_count > caps.maxImageCount)
+        image_count = caps.maxImageCount;
+
+    VkCompositeAlphaFlagBitsKHR alpha = VK_COMPOSITE_ALPHA_OPAQUE_BIT_KHR;
+    if (!(caps.supportedCompositeAlpha & alpha)) {
+        static const VkCompositeAlphaFlagBitsKHR fallbacks[] = {
+            VK_COMPOSITE_ALPHA_INHERIT_BIT_KHR,
+            VK_COMPOSITE_ALPHA_PRE_MULTIPLIED_BIT_KHR,
+            VK_COMPOSITE_ALPHA_POST_MULTIPLIED_BIT_KHR,
+        };
+        for (size_t i = 0; i < sizeof(fallbacks) / sizeof(fallbacks[0]); i++) {
+            if (caps.supportedCompositeAlpha & fallbacks[i]) {
+                alpha = fallbacks[i];
+                break;
+            }
+        }
+    }
+
+    struct demo_targets *targets = calloc(1, sizeof(*targets));
+    if (!targets) {
+        fprintf(stderr, DEMO_NAME ": out of memory\n");
+        return NULL;
+    }
+    targets->extent = extent;
+
+    VkSwapchainCreateInfoKHR create_info = {
+        .sType = VK_STRUCTURE_TYPE_SWAPCHAIN_CREATE_INFO_KHR,
+        .surface = surface,
+        .minImageCount = image_count,
+        .imageFormat = format.format,
+        .imageColorSpace = format.colorSpace,
+        .imageExtent = extent,
+        .imageArrayLayers = 1,
+        .imageUsage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT,
+        .imageSharingMode = VK_SHARING_MODE_EXCLUSIVE,
+        .preTransform = (caps.supportedTransforms & VK_SURFACE_TRANSFORM_IDENTITY_BIT_KHR)
+                        ? VK_SURFACE_TRANSFORM_IDENTITY_BIT_KHR : caps.currentTransform,
+        .compositeAlpha = alpha,
+        .presentMode = present_mode,
+        .clipped = VK_TRUE,
+        .oldSwapchain = old,
+    };
+    if (!demo_vk_check(vkCreateSwapchainKHR(gpu->device, &create_info, NULL,
+                                            &targets->swapchain),
+                       "vkCreateSwapchainKHR"))
+        goto error;
+
+    uint32_t count = 0;
+    if (!demo_vk_check(vkGetSwapchainImagesKHR(gpu->device, targets->swapchain, &count, NULL),
+                       "vkGetSwapchainImagesKHR"))
+        goto error;
+    VkImage *images = calloc(count, sizeof(*images));
+    targets->images = calloc(count, sizeof(*targets->images));
+    if (!images || !targets->images) {
+        free(images);
+        fprintf(stderr, DEMO_NAME ": out of memory\n");
+        goto error;
+    }
+    VkResult result = vkGetSwapchainImagesKHR(gpu->device, targets->swapchain, &count, images);
+    for (uint32_t i = 0; i < count; i++)
+        targets->images[i].image = images[i];
+    free(images);
+    if (!demo_vk_check(result, "vkGetSwapchainImagesKHR"))
+        goto error;
+    targets->image_count = count;
+
+    for (uint32_t i = 0; i < count; i++) {
+        VkSemaphoreCreateInfo semaphore_info = {
+            .sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
+        };
+        if (!demo_vk_check(vkCreateSemaphore(gpu->device, &semaphore_info, NULL,
+                                             &targets->images[i].render_done),
+                           "vkCreateSemaphore"))
+            goto error;
+    }
+    if (!init_image_views(gpu, pipeline, targets))
+        goto error;
+    return targets;
+
+error:
+    demo_targets_destroy(gpu, targets);
+    return NULL;
+}
+
+static bool find_memory_type(struct demo_gpu *gpu, uint32_t type_bits, uint32_t *ret_type)
+{
+    const VkPhysicalDeviceMemoryProperties *props = &gpu->memory_properties;
+    for (uint32_t pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < props->memoryTypeCount; i++) {
+            if (!(type_bits & (1u << i)))
+                continue;
+            if (pass == 0 && !(props->memoryTypes[i].propertyFlags &
+                               VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
+                continue;
+            *ret_type = i;
+            return true;
+        }
+    }
+    fprintf(stderr, DEMO_NAME ": no memory type for an offscreen image\n");
+    return false;
+}
+
+struct demo_targets *demo_targets_create_offscreen(struct demo_gpu *gpu,
+                                                   const struct demo_pipeline *pipeline,
+                                                   VkExtent2D extent, uint32_t image_count)
+{
+    struct demo_targets *targets = calloc(1, sizeof(*targets));
+    if (!targets || !(targets->images = calloc(image_count, sizeof(*targets->images)))) {
+        free(targets);
+        fprintf(stderr, DEMO_NAME ": out of memory\n");
+        return NULL;
+    }
+    targets->extent = extent;
+    targets->image_count = image_count;
+
+    for (uint32_t i = 0; i < image_count; i++) {
+        struct demo_image *image = &targets->images[i];
+        VkImageCreateInfo image_info = {
+            .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
+            .imageType = VK_IMAGE_TYPE_2D,
+            .format = pipeline->format,
+            .extent = { extent.width, extent.height, 1 },
+            .mipLevels = 1,
+            .arrayLayers = 1,
+            .samples = VK_SAMPLE_COUNT_1_BIT,
+            .tiling = VK_IMAGE_TILING_OPTIMAL,
+            .usage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT,
+            .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+            .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+        };
+        if (!demo_vk_check(vkCreateImage(gpu->device, &image_info, NULL, &image->image),
+                           "vkCreateImage"))
+            goto error;
+
+        VkMemoryRequirements requirements;
+        vkGetImageMemoryRequirements(gpu->device, image->image, &requirements);
+        VkMemoryAllocateInfo alloc_info = {
+            .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+            .allocationSize = requirements.size,
+        };
+        if (!find_memory_type(gpu, requirements.memoryTypeBits, &alloc_info.memoryTypeIndex))
+            goto error;
+        if (!demo_vk_check(vkAllocateMemory(gpu->device, &alloc_info, NULL, &image->memory),
+                           "vkAllocateMemory"))
+            goto error;
+        if (!demo_vk_check(vkBindImageMemory(gpu->device, image->image, image->memory, 0),
+                           "vkBindImageMemory"))
+            goto error;
+    }
+    if (!init_image_views(gpu, pipeline, targets))
+        goto error;
+    return targets;
+
+error:
+    demo_targets_destroy(gpu, targets);
+    return NULL;
+}
+
+void demo_targets_destroy(struct demo_gpu *gpu, struct demo_targets *targets)
+{
+    if (!targets)
+        return;
+    for (uint32_t i = 0; targets->images && i < targets->image_count; i++) {
+        struct demo_image *image = &targets->images[i];
+        if (image->framebuffer)
+            vkDestroyFramebuffer(gpu->device, image->framebuffer, NULL);
+        if (image->view)
+            vkDestroyImageView(gpu->device, image->view, NULL);
+        if (image->render_done)
+            vkDestroySemaphore(gpu->device, image->render_done, NULL);
+        if (image->memory) {
+            vkDestroyImage(gpu->device, image->image, NULL);
+            vkFreeMemory(gpu->device, image->memory, NULL);
+        } else if (image->image && !targets->swapchain) {
+            vkDestroyImage(gpu->device, image->image, NULL);
+        }
+    }
+    if (targets->swapchain)
+        vkDestroySwapchainKHR(gpu->device, targets->swapchain, NULL);
+    free(targets->images);
+    free(targets);
+}
