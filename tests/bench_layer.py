@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Layer overhead, measured in one run: frame rate without the layer, with it, and without
+again (A/X/A), for the demo workload at its highest rate and for vkcube-wayland in MAILBOX,
+beside MangoHud and the Mesa overlay layer on the same app in the same run.
+
+If X differs from the mean of the two A runs by less than their drift, the answer is "no
+measurable difference". Not a test: it prints what it measured.
+
+usage: bench_layer.py BUILD_DIR DEMO [FRAMES]"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vkharness import Weston, layer_env
+
+
+def clean_env(w):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("FRAMESCOPE") and k not in ("VK_INSTANCE_LAYERS", "MANGOHUD")}
+    env.update(w.env())
+    return env
+
+
+def measure(argv, env, frames, parse_fps):
+    start = time.monotonic()
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    wall = time.monotonic() - start
+    if r.returncode != 0:
+        return None, r.stderr[-500:]
+    fps = parse_fps(r.stdout + r.stderr) if parse_fps else None
+    return (fps if fps else frames / wall), None
+
+
+def variants(build):
+    v = [("A (no layer)", {}), ("X (framescope)", dict(layer_env(build), FRAMESCOPE_SUMMARY="off")),
+         ("A (no layer, again)", {})]
+    if os.path.exists("/usr/share/vulkan/explicit_layer.d/VkLayer_MESA_overlay.json"):
+        v.append(("Mesa overlay", {"VK_INSTANCE_LAYERS": "VK_LAYER_MESA_overlay"}))
+    if shutil.which("mangohud") or os.path.exists("/usr/share/vulkan/implicit_layer.d/MangoHud.json"):
+        v.append(("MangoHud", {"MANGOHUD": "1"}))
+    return v
+
+
+def report(name, rows):
+    print(f"\n{name}")
+    print(f"  {'variant':22} {'fps':>10} {'frame ms':>10}")
+    results = {}
+    for label, fps, err in rows:
+        if fps is None:
+            print(f"  {label:22} failed: {err}")
+            continue
+        results[label] = fps
+        print(f"  {label:22} {fps:10.1f} {1000 / fps:10.4f}")
+    a1, x, a2 = (results.get(k) for k in ("A (no layer)", "X (framescope)", "A (no layer, again)"))
+    if a1 and x and a2:
+        a_ms = (1000 / a1 + 1000 / a2) / 2
+        drift = abs(1000 / a1 - 1000 / a2)
+        delta = 1000 / x - a_ms
+        added = 100 * delta / a_ms
+        if abs(delta) < drift:
+            verdict = "no measurable difference"
+        else:
+            verdict = f"framescope adds {added:+.2f}% frame time (goal < 1%)"
+        print(f"  A drift {drift:.4f} ms; X - mean(A) = {delta:+.4f} ms ({added:+.2f}%): {verdict}")
+        for other in ("Mesa overlay", "MangoHud"):
+            if other in results:
+                print(f"  {other} adds {100 * (1000 / results[other] - a_ms) / a_ms:+.2f}% frame time")
+
+
+def main():
+    build, demo = sys.argv[1], sys.argv[2]
+    frames = int(sys.argv[3]) if len(sys.argv) > 3 else 3000
+    demo_fps = lambda text: float(m.group(1)) if (m := re.search(r"([\d.]+) fps", text)) else None
+    with Weston() as w:
+        base = clean_env(w)
+        rows = []
+        for label, extra in variants(build):
+            fps, err = measure([demo, "--present-mode", "mailbox", "--frames", str(frames)],
+                               dict(base, **extra), frames, demo_fps)
+            rows.append((label, fps, err))
+        report(f"framescope-demo, mailbox, {frames} frames (fps from the demo's own count)", rows)
+        if shutil.which("vkcube-wayland"):
+            rows = []
+            for label, extra in variants(build):
+                fps, err = measure(["vkcube-wayland", "--present_mode", "1", "--c", str(frames)],
+                                   dict(base, **extra), frames, None)
+                rows.append((label, fps, err))
+            report(f"vkcube-wayland, mailbox, {frames} frames (fps = frames / wall time, "
+                   "start-up included)", rows)
+
+
+main()
