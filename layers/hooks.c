@@ -149,19 +149,32 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueuePresentKHR(VkQueue queue,
 {
     uint64_t now = fscope_now();
     struct device_data *dev = device_lookup(queue);
+    /* Most presents carry one swapchain; more are rare and only lose their return stamp. */
+    struct swapchain_data *first = NULL;
+    struct fscope_frame *first_frame = NULL;
     for (uint32_t i = 0; i < info->swapchainCount; i++) {
         struct swapchain_data *sc = swapchain_lookup(dev, info->pSwapchains[i]);
         if (!sc || !sc->surface)
             continue;
         sc->presents++;
-        fscope_frame_log_close(sc->surface->frames, now, sc->serial);
+        struct fscope_frame *frame = fscope_frame_log_close(sc->surface->frames, now, sc->serial);
+        if (!first) {
+            first = sc;
+            first_frame = frame;
+        }
     }
     fscope_instant(&loc_frame_marker, now);
 
     uint64_t start = fscope_block_begin(&loc_present);
     VkResult r = dev->vk.QueuePresentKHR(queue, info);
-    fscope_block_end(FSCOPE_BLOCK_PRESENT, start);
+    uint64_t returned = start + fscope_block_end(FSCOPE_BLOCK_PRESENT, start);
     note_result(dev, r, "vkQueuePresentKHR");
+    for (uint32_t i = 0; i < info->swapchainCount; i++) {
+        struct swapchain_data *sc = swapchain_lookup(dev, info->pSwapchains[i]);
+        if (sc && sc->surface)
+            fscope_frame_log_presented(sc->surface->frames, sc == first ? first_frame : NULL,
+                                       returned);
+    }
 
     struct queue_data *q = queue_lookup(dev, queue);
     if (q)

@@ -17,7 +17,7 @@ static struct device_data *_Atomic devices[MAX_DEVICES];
 static struct surface_data *_Atomic surfaces[MAX_SURFACES];
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 
-struct layer_config layer_config = { .gpu_timing = true };
+struct layer_config layer_config = { .gpu_timing = true, .presentation = true };
 
 #define TABLE_LOOKUP(table, field, value)                                                      \
     do {                                                                                       \
@@ -104,6 +104,8 @@ void surface_remove(VkSurfaceKHR surface)
     struct surface_data *s = surface_lookup(surface);
     if (!s)
         return;
+    /* The app's display is still alive here: the last safe moment to tear Wayland down. */
+    fscope_frame_log_untrack(s->frames);
     TABLE_REMOVE(surfaces, s);
     /* The frame log lives on for the summary; the bookkeeping goes. A racing reader is an
      * app bug (using a surface while destroying it), so freeing here is safe. */
@@ -122,6 +124,16 @@ static void layer_read_config(void)
             layer_config.gpu_timing = false;
         else
             fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU=%s is not on or off; using on", gpu);
+    }
+    const char *present = secure_getenv("FRAMESCOPE_PRESENT");
+    if (present && *present) {
+        if (strcmp(present, "on") == 0 || strcmp(present, "1") == 0)
+            layer_config.presentation = true;
+        else if (strcmp(present, "off") == 0 || strcmp(present, "0") == 0)
+            layer_config.presentation = false;
+        else
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_PRESENT=%s is not on or off; using on",
+                       present);
     }
     const char *fault = secure_getenv("FRAMESCOPE_TEST_FAULT");
     if (fault && *fault) {
@@ -216,6 +228,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyInstance(VkInstance instance
         struct surface_data *s = atomic_load(&surfaces[i]);
         if (s && s->instance == inst) {
             atomic_store(&surfaces[i], NULL);
+            fscope_frame_log_untrack(s->frames);
             free(s);
         }
     }
@@ -481,10 +494,15 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateSwapchainKHR(
                  surface->kind == SURFACE_WAYLAND ? "wayland" : "non-wayland",
                  atomic_fetch_add(&surfaces_seen, 1));
         surface->frames = fscope_frame_log_create(label);
-        fscope_frame_log_open(surface->frames, fscope_now());
         if (surface->kind != SURFACE_WAYLAND)
-            fscope_report_note("presentation feedback is unavailable for non-Wayland surfaces "
-                               "(XCB, Xlib, display, headless): frames are timed at present");
+            fscope_frame_log_untrackable(surface->frames, "not a Wayland surface (XCB, Xlib, "
+                                         "display or headless): frames are timed at present");
+        else if (!layer_config.presentation)
+            fscope_frame_log_untrackable(surface->frames, "off (FRAMESCOPE_PRESENT=off)");
+        else
+            fscope_frame_log_track_wayland(surface->frames, surface->wl_display,
+                                           surface->wl_surface);
+        fscope_frame_log_open(surface->frames, fscope_now());
     }
     struct swapchain_data *sc = calloc(1, sizeof(*sc));
     if (!sc)
@@ -512,6 +530,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroySwapchainKHR(
     struct device_data *dev = device_lookup(device);
     struct swapchain_data *sc = swapchain ? swapchain_lookup(dev, swapchain) : NULL;
     if (sc) {
+        fscope_frame_log_drain(sc->surface->frames);
         pthread_mutex_lock(&dev->lock);
         for (unsigned i = 0; i < MAX_SWAPCHAINS; i++)
             if (atomic_load(&dev->swapchains[i]) == sc)

@@ -193,6 +193,7 @@ extern struct gpu_stats gpu_stats;
 
 struct layer_config {
     bool gpu_timing;
+    bool presentation; /* Wayland presentation feedback */
     bool fault_skip_query_reset; /* test only: makes our injected commands invalid */
 };
 extern struct layer_config layer_config;

@@ -8,6 +8,9 @@
 #include "chunked.h"
 #include "clock.h"
 #include "log.h"
+#ifdef FSCOPE_HAVE_WAYLAND
+#include "present/present-wl.h"
+#endif
 
 #define MAX_FRAME_LOGS 64
 #define MAX_SPAN_LOGS 64
@@ -17,6 +20,12 @@ struct fscope_frame_log {
     struct chunked frames;
     uint64_t last_close_ticks;
     uint64_t last_counts[FSCOPE_COUNT_COUNT];
+
+    struct fscope_wl_tracker *tracker;
+    bool tracked;          /* a tracker was ever running for this surface */
+    char untracked_why[192];
+    bool have_final_counts;
+    struct frame_log_tracker_counts final_counts;
 };
 
 struct gpu_span {
@@ -82,6 +91,8 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
     if (log->last_close_ticks && now_ticks >= log->last_close_ticks) {
         frame = chunked_next(&log->frames);
         if (frame) {
+            frame->index = chunked_count(&log->frames);
+            frame->output_index = -1;
             frame->start_ticks = log->last_close_ticks;
             frame->end_ticks = now_ticks;
             frame->swapchain_serial = swapchain_serial;
@@ -98,6 +109,13 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
             }
             for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
                 frame->counts[k] = counts[k] - log->last_counts[k];
+#ifdef FSCOPE_HAVE_WAYLAND
+            /* Right before the present goes down: the feedback binds to its commit. */
+            if (log->tracker)
+                frame->present_state = fscope_wl_tracker_request(log->tracker, frame->index)
+                                           ? FRAME_PRESENT_PENDING
+                                           : FRAME_PRESENT_REQUEST_FAILED;
+#endif
             chunked_publish(&log->frames);
         }
     }
@@ -105,6 +123,130 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
     memcpy(log->last_counts, counts, sizeof(counts));
     clock_refine();
     return frame;
+}
+
+FSCOPE_EXPORT void fscope_frame_log_untrackable(struct fscope_frame_log *log, const char *why)
+{
+    if (log && !log->untracked_why[0])
+        snprintf(log->untracked_why, sizeof(log->untracked_why), "%s", why);
+}
+
+FSCOPE_EXPORT bool fscope_frame_log_track_wayland(struct fscope_frame_log *log,
+                                                  struct wl_display *display,
+                                                  struct wl_surface *surface)
+{
+    if (!log || log->tracker)
+        return log != NULL;
+#ifdef FSCOPE_HAVE_WAYLAND
+    char why[160] = "";
+    log->tracker = fscope_wl_tracker_create(display, surface, why, sizeof(why));
+    if (!log->tracker) {
+        fscope_frame_log_untrackable(log, why[0] ? why : "the tracker could not start");
+        return false;
+    }
+    log->tracked = true;
+    log->untracked_why[0] = '\0';
+    return true;
+#else
+    (void)display;
+    (void)surface;
+    fscope_frame_log_untrackable(log, "framescope was built without Wayland support");
+    return false;
+#endif
+}
+
+#ifdef FSCOPE_HAVE_WAYLAND
+static void apply_feedback(struct fscope_frame_log *log, const struct fscope_present_feedback *fb)
+{
+    if (fb->present_id >= chunked_count(&log->frames))
+        return;
+    struct fscope_frame *f = chunked_at(&log->frames, fb->present_id);
+    f->present_state = fb->outcome == FSCOPE_PRESENT_PRESENTED ? FRAME_PRESENT_PRESENTED
+                       : fb->outcome == FSCOPE_PRESENT_DISCARDED ? FRAME_PRESENT_DISCARDED
+                                                                 : FRAME_PRESENT_PENDING;
+    if (fb->outcome == FSCOPE_PRESENT_PRESENTED)
+        f->presented_ticks = fscope_mono_ns_to_ticks(fb->presented_mono_ns);
+    f->refresh_ns = fb->refresh_ns;
+    f->present_seq = fb->seq;
+    f->present_flags = (uint8_t)fb->flags;
+    f->output_index = (int16_t)fb->output_index;
+    f->output_ambiguous = fb->output_ambiguous;
+}
+#endif
+
+FSCOPE_EXPORT void fscope_frame_log_drain(struct fscope_frame_log *log)
+{
+#ifdef FSCOPE_HAVE_WAYLAND
+    if (!log || !log->tracker)
+        return;
+    struct fscope_present_feedback fbs[32];
+    size_t n;
+    while ((n = fscope_wl_tracker_drain(log->tracker, fbs, 32)) > 0)
+        for (size_t i = 0; i < n; i++)
+            apply_feedback(log, &fbs[i]);
+#else
+    (void)log;
+#endif
+}
+
+FSCOPE_EXPORT void fscope_frame_log_presented(struct fscope_frame_log *log,
+                                              struct fscope_frame *frame, uint64_t now_ticks)
+{
+    if (frame)
+        frame->present_return_ticks = now_ticks;
+    fscope_frame_log_drain(log);
+}
+
+FSCOPE_EXPORT void fscope_frame_log_untrack(struct fscope_frame_log *log)
+{
+#ifdef FSCOPE_HAVE_WAYLAND
+    if (!log || !log->tracker)
+        return;
+    fscope_frame_log_drain(log);
+    struct fscope_wl_counts c;
+    fscope_wl_tracker_destroy_with_counts(log->tracker, &c);
+    log->tracker = NULL;
+    /* Several trackers over a surface's life (recreated surfaces) add up. */
+    log->final_counts.requested += c.requested;
+    log->final_counts.presented += c.presented;
+    log->final_counts.discarded += c.discarded;
+    log->final_counts.pending += c.pending;
+    log->final_counts.lost += c.lost;
+    log->final_counts.failed += c.failed;
+    log->have_final_counts = true;
+#else
+    (void)log;
+#endif
+}
+
+bool frame_log_tracked(const struct fscope_frame_log *log)
+{
+    return log->tracked;
+}
+
+const char *frame_log_untracked_why(const struct fscope_frame_log *log)
+{
+    return log->untracked_why;
+}
+
+bool frame_log_tracker_counts(struct fscope_frame_log *log, struct frame_log_tracker_counts *ret)
+{
+    if (!log->tracked)
+        return false;
+    *ret = log->final_counts;
+#ifdef FSCOPE_HAVE_WAYLAND
+    if (log->tracker) {
+        struct fscope_wl_counts c;
+        fscope_wl_tracker_counts(log->tracker, &c);
+        ret->requested += c.requested;
+        ret->presented += c.presented;
+        ret->discarded += c.discarded;
+        ret->pending += c.pending;
+        ret->lost += c.lost;
+        ret->failed += c.failed;
+    }
+#endif
+    return true;
 }
 
 FSCOPE_EXPORT uint64_t fscope_frame_log_count(const struct fscope_frame_log *log)

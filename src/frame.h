@@ -8,6 +8,9 @@
 
 #include "registry.h"
 
+struct wl_display;
+struct wl_surface;
+
 #define FSCOPE_EXPORT __attribute__((visibility("default")))
 
 enum fscope_verdict {
@@ -18,13 +21,38 @@ enum fscope_verdict {
     FSCOPE_VERDICT_COUNT,
 };
 
+/* What became of a frame's present, from the compositor's presentation feedback. */
+enum frame_present_state {
+    FRAME_PRESENT_UNTRACKED = 0, /* no feedback was asked for (not Wayland, tracker off) */
+    FRAME_PRESENT_PENDING,       /* asked for, no answer (yet, or ever: torn down first) */
+    FRAME_PRESENT_PRESENTED,
+    FRAME_PRESENT_DISCARDED,
+    FRAME_PRESENT_REQUEST_FAILED, /* the tracker could not ask */
+};
+
 struct fscope_frame {
+    uint64_t index;
     uint64_t start_ticks;  /* the previous present call (or mark) */
     uint64_t end_ticks;    /* this present call (or mark) */
     uint64_t block_ticks[FSCOPE_BLOCK_COUNT];
     uint64_t counts[FSCOPE_COUNT_COUNT];
     uint64_t gpu_busy_ticks; /* union of GPU spans inside the frame; filled at report time */
     uint32_t swapchain_serial;
+
+    /* Presentation (Wayland surfaces with wp_presentation). */
+    uint64_t present_return_ticks; /* when the present call returned */
+    uint64_t presented_ticks;      /* when the compositor says it was shown */
+    uint64_t present_seq;
+    uint32_t refresh_ns;           /* as the compositor claims */
+    uint8_t present_state;         /* enum frame_present_state */
+    uint8_t present_flags;         /* FSCOPE_PRESENT_FLAG_* */
+    int16_t output_index;          /* into fscope_wl_outputs(); -1 unknown */
+    bool output_ambiguous;
+};
+
+/* The presentation tracker's own tally for a surface, to check the frames' against. */
+struct frame_log_tracker_counts {
+    uint64_t requested, presented, discarded, pending, lost, failed;
 };
 
 struct fscope_frame_log;
@@ -46,6 +74,27 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
                                                           uint32_t swapchain_serial);
 
 FSCOPE_EXPORT uint64_t fscope_frame_log_count(const struct fscope_frame_log *log);
+
+/* Starts presentation tracking of the log's Wayland surface: from now on each close asks the
+ * compositor for feedback on the present that follows. Returns false (with why filled in and
+ * kept for the summary) when it cannot be tracked. The display must outlive the tracking. */
+FSCOPE_EXPORT bool fscope_frame_log_track_wayland(struct fscope_frame_log *log,
+                                                  struct wl_display *display,
+                                                  struct wl_surface *surface);
+/* Records that presentation of this surface cannot be known, and why. */
+FSCOPE_EXPORT void fscope_frame_log_untrackable(struct fscope_frame_log *log, const char *why);
+/* After the present call returned: stamps frame (may be NULL) and takes in finished feedback. */
+FSCOPE_EXPORT void fscope_frame_log_presented(struct fscope_frame_log *log,
+                                              struct fscope_frame *frame, uint64_t now_ticks);
+/* Takes in finished feedback only (swapchain teardown, exit). */
+FSCOPE_EXPORT void fscope_frame_log_drain(struct fscope_frame_log *log);
+/* Stops tracking while the app's display is alive (surface teardown); keeps the final tally. */
+FSCOPE_EXPORT void fscope_frame_log_untrack(struct fscope_frame_log *log);
+
+/* For reports. */
+bool frame_log_tracked(const struct fscope_frame_log *log);
+const char *frame_log_untracked_why(const struct fscope_frame_log *log);
+bool frame_log_tracker_counts(struct fscope_frame_log *log, struct frame_log_tracker_counts *ret);
 
 /* GPU spans, kept whole (not in a wrapping ring) so every frame's GPU busy can be computed
  * at the end. One log per queue; the caller serialises adds to one log. */

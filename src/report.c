@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "presentation.h"
 #include "trace.h"
 
 #define MAX_NOTES 24
@@ -142,6 +143,7 @@ static int compare_i64(const void *a, const void *b)
 }
 
 struct run_stats {
+    struct presentation_stats presentation;
     uint64_t frames;
     double duration_s, fps;
     double mean_ms, p50_ms, p95_ms, p99_ms, max_ms;
@@ -176,6 +178,7 @@ static double low_fps(const int64_t *sorted, uint64_t n, double share)
 static void compute_stats(struct run_stats *s)
 {
     memset(s, 0, sizeof(*s));
+    presentation_compute(&s->presentation);
     unsigned logs = frame_logs_count();
     for (unsigned l = 0; l < logs; l++)
         s->frames += fscope_frame_log_count(frame_log_at(l));
@@ -253,12 +256,21 @@ static void compute_stats(struct run_stats *s)
         snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame waiting in the frame cap",
                  100 * s->budget_ms[2 + FSCOPE_BLOCK_CAP] / mean_frame);
         break;
-    case FSCOPE_VERDICT_DISPLAY:
+    case FSCOPE_VERDICT_DISPLAY: {
+        const struct presentation_stats *p = &s->presentation;
+        char confirm[128] = "";
+        if (p->tracked && p->presented_interval_ms > 0)
+            snprintf(confirm, sizeof(confirm), "; %s: shown every %.2f ms, %s",
+                     p->at_output_cadence ? "confirmed" : "not confirmed",
+                     p->presented_interval_ms,
+                     p->at_output_cadence ? "at the output's cadence"
+                                          : "not at the output's cadence");
         snprintf(s->reason, sizeof(s->reason),
-                 "%.1f%% of the frame blocked in acquire/present, GPU busy %.1f%%, CPU work %.1f%%",
-                 100 * display / mean_frame, 100 * s->budget_ms[1] / mean_frame,
-                 100 * s->budget_ms[0] / mean_frame);
+                 "%.1f%% of the frame blocked in acquire/present, GPU busy %.1f%%, CPU work "
+                 "%.1f%%%s", 100 * display / mean_frame, 100 * s->budget_ms[1] / mean_frame,
+                 100 * s->budget_ms[0] / mean_frame, confirm);
         break;
+    }
     default:
         snprintf(s->reason, sizeof(s->reason),
                  "CPU work %.1f%% of the frame, GPU busy %.1f%%, blocked %.1f%%",
@@ -314,6 +326,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
                     100.0 * (double)s->verdict_frames[v] / (double)s->frames);
         fputc('\n', f);
     }
+    presentation_write_text(f, &s->presentation);
     pthread_mutex_lock(&meta_lock);
     for (unsigned i = 0; i < note_count; i++)
         fprintf(f, "  note        %s\n", notes[i]);
@@ -359,7 +372,9 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
     for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
         fprintf(f, "%s\"%s\": %.6f", v ? ", " : "", verdict_names[v],
                 s->frames ? (double)s->verdict_frames[v] / (double)s->frames : 0.0);
-    fputs("}},\n  \"surfaces\": [", f);
+    fputs("}},\n", f);
+    presentation_write_json(f, &s->presentation);
+    fputs("  \"surfaces\": [", f);
     unsigned logs = frame_logs_count();
     for (unsigned l = 0; l < logs; l++) {
         fputs(l ? ", {\"label\": " : "{\"label\": ", f);
@@ -383,7 +398,8 @@ static void write_frames_csv(FILE *f)
     fputs("frame,surface,swapchain,start_ms,frame_ms,cpu_ms,gpu_busy_ms", f);
     for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
         fprintf(f, ",%s_ms", block_names[k]);
-    fputs(",record_ms,submits,command_buffers,draws,dispatches,render_passes,verdict\n", f);
+    fputs(",record_ms,submits,command_buffers,draws,dispatches,render_passes,verdict,"
+          "present,presented_ms,latency_ms,latency_from_return_ms,refresh_ms,seq,flags,output\n", f);
     unsigned logs = frame_logs_count();
     uint64_t origin = UINT64_MAX;
     for (unsigned l = 0; l < logs; l++) {
@@ -408,7 +424,7 @@ static void write_frames_csv(FILE *f)
                 fprintf(f, ",%lld.%06lld", (long long)(b.block[k] / 1000000),
                         (long long)(b.block[k] % 1000000));
             int64_t record_ns = ticks_ns(fr->counts[FSCOPE_COUNT_RECORD_TICKS]);
-            fprintf(f, ",%lld.%06lld,%llu,%llu,%llu,%llu,%llu,%s\n",
+            fprintf(f, ",%lld.%06lld,%llu,%llu,%llu,%llu,%llu,%s,",
                     (long long)(record_ns / 1000000), (long long)(record_ns % 1000000),
                     (unsigned long long)fr->counts[FSCOPE_COUNT_SUBMITS],
                     (unsigned long long)fr->counts[FSCOPE_COUNT_COMMAND_BUFFERS],
@@ -416,6 +432,23 @@ static void write_frames_csv(FILE *f)
                     (unsigned long long)fr->counts[FSCOPE_COUNT_DISPATCHES],
                     (unsigned long long)fr->counts[FSCOPE_COUNT_RENDER_PASSES],
                     verdict_name(frame_verdict(&b)));
+            fputs(frame_present_state_name(fr, log), f);
+            if (fr->present_state == FRAME_PRESENT_PRESENTED && fr->presented_ticks > origin) {
+                double latency = fr->presented_ticks > fr->end_ticks
+                                     ? fscope_ticks_to_ns(fr->presented_ticks - fr->end_ticks) / 1e6
+                                     : -fscope_ticks_to_ns(fr->end_ticks - fr->presented_ticks) / 1e6;
+                double from_return = fr->presented_ticks > fr->present_return_ticks
+                                         ? fscope_ticks_to_ns(fr->presented_ticks -
+                                                              fr->present_return_ticks) / 1e6
+                                         : -fscope_ticks_to_ns(fr->present_return_ticks -
+                                                               fr->presented_ticks) / 1e6;
+                fprintf(f, ",%.6f,%.6f,%.6f,%.6f,%llu,%u,%d\n",
+                        fscope_ticks_to_ns(fr->presented_ticks - origin) / 1e6, latency,
+                        from_return, fr->refresh_ns / 1e6, (unsigned long long)fr->present_seq,
+                        fr->present_flags, fr->output_index);
+            } else {
+                fputs(",,,,,,,\n", f);
+            }
         }
     }
 }

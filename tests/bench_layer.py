@@ -45,7 +45,8 @@ def variants(build):
     return v
 
 
-def report(name, rows):
+def report(name, rows, a_label="A (no layer)", x_label="X (framescope)",
+           a2_label="A (no layer, again)", what="framescope"):
     print(f"\n{name}")
     print(f"  {'variant':22} {'fps':>10} {'frame ms':>10}")
     results = {}
@@ -55,7 +56,7 @@ def report(name, rows):
             continue
         results[label] = fps
         print(f"  {label:22} {fps:10.1f} {1000 / fps:10.4f}")
-    a1, x, a2 = (results.get(k) for k in ("A (no layer)", "X (framescope)", "A (no layer, again)"))
+    a1, x, a2 = (results.get(k) for k in (a_label, x_label, a2_label))
     if a1 and x and a2:
         a_ms = (1000 / a1 + 1000 / a2) / 2
         drift = abs(1000 / a1 - 1000 / a2)
@@ -64,7 +65,7 @@ def report(name, rows):
         if abs(delta) < drift:
             verdict = "no measurable difference"
         else:
-            verdict = f"framescope adds {added:+.2f}% frame time (goal < 1%)"
+            verdict = f"{what} adds {added:+.2f}% frame time (goal < 1%)"
         print(f"  A drift {drift:.4f} ms; X - mean(A) = {delta:+.4f} ms ({added:+.2f}%): {verdict}")
         for other in ("Mesa overlay", "MangoHud"):
             if other in results:
@@ -83,6 +84,19 @@ def main():
                                dict(base, **extra), frames, demo_fps)
             rows.append((label, fps, err))
         report(f"framescope-demo, mailbox, {frames} frames (fps from the demo's own count)", rows)
+        # The presentation tracker alone: framescope without it, with it, without again.
+        layer = dict(layer_env(build), FRAMESCOPE_SUMMARY="off")
+        tracker = [("A (tracker off)", dict(layer, FRAMESCOPE_PRESENT="off")),
+                   ("X (tracker on)", layer),
+                   ("A (tracker off, again)", dict(layer, FRAMESCOPE_PRESENT="off"))]
+        rows = []
+        for label, extra in tracker:
+            fps, err = measure([demo, "--present-mode", "mailbox", "--frames", str(frames)],
+                               dict(base, **extra), frames, demo_fps)
+            rows.append((label, fps, err))
+        report(f"presentation tracker per present: framescope-demo, mailbox, {frames} frames",
+               rows, "A (tracker off)", "X (tracker on)", "A (tracker off, again)",
+               "the tracker")
         if shutil.which("vkcube-wayland"):
             rows = []
             for label, extra in variants(build):

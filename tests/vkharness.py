@@ -64,6 +64,27 @@ class Weston:
         shutil.rmtree(self.runtime, ignore_errors=True)
 
 
+class TestCompositor(Weston):
+    """tests/compositor/fscope-test-compositor: several outputs at their own refresh rates."""
+
+    def __init__(self, exe, args):
+        self.exe = exe
+        self.args = list(args)
+
+    def __enter__(self):
+        self.runtime = tempfile.mkdtemp(prefix="fscope-test-")
+        os.chmod(self.runtime, 0o700)
+        self.socket = "fscope-mixed"
+        self.log = open(os.path.join(self.runtime, "compositor.log"), "w")
+        self.proc = subprocess.Popen([self.exe, "--socket", self.socket] + self.args,
+                                     env=dict(os.environ, XDG_RUNTIME_DIR=self.runtime),
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            raise TestFailure(f"test compositor did not start: {line!r}")
+        return self
+
+
 class Result:
     def __init__(self, proc, capture_dir):
         self.rc = proc.returncode

@@ -52,6 +52,9 @@ enum fscope_present_flags {
 
 struct fscope_wl_tracker;
 
+/* Exported from libframescope for the Vulkan layer. */
+#pragma GCC visibility push(default)
+
 /*
  * Creates a tracker for one surface on the app's display.  Returns NULL (and writes a
  * one-line reason into why, if why_len > 0) when presentation feedback cannot be
@@ -143,3 +146,5 @@ void fscope_wl_outputs_refresh(void);
  * Never connects; *ret_ambiguous is set true when several outputs match.
  */
 int fscope_wl_outputs_match_refresh(uint32_t refresh_ns, bool *ret_ambiguous);
+
+#pragma GCC visibility pop

@@ -1,0 +1,412 @@
+#include "presentation.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "trace.h"
+#ifdef FSCOPE_HAVE_WAYLAND
+#include "present/present-wl.h"
+#endif
+
+#define MAX_OUTPUTS 16
+
+struct output {
+    char name[64];
+    double refresh_hz;
+    int32_t width, height, scale;
+};
+
+static unsigned outputs_known(struct output *out)
+{
+#ifdef FSCOPE_HAVE_WAYLAND
+    struct fscope_output_info info[MAX_OUTPUTS];
+    size_t n = fscope_wl_outputs(info, MAX_OUTPUTS);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(out[i].name, sizeof(out[i].name), "%.63s", info[i].name[0] ? info[i].name : "?");
+        out[i].refresh_hz = info[i].refresh_mhz / 1000.0;
+        out[i].width = info[i].width;
+        out[i].height = info[i].height;
+        out[i].scale = info[i].scale;
+    }
+    return (unsigned)n;
+#else
+    (void)out;
+    return 0;
+#endif
+}
+
+bool frame_recreation_discard(struct fscope_frame_log *log, uint64_t index)
+{
+    struct fscope_frame *f = frame_log_frame(log, index);
+    if (f->present_state != FRAME_PRESENT_DISCARDED || index + 1 >= fscope_frame_log_count(log))
+        return false;
+    return frame_log_frame(log, index + 1)->swapchain_serial != f->swapchain_serial;
+}
+
+const char *frame_present_state_name(const struct fscope_frame *f, struct fscope_frame_log *log)
+{
+    switch (f->present_state) {
+    case FRAME_PRESENT_PENDING: return "pending";
+    case FRAME_PRESENT_PRESENTED: return "presented";
+    case FRAME_PRESENT_DISCARDED:
+        return frame_recreation_discard(log, f->index) ? "discarded-recreation" : "discarded";
+    case FRAME_PRESENT_REQUEST_FAILED: return "request-failed";
+    default: return "untracked";
+    }
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+    if (!n)
+        return 0;
+    qsort(v, n, sizeof(*v), compare_double);
+    return v[n / 2];
+}
+
+static void distribution(double *v, size_t n, double ret[4])
+{
+    memset(ret, 0, 4 * sizeof(double));
+    if (!n)
+        return;
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    qsort(v, n, sizeof(*v), compare_double);
+    ret[0] = sum / (double)n;
+    const double ps[3] = { 0.50, 0.95, 0.99 };
+    for (int k = 0; k < 3; k++) {
+        size_t rank = (size_t)ceil(ps[k] * (double)n);
+        ret[k + 1] = v[(rank ? rank : 1) - 1];
+    }
+}
+
+static void diagnose(struct presentation_stats *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void diagnose(struct presentation_stats *s, const char *fmt, ...)
+{
+    if (s->diagnosis_count >= MAX_DIAGNOSES)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->diagnoses[s->diagnosis_count++], sizeof(s->diagnoses[0]), fmt, ap);
+    va_end(ap);
+}
+
+/* The output whose refresh period is within 3% of period_ms, or -1. */
+static int output_with_period(const struct output *outs, unsigned n, double period_ms)
+{
+    int best = -1;
+    double best_err = 0.03;
+    for (unsigned i = 0; i < n; i++) {
+        if (outs[i].refresh_hz <= 0)
+            continue;
+        double err = fabs(1000.0 / outs[i].refresh_hz - period_ms) / period_ms;
+        if (err < best_err) {
+            best_err = err;
+            best = (int)i;
+        }
+    }
+    return best;
+}
+
+static void analyse_primary(struct presentation_stats *s, struct fscope_frame_log *log)
+{
+    uint64_t count = fscope_frame_log_count(log);
+    double *app = calloc(count + 1, sizeof(double));
+    double *shown = calloc(count + 1, sizeof(double));
+    double *claimed = calloc(count + 1, sizeof(double));
+    double *lat = calloc(count + 1, sizeof(double));
+    double *lat_ret = calloc(count + 1, sizeof(double));
+    if (!app || !shown || !claimed || !lat || !lat_ret)
+        goto out;
+    size_t napp = 0, nshown = 0, nclaimed = 0, nlat = 0, vsync = 0, npresented = 0;
+    int output_votes[MAX_OUTPUTS + 1] = { 0 };
+    uint64_t last_shown = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        struct fscope_frame *f = frame_log_frame(log, i);
+        app[napp++] = fscope_ticks_to_ns(f->end_ticks - f->start_ticks) / 1e6;
+        if (f->present_state != FRAME_PRESENT_PRESENTED)
+            continue;
+        npresented++;
+        if (f->refresh_ns)
+            claimed[nclaimed++] = f->refresh_ns / 1e6;
+        vsync += (f->present_flags & 0x1) != 0;
+        if (f->output_index >= 0 && f->output_index < MAX_OUTPUTS)
+            output_votes[f->output_index]++;
+        if (f->output_ambiguous)
+            s->shown_output_ambiguous = true;
+        if (f->presented_ticks > f->end_ticks) {
+            lat[nlat] = fscope_ticks_to_ns(f->presented_ticks - f->end_ticks) / 1e6;
+            lat_ret[nlat++] = f->present_return_ticks && f->presented_ticks > f->present_return_ticks
+                                  ? fscope_ticks_to_ns(f->presented_ticks - f->present_return_ticks) / 1e6
+                                  : 0;
+        }
+        /* Two frames shown at the same refresh are one presentation (the later replaces). */
+        if (last_shown && f->presented_ticks > last_shown)
+            shown[nshown++] = fscope_ticks_to_ns(f->presented_ticks - last_shown) / 1e6;
+        if (f->presented_ticks > last_shown)
+            last_shown = f->presented_ticks;
+    }
+    s->app_interval_ms = median(app, napp);
+    s->claimed_refresh_ms = median(claimed, nclaimed);
+    s->vsync = npresented && vsync * 2 > npresented;
+    s->latency_samples = nlat;
+    distribution(lat, nlat, s->latency_ms);
+    distribution(lat_ret, nlat, s->latency_return_ms);
+    double mean = 0;
+    for (size_t i = 0; i < nshown; i++)
+        mean += shown[i];
+    mean = nshown ? mean / (double)nshown : 0;
+    double var = 0;
+    for (size_t i = 0; i < nshown; i++)
+        var += (shown[i] - mean) * (shown[i] - mean);
+    s->judder_ms = nshown ? sqrt(var / (double)nshown) : 0;
+    /* The refresh unit: the claimed refresh only when the compositor flags vsync; otherwise
+     * what it does (Weston headless claims 60 Hz and repaints every ~25.7 ms). */
+    double *sorted = malloc((nshown + 1) * sizeof(double));
+    if (sorted) {
+        memcpy(sorted, shown, nshown * sizeof(double));
+        qsort(sorted, nshown, sizeof(double), compare_double);
+        s->presented_interval_ms = nshown ? sorted[nshown / 2] : 0;
+        double measured_unit = nshown ? sorted[nshown / 10] : 0; /* the short, steady interval */
+        s->unit_ms = s->vsync && s->claimed_refresh_ms > 0 ? s->claimed_refresh_ms : measured_unit;
+        free(sorted);
+    }
+    if (s->unit_ms > 0) {
+        size_t at_one = 0;
+        for (size_t i = 0; i < nshown; i++) {
+            long units = lround(shown[i] / s->unit_ms);
+            if (units < 1)
+                units = 1;
+            s->intervals_by_units[units >= 4 ? 3 : units - 1]++;
+            s->missed_refreshes += (uint64_t)(units - 1);
+            at_one += units == 1;
+        }
+        s->at_output_cadence = nshown && at_one * 10 >= nshown * 9;
+    }
+    int best = -1;
+    for (int i = 0; i < MAX_OUTPUTS; i++)
+        if (output_votes[i] && (best < 0 || output_votes[i] > output_votes[best]))
+            best = i;
+    s->shown_output = best;
+out:
+    free(app);
+    free(shown);
+    free(claimed);
+    free(lat);
+    free(lat_ret);
+}
+
+static void write_diagnoses(struct presentation_stats *s)
+{
+    struct output outs[MAX_OUTPUTS];
+    unsigned nout = outputs_known(outs);
+    const struct presentation_accounting *t = &s->total;
+    uint64_t decided = t->presented + t->discarded;
+    uint64_t pacing_losses = t->discarded - t->discarded_recreation;
+    double discarded_pct = decided ? 100.0 * (double)pacing_losses / (double)decided : 0;
+
+    if (pacing_losses) {
+        if (s->presented_interval_ms > 0 && s->app_interval_ms < 0.9 * s->presented_interval_ms)
+            diagnose(s, "%.1f%% of frames never shown: the app presents every %.2f ms and the "
+                     "output shows a new frame every %.2f ms: it outruns the output",
+                     discarded_pct, s->app_interval_ms, s->presented_interval_ms);
+        else
+            diagnose(s, "%.1f%% of frames never shown", discarded_pct);
+    }
+    if (t->discarded_recreation)
+        diagnose(s, "%llu frame(s) discarded by swapchain recreation (expected: the old "
+                 "swapchain's last frame), not counted as pacing losses",
+                 (unsigned long long)t->discarded_recreation);
+
+    /* What paced the app: an output whose period matches its cadence, if not the one it is
+     * shown on, is the mixed-refresh trap (paced by a display it is not on). */
+    int pacing = s->app_interval_ms > 0 ? output_with_period(outs, nout, s->app_interval_ms) : -1;
+    int shown = s->shown_output >= 0 && (unsigned)s->shown_output < nout ? s->shown_output : -1;
+    if (pacing >= 0 && shown >= 0 && pacing != shown &&
+        fabs(outs[pacing].refresh_hz - outs[shown].refresh_hz) > 0.5) {
+        diagnose(s, "paced at %.0f Hz (the refresh of output %s) while shown on a %.0f Hz "
+                 "output (%s); %.1f%% of frames discarded", 1000.0 / s->app_interval_ms,
+                 outs[pacing].name, outs[shown].refresh_hz, outs[shown].name, discarded_pct);
+    } else if (s->presented_interval_ms > 0 && s->claimed_refresh_ms > 0 &&
+               fabs(s->presented_interval_ms - s->claimed_refresh_ms) >
+                   0.1 * s->claimed_refresh_ms) {
+        diagnose(s, "presenting every %.2f ms while the output claims %.0f Hz (%.2f ms)%s",
+                 s->presented_interval_ms, 1000.0 / s->claimed_refresh_ms,
+                 s->claimed_refresh_ms, s->vsync ? "" : "; no vsync flag");
+    }
+}
+
+void presentation_compute(struct presentation_stats *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->shown_output = -1;
+    unsigned logs = frame_logs_count();
+    struct fscope_frame_log *primary = NULL;
+    struct frame_log_tracker_counts tracker_total = { 0 };
+    bool any_counts = false;
+    for (unsigned l = 0; l < logs; l++) {
+        struct fscope_frame_log *log = frame_log_at(l);
+        fscope_frame_log_drain(log);
+        uint64_t count = fscope_frame_log_count(log);
+        if (frame_log_tracked(log)) {
+            s->tracked = true;
+            if (!primary || count > fscope_frame_log_count(primary))
+                primary = log;
+        }
+        for (uint64_t i = 0; i < count; i++) {
+            struct fscope_frame *f = frame_log_frame(log, i);
+            struct presentation_accounting *a = &s->total;
+            switch (f->present_state) {
+            case FRAME_PRESENT_PENDING: a->requested++; a->pending++; break;
+            case FRAME_PRESENT_PRESENTED: a->requested++; a->presented++; break;
+            case FRAME_PRESENT_DISCARDED:
+                a->requested++;
+                a->discarded++;
+                a->discarded_recreation += frame_recreation_discard(log, i);
+                break;
+            case FRAME_PRESENT_REQUEST_FAILED: a->failed++; break;
+            default: a->untracked++;
+            }
+        }
+        struct frame_log_tracker_counts c;
+        if (frame_log_tracker_counts(log, &c)) {
+            any_counts = true;
+            tracker_total.requested += c.requested;
+            tracker_total.presented += c.presented;
+            tracker_total.discarded += c.discarded;
+            tracker_total.pending += c.pending;
+        }
+    }
+    const struct presentation_accounting *t = &s->total;
+    if (t->requested != t->presented + t->discarded + t->pending) {
+        s->mismatch = true;
+        snprintf(s->mismatch_text, sizeof(s->mismatch_text),
+                 "requested %llu != presented %llu + discarded %llu + pending %llu",
+                 (unsigned long long)t->requested, (unsigned long long)t->presented,
+                 (unsigned long long)t->discarded, (unsigned long long)t->pending);
+    } else if (any_counts && (tracker_total.requested != t->requested ||
+                              tracker_total.presented != t->presented ||
+                              tracker_total.discarded != t->discarded)) {
+        s->mismatch = true;
+        snprintf(s->mismatch_text, sizeof(s->mismatch_text),
+                 "frames say %llu requested/%llu presented/%llu discarded, the tracker says "
+                 "%llu/%llu/%llu", (unsigned long long)t->requested,
+                 (unsigned long long)t->presented, (unsigned long long)t->discarded,
+                 (unsigned long long)tracker_total.requested,
+                 (unsigned long long)tracker_total.presented,
+                 (unsigned long long)tracker_total.discarded);
+    }
+    if (primary) {
+        analyse_primary(s, primary);
+        write_diagnoses(s);
+    }
+}
+
+void presentation_write_text(FILE *f, const struct presentation_stats *s)
+{
+    unsigned logs = frame_logs_count();
+    for (unsigned l = 0; l < logs; l++) {
+        struct fscope_frame_log *log = frame_log_at(l);
+        if (!frame_log_tracked(log) && frame_log_untracked_why(log)[0])
+            fprintf(f, "  display     %s: presentation feedback unavailable: %s\n",
+                    frame_log_label(log), frame_log_untracked_why(log));
+    }
+    if (!s->tracked)
+        return;
+    const struct presentation_accounting *t = &s->total;
+    fprintf(f, "  shown       requested %llu = presented %llu + discarded %llu (%llu by "
+            "swapchain recreation) + pending %llu%s\n", (unsigned long long)t->requested,
+            (unsigned long long)t->presented, (unsigned long long)t->discarded,
+            (unsigned long long)t->discarded_recreation, (unsigned long long)t->pending,
+            t->failed ? "; some feedback requests failed" : "");
+    if (s->mismatch)
+        fprintf(f, "  ACCOUNTING MISMATCH (a framescope bug, please report): %s\n",
+                s->mismatch_text);
+    struct output outs[MAX_OUTPUTS];
+    unsigned nout = outputs_known(outs);
+    fprintf(f, "  cadence     app presents every %.3f ms; shown every %.3f ms; compositor claims "
+            "%.3f ms refresh%s; refresh unit %.3f ms (%s)\n", s->app_interval_ms,
+            s->presented_interval_ms, s->claimed_refresh_ms, s->vsync ? " (vsync)" : "",
+            s->unit_ms, s->vsync ? "claimed, vsync-flagged" : "measured");
+    fprintf(f, "  intervals   1 refresh %llu, 2: %llu, 3: %llu, 4+: %llu; missed refreshes %llu; "
+            "judder %.3f ms\n", (unsigned long long)s->intervals_by_units[0],
+            (unsigned long long)s->intervals_by_units[1],
+            (unsigned long long)s->intervals_by_units[2],
+            (unsigned long long)s->intervals_by_units[3],
+            (unsigned long long)s->missed_refreshes, s->judder_ms);
+    fprintf(f, "  latency     present call to shown: mean %.3f  p50 %.3f  p95 %.3f  p99 %.3f ms;"
+            " from its return: mean %.3f  p50 %.3f ms\n", s->latency_ms[0], s->latency_ms[1],
+            s->latency_ms[2], s->latency_ms[3], s->latency_return_ms[0], s->latency_return_ms[1]);
+    if (s->shown_output >= 0 && (unsigned)s->shown_output < nout)
+        fprintf(f, "  shown on    %s (%dx%d @ %.3f Hz, scale %d)%s\n", outs[s->shown_output].name,
+                outs[s->shown_output].width, outs[s->shown_output].height,
+                outs[s->shown_output].refresh_hz, outs[s->shown_output].scale,
+                s->shown_output_ambiguous ? "; matched by refresh, several outputs share it" : "");
+    fprintf(f, "  outputs    ");
+    for (unsigned i = 0; i < nout; i++)
+        fprintf(f, " %s %dx%d@%.2fHz scale %d;", outs[i].name, outs[i].width, outs[i].height,
+                outs[i].refresh_hz, outs[i].scale);
+    fprintf(f, "%s\n", nout ? "" : " unknown");
+    for (unsigned i = 0; i < s->diagnosis_count; i++)
+        fprintf(f, "  diagnosis   %s\n", s->diagnoses[i]);
+}
+
+void presentation_write_json(FILE *f, const struct presentation_stats *s)
+{
+    const struct presentation_accounting *t = &s->total;
+    fprintf(f, "  \"presentation\": {\"tracked\": %s, \"requested\": %llu, \"presented\": %llu, "
+            "\"discarded\": %llu, \"discarded_recreation\": %llu, \"pending\": %llu, "
+            "\"request_failed\": %llu, \"untracked\": %llu, \"accounting_ok\": %s,\n",
+            s->tracked ? "true" : "false", (unsigned long long)t->requested,
+            (unsigned long long)t->presented, (unsigned long long)t->discarded,
+            (unsigned long long)t->discarded_recreation, (unsigned long long)t->pending,
+            (unsigned long long)t->failed, (unsigned long long)t->untracked,
+            s->mismatch ? "false" : "true");
+    fprintf(f, "    \"app_interval_ms\": %.6f, \"presented_interval_ms\": %.6f, "
+            "\"claimed_refresh_ms\": %.6f, \"vsync\": %s, \"refresh_unit_ms\": %.6f,\n",
+            s->app_interval_ms, s->presented_interval_ms, s->claimed_refresh_ms,
+            s->vsync ? "true" : "false", s->unit_ms);
+    fprintf(f, "    \"intervals_by_refreshes\": {\"1\": %llu, \"2\": %llu, \"3\": %llu, \"4+\": %llu}, "
+            "\"missed_refreshes\": %llu, \"judder_ms\": %.6f, \"at_output_cadence\": %s,\n",
+            (unsigned long long)s->intervals_by_units[0],
+            (unsigned long long)s->intervals_by_units[1],
+            (unsigned long long)s->intervals_by_units[2],
+            (unsigned long long)s->intervals_by_units[3],
+            (unsigned long long)s->missed_refreshes, s->judder_ms,
+            s->at_output_cadence ? "true" : "false");
+    fprintf(f, "    \"latency_ms\": {\"mean\": %.6f, \"p50\": %.6f, \"p95\": %.6f, \"p99\": %.6f}, "
+            "\"latency_from_return_ms\": {\"mean\": %.6f, \"p50\": %.6f, \"p95\": %.6f, "
+            "\"p99\": %.6f},\n", s->latency_ms[0], s->latency_ms[1], s->latency_ms[2],
+            s->latency_ms[3], s->latency_return_ms[0], s->latency_return_ms[1],
+            s->latency_return_ms[2], s->latency_return_ms[3]);
+    struct output outs[MAX_OUTPUTS];
+    unsigned nout = s->tracked ? outputs_known(outs) : 0;
+    fputs("    \"outputs\": [", f);
+    for (unsigned i = 0; i < nout; i++) {
+        fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+        json_write_string(f, outs[i].name);
+        fprintf(f, ", \"width\": %d, \"height\": %d, \"refresh_hz\": %.3f, \"scale\": %d}",
+                outs[i].width, outs[i].height, outs[i].refresh_hz, outs[i].scale);
+    }
+    fputs("],\n    \"shown_on\": ", f);
+    json_write_string(f, s->shown_output >= 0 && (unsigned)s->shown_output < nout
+                             ? outs[s->shown_output].name : "");
+    fputs(",\n    \"diagnosis\": [", f);
+    for (unsigned i = 0; i < s->diagnosis_count; i++) {
+        if (i)
+            fputs(", ", f);
+        json_write_string(f, s->diagnoses[i]);
+    }
+    fputs("]},\n", f);
+}

@@ -1,0 +1,52 @@
+/* What the compositor did with the frames: shown or not, when, on which output, at what
+ * cadence, and what paced them. Computed at report time from the frame logs. */
+#ifndef FSCOPE_PRESENTATION_H
+#define FSCOPE_PRESENTATION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "frame.h"
+
+#define MAX_DIAGNOSES 4
+
+struct presentation_accounting {
+    uint64_t requested, presented, discarded, discarded_recreation, pending, failed, untracked;
+};
+
+struct presentation_stats {
+    bool tracked; /* feedback was tracked for at least one surface */
+    struct presentation_accounting total;
+    bool mismatch; /* the frames' tally and the tracker's own disagree: a bug, said loudly */
+    char mismatch_text[256];
+
+    /* Of the primary surface (the one with the most frames). */
+    double app_interval_ms;       /* median interval between present calls */
+    double presented_interval_ms; /* median interval between successive presentations */
+    double claimed_refresh_ms;    /* median refresh the compositor claims */
+    bool vsync;                   /* most presented frames carry the vsync flag */
+    double unit_ms;               /* one refresh: claimed if vsync-flagged, else measured */
+    uint64_t intervals_by_units[4]; /* 1, 2, 3, 4+ refreshes between presentations */
+    uint64_t missed_refreshes;    /* refreshes that passed with no new frame shown */
+    double judder_ms;             /* standard deviation of the presented intervals */
+    double latency_ms[4];         /* present call -> shown: mean, p50, p95, p99 */
+    double latency_return_ms[4];  /* present return -> shown */
+    uint64_t latency_samples;
+    int shown_output;             /* most frequent output, -1 unknown */
+    bool shown_output_ambiguous;
+    bool at_output_cadence;       /* presented at the output's cadence: confirms display-bound */
+
+    char diagnoses[MAX_DIAGNOSES][256];
+    unsigned diagnosis_count;
+};
+
+void presentation_compute(struct presentation_stats *ret);
+void presentation_write_text(FILE *f, const struct presentation_stats *s);
+void presentation_write_json(FILE *f, const struct presentation_stats *s);
+
+/* A discarded frame that was the last present of a swapchain replaced by recreation. */
+bool frame_recreation_discard(struct fscope_frame_log *log, uint64_t index);
+const char *frame_present_state_name(const struct fscope_frame *f, struct fscope_frame_log *log);
+
+#endif
