@@ -147,8 +147,22 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueueSubmit2KHR(VkQueue queue, 
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueuePresentKHR(VkQueue queue,
                                                                  const VkPresentInfoKHR *info)
 {
-    uint64_t now = fscope_now();
     struct device_data *dev = device_lookup(queue);
+    /* The cap waits before the frame closes: its wait is part of the frame it paces, and the
+     * frame boundary is the moment the present is released down the chain. */
+    struct swapchain_data *capped = info->swapchainCount
+                                        ? swapchain_lookup(dev, info->pSwapchains[0]) : NULL;
+    if (capped && capped->surface && capped->surface->cap) {
+        struct fscope_cap *cap = capped->surface->cap;
+        if (layer_config.cap_mode == CAP_AUTO) {
+            /* Pace to the output the frames are shown on, once we know it. */
+            double hz = fscope_frame_log_shown_refresh_hz(capped->surface->frames);
+            if (hz >= CAP_MIN_HZ && hz <= CAP_MAX_HZ)
+                fscope_cap_target_hz(cap, hz);
+        }
+        fscope_cap_pace(cap);
+    }
+    uint64_t now = fscope_now();
     /* Most presents carry one swapchain; more are rare and only lose their return stamp. */
     struct swapchain_data *first = NULL;
     struct fscope_frame *first_frame = NULL;

@@ -135,6 +135,21 @@ static void layer_read_config(void)
             fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_PRESENT=%s is not on or off; using on",
                        present);
     }
+    const char *cap = secure_getenv("FRAMESCOPE_CAP");
+    double hz;
+    if (!cap) {
+        layer_config.cap_mode = CAP_OFF;
+    } else if (strcmp(cap, "off") == 0) {
+        layer_config.cap_mode = CAP_OFF;
+    } else if (strcmp(cap, "auto") == 0) {
+        layer_config.cap_mode = CAP_AUTO;
+    } else if (fscope_config_parse_double(cap, CAP_MIN_HZ, CAP_MAX_HZ, &hz)) {
+        layer_config.cap_mode = CAP_FIXED;
+        layer_config.cap_hz = hz;
+    } else {
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_CAP=%s is not a rate in %.0f..%.0f Hz, auto or "
+                   "off; the cap is off", cap, CAP_MIN_HZ, CAP_MAX_HZ);
+    }
     const char *fault = secure_getenv("FRAMESCOPE_TEST_FAULT");
     if (fault && *fault) {
         if (strcmp(fault, "skip-query-reset") == 0)
@@ -503,6 +518,20 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateSwapchainKHR(
             fscope_frame_log_track_wayland(surface->frames, surface->wl_display,
                                            surface->wl_surface);
         fscope_frame_log_open(surface->frames, fscope_now());
+        if (layer_config.cap_mode != CAP_OFF) {
+            char cap_label[96];
+            if (layer_config.cap_mode == CAP_AUTO)
+                snprintf(cap_label, sizeof(cap_label), "FRAMESCOPE_CAP=auto on %s", label);
+            else
+                snprintf(cap_label, sizeof(cap_label), "FRAMESCOPE_CAP=%g on %s",
+                         layer_config.cap_hz, label);
+            surface->cap = fscope_cap_create(cap_label);
+            if (layer_config.cap_mode == CAP_FIXED)
+                fscope_cap_target_hz(surface->cap, layer_config.cap_hz);
+            else if (!layer_config.presentation || surface->kind != SURFACE_WAYLAND)
+                fscope_report_note("FRAMESCOPE_CAP=auto needs presentation feedback to learn "
+                                   "the output's refresh; %s has none, so it is not capped", label);
+        }
     }
     struct swapchain_data *sc = calloc(1, sizeof(*sc));
     if (!sc)

@@ -12,6 +12,7 @@
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
+#include "cap.h"
 #include "frame.h"
 #include "registry.h"
 
@@ -168,6 +169,7 @@ struct surface_data {
     void *wl_display;
     void *wl_surface;
     struct fscope_frame_log *frames;
+    struct fscope_cap *cap; /* FRAMESCOPE_CAP; NULL when off */
     uint32_t swapchains_created;
 };
 
@@ -194,6 +196,8 @@ extern struct gpu_stats gpu_stats;
 struct layer_config {
     bool gpu_timing;
     bool presentation; /* Wayland presentation feedback */
+    enum { CAP_OFF, CAP_FIXED, CAP_AUTO } cap_mode;
+    double cap_hz;
     bool fault_skip_query_reset; /* test only: makes our injected commands invalid */
 };
 extern struct layer_config layer_config;

@@ -22,6 +22,9 @@ struct fscope_frame_log {
     uint64_t last_counts[FSCOPE_COUNT_COUNT];
 
     struct fscope_wl_tracker *tracker;
+    _Atomic uint32_t shown_refresh_mhz; /* of the output the latest presented frame was on */
+    uint32_t output_refresh_mhz[16];     /* the outputs' modes when tracking started */
+    size_t output_count;
     bool tracked;          /* a tracker was ever running for this surface */
     char untracked_why[192];
     bool have_final_counts;
@@ -83,6 +86,7 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
         return NULL;
     uint64_t blocks[FSCOPE_BLOCK_COUNT];
     fscope_thread_take_blocks(blocks);
+    uint8_t flags = fscope_thread_take_frame_flags();
     uint64_t counts[FSCOPE_COUNT_COUNT];
     for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
         counts[k] = fscope_count_total((enum fscope_counter)k);
@@ -96,6 +100,7 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
             frame->start_ticks = log->last_close_ticks;
             frame->end_ticks = now_ticks;
             frame->swapchain_serial = swapchain_serial;
+            frame->cap_flags = flags;
             uint64_t frame_ticks = now_ticks - log->last_close_ticks;
             uint64_t blocked = 0;
             for (unsigned b = 0; b < FSCOPE_BLOCK_COUNT; b++) {
@@ -146,6 +151,10 @@ FSCOPE_EXPORT bool fscope_frame_log_track_wayland(struct fscope_frame_log *log,
     }
     log->tracked = true;
     log->untracked_why[0] = '\0';
+    struct fscope_output_info outs[16];
+    log->output_count = fscope_wl_outputs(outs, 16);
+    for (size_t i = 0; i < log->output_count; i++)
+        log->output_refresh_mhz[i] = outs[i].refresh_mhz;
     return true;
 #else
     (void)display;
@@ -171,8 +180,23 @@ static void apply_feedback(struct fscope_frame_log *log, const struct fscope_pre
     f->present_flags = (uint8_t)fb->flags;
     f->output_index = (int16_t)fb->output_index;
     f->output_ambiguous = fb->output_ambiguous;
+    if (fb->outcome == FSCOPE_PRESENT_PRESENTED) {
+        /* The output's own mode when we know which output; else what the compositor claims. */
+        uint32_t mhz = 0;
+        if (fb->output_index >= 0 && !fb->output_ambiguous &&
+            (size_t)fb->output_index < log->output_count)
+            mhz = log->output_refresh_mhz[fb->output_index];
+        else if (fb->refresh_ns)
+            mhz = (uint32_t)(1e12 / fb->refresh_ns);
+        atomic_store_explicit(&log->shown_refresh_mhz, mhz, memory_order_relaxed);
+    }
 }
 #endif
+
+FSCOPE_EXPORT double fscope_frame_log_shown_refresh_hz(struct fscope_frame_log *log)
+{
+    return log ? atomic_load_explicit(&log->shown_refresh_mhz, memory_order_relaxed) / 1000.0 : 0;
+}
 
 FSCOPE_EXPORT void fscope_frame_log_drain(struct fscope_frame_log *log)
 {

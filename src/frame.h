@@ -48,6 +48,7 @@ struct fscope_frame {
     uint8_t present_flags;         /* FSCOPE_PRESENT_FLAG_* */
     int16_t output_index;          /* into fscope_wl_outputs(); -1 unknown */
     bool output_ambiguous;
+    uint8_t cap_flags;             /* CAP_FLAG_* of the cap wait in this frame */
 };
 
 /* The presentation tracker's own tally for a surface, to check the frames' against. */
@@ -86,6 +87,10 @@ FSCOPE_EXPORT void fscope_frame_log_untrackable(struct fscope_frame_log *log, co
 /* After the present call returned: stamps frame (may be NULL) and takes in finished feedback. */
 FSCOPE_EXPORT void fscope_frame_log_presented(struct fscope_frame_log *log,
                                               struct fscope_frame *frame, uint64_t now_ticks);
+/* The refresh in Hz of the output the surface's frames are being shown on (the latest
+ * presented frame's), or 0 while unknown. For a cap that paces to that output. */
+FSCOPE_EXPORT double fscope_frame_log_shown_refresh_hz(struct fscope_frame_log *log);
+
 /* Takes in finished feedback only (swapchain teardown, exit). */
 FSCOPE_EXPORT void fscope_frame_log_drain(struct fscope_frame_log *log);
 /* Stops tracking while the app's display is alive (surface teardown); keeps the final tally. */

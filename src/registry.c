@@ -112,6 +112,8 @@ static void collector_reset(struct fscope_collector *c)
     c->spans_clamped = 0;
     memset(c->block_ticks, 0, sizeof(c->block_ticks));
     c->record_begin_ticks = 0;
+    c->frame_flags = 0;
+    c->mark_log = NULL;
     for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
         atomic_store(&c->counters[k], 0);
 }
@@ -404,6 +406,23 @@ FSCOPE_EXPORT void fscope_thread_take_blocks(uint64_t ret[FSCOPE_BLOCK_COUNT])
     }
     memcpy(ret, c->block_ticks, sizeof(c->block_ticks));
     memset(c->block_ticks, 0, sizeof(c->block_ticks));
+}
+
+FSCOPE_EXPORT void fscope_thread_add_frame_flags(uint8_t flags)
+{
+    struct fscope_collector *c = fscope_thread_collector();
+    if (c)
+        c->frame_flags |= flags;
+}
+
+FSCOPE_EXPORT uint8_t fscope_thread_take_frame_flags(void)
+{
+    struct fscope_collector *c = fscope_thread_collector();
+    if (!c)
+        return 0;
+    uint8_t flags = c->frame_flags;
+    c->frame_flags = 0;
+    return flags;
 }
 
 FSCOPE_EXPORT void fscope_instant(const struct fscope_loc *loc, uint64_t ticks)

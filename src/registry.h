@@ -95,6 +95,7 @@ struct fscope_collector {
 
     uint64_t block_ticks[FSCOPE_BLOCK_COUNT]; /* since this thread's last frame close */
     struct fscope_frame_log *mark_log;        /* frames closed by fscope_frame_mark() */
+    uint8_t frame_flags;                      /* CAP_FLAG_* since the last frame close */
     uint64_t record_begin_ticks;
     _Atomic uint64_t counters[FSCOPE_COUNT_COUNT];
 };
@@ -125,6 +126,10 @@ FSCOPE_EXPORT void fscope_instant(const struct fscope_loc *loc, uint64_t ticks);
  * calling thread's frame budget under kind. begin returns the start in ticks. */
 FSCOPE_EXPORT uint64_t fscope_block_begin(const struct fscope_loc *loc);
 FSCOPE_EXPORT uint64_t fscope_block_end(enum fscope_block kind, uint64_t start);
+
+/* Flags for the calling thread's next frame close (the cap's outcome). */
+FSCOPE_EXPORT void fscope_thread_add_frame_flags(uint8_t flags);
+FSCOPE_EXPORT uint8_t fscope_thread_take_frame_flags(void);
 
 /* Moves the calling thread's accumulated block time into ret and zeroes it. */
 FSCOPE_EXPORT void fscope_thread_take_blocks(uint64_t ret[FSCOPE_BLOCK_COUNT]);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cap.h"
 #include "log.h"
 #include "presentation.h"
 #include "trace.h"
@@ -290,6 +291,127 @@ static void app_name(char *buf, size_t len)
     }
 }
 
+struct cap_stats {
+    struct fscope_cap *cap;
+    double target_hz;
+    uint64_t waits, intervals;
+    double mean_interval_ms;
+    double err_us[3]; /* p50, p99, max of |interval - target| */
+    uint64_t resyncs, missed;
+    uint64_t missed_by_verdict[FSCOPE_VERDICT_COUNT];
+};
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Accuracy over intervals between two releases at the same target, where the second release
+ * waited (a missed deadline or a resync is reported separately: it was not the cap's doing). */
+static bool cap_compute(struct fscope_cap *cap, struct cap_stats *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    ret->cap = cap;
+    uint64_t n = chunked_count(&cap->events);
+    if (!n)
+        return false;
+    double *errs = malloc(n * sizeof(double));
+    if (!errs)
+        return false;
+    double sum_ms = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const struct cap_event *e = chunked_at(&cap->events, i);
+        ret->waits++;
+        ret->target_hz = 1e9 / e->target_ns;
+        ret->resyncs += (e->flags & CAP_FLAG_RESYNC) != 0;
+        ret->missed += (e->flags & CAP_FLAG_MISSED) != 0;
+        if (i == 0 || (e->flags & (CAP_FLAG_MISSED | CAP_FLAG_RESYNC)))
+            continue;
+        const struct cap_event *prev = chunked_at(&cap->events, i - 1);
+        if (prev->target_ns != e->target_ns)
+            continue;
+        double interval_ns = fscope_ticks_to_ns(e->release_ticks - prev->release_ticks);
+        sum_ms += interval_ns / 1e6;
+        errs[ret->intervals++] = fabs(interval_ns - e->target_ns) / 1e3;
+    }
+    if (ret->intervals) {
+        ret->mean_interval_ms = sum_ms / (double)ret->intervals;
+        qsort(errs, ret->intervals, sizeof(double), compare_double);
+        uint64_t r50 = (uint64_t)ceil(0.50 * (double)ret->intervals);
+        uint64_t r99 = (uint64_t)ceil(0.99 * (double)ret->intervals);
+        ret->err_us[0] = errs[(r50 ? r50 : 1) - 1];
+        ret->err_us[1] = errs[(r99 ? r99 : 1) - 1];
+        ret->err_us[2] = errs[ret->intervals - 1];
+    }
+    free(errs);
+    /* What the frames that missed were bound by instead. */
+    unsigned logs = frame_logs_count();
+    for (unsigned l = 0; l < logs; l++) {
+        struct fscope_frame_log *log = frame_log_at(l);
+        uint64_t count = fscope_frame_log_count(log);
+        for (uint64_t i = 0; i < count; i++) {
+            struct fscope_frame *f = frame_log_frame(log, i);
+            if (f->cap_flags & CAP_FLAG_MISSED) {
+                struct frame_budget_ns b;
+                frame_budget(f, &b);
+                ret->missed_by_verdict[frame_verdict(&b)]++;
+            }
+        }
+    }
+    return true;
+}
+
+static void write_caps_text(FILE *f)
+{
+    unsigned n = caps_count();
+    for (unsigned i = 0; i < n; i++) {
+        struct cap_stats c;
+        if (!cap_compute(cap_at(i), &c))
+            continue;
+        fprintf(f, "  cap         %s: target %.3f Hz (%.3f ms); achieved mean interval %.3f ms; "
+                "|interval - target| p50 %.1f  p99 %.1f  max %.1f us over %llu intervals; "
+                "%llu resyncs\n", c.cap->label, c.target_hz, 1000.0 / c.target_hz,
+                c.mean_interval_ms, c.err_us[0], c.err_us[1], c.err_us[2],
+                (unsigned long long)c.intervals, (unsigned long long)c.resyncs);
+        if (c.missed) {
+            fprintf(f, "  cap missed  %llu frames missed their deadline because the work itself "
+                    "was longer than the slice; bound by:", (unsigned long long)c.missed);
+            for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
+                if (c.missed_by_verdict[v])
+                    fprintf(f, " %s %llu", verdict_name((enum fscope_verdict)v),
+                            (unsigned long long)c.missed_by_verdict[v]);
+            fputc('\n', f);
+        }
+    }
+}
+
+static void write_caps_json(FILE *f)
+{
+    fputs("  \"caps\": [", f);
+    unsigned n = caps_count();
+    bool first = true;
+    for (unsigned i = 0; i < n; i++) {
+        struct cap_stats c;
+        if (!cap_compute(cap_at(i), &c))
+            continue;
+        fputs(first ? "{\"label\": " : ", {\"label\": ", f);
+        first = false;
+        json_write_string(f, c.cap->label);
+        fprintf(f, ", \"target_hz\": %.6f, \"waits\": %llu, \"intervals\": %llu, "
+                "\"mean_interval_ms\": %.6f, \"error_us\": {\"p50\": %.3f, \"p99\": %.3f, "
+                "\"max\": %.3f}, \"resyncs\": %llu, \"missed\": %llu, \"missed_bound_by\": {",
+                c.target_hz, (unsigned long long)c.waits, (unsigned long long)c.intervals,
+                c.mean_interval_ms, c.err_us[0], c.err_us[1], c.err_us[2],
+                (unsigned long long)c.resyncs, (unsigned long long)c.missed);
+        for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
+            fprintf(f, "%s\"%s\": %llu", v ? ", " : "", verdict_name((enum fscope_verdict)v),
+                    (unsigned long long)c.missed_by_verdict[v]);
+        fputs("}}", f);
+    }
+    fputs("],\n", f);
+}
+
 static void write_summary_text(FILE *f, const struct run_stats *s)
 {
     char app[64];
@@ -327,6 +449,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
         fputc('\n', f);
     }
     presentation_write_text(f, &s->presentation);
+    write_caps_text(f);
     pthread_mutex_lock(&meta_lock);
     for (unsigned i = 0; i < note_count; i++)
         fprintf(f, "  note        %s\n", notes[i]);
@@ -374,6 +497,7 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
                 s->frames ? (double)s->verdict_frames[v] / (double)s->frames : 0.0);
     fputs("}},\n", f);
     presentation_write_json(f, &s->presentation);
+    write_caps_json(f);
     fputs("  \"surfaces\": [", f);
     unsigned logs = frame_logs_count();
     for (unsigned l = 0; l < logs; l++) {
@@ -399,7 +523,8 @@ static void write_frames_csv(FILE *f)
     for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
         fprintf(f, ",%s_ms", block_names[k]);
     fputs(",record_ms,submits,command_buffers,draws,dispatches,render_passes,verdict,"
-          "present,presented_ms,latency_ms,latency_from_return_ms,refresh_ms,seq,flags,output\n", f);
+          "cap,present,presented_ms,latency_ms,latency_from_return_ms,refresh_ms,seq,flags,"
+          "output\n", f);
     unsigned logs = frame_logs_count();
     uint64_t origin = UINT64_MAX;
     for (unsigned l = 0; l < logs; l++) {
@@ -432,6 +557,10 @@ static void write_frames_csv(FILE *f)
                     (unsigned long long)fr->counts[FSCOPE_COUNT_DISPATCHES],
                     (unsigned long long)fr->counts[FSCOPE_COUNT_RENDER_PASSES],
                     verdict_name(frame_verdict(&b)));
+            fputs(fr->cap_flags & CAP_FLAG_RESYNC   ? "resync,"
+                  : fr->cap_flags & CAP_FLAG_MISSED ? "missed,"
+                  : fr->cap_flags & CAP_FLAG_CAPPED ? "capped,"
+                                                    : ",", f);
             fputs(frame_present_state_name(fr, log), f);
             if (fr->present_state == FRAME_PRESENT_PRESENTED && fr->presented_ticks > origin) {
                 double latency = fr->presented_ticks > fr->end_ticks

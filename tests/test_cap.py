@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The frame cap used as a user would: FRAMESCOPE_CAP on the demo under the layer, and the
+library API in a program of its own. Asserts behaviour and accounting loosely (the machine is
+noisy), never a speed.
+
+usage: test_cap.py TEST BUILD_DIR DEMO TEST_COMPOSITOR CAP_API"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vkharness import (TestCompositor, Weston, check, check_capture_consistent, main, ns,
+                       run_app)
+
+
+def capped_run(build, demo, rate, args, frames, server=None):
+    with server or Weston() as w:
+        r = run_app([demo, "--quiet", "--frames", str(frames)] + args, w, build,
+                    extra_env={"FRAMESCOPE_CAP": str(rate)}, timeout=300)
+    check(r.rc == 0, f"app exited {r.rc}: {r.stderr[-2000:]}")
+    check(len(r.summaries()) == 1, "expected one summary")
+    summary, rows, _, _ = check_capture_consistent(r, expected_frames=frames)
+    caps = summary["caps"]
+    check(len(caps) == 1, f"expected one cap, got {caps}")
+    return r, summary, rows, caps[0]
+
+
+def test_rates(build, demo, compositor, api):
+    for rate in (30, 60):
+        r, s, rows, cap = capped_run(build, demo, rate, ["--present-mode", "mailbox"], 300)
+        check(s["verdict"]["run"] == "cap", f"{rate} Hz: verdict {s['verdict']}")
+        check(abs(cap["target_hz"] - rate) < 1e-6, f"target {cap['target_hz']}")
+        target_ms = 1000.0 / rate
+        check(abs(cap["mean_interval_ms"] - target_ms) < 0.05 * target_ms,
+              f"{rate} Hz: mean interval {cap['mean_interval_ms']} ms, target {target_ms}")
+        # The frames themselves, from frames.csv: their mean interval tracks the target too.
+        mean_frame = sum(ns(row["frame_ms"]) for row in rows[1:]) / (len(rows) - 1) / 1e6
+        check(abs(mean_frame - target_ms) < 0.05 * target_ms, f"frames mean {mean_frame} ms")
+        check(s["budget_ms"]["cap"] > 0.5 * target_ms, "cap wait not in the budget")
+        check(all(row["cap"] in ("capped", "missed", "resync") for row in rows[1:]),
+              "frames not marked capped")
+        check("cap-bound" in r.stderr and f"target {rate}.000 Hz" in r.stderr, "summary lacks cap")
+        print(f"{rate} Hz: mean interval {cap['mean_interval_ms']:.3f} ms, |error| p50 "
+              f"{cap['error_us']['p50']:.1f} us p99 {cap['error_us']['p99']:.1f} us")
+
+
+def test_gpu_longer_than_slice(build, demo, compositor, api):
+    r, s, rows, cap = capped_run(build, demo, 60, ["--present-mode", "mailbox",
+                                                   "--gpu-iters", "8000"], 60)
+    check(s["verdict"]["run"] == "gpu", f"GPU work longer than the slice: verdict {s['verdict']}")
+    check(cap["missed"] > 0 and cap["missed_bound_by"]["gpu"] > 0,
+          f"missed deadlines not attributed to the GPU: {cap}")
+    check("missed their deadline" in r.stderr, "summary does not say why deadlines were missed")
+    print(f"gpu-bound under a 60 Hz cap: {cap['missed']} missed deadlines, bound by gpu "
+          f"{cap['missed_bound_by']['gpu']}")
+
+
+def test_resync(build, demo, compositor, api):
+    rate = 60
+    slice_ms = 1000.0 / rate
+    r, s, rows, cap = capped_run(build, demo, rate, ["--present-mode", "mailbox",
+                                                     "--stall-at", "100", "--stall-ms", "200"], 200)
+    check(cap["resyncs"] >= 1, f"a 200 ms stall (12 slices) did not resync: {cap}")
+    stall = next(i for i, row in enumerate(rows) if ns(row["frame_ms"]) > 150e6)
+    after = rows[stall + 1:stall + 13]
+    short = [row for row in after if ns(row["frame_ms"]) < slice_ms / 2 * 1e6]
+    check(len(short) <= 1, f"{len(short)} frames shorter than half a slice after the stall: "
+          "a burst, not a resync")
+    check(rows[stall]["cap"] == "resync" or rows[stall + 1]["cap"] == "resync",
+          "the resync is not marked on the frame after the stall")
+    print(f"stall at frame {stall}: {cap['resyncs']} resync, {len(short)} short frames after it")
+
+
+def test_bad_values(build, demo, compositor, api):
+    for value in ("0", "-5", "abc", "1e9", ""):
+        with Weston() as w:
+            r = run_app([demo, "--quiet", "--frames", "20", "--present-mode", "mailbox"], w,
+                        build, extra_env={"FRAMESCOPE_CAP": value})
+        check(r.rc == 0, f"FRAMESCOPE_CAP={value!r}: app failed")
+        warnings = [l for l in r.stderr.splitlines() if "FRAMESCOPE_CAP" in l and "warning" in l]
+        check(len(warnings) == 1, f"FRAMESCOPE_CAP={value!r}: {len(warnings)} warnings")
+        s = r.json()
+        check(s["caps"] == [] and s["budget_ms"]["cap"] == 0, f"{value!r}: cap not off")
+        check(s["frames"] == 20, "app affected")
+    print("0, -5, abc, 1e9, empty: one warning each, cap off, app unaffected")
+
+
+def test_api(build, demo, compositor, api):
+    r = run_app([api, "200"], None, build, layers=None)
+    check(r.rc == 0, f"cap-api failed: {r.stderr}")
+    check(len(r.summaries()) == 1, "no summary from a library-only program")
+    s = r.json()
+    cap = s["caps"][0]
+    check(s["frames"] == 199, f"marks made {s['frames']} frames")
+    check(s["verdict"]["run"] == "cap", f"verdict {s['verdict']}")
+    check(abs(cap["target_hz"] - 50) < 1e-6, "the rate changed at run time is not in force")
+    rows = r.frames()
+    for row in rows:
+        blocks = sum(ns(row[c]) for c in ("acquire_ms", "present_ms", "fence_ms", "semaphore_ms",
+                                          "idle_ms", "cap_ms"))
+        check(ns(row["cpu_ms"]) + blocks == ns(row["frame_ms"]), "partition broken")
+    first = [ns(x["frame_ms"]) / 1e6 for x in rows[5:95]]
+    second = [ns(x["frame_ms"]) / 1e6 for x in rows[105:]]
+    m1, m2 = sum(first) / len(first), sum(second) / len(second)
+    check(abs(m1 - 10) < 0.5 and abs(m2 - 20) < 1.0, f"100 Hz then 50 Hz gave {m1:.3f}, {m2:.3f} ms")
+    print(f"API: 100 Hz -> {m1:.3f} ms, then 50 Hz -> {m2:.3f} ms; verdict cap")
+
+
+def test_auto_mixed_refresh(build, demo, compositor, api):
+    """auto paces to the output the surface is on (144 Hz), not the fastest display (240 Hz):
+    the 40% of frames thrown away without it are no longer rendered."""
+    server = TestCompositor(compositor, ["--output", "DP-1:1920x1080@240",
+                                         "--output", "DP-2:1920x1080@144",
+                                         "--frame-clock", "fastest", "--surface-output", "DP-2"])
+    r, s, rows, cap = capped_run(build, demo, "auto", ["--present-mode", "fifo"], 400, server)
+    p = s["presentation"]
+    check(abs(cap["target_hz"] - 144) < 0.01, f"auto chose {cap['target_hz']} Hz, not 144")
+    decided = p["presented"] + p["discarded"]
+    check(p["discarded"] <= 0.05 * decided,
+          f"auto cap still discards {p['discarded']} of {decided} frames")
+    print(f"auto: target {cap['target_hz']:.1f} Hz, {p['discarded']} of {decided} discarded")
+
+
+TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
+
+if __name__ == "__main__":
+    main(TESTS)
