@@ -59,7 +59,7 @@ static bool record_slot(struct device_data *dev, struct queue_data *q, unsigned 
     struct gpu_slot *s = &q->slots[i];
     if (dev->vk.BeginCommandBuffer(s->begin_cb, &begin) != VK_SUCCESS)
         return false;
-    if (!layer_config.fault_skip_query_reset)
+    if (!dev->reset_query_pool && !layer_config.fault_skip_query_reset)
         dev->vk.CmdResetQueryPool(s->begin_cb, q->query_pool, 2 * i, 2);
     dev->vk.CmdWriteTimestamp(s->begin_cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, q->query_pool, 2 * i);
     if (dev->vk.EndCommandBuffer(s->begin_cb) != VK_SUCCESS)
@@ -98,6 +98,8 @@ void gpu_queue_init(struct device_data *dev, struct queue_data *q)
         goto error;
     if (dev->vk.CreateQueryPool(dev->device, &query_info, NULL, &q->query_pool) != VK_SUCCESS)
         goto error_pool;
+    if (dev->reset_query_pool && !layer_config.fault_skip_query_reset)
+        dev->reset_query_pool(dev->device, q->query_pool, 0, 2 * GPU_SLOTS);
     VkCommandBuffer cbs[2 * GPU_SLOTS];
     const VkCommandBufferAllocateInfo alloc_info = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
@@ -251,7 +253,12 @@ static struct gpu_slot *slot_acquire(struct device_data *dev, struct queue_data 
         atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
         return NULL;
     }
-    return &q->slots[q->slot_head % GPU_SLOTS];
+    unsigned i = (unsigned)(q->slot_head % GPU_SLOTS);
+    /* Reset when the slot is reused, not when it was read: by now the app has waited on the
+     * work that used it (the validation layer only retires a submission at such a wait). */
+    if (dev->reset_query_pool && q->slot_head >= GPU_SLOTS && !layer_config.fault_skip_query_reset)
+        dev->reset_query_pool(dev->device, q->query_pool, 2 * i, 2);
+    return &q->slots[i];
 }
 
 VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t count,

@@ -262,7 +262,8 @@ static bool has_extension(const VkExtensionProperties *props, uint32_t count, co
     return false;
 }
 
-static bool device_supports_calibration(struct instance_data *inst, VkPhysicalDevice phys)
+static bool device_has_extension(struct instance_data *inst, VkPhysicalDevice phys,
+                                 const char *name)
 {
     uint32_t count = 0;
     if (!inst->vk.EnumerateDeviceExtensionProperties ||
@@ -273,12 +274,18 @@ static bool device_supports_calibration(struct instance_data *inst, VkPhysicalDe
         return false;
     bool found = inst->vk.EnumerateDeviceExtensionProperties(phys, NULL, &count, props) ==
                      VK_SUCCESS &&
-                 has_extension(props, count, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
+                 has_extension(props, count, name);
     free(props);
-    if (!found || !inst->vk.GetPhysicalDeviceCalibrateableTimeDomainsEXT)
+    return found;
+}
+
+static bool device_supports_calibration(struct instance_data *inst, VkPhysicalDevice phys)
+{
+    if (!device_has_extension(inst, phys, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) ||
+        !inst->vk.GetPhysicalDeviceCalibrateableTimeDomainsEXT)
         return false;
     VkTimeDomainEXT domains[8];
-    count = 8;
+    uint32_t count = 8;
     VkResult r = inst->vk.GetPhysicalDeviceCalibrateableTimeDomainsEXT(phys, &count, domains);
     if (r != VK_SUCCESS && r != VK_INCOMPLETE)
         return false;
@@ -288,6 +295,38 @@ static bool device_supports_calibration(struct instance_data *inst, VkPhysicalDe
         mono |= domains[i] == VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
     }
     return device && mono;
+}
+
+static bool extension_enabled(const VkDeviceCreateInfo *info, const char *name)
+{
+    for (uint32_t i = 0; i < info->enabledExtensionCount; i++)
+        if (strcmp(info->ppEnabledExtensionNames[i], name) == 0)
+            return true;
+    return false;
+}
+
+enum host_reset_plan {
+    HOST_RESET_NONE,    /* reset queries inside the submission */
+    HOST_RESET_ADD,     /* enable VK_EXT_host_query_reset and its feature ourselves */
+    HOST_RESET_ENABLED, /* the app already enabled the feature */
+};
+
+/* The app's own feature structs decide: adding ours beside a Vulkan12Features struct would be
+ * invalid, so then we use host reset only if the app turned it on itself. */
+static enum host_reset_plan plan_host_reset(struct instance_data *inst, VkPhysicalDevice phys,
+                                            const VkDeviceCreateInfo *info)
+{
+    for (const VkBaseInStructure *s = info->pNext; s; s = s->pNext) {
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES)
+            return ((const VkPhysicalDeviceVulkan12Features *)s)->hostQueryReset
+                       ? HOST_RESET_ENABLED : HOST_RESET_NONE;
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES)
+            return ((const VkPhysicalDeviceHostQueryResetFeatures *)s)->hostQueryReset
+                       ? HOST_RESET_ENABLED : HOST_RESET_NONE;
+    }
+    /* The extension's only feature is required wherever the extension is offered. */
+    return device_has_extension(inst, phys, VK_EXT_HOST_QUERY_RESET_EXTENSION_NAME)
+               ? HOST_RESET_ADD : HOST_RESET_NONE;
 }
 
 static void describe_device(struct instance_data *inst, VkPhysicalDevice phys,
@@ -349,27 +388,30 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     dev->set_loader_data = loader_cb->u.pfnSetDeviceLoaderData;
     describe_device(inst, phys, dev);
 
-    /* Enable VK_EXT_calibrated_timestamps if the device has it and the app did not. */
+    /* Enable what GPU timing needs and the app did not: VK_EXT_calibrated_timestamps, and
+     * VK_EXT_host_query_reset with its feature. */
     VkDeviceCreateInfo modified = *info;
-    const char **names = NULL;
+    const char **names = calloc(info->enabledExtensionCount + 2, sizeof(*names));
+    if (!names) {
+        free(dev);
+        return VK_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    memcpy(names, info->ppEnabledExtensionNames, info->enabledExtensionCount * sizeof(*names));
+    modified.ppEnabledExtensionNames = names;
     bool want_calibration = layer_config.gpu_timing && device_supports_calibration(inst, phys);
-    if (want_calibration) {
-        bool enabled = false;
-        for (uint32_t i = 0; i < info->enabledExtensionCount; i++)
-            enabled |= strcmp(info->ppEnabledExtensionNames[i],
-                              VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) == 0;
-        if (!enabled) {
-            names = calloc(info->enabledExtensionCount + 1, sizeof(*names));
-            if (names) {
-                memcpy(names, info->ppEnabledExtensionNames,
-                       info->enabledExtensionCount * sizeof(*names));
-                names[info->enabledExtensionCount] = VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME;
-                modified.enabledExtensionCount = info->enabledExtensionCount + 1;
-                modified.ppEnabledExtensionNames = names;
-            } else {
-                want_calibration = false;
-            }
-        }
+    if (want_calibration && !extension_enabled(info, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME))
+        names[modified.enabledExtensionCount++] = VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME;
+    VkPhysicalDeviceHostQueryResetFeatures host_reset = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES,
+        .hostQueryReset = VK_TRUE,
+    };
+    enum host_reset_plan plan = layer_config.gpu_timing ? plan_host_reset(inst, phys, info)
+                                                        : HOST_RESET_NONE;
+    if (plan == HOST_RESET_ADD) {
+        if (!extension_enabled(info, VK_EXT_HOST_QUERY_RESET_EXTENSION_NAME))
+            names[modified.enabledExtensionCount++] = VK_EXT_HOST_QUERY_RESET_EXTENSION_NAME;
+        host_reset.pNext = (void *)info->pNext;
+        modified.pNext = &host_reset;
     }
 
     VkLayerDeviceLink *link = chain->u.pLayerInfo;
@@ -387,6 +429,9 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     DEVICE_FUNCTIONS(X)
 #undef X
     dev->calibrated_timestamps = want_calibration && dev->vk.GetCalibratedTimestampsEXT;
+    if (plan != HOST_RESET_NONE)
+        dev->reset_query_pool = dev->vk.ResetQueryPoolEXT ? dev->vk.ResetQueryPoolEXT
+                                                          : dev->vk.ResetQueryPool;
     bool ok;
     TABLE_INSERT(devices, dev, ok);
     if (!ok) {

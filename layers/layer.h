@@ -103,7 +103,9 @@ struct instance_data {
     X(GetQueryPoolResults)                                                                     \
     X(CmdResetQueryPool)                                                                       \
     X(CmdWriteTimestamp)                                                                       \
-    X(GetCalibratedTimestampsEXT)
+    X(GetCalibratedTimestampsEXT)                                                              \
+    X(ResetQueryPool)                                                                          \
+    X(ResetQueryPoolEXT)
 
 struct device_dispatch {
 #define X(name) PFN_vk##name name;
@@ -154,6 +156,10 @@ struct device_data {
     uint32_t family_count;
     VkQueueFamilyProperties families[16];
     bool calibrated_timestamps; /* we can read DEVICE and CLOCK_MONOTONIC together */
+    /* Queries are reset from the host when read back, not by a command in the submission
+     * (vkCmdResetQueryPool in every submission cost most of the layer's GPU-timing overhead
+     * on the H200). NULL: reset in the command buffer instead. */
+    PFN_vkResetQueryPool reset_query_pool;
     bool lost;
     pthread_mutex_t lock; /* guards queues[] and swapchains[] membership, never held down-chain */
     struct queue_data *_Atomic queues[MAX_QUEUES];

@@ -6,7 +6,8 @@ beside MangoHud and the Mesa overlay layer on the same app in the same run.
 If X differs from the mean of the two A runs by less than their drift, the answer is "no
 measurable difference". Not a test: it prints what it measured.
 
-usage: bench_layer.py BUILD_DIR DEMO [FRAMES]"""
+usage: bench_layer.py BUILD_DIR DEMO [FRAMES]
+       bench_layer.py --offscreen BUILD_DIR DEMO [FRAMES]   (no compositor: a headless GPU)"""
 import os
 import re
 import shutil
@@ -72,7 +73,30 @@ def report(name, rows, a_label="A (no layer)", x_label="X (framescope)",
                 print(f"  {other} adds {100 * (1000 / results[other] - a_ms) / a_ms:+.2f}% frame time")
 
 
+def offscreen(build, demo, frames):
+    """Headless machines (a real GPU with no display): the demo renders offscreen and marks its
+    frames; the layer still times every submission on the GPU. A/X/A twice, then the layer
+    with GPU timing off."""
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith("FRAMESCOPE") and k != "VK_INSTANCE_LAYERS"}
+    demo_fps = lambda text: float(m.group(1)) if (m := re.search(r"([\d.]+) fps", text)) else None
+    layer = dict(layer_env(build), FRAMESCOPE_SUMMARY="off")
+    runs = [("A (no layer)", {}), ("X (framescope)", layer), ("A (no layer, again)", {}),
+            ("framescope, FRAMESCOPE_GPU=off", dict(layer, FRAMESCOPE_GPU="off"))]
+    extra_args = os.environ.get("DEMO_ARGS", "").split()
+    for _ in range(2):
+        rows = []
+        for label, extra in runs:
+            fps, err = measure([demo, "--output", "offscreen", "--frames", str(frames)] + extra_args,
+                               dict(base, **extra), frames, demo_fps)
+            rows.append((label, fps, err))
+        report(f"framescope-demo, offscreen {' '.join(extra_args)}, {frames} frames", rows)
+
+
 def main():
+    if sys.argv[1] == "--offscreen":
+        offscreen(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 20000)
+        return
     build, demo = sys.argv[1], sys.argv[2]
     frames = int(sys.argv[3]) if len(sys.argv) > 3 else 3000
     demo_fps = lambda text: float(m.group(1)) if (m := re.search(r"([\d.]+) fps", text)) else None
