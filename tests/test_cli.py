@@ -23,12 +23,13 @@ def run(exe, *args, env=None):
 def test_usage(exe):
     r = run(exe, "--help")
     check(r.returncode == 0 and "framescope run" in r.stdout, "--help")
-    for flag in ("--output", "--no-capture", "--summary", "--compositor"):
+    for flag in ("--output", "--no-capture", "--summary", "--compositor", "--cap"):
         check(flag in r.stdout, f"--help does not document {flag}")
     for args, what in [((), "no command"), (("bogus",), "unknown command"),
                        (("run", "--summary", "sideways"), "bad --summary"),
                        (("run", "--compositor", "maybe"), "bad --compositor"),
                        (("run", "--output", ""), "empty --output"),
+                       (("run", "--cap", "0"), "--cap 0"), (("run", "--cap", "fast"), "--cap fast"),
                        (("run", "--frobnicate"), "unknown option")]:
         r = run(exe, *args)
         check(r.returncode == 2, f"{what}: exit {r.returncode}, expected 2")
@@ -42,6 +43,9 @@ def test_usage(exe):
     r = run(exe, "run", "--no-capture", "--compositor", "never", "--", "sh", "-c",
             'echo "$VK_INSTANCE_LAYERS"')
     check("VK_LAYER_FRAMESCOPE" in r.stdout, "layer not enabled for the command")
+    r = run(exe, "run", "--no-capture", "--compositor", "never", "--cap", "auto", "--", "sh", "-c",
+            'echo "$FRAMESCOPE_CAP"')
+    check(r.stdout.strip() == "auto", "--cap not passed to the layer")
 
 
 def test_demo_no_session(exe):

@@ -43,6 +43,8 @@ static const char usage[] =
     "                       (default: ./framescope-APP-YYYYMMDD-HHMMSS)\n"
     "      --no-capture     print the summary only; write no capture\n"
     "      --summary WHERE  off, stderr (default) or a file path for the summary\n"
+    "      --cap RATE       cap the frame rate: HZ (1-1000), auto (the refresh of the output\n"
+    "                       the frames are shown on) or off (default)\n"
     "      --compositor MODE  auto (default): start a private headless Weston when no\n"
     "                       Wayland session is reachable; never: do not start one\n"
     "  -h, --help           this text\n"
@@ -224,12 +226,13 @@ static int run_command(char **argv)
 
 static int cmd_run(int argc, char **argv)
 {
-    enum { OPT_NO_CAPTURE = 256, OPT_SUMMARY, OPT_COMPOSITOR };
+    enum { OPT_NO_CAPTURE = 256, OPT_SUMMARY, OPT_COMPOSITOR, OPT_CAP };
     static const struct option options[] = {
         { "output", required_argument, NULL, 'o' },
         { "no-capture", no_argument, NULL, OPT_NO_CAPTURE },
         { "summary", required_argument, NULL, OPT_SUMMARY },
         { "compositor", required_argument, NULL, OPT_COMPOSITOR },
+        { "cap", required_argument, NULL, OPT_CAP },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -269,6 +272,18 @@ static int cmd_run(int argc, char **argv)
                 return 2;
             }
             break;
+        case OPT_CAP: {
+            char *end;
+            double hz = strtod(optarg, &end);
+            bool rate = *optarg && !*end && hz >= 1 && hz <= 1000;
+            if (!rate && strcmp(optarg, "auto") && strcmp(optarg, "off")) {
+                fprintf(stderr, "framescope: --cap takes a rate in 1..1000 Hz, auto or off "
+                        "(got '%s')\n", optarg);
+                return 2;
+            }
+            setenv("FRAMESCOPE_CAP", optarg, 1);
+            break;
+        }
         case 'h':
             fputs(usage, stdout);
             return 0;
