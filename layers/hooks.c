@@ -157,8 +157,10 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueuePresentKHR(VkQueue queue,
         if (layer_config.cap_mode == CAP_AUTO) {
             /* Pace to the output the frames are shown on, once we know it. */
             double hz = fscope_frame_log_shown_refresh_hz(capped->surface->frames);
-            if (hz >= CAP_MIN_HZ && hz <= CAP_MAX_HZ)
+            if (hz >= CAP_MIN_HZ && hz <= CAP_MAX_HZ) {
                 fscope_cap_target_hz(cap, hz);
+                fscope_cap_phase_lock(cap, fscope_frame_log_last_shown_ticks(capped->surface->frames));
+            }
         }
         fscope_cap_pace(cap);
     }

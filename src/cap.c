@@ -55,6 +55,28 @@ FSCOPE_EXPORT int fscope_cap_target_hz(struct fscope_cap *cap, double hz)
     return 0;
 }
 
+FSCOPE_EXPORT void fscope_cap_phase_lock(struct fscope_cap *cap, uint64_t vblank_ticks)
+{
+    if (cap)
+        atomic_store_explicit(&cap->vblank_ticks, vblank_ticks, memory_order_relaxed);
+}
+
+/* Nudges the deadline toward the middle of a refresh interval of the locked output. */
+static void phase_correct(struct fscope_cap *cap, uint64_t slice)
+{
+    uint64_t vblank = atomic_load_explicit(&cap->vblank_ticks, memory_order_relaxed);
+    if (!vblank || !slice)
+        return;
+    int64_t since = (int64_t)(cap->deadline_ticks - vblank);
+    int64_t offset = since % (int64_t)slice;
+    if (offset < 0)
+        offset += (int64_t)slice;
+    int64_t error = offset - (int64_t)slice / 2;
+    int64_t limit = (int64_t)slice / 8;
+    int64_t correction = error > limit ? limit : error < -limit ? -limit : error;
+    cap->deadline_ticks -= (uint64_t)correction;
+}
+
 unsigned caps_count(void)
 {
     return atomic_load_explicit(&cap_count, memory_order_acquire);
@@ -117,6 +139,7 @@ FSCOPE_EXPORT void fscope_cap_pace(struct fscope_cap *cap)
         cap->deadline_ticks = base + slice;
         cap->slice_ns_in_use = target;
     }
+    phase_correct(cap, slice);
     if (start > cap->deadline_ticks + CAP_RESYNC_SLICES * slice) {
         /* A stall (load screen): catching up would run a burst of uncapped frames. */
         cap->deadline_ticks = start;

@@ -33,6 +33,7 @@ struct cap_event {
 struct fscope_cap {
     char label[64];
     _Atomic uint64_t target_ns; /* the slice; 0 = off. Set from any thread. */
+    _Atomic uint64_t vblank_ticks; /* a known presentation time of the output paced to; 0 none */
     uint64_t slice_ns_in_use;
     uint64_t deadline_ticks;
     uint64_t last_release_ticks;
@@ -46,6 +47,11 @@ struct fscope_cap {
 FSCOPE_EXPORT struct fscope_cap *fscope_cap_create(const char *label);
 /* 0 turns the cap off. Returns 0 or -EINVAL outside [CAP_MIN_HZ, CAP_MAX_HZ]. */
 FSCOPE_EXPORT int fscope_cap_target_hz(struct fscope_cap *cap, double hz);
+/* Locks the cap's phase to an output: vblank_ticks is a time a frame was shown on it. The
+ * deadlines then drift (by at most an eighth of a slice a frame) to half a refresh before each
+ * vblank, as far as possible from both edges, so jitter never puts two frames in one refresh
+ * or none in another. */
+FSCOPE_EXPORT void fscope_cap_phase_lock(struct fscope_cap *cap, uint64_t vblank_ticks);
 /* Waits for the cap's next deadline; one caller at a time per cap. Returns at once when off. */
 FSCOPE_EXPORT void fscope_cap_pace(struct fscope_cap *cap);
 

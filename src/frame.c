@@ -23,6 +23,7 @@ struct fscope_frame_log {
 
     struct fscope_wl_tracker *tracker;
     _Atomic uint32_t shown_refresh_mhz; /* of the output the latest presented frame was on */
+    _Atomic uint64_t last_shown_ticks;
     uint32_t output_refresh_mhz[16];     /* the outputs' modes when tracking started */
     size_t output_count;
     bool tracked;          /* a tracker was ever running for this surface */
@@ -189,6 +190,7 @@ static void apply_feedback(struct fscope_frame_log *log, const struct fscope_pre
         else if (fb->refresh_ns)
             mhz = (uint32_t)(1e12 / fb->refresh_ns);
         atomic_store_explicit(&log->shown_refresh_mhz, mhz, memory_order_relaxed);
+        atomic_store_explicit(&log->last_shown_ticks, f->presented_ticks, memory_order_relaxed);
     }
 }
 #endif
@@ -196,6 +198,11 @@ static void apply_feedback(struct fscope_frame_log *log, const struct fscope_pre
 FSCOPE_EXPORT double fscope_frame_log_shown_refresh_hz(struct fscope_frame_log *log)
 {
     return log ? atomic_load_explicit(&log->shown_refresh_mhz, memory_order_relaxed) / 1000.0 : 0;
+}
+
+FSCOPE_EXPORT uint64_t fscope_frame_log_last_shown_ticks(struct fscope_frame_log *log)
+{
+    return log ? atomic_load_explicit(&log->last_shown_ticks, memory_order_relaxed) : 0;
 }
 
 FSCOPE_EXPORT void fscope_frame_log_drain(struct fscope_frame_log *log)

@@ -90,6 +90,8 @@ FSCOPE_EXPORT void fscope_frame_log_presented(struct fscope_frame_log *log,
 /* The refresh in Hz of the output the surface's frames are being shown on (the latest
  * presented frame's), or 0 while unknown. For a cap that paces to that output. */
 FSCOPE_EXPORT double fscope_frame_log_shown_refresh_hz(struct fscope_frame_log *log);
+/* When the latest presented frame was shown, in ticks; 0 while none. */
+FSCOPE_EXPORT uint64_t fscope_frame_log_last_shown_ticks(struct fscope_frame_log *log);
 
 /* Takes in finished feedback only (swapchain teardown, exit). */
 FSCOPE_EXPORT void fscope_frame_log_drain(struct fscope_frame_log *log);
