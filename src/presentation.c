@@ -235,9 +235,10 @@ static void write_diagnoses(struct presentation_stats *s)
     int shown = s->shown_output >= 0 && (unsigned)s->shown_output < nout ? s->shown_output : -1;
     if (pacing >= 0 && shown >= 0 && pacing != shown &&
         fabs(outs[pacing].refresh_hz - outs[shown].refresh_hz) > 0.5) {
-        diagnose(s, "paced at %.0f Hz (the refresh of output %s) while shown on a %.0f Hz "
-                 "output (%s); %.1f%% of frames discarded", 1000.0 / s->app_interval_ms,
-                 outs[pacing].name, outs[shown].refresh_hz, outs[shown].name, discarded_pct);
+        diagnose(s, "paced at %.0f Hz (the refresh of output %s: the app presents every %.2f ms) "
+                 "while shown on a %.0f Hz output (%s); %.1f%% of frames discarded",
+                 outs[pacing].refresh_hz, outs[pacing].name, s->app_interval_ms,
+                 outs[shown].refresh_hz, outs[shown].name, discarded_pct);
     } else if (s->presented_interval_ms > 0 && s->claimed_refresh_ms > 0 &&
                fabs(s->presented_interval_ms - s->claimed_refresh_ms) >
                    0.1 * s->claimed_refresh_ms) {
