@@ -417,6 +417,16 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     VkLayerDeviceLink *link = chain->u.pLayerInfo;
     chain->u.pLayerInfo = link->pNext;
     VkResult r = create(phys, &modified, alloc, ret);
+    bool modified_any = modified.enabledExtensionCount != info->enabledExtensionCount ||
+                        modified.pNext != info->pNext;
+    if (modified_any && (r == VK_ERROR_EXTENSION_NOT_PRESENT || r == VK_ERROR_FEATURE_NOT_PRESENT)) {
+        /* What we added is ours to lose, not the app's device: create it as asked. */
+        fscope_report_note("the driver refused the extensions framescope adds for GPU timing "
+                           "(%d); timing without them", r);
+        r = create(phys, info, alloc, ret);
+        want_calibration = false;
+        plan = HOST_RESET_NONE;
+    }
     chain->u.pLayerInfo = link;
     free(names);
     if (r != VK_SUCCESS) {
