@@ -248,6 +248,25 @@ static void write_diagnoses(struct presentation_stats *s)
     }
 }
 
+void presentation_account(struct fscope_frame_log *log, struct presentation_accounting *a)
+{
+    uint64_t count = fscope_frame_log_count(log);
+    for (uint64_t i = 0; i < count; i++) {
+        struct fscope_frame *f = frame_log_frame(log, i);
+        switch (f->present_state) {
+        case FRAME_PRESENT_PENDING: a->requested++; a->pending++; break;
+        case FRAME_PRESENT_PRESENTED: a->requested++; a->presented++; break;
+        case FRAME_PRESENT_DISCARDED:
+            a->requested++;
+            a->discarded++;
+            a->discarded_recreation += frame_recreation_discard(log, i);
+            break;
+        case FRAME_PRESENT_REQUEST_FAILED: a->failed++; break;
+        default: a->untracked++;
+        }
+    }
+}
+
 void presentation_compute(struct presentation_stats *s)
 {
     memset(s, 0, sizeof(*s));
@@ -265,21 +284,7 @@ void presentation_compute(struct presentation_stats *s)
             if (!primary || count > fscope_frame_log_count(primary))
                 primary = log;
         }
-        for (uint64_t i = 0; i < count; i++) {
-            struct fscope_frame *f = frame_log_frame(log, i);
-            struct presentation_accounting *a = &s->total;
-            switch (f->present_state) {
-            case FRAME_PRESENT_PENDING: a->requested++; a->pending++; break;
-            case FRAME_PRESENT_PRESENTED: a->requested++; a->presented++; break;
-            case FRAME_PRESENT_DISCARDED:
-                a->requested++;
-                a->discarded++;
-                a->discarded_recreation += frame_recreation_discard(log, i);
-                break;
-            case FRAME_PRESENT_REQUEST_FAILED: a->failed++; break;
-            default: a->untracked++;
-            }
-        }
+        presentation_account(log, &s->total);
         struct frame_log_tracker_counts c;
         if (frame_log_tracker_counts(log, &c)) {
             any_counts = true;

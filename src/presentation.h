@@ -42,6 +42,8 @@ struct presentation_stats {
 };
 
 void presentation_compute(struct presentation_stats *ret);
+/* Adds one surface's frames to ret. */
+void presentation_account(struct fscope_frame_log *log, struct presentation_accounting *ret);
 void presentation_write_text(FILE *f, const struct presentation_stats *s);
 void presentation_write_json(FILE *f, const struct presentation_stats *s);
 

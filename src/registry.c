@@ -507,6 +507,37 @@ uint64_t registry_ring_snapshot(struct fscope_collector *c, struct fscope_event 
     return head - first - skip;
 }
 
+void registry_write_zones_csv(FILE *f)
+{
+    fputs("thread_id,thread,path,level,calls,inclusive_ms,exclusive_ms,mean_ms,max_ms\n", f);
+    unsigned n = registry_slot_count();
+    char path[MAX_PATH_LEN];
+    for (unsigned s = 0; s < n; s++) {
+        struct fscope_collector *c = &slots[s];
+        int state = atomic_load_explicit(&c->state, memory_order_acquire);
+        if (state != SLOT_LIVE && state != SLOT_EXITED && state != SLOT_EXTERNAL)
+            continue;
+        int tid = state == SLOT_EXTERNAL ? 1000000 + (int)s : c->tid;
+        uint32_t count = atomic_load_explicit(&c->node_count, memory_order_acquire);
+        for (uint32_t i = 1; i < count; i++) {
+            const struct zone_node *node = &c->nodes[i];
+            registry_node_path(c, i, path, sizeof(path));
+            double inclusive = fscope_ticks_to_ns(node->inclusive_ticks) / 1e6;
+            uint64_t exclusive_ticks = node->inclusive_ticks > node->child_ticks
+                                           ? node->inclusive_ticks - node->child_ticks : 0;
+            /* Names are the program's own strings: quote them for CSV. */
+            fprintf(f, "%d,\"%s\",\"", tid, c->name);
+            for (const char *p = path; *p; p++)
+                fputs(*p == '"' ? "\"\"" : (char[]){ *p, 0 }, f);
+            fprintf(f, "\",%u,%llu,%.6f,%.6f,%.6f,%.6f\n", node->loc->level,
+                    (unsigned long long)node->calls, inclusive,
+                    fscope_ticks_to_ns(exclusive_ticks) / 1e6,
+                    node->calls ? inclusive / (double)node->calls : 0.0,
+                    fscope_ticks_to_ns(node->max_ticks) / 1e6);
+        }
+    }
+}
+
 /* Walks every node of every slot and applies the override for path. */
 static void overrides_apply_everywhere(const char *path, int32_t level)
 {

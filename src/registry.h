@@ -7,6 +7,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -155,5 +156,8 @@ uint64_t registry_ring_snapshot(struct fscope_collector *c, struct fscope_event 
                                 uint64_t *ret_lost);
 
 uint32_t registry_ring_events(void);
+
+/* The aggregated zone tree of every thread (and external track) as CSV. */
+void registry_write_zones_csv(FILE *f);
 
 #endif

@@ -502,9 +502,19 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
     unsigned logs = frame_logs_count();
     for (unsigned l = 0; l < logs; l++) {
         fputs(l ? ", {\"label\": " : "{\"label\": ", f);
-        json_write_string(f, frame_log_label(frame_log_at(l)));
-        fprintf(f, ", \"frames\": %llu}",
-                (unsigned long long)fscope_frame_log_count(frame_log_at(l)));
+        struct fscope_frame_log *log = frame_log_at(l);
+        json_write_string(f, frame_log_label(log));
+        struct presentation_accounting a = { 0 };
+        presentation_account(log, &a);
+        fprintf(f, ", \"frames\": %llu, \"presentation_tracked\": %s, \"requested\": %llu, "
+                "\"presented\": %llu, \"discarded\": %llu, \"discarded_recreation\": %llu, "
+                "\"pending\": %llu, \"untracked_reason\": ",
+                (unsigned long long)fscope_frame_log_count(log),
+                frame_log_tracked(log) ? "true" : "false", (unsigned long long)a.requested,
+                (unsigned long long)a.presented, (unsigned long long)a.discarded,
+                (unsigned long long)a.discarded_recreation, (unsigned long long)a.pending);
+        json_write_string(f, frame_log_untracked_why(log));
+        fputc('}', f);
     }
     fputs("],\n  \"notes\": [", f);
     pthread_mutex_lock(&meta_lock);
@@ -629,6 +639,12 @@ static int make_dirs(const char *dir)
     return access(path, W_OK) == 0 ? 0 : -errno;
 }
 
+static void zones_writer(FILE *f, const void *arg)
+{
+    (void)arg;
+    registry_write_zones_csv(f);
+}
+
 static void write_capture(const struct run_stats *s, FILE *summary)
 {
     int r = make_dirs(output_dir);
@@ -642,6 +658,10 @@ static void write_capture(const struct run_stats *s, FILE *summary)
         r = write_file(path, csv_writer, NULL);
     }
     if (r == 0) {
+        snprintf(path, sizeof(path), "%s/zones.csv", output_dir);
+        r = write_file(path, zones_writer, NULL);
+    }
+    if (r == 0) {
         snprintf(path, sizeof(path), "%s/trace.json", output_dir);
         r = fscope_trace_dump(path);
     }
@@ -651,7 +671,7 @@ static void write_capture(const struct run_stats *s, FILE *summary)
         if (summary)
             fprintf(summary, "  capture     NOT written to %s: %s\n", output_dir, strerror(-r));
     } else if (summary) {
-        fprintf(summary, "  capture     %s (summary.json, frames.csv, trace.json)\n", output_dir);
+        fprintf(summary, "  capture     %s (summary.json, frames.csv, zones.csv, trace.json)\n", output_dir);
     }
 }
 

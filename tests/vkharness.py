@@ -110,6 +110,10 @@ class Result:
         with open(os.path.join(self.capture_dir, "frames.csv")) as f:
             return list(csv.DictReader(f))
 
+    def zones(self):
+        with open(os.path.join(self.capture_dir, "zones.csv")) as f:
+            return list(csv.DictReader(f))
+
     def trace(self):
         return json.load(open(os.path.join(self.capture_dir, "trace.json")))
 
@@ -202,6 +206,23 @@ def check_capture_consistent(result, expected_frames=None):
             depth[e["tid"]] = depth.get(e["tid"], 0) - 1
             check(depth[e["tid"]] >= 0, f"unmatched E on tid {e['tid']}")
     check(all(v == 0 for v in depth.values()), "unmatched B in trace.json")
+    # zones.csv, the aggregated tree: one present zone per present, a gpu row that agrees with
+    # the gpu track, and exclusive time never above inclusive.
+    zones = result.zones()
+    presents_zone = sum(int(z["calls"]) for z in zones if z["path"].endswith("vkQueuePresentKHR"))
+    if expected_frames is not None:
+        check(presents_zone == expected_frames,
+              f"zones.csv counts {presents_zone} vkQueuePresentKHR calls for {expected_frames}")
+    gpu_rows = [z for z in zones if z["thread"].startswith("gpu")]
+    check(gpu_rows, "no gpu row in zones.csv")
+    check(sum(int(z["calls"]) for z in gpu_rows) >= len(gpu_spans),
+          "gpu row counts fewer spans than the trace holds")
+    for z in zones:
+        check(float(z["exclusive_ms"]) <= float(z["inclusive_ms"]) + 1e-9, f"exclusive > inclusive: {z}")
+    # Per surface, the presentation accounting adds up too.
+    for surface in summary["surfaces"]:
+        check(surface["requested"] == surface["presented"] + surface["discarded"] + surface["pending"],
+              f"surface accounting broken: {surface}")
     return summary, rows, trace, presents
 
 
