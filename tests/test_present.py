@@ -125,6 +125,32 @@ def test_no_presentation(build, demo, compositor):
     print("no wp_presentation: reported, 60 frames still timed")
 
 
+def test_xcb(build, demo, compositor):
+    """A non-Wayland surface (vkcube on XCB, under Xvfb): timed at present, and the summary says
+    presentation feedback is unavailable for it; nothing breaks."""
+    import shutil, subprocess, tempfile, time
+    if not shutil.which("Xvfb") or not shutil.which("vkcube"):
+        print("Xvfb or vkcube not installed")
+        sys.exit(77)
+    display = ":%d" % (100 + os.getpid() % 800)
+    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "640x480x24", "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        r = run_app(["vkcube", "--c", "60"], None, build, extra_env={"DISPLAY": display},
+                    timeout=120)
+    finally:
+        xvfb.terminate()
+        xvfb.wait()
+    check(r.rc == 0, f"vkcube on XCB failed: {r.stderr[-1500:]}")
+    check("presentation feedback unavailable: not a Wayland surface" in r.stderr,
+          f"summary does not say feedback is unavailable:\n{r.stderr}")
+    s, rows, _, _ = check_capture_consistent(r, expected_frames=60)
+    check(not s["presentation"]["tracked"] and all(row["present"] == "untracked" for row in rows),
+          "an XCB surface was tracked?")
+    print("xcb: 60 frames timed at present, feedback reported unavailable")
+
+
 def test_off(build, demo, compositor):
     with Weston() as w:
         r = run_app([demo, "--quiet", "--frames", "20"], w, build,
