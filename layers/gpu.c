@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "gpu_clock.h"
 #include "layer.h"
 #include "log.h"
 #include "report.h"
@@ -43,14 +44,10 @@ static void calibrate(struct device_data *dev, struct queue_data *q)
     q->calibration.recalibrations++;
 }
 
-/* GPU ticks to CLOCK_MONOTONIC ns, across a wrap of the family's valid bits. */
 static int64_t gpu_to_mono(const struct queue_data *q, double period, uint64_t ts)
 {
-    uint64_t delta = (ts - q->calibration.gpu_ticks) & q->valid_mask;
-    int64_t signed_delta = (int64_t)delta;
-    if (q->valid_mask != UINT64_MAX && delta > q->valid_mask / 2)
-        signed_delta = (int64_t)delta - (int64_t)(q->valid_mask + 1);
-    return q->calibration.mono_ns + (int64_t)((double)signed_delta * period);
+    return gpu_ticks_to_mono_ns(ts, q->calibration.gpu_ticks, q->calibration.mono_ns,
+                                q->valid_mask, period);
 }
 
 static bool record_slot(struct device_data *dev, struct queue_data *q, unsigned i)
@@ -83,7 +80,7 @@ void gpu_queue_init(struct device_data *dev, struct queue_data *q)
                            "submissions are not GPU-timed", q->family, bits);
         return;
     }
-    q->valid_mask = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+    q->valid_mask = gpu_valid_mask(bits);
 
     const VkCommandPoolCreateInfo pool_info = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
