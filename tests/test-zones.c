@@ -10,13 +10,7 @@
 #include "framescope.h"
 #include "registry.h"
 
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);           \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "check.h"
 
 /* Finds a node by path in the calling thread's tree; NULL if absent. */
 static const struct zone_node *find(const char *path)

@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "fixture-parse.h"
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -592,19 +594,6 @@ static void print_usage(FILE *stream)
 "3 no wp_presentation.\n", MAX_BUFFERS);
 }
 
-static bool parse_int(const char *text, long min, long max, long *ret_value)
-{
-	char *end;
-	long value;
-
-	errno = 0;
-	value = strtol(text, &end, 10);
-	if (errno || end == text || *end || value < min || value > max)
-		return false;
-	*ret_value = value;
-	return true;
-}
-
 static bool parse_options(int argc, char **argv, struct probe_options *options)
 {
 	enum { OPT_FRAMES = 256, OPT_FIFO, OPT_SIZE, OPT_BUFFERS, OPT_TIMEOUT_MS, OPT_PRINT_OUTPUT,
@@ -629,7 +618,7 @@ static bool parse_options(int argc, char **argv, struct probe_options *options)
 	while ((option = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
 		switch (option) {
 		case OPT_FRAMES:
-			if (!parse_int(optarg, 1, 1000000, &value)) {
+			if (!fixture_parse_long(optarg, 1, 1000000, &value)) {
 				fprintf(stderr, PROGRAM_NAME ": bad --frames '%s': expected 1..1000000\n",
 					optarg);
 				return false;
@@ -648,7 +637,7 @@ static bool parse_options(int argc, char **argv, struct probe_options *options)
 				return false;
 			}
 			*x = '\0';
-			if (!parse_int(optarg, 1, 4096, &width) || !parse_int(x + 1, 1, 4096, &height)) {
+			if (!fixture_parse_long(optarg, 1, 4096, &width) || !fixture_parse_long(x + 1, 1, 4096, &height)) {
 				fprintf(stderr, PROGRAM_NAME ": bad --size: expected WxH, 1..4096 each\n");
 				return false;
 			}
@@ -657,7 +646,7 @@ static bool parse_options(int argc, char **argv, struct probe_options *options)
 			break;
 		}
 		case OPT_BUFFERS:
-			if (!parse_int(optarg, 2, MAX_BUFFERS, &value)) {
+			if (!fixture_parse_long(optarg, 2, MAX_BUFFERS, &value)) {
 				fprintf(stderr, PROGRAM_NAME ": bad --buffers '%s': expected 2..%d\n",
 					optarg, MAX_BUFFERS);
 				return false;
@@ -665,7 +654,7 @@ static bool parse_options(int argc, char **argv, struct probe_options *options)
 			options->buffers = (int)value;
 			break;
 		case OPT_TIMEOUT_MS:
-			if (!parse_int(optarg, 0, INT_MAX, &value)) {
+			if (!fixture_parse_long(optarg, 0, INT_MAX, &value)) {
 				fprintf(stderr, PROGRAM_NAME ": bad --timeout-ms '%s'\n", optarg);
 				return false;
 			}

@@ -40,6 +40,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "fixture-parse.h"
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -1398,19 +1400,6 @@ static bool usage_error(const char *fmt, ...)
 	return false;
 }
 
-static bool parse_long(const char *text, long min, long max, long *ret_value)
-{
-	char *end;
-	long value;
-
-	errno = 0;
-	value = strtol(text, &end, 10);
-	if (errno || end == text || *end || value < min || value > max)
-		return false;
-	*ret_value = value;
-	return true;
-}
-
 static bool parse_output(const char *text, struct output_config *ret_config)
 {
 	struct output_config config = { 0 };
@@ -1439,7 +1428,7 @@ static bool parse_output(const char *text, struct output_config *ret_config)
 	if (!x || !at || at < x)
 		return false;
 	*x = *at = '\0';
-	if (!parse_long(size, 1, 16384, &width) || !parse_long(x + 1, 1, 16384, &height))
+	if (!fixture_parse_long(size, 1, 16384, &width) || !fixture_parse_long(x + 1, 1, 16384, &height))
 		return false;
 	errno = 0;
 	hz = strtod(at + 1, &end);
@@ -1519,7 +1508,7 @@ static bool parse_options(int argc, char **argv, struct options *options)
 				return usage_error("bad --move-after-ms '%s': expected MS:NAME", optarg);
 			memcpy(ms, optarg, (size_t)(colon - optarg));
 			ms[colon - optarg] = '\0';
-			if (!parse_long(ms, 0, INT_MAX, &options->move_after_ms))
+			if (!fixture_parse_long(ms, 0, INT_MAX, &options->move_after_ms))
 				return usage_error("bad --move-after-ms '%s': MS must be 0..%d",
 						   optarg, INT_MAX);
 			options->move_target = colon + 1;
