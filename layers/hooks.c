@@ -406,6 +406,15 @@ COUNTED(CmdBeginRenderingKHR, render_passes,
         (VkCommandBuffer cb, const VkRenderingInfo *i), (cb, i))
 #undef COUNTED
 
+void hooks_report_notes(void)
+{
+    uint64_t full = atomic_load(&cb_table_full);
+    if (full)
+        fscope_report_note("%llu draw/dispatch/render-pass records were not counted: more than "
+                           "%d command buffers in use at once", (unsigned long long)full,
+                           CB_TABLE_SIZE);
+}
+
 PFN_vkVoidFunction hooks_device_proc(const char *name)
 {
 #define HOOK(fn)                                                                               \

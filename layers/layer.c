@@ -705,5 +705,6 @@ vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *v)
 __attribute__((destructor)) static void layer_destructor(void)
 {
     gpu_report_notes();
+    hooks_report_notes();
     fscope_report_finish();
 }
