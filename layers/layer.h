@@ -230,7 +230,6 @@ void gpu_report_notes(void);
 
 /* hooks.c */
 PFN_vkVoidFunction hooks_device_proc(const char *name);
-PFN_vkVoidFunction hooks_instance_proc(const char *name);
 void hooks_report_notes(void);
 
 #endif
