@@ -150,33 +150,37 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueuePresentKHR(VkQueue queue,
     struct device_data *dev = device_lookup(queue);
     /* The cap waits before the frame closes: its wait is part of the frame it paces, and the
      * frame boundary is the moment the present is released down the chain. */
-    struct swapchain_data *capped = info->swapchainCount
-                                        ? swapchain_lookup(dev, info->pSwapchains[0]) : NULL;
-    if (capped && capped->surface && capped->surface->cap) {
-        struct fscope_cap *cap = capped->surface->cap;
+    struct swapchain_data *first = info->swapchainCount
+                                       ? swapchain_lookup(dev, info->pSwapchains[0]) : NULL;
+    if (first && first->surface && first->surface->cap) {
+        struct fscope_cap *cap = first->surface->cap;
         if (layer_config.cap_mode == CAP_AUTO) {
             /* Pace to the output the frames are shown on, once we know it. */
-            double hz = fscope_frame_log_shown_refresh_hz(capped->surface->frames);
+            double hz = fscope_frame_log_shown_refresh_hz(first->surface->frames);
             if (hz >= CAP_MIN_HZ && hz <= CAP_MAX_HZ) {
                 fscope_cap_target_hz(cap, hz);
-                fscope_cap_phase_lock(cap, fscope_frame_log_last_shown_ticks(capped->surface->frames));
+                fscope_cap_phase_lock(cap,
+                                      fscope_frame_log_last_shown_ticks(first->surface->frames));
             }
         }
         fscope_cap_pace(cap);
     }
     uint64_t now = fscope_now();
-    /* Most presents carry one swapchain; more are rare and only lose their return stamp. */
-    struct swapchain_data *first = NULL;
-    struct fscope_frame *first_frame = NULL;
+    /* Looked up once, used before and after the call down. A present of more swapchains than
+     * this is rare; the rest still close their frames, only without the return stamp. */
+    enum { TRACKED = 4 };
+    struct swapchain_data *swapchains[TRACKED] = { NULL };
+    struct fscope_frame *frames[TRACKED] = { NULL };
     for (uint32_t i = 0; i < info->swapchainCount; i++) {
-        struct swapchain_data *sc = swapchain_lookup(dev, info->pSwapchains[i]);
+        struct swapchain_data *sc = i == 0 && first ? first
+                                                     : swapchain_lookup(dev, info->pSwapchains[i]);
         if (!sc || !sc->surface)
             continue;
         sc->presents++;
         struct fscope_frame *frame = fscope_frame_log_close(sc->surface->frames, now, sc->serial);
-        if (!first) {
-            first = sc;
-            first_frame = frame;
+        if (i < TRACKED) {
+            swapchains[i] = sc;
+            frames[i] = frame;
         }
     }
     fscope_instant(&loc_frame_marker, now);
@@ -186,9 +190,10 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueuePresentKHR(VkQueue queue,
     uint64_t returned = start + fscope_block_end(FSCOPE_BLOCK_PRESENT, start);
     note_result(dev, r, "vkQueuePresentKHR");
     for (uint32_t i = 0; i < info->swapchainCount; i++) {
-        struct swapchain_data *sc = swapchain_lookup(dev, info->pSwapchains[i]);
+        struct swapchain_data *sc = i < TRACKED ? swapchains[i]
+                                                : swapchain_lookup(dev, info->pSwapchains[i]);
         if (sc && sc->surface)
-            fscope_frame_log_presented(sc->surface->frames, sc == first ? first_frame : NULL,
+            fscope_frame_log_presented(sc->surface->frames, i < TRACKED ? frames[i] : NULL,
                                        returned);
     }
 

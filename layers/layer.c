@@ -220,9 +220,14 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateInstance(
     bool ok;
     TABLE_INSERT(instances, inst, ok);
     if (!ok) {
-        fscope_log(FSCOPE_LOG_WARN, "more than %d instances; this one is not profiled",
-                   MAX_INSTANCES);
-        free(inst); /* calls on it fall through untouched: lookups miss */
+        /* Without an entry every call on this instance would find no dispatch table: fail
+         * its creation cleanly rather than hand the app an instance that crashes later. */
+        fscope_log(FSCOPE_LOG_ERROR, "more than %d live instances; refusing another (set "
+                   "DISABLE_FRAMESCOPE=1 to run without framescope)", MAX_INSTANCES);
+        inst->vk.DestroyInstance(*ret, alloc);
+        free(inst);
+        *ret = VK_NULL_HANDLE;
+        return VK_ERROR_OUT_OF_HOST_MEMORY;
     }
     fscope_report_enable();
     return VK_SUCCESS;
@@ -445,9 +450,13 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     bool ok;
     TABLE_INSERT(devices, dev, ok);
     if (!ok) {
-        fscope_log(FSCOPE_LOG_WARN, "more than %d devices; this one is not profiled",
-                   MAX_DEVICES);
+        fscope_log(FSCOPE_LOG_ERROR, "more than %d live devices; refusing another (set "
+                   "DISABLE_FRAMESCOPE=1 to run without framescope)", MAX_DEVICES);
+        dev->vk.DestroyDevice(*ret, alloc);
+        pthread_mutex_destroy(&dev->lock);
         free(dev);
+        *ret = VK_NULL_HANDLE;
+        return VK_ERROR_OUT_OF_HOST_MEMORY;
     }
     return VK_SUCCESS;
 }
