@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "stats.h"
 #include "trace.h"
 #ifdef FSCOPE_HAVE_WAYLAND
 #include "present/present-wl.h"
@@ -58,20 +59,7 @@ const char *frame_present_state_name(const struct fscope_frame *f, struct fscope
     }
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-    if (!n)
-        return 0;
-    qsort(v, n, sizeof(*v), compare_double);
-    return v[n / 2];
-}
-
+/* Mean, p50, p95, p99 of v (sorted in place). */
 static void distribution(double *v, size_t n, double ret[4])
 {
     memset(ret, 0, 4 * sizeof(double));
@@ -80,13 +68,11 @@ static void distribution(double *v, size_t n, double ret[4])
     double sum = 0;
     for (size_t i = 0; i < n; i++)
         sum += v[i];
-    qsort(v, n, sizeof(*v), compare_double);
+    stats_sort(v, n);
     ret[0] = sum / (double)n;
-    const double ps[3] = { 0.50, 0.95, 0.99 };
-    for (int k = 0; k < 3; k++) {
-        size_t rank = (size_t)ceil(ps[k] * (double)n);
-        ret[k + 1] = v[(rank ? rank : 1) - 1];
-    }
+    ret[1] = v[stats_rank(n, 0.50)];
+    ret[2] = v[stats_rank(n, 0.95)];
+    ret[3] = v[stats_rank(n, 0.99)];
 }
 
 static void diagnose(struct presentation_stats *s, const char *fmt, ...)
@@ -157,8 +143,8 @@ static void analyse_primary(struct presentation_stats *s, struct fscope_frame_lo
         if (f->presented_ticks > last_shown)
             last_shown = f->presented_ticks;
     }
-    s->app_interval_ms = median(app, napp);
-    s->claimed_refresh_ms = median(claimed, nclaimed);
+    s->app_interval_ms = stats_percentile(app, napp, 0.50);
+    s->claimed_refresh_ms = stats_percentile(claimed, nclaimed, 0.50);
     s->vsync = npresented && vsync * 2 > npresented;
     s->latency_samples = nlat;
     distribution(lat, nlat, s->latency_ms);
@@ -176,9 +162,8 @@ static void analyse_primary(struct presentation_stats *s, struct fscope_frame_lo
     double *sorted = malloc((nshown + 1) * sizeof(double));
     if (sorted) {
         memcpy(sorted, shown, nshown * sizeof(double));
-        qsort(sorted, nshown, sizeof(double), compare_double);
-        s->presented_interval_ms = nshown ? sorted[nshown / 2] : 0;
-        double measured_unit = nshown ? sorted[nshown / 10] : 0; /* the short, steady interval */
+        s->presented_interval_ms = stats_percentile(sorted, nshown, 0.50);
+        double measured_unit = nshown ? sorted[stats_rank(nshown, 0.10)] : 0; /* the short, steady interval */
         s->unit_ms = s->vsync && s->claimed_refresh_ms > 0 ? s->claimed_refresh_ms : measured_unit;
         free(sorted);
     }

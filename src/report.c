@@ -14,6 +14,7 @@
 #include "cap.h"
 #include "log.h"
 #include "presentation.h"
+#include "stats.h"
 #include "trace.h"
 
 #define MAX_NOTES 24
@@ -158,10 +159,7 @@ struct run_stats {
 
 static double percentile_ms(const int64_t *sorted, uint64_t n, double p)
 {
-    uint64_t rank = (uint64_t)ceil(p * (double)n);
-    if (rank < 1)
-        rank = 1;
-    return (double)sorted[rank - 1] / 1e6;
+    return (double)sorted[stats_rank(n, p)] / 1e6;
 }
 
 /* Average fps over the slowest share of frames. */
@@ -301,12 +299,6 @@ struct cap_stats {
     uint64_t missed_by_verdict[FSCOPE_VERDICT_COUNT];
 };
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Accuracy over intervals between two releases at the same target, where the second release
  * waited (a missed deadline or a resync is reported separately: it was not the cap's doing). */
 static bool cap_compute(struct fscope_cap *cap, struct cap_stats *ret)
@@ -337,11 +329,9 @@ static bool cap_compute(struct fscope_cap *cap, struct cap_stats *ret)
     }
     if (ret->intervals) {
         ret->mean_interval_ms = sum_ms / (double)ret->intervals;
-        qsort(errs, ret->intervals, sizeof(double), compare_double);
-        uint64_t r50 = (uint64_t)ceil(0.50 * (double)ret->intervals);
-        uint64_t r99 = (uint64_t)ceil(0.99 * (double)ret->intervals);
-        ret->err_us[0] = errs[(r50 ? r50 : 1) - 1];
-        ret->err_us[1] = errs[(r99 ? r99 : 1) - 1];
+        stats_sort(errs, ret->intervals);
+        ret->err_us[0] = errs[stats_rank(ret->intervals, 0.50)];
+        ret->err_us[1] = errs[stats_rank(ret->intervals, 0.99)];
         ret->err_us[2] = errs[ret->intervals - 1];
     }
     free(errs);

@@ -1,0 +1,36 @@
+/* Order statistics used by every report: one definition of a percentile (nearest rank). */
+#ifndef FSCOPE_STATS_H
+#define FSCOPE_STATS_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+/* The 0-based index of the p-th percentile (0 < p <= 1) of n sorted values, nearest rank. */
+static inline size_t stats_rank(size_t n, double p)
+{
+    size_t rank = (size_t)ceil(p * (double)n);
+    return (rank ? rank : 1) - 1;
+}
+
+static inline int stats_compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static inline void stats_sort(double *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), stats_compare_double);
+}
+
+/* Sorts v and returns its p-th percentile; 0 for no values. */
+static inline double stats_percentile(double *v, size_t n, double p)
+{
+    if (!n)
+        return 0;
+    stats_sort(v, n);
+    return v[stats_rank(n, p)];
+}
+
+#endif
