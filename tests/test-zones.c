@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "framescope.h"
+#include "log.h"
 #include "registry.h"
 
 #include "check.h"
@@ -138,6 +139,31 @@ static int bad_env_mode(void)
     return 0;
 }
 
+static int handled;
+static char last_line[512];
+
+static void capture_log(enum fscope_log_level level, const char *line, void *user)
+{
+    (void)level;
+    handled += *(int *)user;
+    snprintf(last_line, sizeof(last_line), "%s", line);
+}
+
+/* The embedding program redirects log lines; levels above the one in force are not sent. */
+static void test_log_handler(void)
+{
+    int weight = 1;
+    fscope_log_set_handler(capture_log, &weight);
+    fscope_log(FSCOPE_LOG_WARN, "ring of %d events", 64);
+    CHECK(handled == 1);
+    CHECK(strcmp(last_line, "framescope: warning: ring of 64 events") == 0);
+    fscope_log(FSCOPE_LOG_DEBUG, "not at the default level");
+    CHECK(handled == 1);
+    fscope_log_set_handler(NULL, NULL);
+    fscope_log(FSCOPE_LOG_ERROR, "back to stderr (expected in this test's output)");
+    CHECK(handled == 1);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--bad-env") == 0)
@@ -147,6 +173,7 @@ int main(int argc, char **argv)
     test_detail_levels();
     test_explicit_pair_and_stray_end();
     test_unwritable_dump();
+    test_log_handler();
     printf("ok\n");
     return 0;
 }
