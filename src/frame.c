@@ -74,8 +74,7 @@ FSCOPE_EXPORT void fscope_frame_log_open(struct fscope_frame_log *log, uint64_t 
         return;
     uint64_t discarded[FSCOPE_BLOCK_COUNT];
     fscope_thread_take_blocks(discarded);
-    for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
-        log->last_counts[k] = fscope_count_total((enum fscope_counter)k);
+    fscope_count_totals(log->last_counts);
     log->last_close_ticks = now_ticks;
 }
 
@@ -89,8 +88,7 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
     fscope_thread_take_blocks(blocks);
     uint8_t flags = fscope_thread_take_frame_flags();
     uint64_t counts[FSCOPE_COUNT_COUNT];
-    for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
-        counts[k] = fscope_count_total((enum fscope_counter)k);
+    fscope_count_totals(counts);
 
     struct fscope_frame *frame = NULL;
     if (log->last_close_ticks && now_ticks >= log->last_close_ticks) {

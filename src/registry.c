@@ -439,16 +439,17 @@ FSCOPE_EXPORT void fscope_count(enum fscope_counter k, uint64_t n)
         fscope_collector_count(c, k, n);
 }
 
-FSCOPE_EXPORT uint64_t fscope_count_total(enum fscope_counter k)
+FSCOPE_EXPORT void fscope_count_totals(uint64_t ret[FSCOPE_COUNT_COUNT])
 {
-    uint64_t sum = 0;
+    memset(ret, 0, sizeof(uint64_t) * FSCOPE_COUNT_COUNT);
     unsigned n = registry_slot_count();
     for (unsigned i = 0; i < n; i++) {
         int state = atomic_load_explicit(&slots[i].state, memory_order_acquire);
-        if (state == SLOT_LIVE || state == SLOT_EXITED)
-            sum += atomic_load_explicit(&slots[i].counters[k], memory_order_relaxed);
+        if (state != SLOT_LIVE && state != SLOT_EXITED)
+            continue;
+        for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
+            ret[k] += atomic_load_explicit(&slots[i].counters[k], memory_order_relaxed);
     }
-    return sum;
 }
 
 FSCOPE_EXPORT void fscope_thread_name(const char *name)

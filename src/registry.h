@@ -144,8 +144,8 @@ static inline void fscope_collector_count(struct fscope_collector *c, enum fscop
 
 /* Adds n to the calling thread's counter k. */
 FSCOPE_EXPORT void fscope_count(enum fscope_counter k, uint64_t n);
-/* Sum of counter k over every slot. */
-FSCOPE_EXPORT uint64_t fscope_count_total(enum fscope_counter k);
+/* Every counter summed over every slot, in one pass. */
+FSCOPE_EXPORT void fscope_count_totals(uint64_t ret[FSCOPE_COUNT_COUNT]);
 
 /* Builds the path of node index in c ("frame/render") into buf. */
 void registry_node_path(const struct fscope_collector *c, uint32_t index, char *buf, size_t len);
