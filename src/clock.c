@@ -14,7 +14,6 @@ struct clock_calibration {
 };
 
 static bool use_tsc;
-static char clock_description[160];
 /* Written by clock_refine under a seqlock-free scheme: readers copy the whole struct through
  * a version counter; a torn read is retried. Refinement is rare. */
 static struct clock_calibration calib;
@@ -97,8 +96,6 @@ void clock_init(void)
     struct clock_calibration c = { 0, 0, 1.0 };
     if (!use_tsc) {
         calib_store(&c);
-        snprintf(clock_description, sizeof(clock_description),
-                 "clock_gettime(CLOCK_MONOTONIC) (no invariant TSC: readings carry its cost)");
         return;
     }
     /* A first rate over 2 ms; clock_refine stretches the baseline as the process runs. */
@@ -111,8 +108,6 @@ void clock_init(void)
     c.ns_per_tick = (double)(ns1 - c.base_ns) / (double)(t1 - c.base_ticks);
     calib_store(&c);
     atomic_store(&last_refine_ns, ns1);
-    snprintf(clock_description, sizeof(clock_description),
-             "tsc (invariant, %.3f GHz calibrated against CLOCK_MONOTONIC)", 1.0 / c.ns_per_tick);
 }
 
 void clock_refine(void)
@@ -134,8 +129,6 @@ void clock_refine(void)
     /* Keep base: conversions of old ticks stay anchored, only the slope sharpens. */
     c.ns_per_tick = (double)(ns - c.base_ns) / (double)(t - c.base_ticks);
     calib_store(&c);
-    snprintf(clock_description, sizeof(clock_description),
-             "tsc (invariant, %.4f GHz calibrated against CLOCK_MONOTONIC)", 1.0 / c.ns_per_tick);
 }
 
 FSCOPE_EXPORT bool fscope_clock_is_tsc(void)
@@ -143,9 +136,22 @@ FSCOPE_EXPORT bool fscope_clock_is_tsc(void)
     return use_tsc;
 }
 
+/* Formatted when asked (by reports), from the calibration in force, so refining the rate on
+ * a present never writes a string another thread may be reading. */
 FSCOPE_EXPORT const char *fscope_clock_describe(void)
 {
-    return clock_description;
+    static __thread char description[160];
+    if (!use_tsc) {
+        snprintf(description, sizeof(description),
+                 "clock_gettime(CLOCK_MONOTONIC) (no invariant TSC: readings carry its cost)");
+    } else {
+        struct clock_calibration c;
+        calib_load(&c);
+        snprintf(description, sizeof(description),
+                 "tsc (invariant, %.4f GHz calibrated against CLOCK_MONOTONIC)",
+                 1.0 / c.ns_per_tick);
+    }
+    return description;
 }
 
 FSCOPE_EXPORT int64_t fscope_ticks_to_mono_ns(uint64_t ticks)
