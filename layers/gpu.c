@@ -1,13 +1,26 @@
-/* GPU timing: a timestamp written before and after each submission, read back without waiting
- * once the GPU has written it, mapped onto CLOCK_MONOTONIC and then onto our ticks.
+/* GPU timing: a timestamp written before and after each submission, read back once the layer
+ * itself knows the GPU finished it, mapped onto CLOCK_MONOTONIC and then onto our ticks.
  *
  * Each queue owns a ring of GPU_SLOTS query pairs with their command buffers recorded once at
- * set-up, so a submit only splices two prerecorded command buffers into the app's batch.
- * Queues are externally synchronised by the app (Vulkan's rule), so a queue's state needs no
- * lock: submit, present and wait-idle on one queue never run at once. */
+ * set-up. A submit splices the slot's begin command buffer in front of the app's first batch
+ * and appends one batch of ours: the end command buffer, then a signal of our own completion
+ * signal (a timeline semaphore value, or the slot's fence where timeline semaphores are not
+ * available). The end timestamp waits for every command submitted before it, and the signal
+ * waits for the end timestamp, so the signal proves the whole submission finished.
+ *
+ * Nothing here waits on an app thread. A reader thread per device waits on the completion
+ * signals, reads the queries, resets them from the host and only then gives the slot back
+ * (slot_tail). Until then a slot, its command buffers and queries are never reused: a submit
+ * that finds no free slot goes down untimed, and is counted.
+ *
+ * Queues are externally synchronised by the app (Vulkan's rule), so slot_head and the scratch
+ * memory need no lock: submit, present and wait-idle on one queue never run at once. */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "gpu_clock.h"
@@ -18,13 +31,71 @@
 struct gpu_stats gpu_stats;
 
 static const struct fscope_loc loc_gpu_submit = { "submission", __FILE__, __LINE__, 0, 0 };
-static _Atomic unsigned tracks_created;
 
 #define RECALIBRATE_NS 1000000000 /* well inside the 4.3 s wrap of 32 valid bits */
+/* The reader wakes at least this often to notice new queues and a stop request. */
+#define READER_WAIT_NS 50000000
+/* At device destruction the app has idled the device (a rule of vkDestroyDevice); this only
+ * bounds a broken app. */
+#define TEARDOWN_WAIT_NS 1000000000
+/* At exit a reader may sit in a driver call that waits on the app's own work: give up on it
+ * after this long and report without the last spans. */
+#define EXIT_JOIN_NS 200000000
+
+/* ---- tracks -------------------------------------------------------------------------------
+ * A track is a row in the trace and the zone tree, with the span log behind it. A queue holds
+ * one while it lives; a destroyed device's tracks are taken by the next queues, so a program
+ * that creates and destroys devices in a loop never runs out. Spans carry their device's id,
+ * so a reused track still tells devices apart. */
+
+#define MAX_TRACKS 64 /* queues timed at once, over all devices */
+
+struct gpu_track {
+    _Atomic bool in_use;
+    struct fscope_collector *collector;
+    struct fscope_span_log *spans;
+};
+
+static struct gpu_track tracks[MAX_TRACKS];
+static pthread_mutex_t tracks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct gpu_track *track_take(void)
+{
+    struct gpu_track *found = NULL;
+    pthread_mutex_lock(&tracks_lock);
+    for (unsigned i = 0; i < MAX_TRACKS && !found; i++) {
+        struct gpu_track *t = &tracks[i];
+        if (atomic_load(&t->in_use))
+            continue;
+        if (!t->collector) {
+            char name[32];
+            if (i == 0)
+                snprintf(name, sizeof(name), "gpu");
+            else
+                snprintf(name, sizeof(name), "gpu %u", i + 1);
+            t->collector = fscope_external_create(name);
+            t->spans = fscope_span_log_create();
+            if (!t->collector || !t->spans)
+                break;
+        }
+        atomic_store(&t->in_use, true);
+        found = t;
+    }
+    pthread_mutex_unlock(&tracks_lock);
+    return found;
+}
+
+static void track_give_back(struct gpu_track *t)
+{
+    if (t)
+        atomic_store(&t->in_use, false);
+}
+
+/* ---- clock mapping (reader thread) ----------------------------------------------------- */
 
 static void calibrate(struct device_data *dev, struct queue_data *q)
 {
-    if (!dev->calibrated_timestamps)
+    if (!dev->calibrated_timestamps || layer_config.fault_no_calibration)
         return;
     const VkCalibratedTimestampInfoEXT infos[2] = {
         { VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, NULL, VK_TIME_DOMAIN_DEVICE_EXT },
@@ -50,12 +121,47 @@ static int64_t gpu_to_mono(const struct queue_data *q, double period, uint64_t t
                                 q->valid_mask, period);
 }
 
+/* Without calibrated timestamps: a span's end happened before the moment we saw it finished,
+ * so each observation bounds the clock offset from above. The tightest bound of each second
+ * becomes the anchor, so a GPU clock that drifts against ours is followed, not anchored once. */
+static void anchor_observe(struct queue_data *q, double period, uint64_t end_ticks,
+                           int64_t seen_mono_ns)
+{
+    if (!q->calibration.anchored) {
+        q->calibration.anchored = true;
+        q->calibration.gpu_ticks = end_ticks;
+        q->calibration.mono_ns = seen_mono_ns;
+        q->calibration.taken_mono_ns = seen_mono_ns;
+        q->anchor_best_gap_ns = INT64_MAX;
+        atomic_fetch_add(&gpu_stats.estimated_queues, 1);
+        return;
+    }
+    int64_t gap = seen_mono_ns - gpu_to_mono(q, period, end_ticks);
+    if (gap < q->anchor_best_gap_ns) {
+        q->anchor_best_gap_ns = gap;
+        q->anchor_best_ticks = end_ticks;
+        q->anchor_best_mono_ns = seen_mono_ns;
+    }
+    if (seen_mono_ns - q->calibration.taken_mono_ns > RECALIBRATE_NS &&
+        q->anchor_best_gap_ns != INT64_MAX) {
+        q->calibration.gpu_ticks = q->anchor_best_ticks;
+        q->calibration.mono_ns = q->anchor_best_mono_ns;
+        q->calibration.taken_mono_ns = seen_mono_ns;
+        q->calibration.recalibrations++;
+        q->anchor_best_gap_ns = INT64_MAX;
+    }
+}
+
+/* ---- per-queue set-up ------------------------------------------------------------------ */
+
 static bool record_slot(struct device_data *dev, struct queue_data *q, unsigned i)
 {
     const VkCommandBufferBeginInfo begin = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO };
     struct gpu_slot *s = &q->slots[i];
     if (dev->vk.BeginCommandBuffer(s->begin_cb, &begin) != VK_SUCCESS)
         return false;
+    /* Without host resets the reset travels with the writes: both run in this submission, so
+     * what the reader reads after our completion signal is this lap's, never the last one's. */
     if (!dev->reset_query_pool && !layer_config.fault_skip_query_reset)
         dev->vk.CmdResetQueryPool(s->begin_cb, q->query_pool, 2 * i, 2);
     dev->vk.CmdWriteTimestamp(s->begin_cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, q->query_pool, 2 * i);
@@ -68,6 +174,17 @@ static bool record_slot(struct device_data *dev, struct queue_data *q, unsigned 
     return dev->vk.EndCommandBuffer(s->end_cb) == VK_SUCCESS;
 }
 
+static const char *family_kind(VkQueueFlags flags)
+{
+    if (flags & VK_QUEUE_GRAPHICS_BIT)
+        return "graphics";
+    if (flags & VK_QUEUE_COMPUTE_BIT)
+        return "compute";
+    if (flags & VK_QUEUE_TRANSFER_BIT)
+        return "transfer";
+    return "other";
+}
+
 void gpu_queue_init(struct device_data *dev, struct queue_data *q)
 {
     q->timing = false;
@@ -75,12 +192,25 @@ void gpu_queue_init(struct device_data *dev, struct queue_data *q)
         return;
     const VkQueueFamilyProperties *family = &dev->families[q->family];
     uint32_t bits = family->timestampValidBits;
-    if (bits == 0 || !(family->queueFlags & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT))) {
-        fscope_report_note("queue family %u has no timestamps (timestampValidBits %u): its "
-                           "submissions are not GPU-timed", q->family, bits);
+    if (bits == 0) {
+        fscope_report_note("queue family %u (%s) has no timestamps (timestampValidBits 0): its "
+                           "submissions are not GPU-timed", q->family,
+                           family_kind(family->queueFlags));
+        return;
+    }
+    if (!(family->queueFlags & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT |
+                                VK_QUEUE_TRANSFER_BIT))) {
+        fscope_report_note("queue family %u has neither graphics, compute nor transfer: its "
+                           "submissions are not GPU-timed", q->family);
         return;
     }
     q->valid_mask = gpu_valid_mask(bits);
+    q->track = track_take();
+    if (!q->track) {
+        fscope_report_note("more than %d queues timed at once: later queues are not GPU-timed",
+                           MAX_TRACKS);
+        return;
+    }
 
     const VkCommandPoolCreateInfo pool_info = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -91,12 +221,32 @@ void gpu_queue_init(struct device_data *dev, struct queue_data *q)
         .queryType = VK_QUERY_TYPE_TIMESTAMP,
         .queryCount = 2 * GPU_SLOTS,
     };
+    unsigned fences = 0;
     if (dev->vk.CreateCommandPool(dev->device, &pool_info, NULL, &q->pool) != VK_SUCCESS)
         goto error;
     if (dev->vk.CreateQueryPool(dev->device, &query_info, NULL, &q->query_pool) != VK_SUCCESS)
         goto error_pool;
     if (dev->reset_query_pool && !layer_config.fault_skip_query_reset)
         dev->reset_query_pool(dev->device, q->query_pool, 0, 2 * GPU_SLOTS);
+    if (dev->timeline_semaphores) {
+        const VkSemaphoreTypeCreateInfo type = {
+            .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+            .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
+            .initialValue = 0,
+        };
+        const VkSemaphoreCreateInfo sem_info = {
+            .sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
+            .pNext = &type,
+        };
+        if (dev->vk.CreateSemaphore(dev->device, &sem_info, NULL, &q->timeline) != VK_SUCCESS)
+            goto error_query;
+    } else {
+        const VkFenceCreateInfo fence_info = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
+        for (; fences < GPU_SLOTS; fences++)
+            if (dev->vk.CreateFence(dev->device, &fence_info, NULL,
+                                    &q->slots[fences].fence) != VK_SUCCESS)
+                goto error_sync;
+    }
     VkCommandBuffer cbs[2 * GPU_SLOTS];
     const VkCommandBufferAllocateInfo alloc_info = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
@@ -105,30 +255,30 @@ void gpu_queue_init(struct device_data *dev, struct queue_data *q)
         .commandBufferCount = 2 * GPU_SLOTS,
     };
     if (dev->vk.AllocateCommandBuffers(dev->device, &alloc_info, cbs) != VK_SUCCESS)
-        goto error_query;
+        goto error_sync;
     for (unsigned i = 0; i < 2 * GPU_SLOTS; i++) {
         /* Command buffers we create are dispatchable: the loader must fill their dispatch. */
         if (dev->set_loader_data(dev->device, cbs[i]) != VK_SUCCESS)
-            goto error_query;
+            goto error_sync;
     }
     for (unsigned i = 0; i < GPU_SLOTS; i++) {
         q->slots[i].begin_cb = cbs[2 * i];
         q->slots[i].end_cb = cbs[2 * i + 1];
         if (!record_slot(dev, q, i))
-            goto error_query;
+            goto error_sync;
     }
-    unsigned n = atomic_fetch_add(&tracks_created, 1);
-    char name[32];
-    if (n == 0)
-        snprintf(name, sizeof(name), "gpu");
-    else
-        snprintf(name, sizeof(name), "gpu %u", n + 1);
-    q->track = fscope_external_create(name);
-    q->spans = fscope_span_log_create();
-    calibrate(dev, q);
     q->timing = true;
     return;
 
+error_sync:
+    if (q->timeline)
+        dev->vk.DestroySemaphore(dev->device, q->timeline, NULL);
+    q->timeline = VK_NULL_HANDLE;
+    while (fences > 0) {
+        fences--;
+        dev->vk.DestroyFence(dev->device, q->slots[fences].fence, NULL);
+        q->slots[fences].fence = VK_NULL_HANDLE;
+    }
 error_query:
     dev->vk.DestroyQueryPool(dev->device, q->query_pool, NULL);
 error_pool:
@@ -136,75 +286,270 @@ error_pool:
 error:
     q->pool = VK_NULL_HANDLE;
     q->query_pool = VK_NULL_HANDLE;
+    track_give_back(q->track);
+    q->track = NULL;
     fscope_report_note("could not set up GPU timestamps on queue family %u: GPU not timed",
                        q->family);
 }
 
 void gpu_device_lost(struct device_data *dev, const char *where)
 {
-    if (dev->lost)
+    if (atomic_exchange(&dev->lost, true))
         return;
-    dev->lost = true;
     atomic_fetch_add(&gpu_stats.device_lost, 1);
     fscope_report_note("device lost (reported by %s): GPU timing stopped from there on", where);
 }
 
-void gpu_queue_poll(struct device_data *dev, struct queue_data *q)
+/* Called by the reader only, and by teardown after the reader stopped. */
+void gpu_queue_finish(struct device_data *dev, struct queue_data *q)
 {
-    if (!q->timing || dev->lost)
+    uint64_t head = atomic_load(&q->slot_head), tail = atomic_load(&q->slot_tail);
+    if (q->timing && head > tail)
+        atomic_fetch_add(&gpu_stats.in_flight_at_teardown, head - tail);
+    if (q->timeline)
+        dev->vk.DestroySemaphore(dev->device, q->timeline, NULL);
+    for (unsigned i = 0; i < GPU_SLOTS; i++)
+        if (q->slots[i].fence)
+            dev->vk.DestroyFence(dev->device, q->slots[i].fence, NULL);
+    if (q->query_pool)
+        dev->vk.DestroyQueryPool(dev->device, q->query_pool, NULL);
+    if (q->pool)
+        dev->vk.DestroyCommandPool(dev->device, q->pool, NULL);
+    track_give_back(q->track);
+    q->track = NULL;
+    q->timing = false;
+}
+
+/* ---- reading back (reader thread) ------------------------------------------------------ */
+
+static bool slot_complete(struct device_data *dev, struct queue_data *q, uint64_t index,
+                          uint64_t timeline_value)
+{
+    if (q->timeline)
+        return timeline_value >= index + 1;
+    VkResult r = dev->vk.GetFenceStatus(dev->device, q->slots[index % GPU_SLOTS].fence);
+    if (r == VK_ERROR_DEVICE_LOST)
+        gpu_device_lost(dev, "vkGetFenceStatus");
+    return r == VK_SUCCESS;
+}
+
+/* Reads every slot our completion signal says is done, in order; gives each back. */
+static void queue_read_completed(struct device_data *dev, struct queue_data *q)
+{
+    if (!q->timing || atomic_load(&dev->lost))
         return;
+    uint64_t head = atomic_load_explicit(&q->slot_head, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&q->slot_tail, memory_order_relaxed);
+    if (tail == head)
+        return;
+    uint64_t value = 0;
+    if (q->timeline) {
+        VkResult r = dev->get_counter(dev->device, q->timeline, &value);
+        if (r == VK_ERROR_DEVICE_LOST)
+            gpu_device_lost(dev, "vkGetSemaphoreCounterValue");
+        if (r != VK_SUCCESS)
+            return;
+    }
     double period = dev->timestamp_period;
-    while (q->slot_tail < q->slot_head) {
-        unsigned i = (unsigned)(q->slot_tail % GPU_SLOTS);
-        uint64_t data[4] = { 0 };
+    while (tail < head && slot_complete(dev, q, tail, value)) {
+        unsigned i = (unsigned)(tail % GPU_SLOTS);
+        uint64_t data[2] = { 0 };
+        /* Complete by our own signal: no wait, and this lap's values (see record_slot). */
         VkResult r = dev->vk.GetQueryPoolResults(dev->device, q->query_pool, 2 * i, 2,
-                                                 sizeof(data), data, 2 * sizeof(uint64_t),
-                                                 VK_QUERY_RESULT_64_BIT |
-                                                     VK_QUERY_RESULT_WITH_AVAILABILITY_BIT);
+                                                 sizeof(data), data, sizeof(uint64_t),
+                                                 VK_QUERY_RESULT_64_BIT);
+        int64_t seen = fscope_ticks_to_mono_ns(fscope_now());
         if (r == VK_ERROR_DEVICE_LOST) {
             gpu_device_lost(dev, "vkGetQueryPoolResults");
             return;
         }
-        if ((r != VK_SUCCESS && r != VK_NOT_READY) || !data[1] || !data[3])
-            break; /* not written yet: the ring completes in order, so stop here */
-        uint64_t begin = data[0] & q->valid_mask, end = data[2] & q->valid_mask;
-        if (!q->calibration.anchored) {
-            /* No calibrated timestamps: anchor the span's end to now, the earliest moment we
-             * know it had happened. Durations stay exact; placement is late by up to a frame. */
-            q->calibration.anchored = true;
-            q->calibration.gpu_ticks = end;
-            q->calibration.mono_ns = fscope_ticks_to_mono_ns(fscope_now());
-            atomic_fetch_add(&gpu_stats.estimated_queues, 1);
+        if (r == VK_SUCCESS) {
+            uint64_t begin = data[0] & q->valid_mask, end = data[1] & q->valid_mask;
+            if (!q->calibration.calibrated)
+                anchor_observe(q, period, end, seen);
+            uint64_t b = fscope_mono_ns_to_ticks(gpu_to_mono(q, period, begin));
+            uint64_t e = fscope_mono_ns_to_ticks(gpu_to_mono(q, period, end));
+            if (e < b)
+                e = b;
+            struct fscope_collector *c = q->track->collector;
+            uint64_t clamped_before = c->spans_clamped;
+            fscope_external_span(c, &loc_gpu_submit, b, e);
+            if (c->spans_clamped != clamped_before)
+                atomic_fetch_add(&gpu_stats.clamped, 1);
+            fscope_span_log_add(q->track->spans, dev->id, b, e);
+            atomic_fetch_add_explicit(&gpu_stats.measured, 1, memory_order_relaxed);
+        } else {
+            atomic_fetch_add_explicit(&gpu_stats.unmeasured_unreadable, 1, memory_order_relaxed);
         }
-        uint64_t b = fscope_mono_ns_to_ticks(gpu_to_mono(q, period, begin));
-        uint64_t e = fscope_mono_ns_to_ticks(gpu_to_mono(q, period, end));
-        if (e < b)
-            e = b;
-        uint64_t clamped_before = q->track ? q->track->spans_clamped : 0;
-        fscope_external_span(q->track, &loc_gpu_submit, b, e);
-        if (q->track && q->track->spans_clamped != clamped_before)
-            atomic_fetch_add(&gpu_stats.clamped, 1);
-        fscope_span_log_add(q->spans, b, e);
-        atomic_fetch_add_explicit(&gpu_stats.measured, 1, memory_order_relaxed);
-        q->slot_tail++;
+        if (dev->reset_query_pool && !layer_config.fault_skip_query_reset)
+            dev->reset_query_pool(dev->device, q->query_pool, 2 * i, 2);
+        if (!q->timeline)
+            dev->vk.ResetFences(dev->device, 1, &q->slots[i].fence);
+        tail++;
+        atomic_store_explicit(&q->slot_tail, tail, memory_order_release);
     }
     if (q->calibration.calibrated &&
         fscope_ticks_to_mono_ns(fscope_now()) - q->calibration.taken_mono_ns > RECALIBRATE_NS)
         calibrate(dev, q);
 }
 
-void gpu_queue_finish(struct device_data *dev, struct queue_data *q)
+/* Waits until some queue's oldest pending slot completes, or timeout_ns passes. False when
+ * nothing is pending. */
+static bool wait_any_pending(struct device_data *dev, uint64_t timeout_ns)
 {
-    if (q->timing) {
-        gpu_queue_poll(dev, q);
-        atomic_fetch_add(&gpu_stats.in_flight_at_teardown, q->slot_head - q->slot_tail);
+    VkSemaphore semaphores[MAX_QUEUES];
+    uint64_t values[MAX_QUEUES];
+    VkFence fences[MAX_QUEUES];
+    uint32_t n = 0;
+    for (unsigned i = 0; i < MAX_QUEUES; i++) {
+        struct queue_data *q = atomic_load_explicit(&dev->queues[i].item, memory_order_acquire);
+        if (!q || !q->timing)
+            continue;
+        uint64_t tail = atomic_load_explicit(&q->slot_tail, memory_order_relaxed);
+        if (tail == atomic_load_explicit(&q->slot_head, memory_order_acquire))
+            continue;
+        if (q->timeline) {
+            semaphores[n] = q->timeline;
+            values[n] = tail + 1;
+        } else {
+            fences[n] = q->slots[tail % GPU_SLOTS].fence;
+        }
+        n++;
     }
-    if (q->query_pool)
-        dev->vk.DestroyQueryPool(dev->device, q->query_pool, NULL);
-    if (q->pool)
-        dev->vk.DestroyCommandPool(dev->device, q->pool, NULL);
-    q->timing = false;
+    if (n == 0)
+        return false;
+    VkResult r;
+    if (dev->timeline_semaphores) {
+        const VkSemaphoreWaitInfo info = {
+            .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+            .flags = VK_SEMAPHORE_WAIT_ANY_BIT,
+            .semaphoreCount = n,
+            .pSemaphores = semaphores,
+            .pValues = values,
+        };
+        r = dev->wait_semaphores(dev->device, &info, timeout_ns);
+    } else {
+        r = dev->vk.WaitForFences(dev->device, n, fences, VK_FALSE, timeout_ns);
+    }
+    if (r == VK_ERROR_DEVICE_LOST)
+        gpu_device_lost(dev, "waiting for the layer's own completion signal");
+    return true;
 }
+
+static void read_all(struct device_data *dev)
+{
+    for (unsigned i = 0; i < MAX_QUEUES; i++) {
+        struct queue_data *q = atomic_load_explicit(&dev->queues[i].item, memory_order_acquire);
+        if (q)
+            queue_read_completed(dev, q);
+    }
+}
+
+static void *reader_main(void *arg)
+{
+    struct device_data *dev = arg;
+    while (!atomic_load(&dev->reader_stop) && !atomic_load(&dev->lost)) {
+        if (wait_any_pending(dev, READER_WAIT_NS)) {
+            read_all(dev);
+            continue;
+        }
+        /* Nothing in flight: sleep until a submit wakes us (it only signals while we say we
+         * are idle, so a busy app makes no system call for us), or a while passes. */
+        pthread_mutex_lock(&dev->reader_lock);
+        atomic_store(&dev->reader_idle, true);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += READER_WAIT_NS;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        if (!atomic_load(&dev->reader_stop))
+            pthread_cond_timedwait(&dev->reader_wake, &dev->reader_lock, &until);
+        atomic_store(&dev->reader_idle, false);
+        pthread_mutex_unlock(&dev->reader_lock);
+        read_all(dev);
+    }
+    return NULL;
+}
+
+void gpu_reader_start(struct device_data *dev)
+{
+    if (!layer_config.gpu_timing || dev->reader_started)
+        return;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&dev->reader_wake, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&dev->reader_lock, NULL);
+    /* Our thread must never take the app's signals. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int err = pthread_create(&dev->reader, NULL, reader_main, dev);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != 0) {
+        pthread_cond_destroy(&dev->reader_wake);
+        pthread_mutex_destroy(&dev->reader_lock);
+        fscope_report_note("cannot start the GPU timestamp reader (%s): GPU not timed",
+                           strerror(err));
+        return;
+    }
+    pthread_setname_np(dev->reader, "fscope-gpu");
+    dev->reader_started = true;
+}
+
+static void reader_signal_stop(struct device_data *dev)
+{
+    pthread_mutex_lock(&dev->reader_lock);
+    atomic_store(&dev->reader_stop, true);
+    pthread_cond_signal(&dev->reader_wake);
+    pthread_mutex_unlock(&dev->reader_lock);
+}
+
+void gpu_reader_stop(struct device_data *dev)
+{
+    if (!dev->reader_started)
+        return;
+    reader_signal_stop(dev);
+    pthread_join(dev->reader, NULL);
+    dev->reader_started = false;
+    pthread_cond_destroy(&dev->reader_wake);
+    pthread_mutex_destroy(&dev->reader_lock);
+    /* The app idled the device before destroying it; read what is left, bounded. */
+    int64_t deadline = fscope_ticks_to_mono_ns(fscope_now()) + TEARDOWN_WAIT_NS;
+    for (;;) {
+        read_all(dev);
+        int64_t left = deadline - fscope_ticks_to_mono_ns(fscope_now());
+        if (atomic_load(&dev->lost) || left <= 0 || !wait_any_pending(dev, (uint64_t)left))
+            break;
+    }
+    read_all(dev);
+}
+
+void gpu_reader_stop_at_exit(struct device_data *dev)
+{
+    if (!dev->reader_started)
+        return;
+    reader_signal_stop(dev);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += EXIT_JOIN_NS;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    if (pthread_timedjoin_np(dev->reader, NULL, &until) == 0) {
+        dev->reader_started = false;
+        read_all(dev);
+    } else {
+        fscope_report_note("the GPU timestamp reader was still waiting on the driver at exit: "
+                           "the last submissions' GPU spans may be missing");
+    }
+}
+
+/* ---- submission (app thread) ----------------------------------------------------------- */
 
 static void *scratch_reserve(struct queue_data *q, size_t size)
 {
@@ -235,27 +580,50 @@ static bool chain_blocks_injection(const void *pnext)
     return false;
 }
 
-/* Returns the slot for the next submission, or NULL (counted) when it goes untimed. */
+/* Returns the slot for the next submission, or NULL (counted) when it goes untimed. Never
+ * waits: a slot is free only once the reader has seen our completion signal for it. */
 static struct gpu_slot *slot_acquire(struct device_data *dev, struct queue_data *q,
                                      bool blocked)
 {
-    if (!q->timing || dev->lost)
+    if (!q->timing || atomic_load_explicit(&dev->lost, memory_order_relaxed))
         return NULL;
     if (blocked) {
         atomic_fetch_add_explicit(&gpu_stats.unmeasured_unsupported, 1, memory_order_relaxed);
         return NULL;
     }
-    gpu_queue_poll(dev, q);
-    if (q->slot_head - q->slot_tail >= GPU_SLOTS) {
+    uint64_t head = atomic_load_explicit(&q->slot_head, memory_order_relaxed);
+    if (head - atomic_load_explicit(&q->slot_tail, memory_order_acquire) >= GPU_SLOTS) {
         atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
         return NULL;
     }
-    unsigned i = (unsigned)(q->slot_head % GPU_SLOTS);
-    /* Reset when the slot is reused, not when it was read: by now the app has waited on the
-     * work that used it (the validation layer only retires a submission at such a wait). */
-    if (dev->reset_query_pool && q->slot_head >= GPU_SLOTS && !layer_config.fault_skip_query_reset)
-        dev->reset_query_pool(dev->device, q->query_pool, 2 * i, 2);
-    return &q->slots[i];
+    return &q->slots[head % GPU_SLOTS];
+}
+
+static void slot_submitted(struct device_data *dev, struct queue_data *q)
+{
+    atomic_store_explicit(&q->slot_head, atomic_load_explicit(&q->slot_head,
+                                                              memory_order_relaxed) + 1,
+                          memory_order_release);
+    if (atomic_load_explicit(&dev->reader_idle, memory_order_relaxed)) {
+        pthread_mutex_lock(&dev->reader_lock);
+        pthread_cond_signal(&dev->reader_wake);
+        pthread_mutex_unlock(&dev->reader_lock);
+    }
+}
+
+/* Where there is no timeline semaphore, the slot's fence rides on the app's call when the app
+ * passed none, else on an empty submission of ours right behind it. */
+static VkResult fence_fallback(struct device_data *dev, struct queue_data *q,
+                               struct gpu_slot *slot, VkFence app_fence, VkFence *ret_fence)
+{
+    *ret_fence = app_fence;
+    if (q->timeline)
+        return VK_SUCCESS;
+    if (!app_fence) {
+        *ret_fence = slot->fence;
+        return VK_SUCCESS;
+    }
+    return VK_INCOMPLETE; /* the caller submits the fence on its own afterwards */
 }
 
 VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t count,
@@ -268,35 +636,49 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
     if (!slot)
         return dev->vk.QueueSubmit(q->queue, count, submits, fence);
 
-    const VkSubmitInfo *first = &submits[0], *last = &submits[count - 1];
-    size_t cb_count = first->commandBufferCount + 1 + (count == 1 ? 1 : last->commandBufferCount + 1);
-    size_t size = count * sizeof(VkSubmitInfo) + cb_count * sizeof(VkCommandBuffer);
+    const VkSubmitInfo *first = &submits[0];
+    size_t size = (count + 1) * sizeof(VkSubmitInfo) +
+                  (first->commandBufferCount + 1) * sizeof(VkCommandBuffer);
     VkSubmitInfo *copy = scratch_reserve(q, size);
     if (!copy) {
         atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
         return dev->vk.QueueSubmit(q->queue, count, submits, fence);
     }
     memcpy(copy, submits, count * sizeof(VkSubmitInfo));
-    VkCommandBuffer *cbs = (VkCommandBuffer *)(copy + count);
-
-    VkCommandBuffer *first_cbs = cbs;
+    VkCommandBuffer *first_cbs = (VkCommandBuffer *)(copy + count + 1);
     first_cbs[0] = slot->begin_cb;
-    memcpy(first_cbs + 1, first->pCommandBuffers, first->commandBufferCount * sizeof(*cbs));
+    memcpy(first_cbs + 1, first->pCommandBuffers, first->commandBufferCount * sizeof(*first_cbs));
     copy[0].pCommandBuffers = first_cbs;
     copy[0].commandBufferCount = first->commandBufferCount + 1;
-    if (count == 1) {
-        first_cbs[copy[0].commandBufferCount] = slot->end_cb;
-        copy[0].commandBufferCount++;
-    } else {
-        VkCommandBuffer *last_cbs = first_cbs + first->commandBufferCount + 1;
-        memcpy(last_cbs, last->pCommandBuffers, last->commandBufferCount * sizeof(*cbs));
-        last_cbs[last->commandBufferCount] = slot->end_cb;
-        copy[count - 1].pCommandBuffers = last_cbs;
-        copy[count - 1].commandBufferCount = last->commandBufferCount + 1;
+
+    uint64_t value = atomic_load_explicit(&q->slot_head, memory_order_relaxed) + 1;
+    const VkTimelineSemaphoreSubmitInfo timeline = {
+        .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+        .signalSemaphoreValueCount = 1,
+        .pSignalSemaphoreValues = &value,
+    };
+    copy[count] = (VkSubmitInfo){
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .pNext = q->timeline ? &timeline : NULL,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &slot->end_cb,
+        .signalSemaphoreCount = q->timeline ? 1 : 0,
+        .pSignalSemaphores = &q->timeline,
+    };
+    VkFence call_fence;
+    bool separate_fence = fence_fallback(dev, q, slot, fence, &call_fence) == VK_INCOMPLETE;
+    VkResult r = dev->vk.QueueSubmit(q->queue, count + 1, copy, call_fence);
+    if (r == VK_SUCCESS && separate_fence &&
+        dev->vk.QueueSubmit(q->queue, 0, NULL, slot->fence) != VK_SUCCESS) {
+        /* The work is on the queue but we cannot know when it ends: never reuse this slot's
+         * command buffers blind. Stop timing this queue. */
+        q->timing = false;
+        fscope_report_note("could not submit the layer's completion fence: GPU timing stopped "
+                           "on queue family %u", q->family);
+        return r;
     }
-    VkResult r = dev->vk.QueueSubmit(q->queue, count, copy, fence);
     if (r == VK_SUCCESS)
-        q->slot_head++;
+        slot_submitted(dev, q);
     return r;
 }
 
@@ -311,45 +693,54 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
     if (!slot)
         return next(q->queue, count, submits, fence);
 
-    const VkSubmitInfo2 *first = &submits[0], *last = &submits[count - 1];
-    size_t cb_count = first->commandBufferInfoCount + 1 +
-                      (count == 1 ? 1 : last->commandBufferInfoCount + 1);
-    size_t size = count * sizeof(VkSubmitInfo2) + cb_count * sizeof(VkCommandBufferSubmitInfo);
+    const VkSubmitInfo2 *first = &submits[0];
+    size_t size = (count + 1) * sizeof(VkSubmitInfo2) +
+                  (first->commandBufferInfoCount + 1) * sizeof(VkCommandBufferSubmitInfo);
     VkSubmitInfo2 *copy = scratch_reserve(q, size);
     if (!copy) {
         atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
         return next(q->queue, count, submits, fence);
     }
     memcpy(copy, submits, count * sizeof(VkSubmitInfo2));
-    VkCommandBufferSubmitInfo *infos = (VkCommandBufferSubmitInfo *)(copy + count);
-    const VkCommandBufferSubmitInfo ours_begin = {
+    VkCommandBufferSubmitInfo *first_infos = (VkCommandBufferSubmitInfo *)(copy + count + 1);
+    first_infos[0] = (VkCommandBufferSubmitInfo){
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO,
         .commandBuffer = slot->begin_cb,
     };
-    const VkCommandBufferSubmitInfo ours_end = {
+    memcpy(first_infos + 1, first->pCommandBufferInfos,
+           first->commandBufferInfoCount * sizeof(*first_infos));
+    copy[0].pCommandBufferInfos = first_infos;
+    copy[0].commandBufferInfoCount = first->commandBufferInfoCount + 1;
+
+    const VkCommandBufferSubmitInfo end_info = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO,
         .commandBuffer = slot->end_cb,
     };
-    VkCommandBufferSubmitInfo *first_infos = infos;
-    first_infos[0] = ours_begin;
-    memcpy(first_infos + 1, first->pCommandBufferInfos,
-           first->commandBufferInfoCount * sizeof(*infos));
-    copy[0].pCommandBufferInfos = first_infos;
-    copy[0].commandBufferInfoCount = first->commandBufferInfoCount + 1;
-    if (count == 1) {
-        first_infos[copy[0].commandBufferInfoCount] = ours_end;
-        copy[0].commandBufferInfoCount++;
-    } else {
-        VkCommandBufferSubmitInfo *last_infos = first_infos + first->commandBufferInfoCount + 1;
-        memcpy(last_infos, last->pCommandBufferInfos,
-               last->commandBufferInfoCount * sizeof(*infos));
-        last_infos[last->commandBufferInfoCount] = ours_end;
-        copy[count - 1].pCommandBufferInfos = last_infos;
-        copy[count - 1].commandBufferInfoCount = last->commandBufferInfoCount + 1;
+    const VkSemaphoreSubmitInfo signal = {
+        .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO,
+        .semaphore = q->timeline,
+        .value = atomic_load_explicit(&q->slot_head, memory_order_relaxed) + 1,
+        .stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
+    };
+    copy[count] = (VkSubmitInfo2){
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO_2,
+        .commandBufferInfoCount = 1,
+        .pCommandBufferInfos = &end_info,
+        .signalSemaphoreInfoCount = q->timeline ? 1 : 0,
+        .pSignalSemaphoreInfos = &signal,
+    };
+    VkFence call_fence;
+    bool separate_fence = fence_fallback(dev, q, slot, fence, &call_fence) == VK_INCOMPLETE;
+    VkResult r = next(q->queue, count + 1, copy, call_fence);
+    if (r == VK_SUCCESS && separate_fence &&
+        dev->vk.QueueSubmit(q->queue, 0, NULL, slot->fence) != VK_SUCCESS) {
+        q->timing = false;
+        fscope_report_note("could not submit the layer's completion fence: GPU timing stopped "
+                           "on queue family %u", q->family);
+        return r;
     }
-    VkResult r = next(q->queue, count, copy, fence);
     if (r == VK_SUCCESS)
-        q->slot_head++;
+        slot_submitted(dev, q);
     return r;
 }
 
@@ -358,21 +749,24 @@ void gpu_report_notes(void)
     uint64_t measured = atomic_load(&gpu_stats.measured);
     uint64_t no_slot = atomic_load(&gpu_stats.unmeasured_no_slot);
     uint64_t unsupported = atomic_load(&gpu_stats.unmeasured_unsupported);
+    uint64_t unreadable = atomic_load(&gpu_stats.unmeasured_unreadable);
     uint64_t in_flight = atomic_load(&gpu_stats.in_flight_at_teardown);
     if (!layer_config.gpu_timing) {
-        fscope_report_note("GPU timing off (FRAMESCOPE_GPU=off): gpu busy reads 0");
+        fscope_report_note("GPU timing off (FRAMESCOPE_GPU=off): no GPU busy time was measured");
         return;
     }
     fscope_report_note("GPU timing: %llu submissions timed; untimed: %llu (no free query slot), "
-                       "%llu (device-group or protected), %llu (in flight at teardown)",
-                       (unsigned long long)measured, (unsigned long long)no_slot,
-                       (unsigned long long)unsupported, (unsigned long long)in_flight);
+                       "%llu (device-group or protected), %llu (unreadable), %llu (in flight at "
+                       "teardown)", (unsigned long long)measured, (unsigned long long)no_slot,
+                       (unsigned long long)unsupported, (unsigned long long)unreadable,
+                       (unsigned long long)in_flight);
     if (atomic_load(&gpu_stats.calibrated_queues))
         fscope_report_note("GPU clock mapped with VK_EXT_calibrated_timestamps, re-calibrated "
                            "every second");
     if (atomic_load(&gpu_stats.estimated_queues))
         fscope_report_note("GPU clock not calibrated (no VK_EXT_calibrated_timestamps): span "
-                           "durations are exact, their placement is late by up to a frame");
+                           "durations are exact; placement is re-anchored every second from "
+                           "when each span was seen complete");
     if (atomic_load(&gpu_stats.clamped))
         fscope_report_note("%llu GPU spans overlapped the previous one on their queue and were "
                            "clamped", (unsigned long long)atomic_load(&gpu_stats.clamped));

@@ -8,6 +8,8 @@
 #include "report.h"
 
 static const struct fscope_loc loc_acquire = { "vkAcquireNextImageKHR", __FILE__, __LINE__, 0, 0 };
+static const struct fscope_loc loc_present_wait = { "vkWaitForPresentKHR", __FILE__, __LINE__, 0,
+                                                    0 };
 static const struct fscope_loc loc_present = { "vkQueuePresentKHR", __FILE__, __LINE__, 0, 0 };
 static const struct fscope_loc loc_fence = { "vkWaitForFences", __FILE__, __LINE__, 0, 0 };
 static const struct fscope_loc loc_semaphore = { "vkWaitSemaphores", __FILE__, __LINE__, 0, 0 };
@@ -177,7 +179,15 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueuePresentKHR(VkQueue queue,
         if (!sc || !sc->surface)
             continue;
         sc->presents++;
-        struct fscope_frame *frame = fscope_frame_log_close(sc->surface->frames, now, sc->serial);
+        const struct fscope_frame_origin origin = {
+            .swapchain_serial = sc->serial,
+            .device_id = sc->device_id,
+            .present_mode = sc->present_mode,
+            .spans = sc->pending,
+            .span_count = sc->pending_count,
+        };
+        struct fscope_frame *frame = fscope_frame_log_close(sc->surface->frames, now, &origin);
+        sc->pending_count = 0;
         if (i < TRACKED) {
             swapchains[i] = sc;
             frames[i] = frame;
@@ -192,15 +202,29 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueuePresentKHR(VkQueue queue,
     for (uint32_t i = 0; i < info->swapchainCount; i++) {
         struct swapchain_data *sc = i < TRACKED ? swapchains[i]
                                                 : swapchain_lookup(dev, info->pSwapchains[i]);
+        /* With several swapchains, each has its own result; else the call's is theirs. */
+        VkResult own = info->pResults ? info->pResults[i] : r;
         if (sc && sc->surface)
             fscope_frame_log_presented(sc->surface->frames, i < TRACKED ? frames[i] : NULL,
-                                       returned);
+                                       returned, own < 0);
     }
-
-    struct queue_data *q = queue_lookup(dev, queue);
-    if (q)
-        gpu_queue_poll(dev, q);
     return r;
+}
+
+/* A block of whatever thread, charged to the swapchain's next frame. Past the pending array
+ * the last interval grows to cover it, which keeps its time in the frame. */
+static void charge_to_swapchain(struct device_data *dev, VkSwapchainKHR swapchain,
+                                enum fscope_block kind, uint64_t start, uint64_t end)
+{
+    struct swapchain_data *sc = swapchain_lookup(dev, swapchain);
+    if (!sc)
+        return;
+    if (sc->pending_count < FRAME_ORIGIN_SPANS) {
+        sc->pending[sc->pending_count++] =
+            (struct fscope_block_span){ .start = start, .end = end, .kind = (uint8_t)kind };
+    } else if (end > sc->pending[FRAME_ORIGIN_SPANS - 1].end) {
+        sc->pending[FRAME_ORIGIN_SPANS - 1].end = end;
+    }
 }
 
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_AcquireNextImageKHR(
@@ -210,7 +234,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_AcquireNextImageKHR(
     struct device_data *dev = device_lookup(device);
     uint64_t start = fscope_block_begin(&loc_acquire);
     VkResult r = dev->vk.AcquireNextImageKHR(device, swapchain, timeout, semaphore, fence, index);
-    fscope_block_end(FSCOPE_BLOCK_ACQUIRE, start);
+    charge_to_swapchain(dev, swapchain, FSCOPE_BLOCK_ACQUIRE, start,
+                        fscope_block_end_uncharged(start));
     note_result(dev, r, "vkAcquireNextImageKHR");
     return r;
 }
@@ -221,8 +246,23 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_AcquireNextImage2KHR(
     struct device_data *dev = device_lookup(device);
     uint64_t start = fscope_block_begin(&loc_acquire);
     VkResult r = dev->vk.AcquireNextImage2KHR(device, info, index);
-    fscope_block_end(FSCOPE_BLOCK_ACQUIRE, start);
+    charge_to_swapchain(dev, info->swapchain, FSCOPE_BLOCK_ACQUIRE, start,
+                        fscope_block_end_uncharged(start));
     note_result(dev, r, "vkAcquireNextImage2KHR");
+    return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_WaitForPresentKHR(VkDevice device,
+                                                                   VkSwapchainKHR swapchain,
+                                                                   uint64_t present_id,
+                                                                   uint64_t timeout)
+{
+    struct device_data *dev = device_lookup(device);
+    uint64_t start = fscope_block_begin(&loc_present_wait);
+    VkResult r = dev->vk.WaitForPresentKHR(device, swapchain, present_id, timeout);
+    charge_to_swapchain(dev, swapchain, FSCOPE_BLOCK_PRESENT_WAIT, start,
+                        fscope_block_end_uncharged(start));
+    note_result(dev, r, "vkWaitForPresentKHR");
     return r;
 }
 
@@ -273,9 +313,6 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueueWaitIdle(VkQueue queue)
     VkResult r = dev->vk.QueueWaitIdle(queue);
     fscope_block_end(FSCOPE_BLOCK_IDLE, start);
     note_result(dev, r, "vkQueueWaitIdle");
-    struct queue_data *q = queue_lookup(dev, queue);
-    if (q)
-        gpu_queue_poll(dev, q);
     return r;
 }
 
@@ -431,6 +468,7 @@ PFN_vkVoidFunction hooks_device_proc(const char *name)
     HOOK(QueuePresentKHR)
     HOOK(AcquireNextImageKHR)
     HOOK(AcquireNextImage2KHR)
+    HOOK(WaitForPresentKHR)
     HOOK(WaitForFences)
     HOOK(WaitSemaphores)
     HOOK(WaitSemaphoresKHR)

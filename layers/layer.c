@@ -6,77 +6,99 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "clock.h"
 #include "config.h"
+#include "device_plan.h"
 #include "layer.h"
 #include "log.h"
 #include "report.h"
 
-static struct instance_data *_Atomic instances[MAX_INSTANCES];
-static struct device_data *_Atomic devices[MAX_DEVICES];
-static struct surface_data *_Atomic surfaces[MAX_SURFACES];
+static struct table_entry instances[MAX_INSTANCES];
+static struct table_entry devices[MAX_DEVICES];
+static struct table_entry surfaces[MAX_SURFACES];
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint32_t devices_created;
+static pid_t layer_pid;
 
 struct layer_config layer_config = { .gpu_timing = true, .presentation = true };
 
-#define TABLE_LOOKUP(table, field, value)                                                      \
-    do {                                                                                       \
-        for (unsigned i_ = 0; i_ < sizeof(table) / sizeof(table[0]); i_++) {                   \
-            __typeof__(table[0]) e_ = atomic_load_explicit(&table[i_], memory_order_acquire);  \
-            if (e_ && e_->field == (value))                                                    \
-                return e_;                                                                     \
-        }                                                                                      \
-        return NULL;                                                                           \
-    } while (0)
+#define TABLE_SIZE(table) (sizeof(table) / sizeof(table[0]))
 
-/* Puts item in the first empty entry; false when the table is full. */
-#define TABLE_INSERT(table, item, ok)                                                          \
-    do {                                                                                       \
-        ok = false;                                                                            \
-        pthread_mutex_lock(&tables_lock);                                                      \
-        for (unsigned i_ = 0; i_ < sizeof(table) / sizeof(table[0]) && !ok; i_++) {            \
-            if (!atomic_load(&table[i_])) {                                                    \
-                atomic_store_explicit(&table[i_], item, memory_order_release);                 \
-                ok = true;                                                                     \
-            }                                                                                  \
-        }                                                                                      \
-        pthread_mutex_unlock(&tables_lock);                                                    \
-    } while (0)
+/* Lookups compare the key stored in the table, never a field of an entry another thread may
+ * be freeing (destroying one swapchain while presenting another is legal). The item is
+ * re-checked against the key, so a slot reused between the two loads is not mistaken. */
+void *table_find(struct table_entry *table, unsigned size, uint64_t key)
+{
+    for (unsigned i = 0; i < size; i++) {
+        if (atomic_load_explicit(&table[i].key, memory_order_acquire) != key)
+            continue;
+        void *item = atomic_load_explicit(&table[i].item, memory_order_acquire);
+        if (item && atomic_load_explicit(&table[i].key, memory_order_acquire) == key)
+            return item;
+    }
+    return NULL;
+}
 
-#define TABLE_REMOVE(table, item)                                                              \
-    do {                                                                                       \
-        pthread_mutex_lock(&tables_lock);                                                      \
-        for (unsigned i_ = 0; i_ < sizeof(table) / sizeof(table[0]); i_++)                     \
-            if (atomic_load(&table[i_]) == (item))                                             \
-                atomic_store(&table[i_], NULL);                                                \
-        pthread_mutex_unlock(&tables_lock);                                                    \
-    } while (0)
+/* Writers serialise on lock. False when the table is full. */
+bool table_insert(struct table_entry *table, unsigned size, pthread_mutex_t *lock,
+                  uint64_t key, void *item)
+{
+    bool ok = false;
+    pthread_mutex_lock(lock);
+    for (unsigned i = 0; i < size; i++) {
+        if (atomic_load(&table[i].key) == key) {
+            pthread_mutex_unlock(lock);
+            return false; /* already there: another thread registered it first */
+        }
+    }
+    for (unsigned i = 0; i < size && !ok; i++) {
+        if (atomic_load(&table[i].item) || atomic_load(&table[i].key))
+            continue;
+        atomic_store_explicit(&table[i].item, item, memory_order_release);
+        atomic_store_explicit(&table[i].key, key, memory_order_release);
+        ok = true;
+    }
+    pthread_mutex_unlock(lock);
+    return ok;
+}
+
+void table_remove(struct table_entry *table, unsigned size, pthread_mutex_t *lock, void *item)
+{
+    pthread_mutex_lock(lock);
+    for (unsigned i = 0; i < size; i++) {
+        if (atomic_load(&table[i].item) != item)
+            continue;
+        atomic_store_explicit(&table[i].key, 0, memory_order_release);
+        atomic_store_explicit(&table[i].item, NULL, memory_order_release);
+    }
+    pthread_mutex_unlock(lock);
+}
 
 struct instance_data *instance_lookup(const void *dispatchable)
 {
-    void *key = dispatch_key(dispatchable);
-    TABLE_LOOKUP(instances, key, key);
+    return table_find(instances, MAX_INSTANCES, (uintptr_t)dispatch_key(dispatchable));
 }
 
 struct device_data *device_lookup(const void *dispatchable)
 {
-    void *key = dispatch_key(dispatchable);
-    TABLE_LOOKUP(devices, key, key);
+    return table_find(devices, MAX_DEVICES, (uintptr_t)dispatch_key(dispatchable));
 }
 
 struct queue_data *queue_lookup(struct device_data *dev, VkQueue queue)
 {
-    TABLE_LOOKUP(dev->queues, queue, queue);
+    return table_find(dev->queues, MAX_QUEUES, (uintptr_t)queue);
 }
 
 struct swapchain_data *swapchain_lookup(struct device_data *dev, VkSwapchainKHR swapchain)
 {
-    TABLE_LOOKUP(dev->swapchains, swapchain, swapchain);
+    return table_find(dev->swapchains, MAX_SWAPCHAINS, (uint64_t)swapchain);
 }
 
 struct surface_data *surface_lookup(VkSurfaceKHR surface)
 {
-    TABLE_LOOKUP(surfaces, surface, surface);
+    return table_find(surfaces, MAX_SURFACES, (uint64_t)surface);
 }
 
 struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surface,
@@ -90,9 +112,9 @@ struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surfac
     s->kind = kind;
     s->wl_display = wl_display;
     s->wl_surface = wl_surface;
-    bool ok;
-    TABLE_INSERT(surfaces, s, ok);
-    if (!ok) {
+    if (!table_insert(surfaces, MAX_SURFACES, &tables_lock, (uint64_t)surface, s)) {
+        fscope_report_note("more than %d surfaces at once: later ones are not profiled",
+                           MAX_SURFACES);
         free(s);
         return NULL;
     }
@@ -106,7 +128,7 @@ void surface_remove(VkSurfaceKHR surface)
         return;
     /* The app's display is still alive here: the last safe moment to tear Wayland down. */
     fscope_frame_log_untrack(s->frames);
-    TABLE_REMOVE(surfaces, s);
+    table_remove(surfaces, MAX_SURFACES, &tables_lock, s);
     /* The frame log lives on for the summary; the bookkeeping goes. A racing reader is an
      * app bug (using a surface while destroying it), so freeing here is safe. */
     free(s);
@@ -154,13 +176,31 @@ static void layer_read_config(void)
     if (fault && *fault) {
         if (strcmp(fault, "skip-query-reset") == 0)
             layer_config.fault_skip_query_reset = true;
+        else if (strcmp(fault, "no-calibration") == 0)
+            layer_config.fault_no_calibration = true;
+        else if (strcmp(fault, "no-timeline") == 0)
+            layer_config.fault_no_timeline = true;
         else
-            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_TEST_FAULT=%s is not skip-query-reset; "
-                       "ignored", fault);
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_TEST_FAULT=%s is not skip-query-reset, "
+                       "no-calibration or no-timeline; ignored", fault);
     }
 }
 
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+/* A forked child has none of our threads and must not write the parent's summary or capture:
+ * it stays silent (the parent's run is the one being profiled). */
+static void forked_child(void)
+{
+    fscope_report_disown();
+}
+
+static void layer_init(void)
+{
+    layer_read_config();
+    layer_pid = getpid();
+    pthread_atfork(NULL, NULL, forked_child);
+}
 
 /* ---- instance ---------------------------------------------------------------------------- */
 
@@ -189,7 +229,7 @@ static VkLayerDeviceCreateInfo *device_chain_info(const VkDeviceCreateInfo *info
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateInstance(
     const VkInstanceCreateInfo *info, const VkAllocationCallbacks *alloc, VkInstance *ret)
 {
-    pthread_once(&config_once, layer_read_config);
+    pthread_once(&config_once, layer_init);
     VkLayerInstanceCreateInfo *chain = instance_chain_info(info, VK_LAYER_LINK_INFO);
     if (!chain || !chain->u.pLayerInfo)
         return VK_ERROR_INITIALIZATION_FAILED;
@@ -214,12 +254,14 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateInstance(
     inst->api_version = info->pApplicationInfo && info->pApplicationInfo->apiVersion
                             ? info->pApplicationInfo->apiVersion
                             : VK_API_VERSION_1_0;
+    for (uint32_t i = 0; i < info->enabledExtensionCount; i++)
+        if (strcmp(info->ppEnabledExtensionNames[i],
+                   VK_KHR_GET_PHYSICAL_DEVICE_PROPERTIES_2_EXTENSION_NAME) == 0)
+            inst->properties2 = true;
 #define X(name) inst->vk.name = (PFN_vk##name)gipa(*ret, "vk" #name);
     INSTANCE_FUNCTIONS(X)
 #undef X
-    bool ok;
-    TABLE_INSERT(instances, inst, ok);
-    if (!ok) {
+    if (!table_insert(instances, MAX_INSTANCES, &tables_lock, (uintptr_t)inst->key, inst)) {
         /* Without an entry every call on this instance would find no dispatch table: fail
          * its creation cleanly rather than hand the app an instance that crashes later. */
         fscope_log(FSCOPE_LOG_ERROR, "more than %d live instances; refusing another (set "
@@ -229,6 +271,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateInstance(
         *ret = VK_NULL_HANDLE;
         return VK_ERROR_OUT_OF_HOST_MEMORY;
     }
+    fscope_report_set_gpu_timing(layer_config.gpu_timing);
     fscope_report_enable();
     return VK_SUCCESS;
 }
@@ -242,97 +285,30 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyInstance(VkInstance instance
     if (!inst)
         return;
     PFN_vkDestroyInstance destroy = inst->vk.DestroyInstance;
-    TABLE_REMOVE(instances, inst);
+    table_remove(instances, MAX_INSTANCES, &tables_lock, inst);
+    /* Surfaces the app never destroyed: taken out under the lock, torn down outside it (the
+     * teardown joins a thread and calls libwayland). */
+    struct surface_data *orphans[MAX_SURFACES];
+    unsigned orphan_count = 0;
     pthread_mutex_lock(&tables_lock);
     for (unsigned i = 0; i < MAX_SURFACES; i++) {
-        struct surface_data *s = atomic_load(&surfaces[i]);
+        struct surface_data *s = atomic_load(&surfaces[i].item);
         if (s && s->instance == inst) {
-            atomic_store(&surfaces[i], NULL);
-            fscope_frame_log_untrack(s->frames);
-            free(s);
+            atomic_store(&surfaces[i].key, 0);
+            atomic_store(&surfaces[i].item, NULL);
+            orphans[orphan_count++] = s;
         }
     }
     pthread_mutex_unlock(&tables_lock);
+    for (unsigned i = 0; i < orphan_count; i++) {
+        fscope_frame_log_untrack(orphans[i]->frames);
+        free(orphans[i]);
+    }
     free(inst);
     destroy(instance, alloc);
 }
 
 /* ---- device ------------------------------------------------------------------------------ */
-
-static bool has_extension(const VkExtensionProperties *props, uint32_t count, const char *name)
-{
-    for (uint32_t i = 0; i < count; i++)
-        if (strcmp(props[i].extensionName, name) == 0)
-            return true;
-    return false;
-}
-
-static bool device_has_extension(struct instance_data *inst, VkPhysicalDevice phys,
-                                 const char *name)
-{
-    uint32_t count = 0;
-    if (!inst->vk.EnumerateDeviceExtensionProperties ||
-        inst->vk.EnumerateDeviceExtensionProperties(phys, NULL, &count, NULL) != VK_SUCCESS)
-        return false;
-    VkExtensionProperties *props = calloc(count ? count : 1, sizeof(*props));
-    if (!props)
-        return false;
-    bool found = inst->vk.EnumerateDeviceExtensionProperties(phys, NULL, &count, props) ==
-                     VK_SUCCESS &&
-                 has_extension(props, count, name);
-    free(props);
-    return found;
-}
-
-static bool device_supports_calibration(struct instance_data *inst, VkPhysicalDevice phys)
-{
-    if (!device_has_extension(inst, phys, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) ||
-        !inst->vk.GetPhysicalDeviceCalibrateableTimeDomainsEXT)
-        return false;
-    VkTimeDomainEXT domains[8];
-    uint32_t count = 8;
-    VkResult r = inst->vk.GetPhysicalDeviceCalibrateableTimeDomainsEXT(phys, &count, domains);
-    if (r != VK_SUCCESS && r != VK_INCOMPLETE)
-        return false;
-    bool device = false, mono = false;
-    for (uint32_t i = 0; i < count; i++) {
-        device |= domains[i] == VK_TIME_DOMAIN_DEVICE_EXT;
-        mono |= domains[i] == VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
-    }
-    return device && mono;
-}
-
-static bool extension_enabled(const VkDeviceCreateInfo *info, const char *name)
-{
-    for (uint32_t i = 0; i < info->enabledExtensionCount; i++)
-        if (strcmp(info->ppEnabledExtensionNames[i], name) == 0)
-            return true;
-    return false;
-}
-
-enum host_reset_plan {
-    HOST_RESET_NONE,    /* reset queries inside the submission */
-    HOST_RESET_ADD,     /* enable VK_EXT_host_query_reset and its feature ourselves */
-    HOST_RESET_ENABLED, /* the app already enabled the feature */
-};
-
-/* The app's own feature structs decide: adding ours beside a Vulkan12Features struct would be
- * invalid, so then we use host reset only if the app turned it on itself. */
-static enum host_reset_plan plan_host_reset(struct instance_data *inst, VkPhysicalDevice phys,
-                                            const VkDeviceCreateInfo *info)
-{
-    for (const VkBaseInStructure *s = info->pNext; s; s = s->pNext) {
-        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES)
-            return ((const VkPhysicalDeviceVulkan12Features *)s)->hostQueryReset
-                       ? HOST_RESET_ENABLED : HOST_RESET_NONE;
-        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES)
-            return ((const VkPhysicalDeviceHostQueryResetFeatures *)s)->hostQueryReset
-                       ? HOST_RESET_ENABLED : HOST_RESET_NONE;
-    }
-    /* The extension's only feature is required wherever the extension is offered. */
-    return device_has_extension(inst, phys, VK_EXT_HOST_QUERY_RESET_EXTENSION_NAME)
-               ? HOST_RESET_ADD : HOST_RESET_NONE;
-}
 
 static void describe_device(struct instance_data *inst, VkPhysicalDevice phys,
                             struct device_data *dev)
@@ -362,7 +338,7 @@ static void describe_device(struct instance_data *inst, VkPhysicalDevice phys,
         snprintf(driver, sizeof(driver), "version %u.%u.%u (vendor 0x%x)", VK_VERSION_MAJOR(v),
                  VK_VERSION_MINOR(v), VK_VERSION_PATCH(v), props.vendorID);
     }
-    fscope_report_set_device(props.deviceName, driver);
+    fscope_report_add_device(dev->id, props.deviceName, driver);
     uint32_t count = 16;
     inst->vk.GetPhysicalDeviceQueueFamilyProperties(phys, &count, dev->families);
     dev->family_count = count;
@@ -384,81 +360,88 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     if (!create)
         return VK_ERROR_INITIALIZATION_FAILED;
 
+    VkResult r = VK_ERROR_OUT_OF_HOST_MEMORY;
     struct device_data *dev = calloc(1, sizeof(*dev));
     if (!dev)
-        return VK_ERROR_OUT_OF_HOST_MEMORY;
+        goto error;
+    struct device_plan *plan = calloc(1, sizeof(*plan));
+    if (!plan)
+        goto error_dev;
     pthread_mutex_init(&dev->lock, NULL);
     dev->instance = inst;
     dev->physical = phys;
     dev->set_loader_data = loader_cb->u.pfnSetDeviceLoaderData;
+    dev->id = atomic_fetch_add(&devices_created, 1) + 1;
     describe_device(inst, phys, dev);
 
-    /* Enable what GPU timing needs and the app did not: VK_EXT_calibrated_timestamps, and
-     * VK_EXT_host_query_reset with its feature. */
-    VkDeviceCreateInfo modified = *info;
-    const char **names = calloc(info->enabledExtensionCount + 2, sizeof(*names));
-    if (!names) {
-        free(dev);
-        return VK_ERROR_OUT_OF_HOST_MEMORY;
-    }
-    memcpy(names, info->ppEnabledExtensionNames, info->enabledExtensionCount * sizeof(*names));
-    modified.ppEnabledExtensionNames = names;
-    bool want_calibration = layer_config.gpu_timing && device_supports_calibration(inst, phys);
-    if (want_calibration && !extension_enabled(info, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME))
-        names[modified.enabledExtensionCount++] = VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME;
-    VkPhysicalDeviceHostQueryResetFeatures host_reset = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES,
-        .hostQueryReset = VK_TRUE,
-    };
-    enum host_reset_plan plan = layer_config.gpu_timing ? plan_host_reset(inst, phys, info)
-                                                        : HOST_RESET_NONE;
-    if (plan == HOST_RESET_ADD) {
-        if (!extension_enabled(info, VK_EXT_HOST_QUERY_RESET_EXTENSION_NAME))
-            names[modified.enabledExtensionCount++] = VK_EXT_HOST_QUERY_RESET_EXTENSION_NAME;
-        host_reset.pNext = (void *)info->pNext;
-        modified.pNext = &host_reset;
-    }
-
+    /* Advance the chain for the next layer first, so a copy of it (device_plan) carries the
+     * advanced link too; restored before returning. */
     VkLayerDeviceLink *link = chain->u.pLayerInfo;
     chain->u.pLayerInfo = link->pNext;
-    VkResult r = create(phys, &modified, alloc, ret);
-    bool modified_any = modified.enabledExtensionCount != info->enabledExtensionCount ||
-                        modified.pNext != info->pNext;
-    if (modified_any && (r == VK_ERROR_EXTENSION_NOT_PRESENT || r == VK_ERROR_FEATURE_NOT_PRESENT)) {
+    if (!device_plan_make(plan, inst, phys, info, layer_config.gpu_timing,
+                          !layer_config.fault_no_timeline)) {
+        chain->u.pLayerInfo = link;
+        goto error_plan;
+    }
+    r = create(phys, &plan->info, alloc, ret);
+    if (device_plan_changes_anything(plan, info) &&
+        (r == VK_ERROR_EXTENSION_NOT_PRESENT || r == VK_ERROR_FEATURE_NOT_PRESENT)) {
         /* What we added is ours to lose, not the app's device: create it as asked. */
-        fscope_report_note("the driver refused the extensions framescope adds for GPU timing "
-                           "(%d); timing without them", r);
+        fscope_report_note("the driver refused the extensions or features framescope adds for "
+                           "GPU timing (%d); timing without them", r);
         r = create(phys, info, alloc, ret);
-        want_calibration = false;
-        plan = HOST_RESET_NONE;
+        plan->host_reset = plan->timeline = plan->calibration = false;
     }
     chain->u.pLayerInfo = link;
-    free(names);
-    if (r != VK_SUCCESS) {
-        free(dev);
-        return r;
-    }
+    if (r != VK_SUCCESS)
+        goto error_plan;
+    if (plan->unknown_struct)
+        fscope_report_note("device %u: its create chain holds a structure framescope cannot "
+                           "copy (sType %d) before the features it needs; GPU timing resets its "
+                           "queries in the command buffer and waits on fences instead",
+                           dev->id, plan->unknown_struct);
+
     dev->device = *ret;
     dev->key = dispatch_key(*ret);
 #define X(name) dev->vk.name = (PFN_vk##name)gdpa(*ret, "vk" #name);
     DEVICE_FUNCTIONS(X)
 #undef X
-    dev->calibrated_timestamps = want_calibration && dev->vk.GetCalibratedTimestampsEXT;
-    if (plan != HOST_RESET_NONE)
-        dev->reset_query_pool = dev->vk.ResetQueryPoolEXT ? dev->vk.ResetQueryPoolEXT
-                                                          : dev->vk.ResetQueryPool;
-    bool ok;
-    TABLE_INSERT(devices, dev, ok);
-    if (!ok) {
+    bool core12 = plan->api >= VK_API_VERSION_1_2;
+    dev->calibrated_timestamps = plan->calibration && dev->vk.GetCalibratedTimestampsEXT;
+    if (plan->host_reset)
+        dev->reset_query_pool = core12 ? dev->vk.ResetQueryPool : dev->vk.ResetQueryPoolEXT;
+    if (plan->timeline) {
+        dev->get_counter = core12 ? dev->vk.GetSemaphoreCounterValue
+                                  : dev->vk.GetSemaphoreCounterValueKHR;
+        dev->wait_semaphores = core12 ? dev->vk.WaitSemaphores : dev->vk.WaitSemaphoresKHR;
+        dev->timeline_semaphores = dev->get_counter && dev->wait_semaphores;
+    }
+    dev->app_calibrated_timestamps = plan->app_calibration_ext;
+    dev->app_host_query_reset = plan->app_host_reset_ext;
+    dev->app_timeline_semaphore = plan->app_timeline_ext;
+    device_plan_finish(plan);
+    free(plan);
+
+    if (!table_insert(devices, MAX_DEVICES, &tables_lock, (uintptr_t)dev->key, dev)) {
         fscope_log(FSCOPE_LOG_ERROR, "more than %d live devices; refusing another (set "
                    "DISABLE_FRAMESCOPE=1 to run without framescope)", MAX_DEVICES);
         dev->vk.DestroyDevice(*ret, alloc);
-        pthread_mutex_destroy(&dev->lock);
-        free(dev);
         *ret = VK_NULL_HANDLE;
-        return VK_ERROR_OUT_OF_HOST_MEMORY;
+        r = VK_ERROR_OUT_OF_HOST_MEMORY;
+        goto error_mutex;
     }
+    gpu_reader_start(dev);
     return VK_SUCCESS;
+
+error_plan:
+    device_plan_finish(plan);
+    free(plan);
+error_mutex:
+    pthread_mutex_destroy(&dev->lock);
+error_dev:
+    free(dev);
+error:
+    return r;
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_DestroyDevice(VkDevice device,
@@ -469,9 +452,12 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyDevice(VkDevice device,
     struct device_data *dev = device_lookup(device);
     if (!dev)
         return;
-    TABLE_REMOVE(devices, dev);
+    table_remove(devices, MAX_DEVICES, &tables_lock, dev);
+    /* Reads back what the GPU finished (the app idled the device first, as it must) before
+     * our pools go. */
+    gpu_reader_stop(dev);
     for (unsigned i = 0; i < MAX_QUEUES; i++) {
-        struct queue_data *q = atomic_load(&dev->queues[i]);
+        struct queue_data *q = atomic_load(&dev->queues[i].item);
         if (q) {
             gpu_queue_finish(dev, q);
             free(q->scratch);
@@ -479,7 +465,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyDevice(VkDevice device,
         }
     }
     for (unsigned i = 0; i < MAX_SWAPCHAINS; i++)
-        free(atomic_load(&dev->swapchains[i]));
+        free(atomic_load(&dev->swapchains[i].item));
     PFN_vkDestroyDevice destroy = dev->vk.DestroyDevice;
     pthread_mutex_destroy(&dev->lock);
     free(dev);
@@ -497,18 +483,8 @@ static void queue_register(struct device_data *dev, VkQueue queue, uint32_t fami
     q->device = dev;
     q->family = family;
     gpu_queue_init(dev, q);
-    pthread_mutex_lock(&dev->lock);
-    bool stored = false;
-    if (!queue_lookup(dev, queue)) {
-        for (unsigned i = 0; i < MAX_QUEUES && !stored; i++) {
-            if (!atomic_load(&dev->queues[i])) {
-                atomic_store_explicit(&dev->queues[i], q, memory_order_release);
-                stored = true;
-            }
-        }
-    }
-    pthread_mutex_unlock(&dev->lock);
-    if (!stored) {
+    /* Two threads may get the same queue at once: the second insert finds it there. */
+    if (!table_insert(dev->queues, MAX_QUEUES, &dev->lock, (uintptr_t)queue, q)) {
         gpu_queue_finish(dev, q);
         free(q);
     }
@@ -533,14 +509,64 @@ static VKAPI_ATTR void VKAPI_CALL framescope_GetDeviceQueue2(VkDevice device,
 
 /* ---- surfaces and swapchains ------------------------------------------------------------- */
 
+/* A surface's frame log is made with the surface, so that presentation tracking (whose set-up
+ * runs on its own thread) is ready by the first present. */
+static void surface_start_frames(struct surface_data *surface)
+{
+    static _Atomic unsigned surfaces_seen;
+    static const char *const kind_names[] = { "wayland", "headless", "non-wayland" };
+    snprintf(surface->label, sizeof(surface->label), "%s surface %u", kind_names[surface->kind],
+             atomic_fetch_add(&surfaces_seen, 1));
+    surface->frames = fscope_frame_log_create(surface->label);
+    if (!surface->frames)
+        return;
+    switch (surface->kind) {
+    case SURFACE_WAYLAND:
+        fscope_frame_log_set_surface(surface->frames, FRAME_SURFACE_WAYLAND);
+        if (!layer_config.presentation)
+            fscope_frame_log_untrackable(surface->frames, "off (FRAMESCOPE_PRESENT=off)");
+        else
+            fscope_frame_log_track_wayland(surface->frames, surface->wl_display,
+                                           surface->wl_surface);
+        break;
+    case SURFACE_HEADLESS:
+        fscope_frame_log_set_surface(surface->frames, FRAME_SURFACE_HEADLESS);
+        fscope_frame_log_untrackable(surface->frames, "a headless surface (VK_EXT_headless_"
+                                     "surface): no display shows its frames");
+        break;
+    case SURFACE_OTHER:
+        fscope_frame_log_set_surface(surface->frames, FRAME_SURFACE_OTHER);
+        fscope_frame_log_untrackable(surface->frames, "not a Wayland surface (XCB, Xlib or "
+                                     "display): frames are timed at present");
+        break;
+    }
+}
+
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateWaylandSurfaceKHR(
     VkInstance instance, const VkWaylandSurfaceCreateInfoKHR *info,
     const VkAllocationCallbacks *alloc, VkSurfaceKHR *ret)
 {
     struct instance_data *inst = instance_lookup(instance);
     VkResult r = inst->vk.CreateWaylandSurfaceKHR(instance, info, alloc, ret);
-    if (r == VK_SUCCESS)
-        surface_add(inst, *ret, SURFACE_WAYLAND, info->display, info->surface);
+    struct surface_data *surface = r == VK_SUCCESS ? surface_add(inst, *ret, SURFACE_WAYLAND,
+                                                                 info->display, info->surface)
+                                                   : NULL;
+    if (surface)
+        surface_start_frames(surface);
+    return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateHeadlessSurfaceEXT(
+    VkInstance instance, const VkHeadlessSurfaceCreateInfoEXT *info,
+    const VkAllocationCallbacks *alloc, VkSurfaceKHR *ret)
+{
+    struct instance_data *inst = instance_lookup(instance);
+    VkResult r = inst->vk.CreateHeadlessSurfaceEXT(instance, info, alloc, ret);
+    struct surface_data *surface = r == VK_SUCCESS ? surface_add(inst, *ret, SURFACE_HEADLESS,
+                                                                 NULL, NULL)
+                                                   : NULL;
+    if (surface)
+        surface_start_frames(surface);
     return r;
 }
 
@@ -553,6 +579,27 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroySurfaceKHR(VkInstance instan
     inst->vk.DestroySurfaceKHR(instance, surface, alloc);
 }
 
+/* Policy for a surface's first swapchain: its frames start, and its cap is made. */
+static void surface_first_swapchain(struct surface_data *surface)
+{
+    fscope_frame_log_open(surface->frames, fscope_now());
+    if (layer_config.cap_mode == CAP_OFF || surface->cap)
+        return;
+    const char *label = surface->label;
+    char cap_label[96];
+    if (layer_config.cap_mode == CAP_AUTO)
+        snprintf(cap_label, sizeof(cap_label), "FRAMESCOPE_CAP=auto on %s", label);
+    else
+        snprintf(cap_label, sizeof(cap_label), "FRAMESCOPE_CAP=%g on %s", layer_config.cap_hz,
+                 label);
+    surface->cap = fscope_cap_create(cap_label);
+    if (layer_config.cap_mode == CAP_FIXED)
+        fscope_cap_target_hz(surface->cap, layer_config.cap_hz);
+    else if (!layer_config.presentation || surface->kind != SURFACE_WAYLAND)
+        fscope_report_note("FRAMESCOPE_CAP=auto needs presentation feedback to learn the "
+                           "output's refresh; %s has none, so it is not capped", label);
+}
+
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateSwapchainKHR(
     VkDevice device, const VkSwapchainCreateInfoKHR *info, const VkAllocationCallbacks *alloc,
     VkSwapchainKHR *ret)
@@ -562,58 +609,27 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateSwapchainKHR(
     if (r != VK_SUCCESS)
         return r;
     struct surface_data *surface = surface_lookup(info->surface);
-    if (!surface) /* XCB, Xlib, display, headless: not hooked, learned here */
+    if (!surface) { /* XCB, Xlib, display: not hooked, learned here */
         surface = surface_add(dev->instance, info->surface, SURFACE_OTHER, NULL, NULL);
-    if (!surface)
-        return r;
-    if (!surface->frames) {
-        char label[64];
-        static _Atomic unsigned surfaces_seen;
-        snprintf(label, sizeof(label), "%s surface %u",
-                 surface->kind == SURFACE_WAYLAND ? "wayland" : "non-wayland",
-                 atomic_fetch_add(&surfaces_seen, 1));
-        surface->frames = fscope_frame_log_create(label);
-        if (surface->kind != SURFACE_WAYLAND)
-            fscope_frame_log_untrackable(surface->frames, "not a Wayland surface (XCB, Xlib, "
-                                         "display or headless): frames are timed at present");
-        else if (!layer_config.presentation)
-            fscope_frame_log_untrackable(surface->frames, "off (FRAMESCOPE_PRESENT=off)");
-        else
-            fscope_frame_log_track_wayland(surface->frames, surface->wl_display,
-                                           surface->wl_surface);
-        fscope_frame_log_open(surface->frames, fscope_now());
-        if (layer_config.cap_mode != CAP_OFF) {
-            char cap_label[96];
-            if (layer_config.cap_mode == CAP_AUTO)
-                snprintf(cap_label, sizeof(cap_label), "FRAMESCOPE_CAP=auto on %s", label);
-            else
-                snprintf(cap_label, sizeof(cap_label), "FRAMESCOPE_CAP=%g on %s",
-                         layer_config.cap_hz, label);
-            surface->cap = fscope_cap_create(cap_label);
-            if (layer_config.cap_mode == CAP_FIXED)
-                fscope_cap_target_hz(surface->cap, layer_config.cap_hz);
-            else if (!layer_config.presentation || surface->kind != SURFACE_WAYLAND)
-                fscope_report_note("FRAMESCOPE_CAP=auto needs presentation feedback to learn "
-                                   "the output's refresh; %s has none, so it is not capped", label);
-        }
+        if (surface)
+            surface_start_frames(surface);
     }
+    if (!surface || !surface->frames)
+        return r;
+    surface_first_swapchain(surface);
     struct swapchain_data *sc = calloc(1, sizeof(*sc));
     if (!sc)
         return r;
     sc->swapchain = *ret;
     sc->surface = surface;
     sc->serial = surface->swapchains_created++;
-    pthread_mutex_lock(&dev->lock);
-    bool stored = false;
-    for (unsigned i = 0; i < MAX_SWAPCHAINS && !stored; i++) {
-        if (!atomic_load(&dev->swapchains[i])) {
-            atomic_store_explicit(&dev->swapchains[i], sc, memory_order_release);
-            stored = true;
-        }
-    }
-    pthread_mutex_unlock(&dev->lock);
-    if (!stored)
+    sc->present_mode = (int32_t)info->presentMode;
+    sc->device_id = dev->id;
+    if (!table_insert(dev->swapchains, MAX_SWAPCHAINS, &dev->lock, (uint64_t)*ret, sc)) {
+        fscope_report_note("more than %d swapchains on one device: later ones are not "
+                           "profiled", MAX_SWAPCHAINS);
         free(sc);
+    }
     return r;
 }
 
@@ -624,11 +640,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroySwapchainKHR(
     struct swapchain_data *sc = swapchain ? swapchain_lookup(dev, swapchain) : NULL;
     if (sc) {
         fscope_frame_log_drain(sc->surface->frames);
-        pthread_mutex_lock(&dev->lock);
-        for (unsigned i = 0; i < MAX_SWAPCHAINS; i++)
-            if (atomic_load(&dev->swapchains[i]) == sc)
-                atomic_store(&dev->swapchains[i], NULL);
-        pthread_mutex_unlock(&dev->lock);
+        table_remove(dev->swapchains, MAX_SWAPCHAINS, &dev->lock, sc);
         free(sc);
     }
     dev->vk.DestroySwapchainKHR(device, swapchain, alloc);
@@ -653,6 +665,20 @@ static PFN_vkVoidFunction plumbing_device_proc(const char *name)
     return NULL;
 }
 
+/* Functions of extensions we enabled for ourselves, which the app did not: it must see NULL,
+ * as it would without us. */
+static bool hidden_from_app(const struct device_data *dev, const char *name)
+{
+    if (strcmp(name, "vkResetQueryPoolEXT") == 0)
+        return !dev->app_host_query_reset;
+    if (strcmp(name, "vkGetCalibratedTimestampsEXT") == 0)
+        return !dev->app_calibrated_timestamps;
+    if (strcmp(name, "vkGetSemaphoreCounterValueKHR") == 0 ||
+        strcmp(name, "vkWaitSemaphoresKHR") == 0 || strcmp(name, "vkSignalSemaphoreKHR") == 0)
+        return !dev->app_timeline_semaphore;
+    return false;
+}
+
 static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL framescope_GetDeviceProcAddr(VkDevice device,
                                                                              const char *name)
 {
@@ -662,7 +688,7 @@ static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL framescope_GetDeviceProcAddr(VkD
     /* Only hook what the chain below provides: a function of an extension the app did not
      * enable stays NULL. */
     PFN_vkVoidFunction next = dev->vk.GetDeviceProcAddr(device, name);
-    if (!next)
+    if (!next || hidden_from_app(dev, name))
         return NULL;
     PFN_vkVoidFunction ours = plumbing_device_proc(name);
     if (!ours)
@@ -686,6 +712,7 @@ framescope_GetInstanceProcAddr(VkInstance instance, const char *name)
     if (!next)
         return NULL;
     HOOK(CreateWaylandSurfaceKHR)
+    HOOK(CreateHeadlessSurfaceEXT)
     HOOK(DestroySurfaceKHR)
     PFN_vkVoidFunction ours = plumbing_device_proc(name);
     if (!ours)
@@ -697,15 +724,13 @@ framescope_GetInstanceProcAddr(VkInstance instance, const char *name)
 LAYER_EXPORT VKAPI_ATTR VkResult VKAPI_CALL
 vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *v)
 {
-    if (!v || v->sType != LAYER_NEGOTIATE_INTERFACE_STRUCT)
+    /* Version 2 is the first with this entry point; a loader that offers less cannot use us. */
+    if (!v || v->sType != LAYER_NEGOTIATE_INTERFACE_STRUCT || v->loaderLayerInterfaceVersion < 2)
         return VK_ERROR_INITIALIZATION_FAILED;
-    if (v->loaderLayerInterfaceVersion >= 2) {
-        v->pfnGetInstanceProcAddr = framescope_GetInstanceProcAddr;
-        v->pfnGetDeviceProcAddr = framescope_GetDeviceProcAddr;
-        v->pfnGetPhysicalDeviceProcAddr = NULL;
-    }
-    if (v->loaderLayerInterfaceVersion > 2)
-        v->loaderLayerInterfaceVersion = 2;
+    v->pfnGetInstanceProcAddr = framescope_GetInstanceProcAddr;
+    v->pfnGetDeviceProcAddr = framescope_GetDeviceProcAddr;
+    v->pfnGetPhysicalDeviceProcAddr = NULL;
+    v->loaderLayerInterfaceVersion = 2;
     return VK_SUCCESS;
 }
 
@@ -713,6 +738,14 @@ vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *v)
  * summary is printed once, at exit, also when the app never destroys its instance. */
 __attribute__((destructor)) static void layer_destructor(void)
 {
+    if (layer_pid && getpid() != layer_pid)
+        return; /* a forked child: none of our threads exist here, and the run is the parent's */
+    /* Devices the app never destroyed: stop their readers so the report reads still logs. */
+    for (unsigned i = 0; i < MAX_DEVICES; i++) {
+        struct device_data *dev = atomic_load(&devices[i].item);
+        if (dev)
+            gpu_reader_stop_at_exit(dev);
+    }
     gpu_report_notes();
     hooks_report_notes();
     fscope_report_finish();

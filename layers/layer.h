@@ -25,6 +25,7 @@
 #define MAX_SURFACES 64
 #define MAX_SWAPCHAINS 64
 #define GPU_SLOTS 64 /* submissions in flight per queue that can carry timestamps */
+#define MAX_APP_EXTENSIONS 8 /* device extensions whose functions we gate on the app's choice */
 
 /* The loader's dispatch pointer: a dispatchable handle's first word. Instances share it
  * with their physical devices; devices with their queues and command buffers. */
@@ -33,15 +34,29 @@ static inline void *dispatch_key(const void *handle)
     return *(void *const *)handle;
 }
 
+/* A slot of a lock-free table: the key (a handle) is stored beside the item so a lookup never
+ * reads an item another thread may be freeing. 0 is no key. */
+struct table_entry {
+    _Atomic uint64_t key;
+    void *_Atomic item;
+};
+void *table_find(struct table_entry *table, unsigned size, uint64_t key);
+bool table_insert(struct table_entry *table, unsigned size, pthread_mutex_t *lock,
+                  uint64_t key, void *item);
+void table_remove(struct table_entry *table, unsigned size, pthread_mutex_t *lock, void *item);
+
 #define INSTANCE_FUNCTIONS(X)                                                                  \
     X(GetInstanceProcAddr)                                                                     \
     X(DestroyInstance)                                                                         \
     X(EnumerateDeviceExtensionProperties)                                                      \
     X(GetPhysicalDeviceProperties)                                                             \
     X(GetPhysicalDeviceProperties2)                                                            \
+    X(GetPhysicalDeviceFeatures2)                                                              \
+    X(GetPhysicalDeviceFeatures2KHR)                                                           \
     X(GetPhysicalDeviceQueueFamilyProperties)                                                  \
     X(GetPhysicalDeviceCalibrateableTimeDomainsEXT)                                            \
     X(CreateWaylandSurfaceKHR)                                                                 \
+    X(CreateHeadlessSurfaceEXT)                                                                \
     X(DestroySurfaceKHR)
 
 struct instance_dispatch {
@@ -54,6 +69,9 @@ struct instance_data {
     void *key;
     VkInstance instance;
     uint32_t api_version;
+    /* VK_KHR_get_physical_device_properties2 enabled by the app: without it (and below 1.1)
+     * no device extension that depends on it may be added. */
+    bool properties2;
     struct instance_dispatch vk;
 };
 
@@ -105,7 +123,16 @@ struct instance_data {
     X(CmdWriteTimestamp)                                                                       \
     X(GetCalibratedTimestampsEXT)                                                              \
     X(ResetQueryPool)                                                                          \
-    X(ResetQueryPoolEXT)
+    X(ResetQueryPoolEXT)                                                                       \
+    X(CreateSemaphore)                                                                         \
+    X(DestroySemaphore)                                                                        \
+    X(GetSemaphoreCounterValue)                                                                \
+    X(GetSemaphoreCounterValueKHR)                                                             \
+    X(CreateFence)                                                                             \
+    X(DestroyFence)                                                                            \
+    X(ResetFences)                                                                             \
+    X(GetFenceStatus)                                                                          \
+    X(WaitForPresentKHR)
 
 struct device_dispatch {
 #define X(name) PFN_vk##name name;
@@ -115,6 +142,9 @@ struct device_dispatch {
 
 struct gpu_slot {
     VkCommandBuffer begin_cb, end_cb;
+    /* Without timeline semaphores: signalled when the submission that used this slot is
+     * complete (our own completion signal; the app's fences may be reset or never waited). */
+    VkFence fence;
 };
 
 /* Maps one queue family's timestamps onto CLOCK_MONOTONIC. */
@@ -127,6 +157,8 @@ struct gpu_calibration {
     uint64_t recalibrations;
 };
 
+struct gpu_track;
+
 struct queue_data {
     VkQueue queue;
     struct device_data *device;
@@ -135,11 +167,16 @@ struct queue_data {
     VkCommandPool pool;
     VkQueryPool query_pool;
     struct gpu_slot slots[GPU_SLOTS];
-    uint64_t slot_head, slot_tail; /* submissions ever given a slot / read back */
+    /* Submissions ever given a slot (written by the submitting thread) and read back (written
+     * by the device's reader thread). Slot k signals our timeline semaphore with value k + 1. */
+    _Atomic uint64_t slot_head, slot_tail;
+    VkSemaphore timeline; /* VK_NULL_HANDLE: the slots' fences are the completion signal */
     uint64_t valid_mask;
-    struct gpu_calibration calibration;
-    struct fscope_collector *track; /* its row in the zone tree and its trace track */
-    struct fscope_span_log *spans;
+    struct gpu_calibration calibration; /* reader thread only */
+    int64_t anchor_best_gap_ns;         /* uncalibrated re-anchoring, reader thread only */
+    uint64_t anchor_best_ticks;
+    int64_t anchor_best_mono_ns;
+    struct gpu_track *track; /* its row in the zone tree, its trace track and its span log */
     /* Scratch for rewritten submissions; grows, never shrinks. */
     void *scratch;
     size_t scratch_size;
@@ -160,18 +197,38 @@ struct device_data {
      * (vkCmdResetQueryPool in every submission cost most of the layer's GPU-timing overhead
      * on the H200). NULL: reset in the command buffer instead. */
     PFN_vkResetQueryPool reset_query_pool;
-    bool lost;
+    /* Timeline semaphores enabled (by the app or by us): each queue's completion signal. */
+    bool timeline_semaphores;
+    PFN_vkGetSemaphoreCounterValue get_counter;
+    PFN_vkWaitSemaphores wait_semaphores;
+    /* Device extensions the app itself enabled, among those we may add: functions of the
+     * others stay hidden from it. */
+    bool app_calibrated_timestamps, app_host_query_reset, app_timeline_semaphore;
+    uint32_t id; /* 1, 2, ...: names the device in reports and tags its GPU spans */
+    _Atomic bool lost;
+
+    /* The reader thread: waits on our completion signals and reads timestamps back, so no app
+     * call ever waits for the GPU on our behalf (lavapipe's vkGetQueryPoolResults idles the
+     * whole device). */
+    pthread_t reader;
+    bool reader_started;
+    _Atomic bool reader_stop;
+    _Atomic bool reader_idle;
+    pthread_mutex_t reader_lock;
+    pthread_cond_t reader_wake;
+
     pthread_mutex_t lock; /* guards queues[] and swapchains[] membership, never held down-chain */
-    struct queue_data *_Atomic queues[MAX_QUEUES];
-    struct swapchain_data *_Atomic swapchains[MAX_SWAPCHAINS];
+    struct table_entry queues[MAX_QUEUES];
+    struct table_entry swapchains[MAX_SWAPCHAINS];
 };
 
-enum surface_kind { SURFACE_WAYLAND, SURFACE_OTHER };
+enum surface_kind { SURFACE_WAYLAND, SURFACE_HEADLESS, SURFACE_OTHER };
 
 struct surface_data {
     VkSurfaceKHR surface;
     struct instance_data *instance;
     enum surface_kind kind;
+    char label[64];
     void *wl_display;
     void *wl_surface;
     struct fscope_frame_log *frames;
@@ -183,13 +240,21 @@ struct swapchain_data {
     VkSwapchainKHR swapchain;
     struct surface_data *surface;
     uint32_t serial;
+    uint32_t device_id;
+    int32_t present_mode;
     uint64_t presents;
+    /* Blocks charged to this swapchain's next frame from any thread (acquire, present wait).
+     * The app externally synchronises a swapchain's acquire, present and present wait, so
+     * these need no lock. */
+    struct fscope_block_span pending[FRAME_ORIGIN_SPANS];
+    uint32_t pending_count;
 };
 
 /* Global statistics for the summary's GPU caveats. */
 struct gpu_stats {
     _Atomic uint64_t measured;
     _Atomic uint64_t unmeasured_no_slot;
+    _Atomic uint64_t unmeasured_unreadable;
     _Atomic uint64_t unmeasured_unsupported;
     _Atomic uint64_t in_flight_at_teardown;
     _Atomic uint64_t clamped;
@@ -205,6 +270,8 @@ struct layer_config {
     enum { CAP_OFF, CAP_FIXED, CAP_AUTO } cap_mode;
     double cap_hz;
     bool fault_skip_query_reset; /* test only: makes our injected commands invalid */
+    bool fault_no_calibration;   /* test only: map GPU time without calibrated timestamps */
+    bool fault_no_timeline;      /* test only: use the fence completion signal */
 };
 extern struct layer_config layer_config;
 
@@ -220,7 +287,12 @@ struct swapchain_data *swapchain_lookup(struct device_data *dev, VkSwapchainKHR 
 /* gpu.c */
 void gpu_queue_init(struct device_data *dev, struct queue_data *q);
 void gpu_queue_finish(struct device_data *dev, struct queue_data *q);
-void gpu_queue_poll(struct device_data *dev, struct queue_data *q);
+/* Starts and stops the device's reader thread. stop waits for our own submissions (bounded)
+ * and reads them back before it returns. */
+void gpu_reader_start(struct device_data *dev);
+void gpu_reader_stop(struct device_data *dev);
+/* Stops a device's reader at exit, waiting at most a moment for it. */
+void gpu_reader_stop_at_exit(struct device_data *dev);
 VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t count,
                     const VkSubmitInfo *submits, VkFence fence);
 VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueSubmit2 next,

@@ -20,6 +20,10 @@ struct fscope_frame_log {
     struct chunked frames;
     uint64_t last_close_ticks;
     uint64_t last_counts[FSCOPE_COUNT_COUNT];
+    enum frame_surface surface;
+    /* Serialises drains: two swapchains of one surface (old and new) may be presented and
+     * destroyed on different threads. Only ever try-locked on the present path. */
+    pthread_mutex_t drain_lock;
 
     struct fscope_wl_tracker *tracker;
     _Atomic uint32_t shown_refresh_mhz; /* of the output the latest presented frame was on */
@@ -34,6 +38,7 @@ struct fscope_frame_log {
 
 struct gpu_span {
     uint64_t begin, end;
+    uint32_t device_id;
 };
 
 struct fscope_span_log {
@@ -53,6 +58,7 @@ FSCOPE_EXPORT struct fscope_frame_log *fscope_frame_log_create(const char *label
         return NULL;
     snprintf(log->label, sizeof(log->label), "%s", label ? label : "frames");
     chunked_init(&log->frames, sizeof(struct fscope_frame));
+    pthread_mutex_init(&log->drain_lock, NULL);
     pthread_mutex_lock(&logs_lock);
     unsigned n = atomic_load(&frame_log_count);
     if (n >= MAX_FRAME_LOGS) {
@@ -78,14 +84,107 @@ FSCOPE_EXPORT void fscope_frame_log_open(struct fscope_frame_log *log, uint64_t 
     log->last_close_ticks = now_ticks;
 }
 
+static int span_start_compare(const void *a, const void *b)
+{
+    const struct fscope_block_span *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Keeps at most FRAME_BLOCK_SPANS intervals (sorted by start) by joining the two nearest
+ * neighbours into their hull, same kind first: only the report's GPU-overlap estimate of
+ * such a hull is approximate, never the partition. */
+static uint32_t spans_fit(struct fscope_block_span *spans, uint32_t n)
+{
+    while (n > FRAME_BLOCK_SPANS) {
+        uint32_t best = 0;
+        uint64_t best_gap = UINT64_MAX;
+        for (int same_kind = 1; same_kind >= 0 && best_gap == UINT64_MAX; same_kind--) {
+            for (uint32_t i = 0; i + 1 < n; i++) {
+                if (same_kind && spans[i].kind != spans[i + 1].kind)
+                    continue;
+                uint64_t gap = spans[i + 1].start > spans[i].end ? spans[i + 1].start - spans[i].end
+                                                                 : 0;
+                if (gap < best_gap) {
+                    best_gap = gap;
+                    best = i;
+                }
+            }
+        }
+        if (spans[best + 1].end > spans[best].end)
+            spans[best].end = spans[best + 1].end;
+        memmove(&spans[best + 1], &spans[best + 2], (n - best - 2) * sizeof(*spans));
+        n--;
+    }
+    return n;
+}
+
+/* Charges blocks to the frame [start, end) so that they partition it: the union of every
+ * interval, an overlap (a block of another thread charged here during one of ours) counted
+ * once, for the block that began first. Blocks whose interval was not kept are added after,
+ * clamped to what is left. */
+static void frame_charge_blocks(struct fscope_frame *frame, const uint64_t thread_ticks[],
+                                struct fscope_block_span *spans, uint32_t n)
+{
+    uint64_t start = frame->start_ticks, end = frame->end_ticks;
+    uint64_t unkept[FSCOPE_BLOCK_COUNT];
+    memcpy(unkept, thread_ticks, sizeof(unkept));
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct fscope_block_span sp = spans[i];
+        if (sp.from_thread) {
+            uint64_t d = sp.end - sp.start;
+            unkept[sp.kind] = unkept[sp.kind] > d ? unkept[sp.kind] - d : 0;
+        }
+        if (sp.start < start)
+            sp.start = start;
+        if (sp.end > end)
+            sp.end = end;
+        if (sp.end > sp.start)
+            spans[kept++] = sp;
+    }
+    qsort(spans, kept, sizeof(*spans), span_start_compare);
+    uint64_t covered_to = start, blocked = 0;
+    for (uint32_t i = 0; i < kept; i++) {
+        uint64_t from = spans[i].start > covered_to ? spans[i].start : covered_to;
+        if (spans[i].end > from) {
+            frame->block_ticks[spans[i].kind] += spans[i].end - from;
+            blocked += spans[i].end - from;
+            covered_to = spans[i].end;
+        }
+    }
+    uint64_t frame_ticks = end - start;
+    for (unsigned b = 0; b < FSCOPE_BLOCK_COUNT; b++) {
+        uint64_t v = unkept[b];
+        if (blocked + v > frame_ticks)
+            v = frame_ticks - blocked;
+        frame->block_ticks[b] += v;
+        blocked += v;
+    }
+    uint32_t fit = spans_fit(spans, kept);
+    for (uint32_t i = 0; i < fit; i++) {
+        frame->block_span_start[i] = spans[i].start;
+        frame->block_span_end[i] = spans[i].end;
+        frame->block_span_kind[i] = spans[i].kind;
+    }
+    frame->block_span_count = (uint8_t)fit;
+}
+
 FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_log *log,
                                                           uint64_t now_ticks,
-                                                          uint32_t swapchain_serial)
+                                                          const struct fscope_frame_origin *origin)
 {
     if (!log)
         return NULL;
     uint64_t blocks[FSCOPE_BLOCK_COUNT];
-    fscope_thread_take_blocks(blocks);
+    struct fscope_block_span spans[FSCOPE_THREAD_BLOCK_SPANS + FRAME_ORIGIN_SPANS];
+    uint32_t span_count = 0;
+    fscope_thread_take_block_spans(blocks, spans, &span_count);
+    for (uint32_t i = 0; i < span_count; i++)
+        spans[i].from_thread = true;
+    for (uint32_t i = 0; origin && i < origin->span_count && i < FRAME_ORIGIN_SPANS; i++) {
+        spans[span_count] = origin->spans[i];
+        spans[span_count++].from_thread = false;
+    }
     uint8_t flags = fscope_thread_take_frame_flags();
     uint64_t counts[FSCOPE_COUNT_COUNT];
     fscope_count_totals(counts);
@@ -98,27 +197,39 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
             frame->output_index = -1;
             frame->start_ticks = log->last_close_ticks;
             frame->end_ticks = now_ticks;
-            frame->swapchain_serial = swapchain_serial;
+            frame->swapchain_serial = origin ? origin->swapchain_serial : 0;
+            frame->device_id = origin ? origin->device_id : 0;
+            frame->present_mode = origin ? origin->present_mode : -1;
             frame->cap_flags = flags;
-            uint64_t frame_ticks = now_ticks - log->last_close_ticks;
-            uint64_t blocked = 0;
-            for (unsigned b = 0; b < FSCOPE_BLOCK_COUNT; b++) {
-                /* Blocks on this thread lie inside the frame; clamp against a thread that
-                 * closes frames of two surfaces in turn, so the budget still partitions. */
-                uint64_t v = blocks[b];
-                if (blocked + v > frame_ticks)
-                    v = frame_ticks - blocked;
-                frame->block_ticks[b] = v;
-                blocked += v;
-            }
+            frame_charge_blocks(frame, blocks, spans, span_count);
             for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
                 frame->counts[k] = counts[k] - log->last_counts[k];
+            /* Waits of every thread minus the presenting thread's own. */
+            static const unsigned wait_count[3] = { FSCOPE_COUNT_WAIT_FENCE_TICKS,
+                                                    FSCOPE_COUNT_WAIT_SEMAPHORE_TICKS,
+                                                    FSCOPE_COUNT_WAIT_IDLE_TICKS };
+            static const unsigned wait_block[3] = { FSCOPE_BLOCK_FENCE, FSCOPE_BLOCK_SEMAPHORE,
+                                                    FSCOPE_BLOCK_IDLE };
+            for (unsigned k = 0; k < 3; k++) {
+                uint64_t all = frame->counts[wait_count[k]], own = blocks[wait_block[k]];
+                frame->other_wait_ticks[k] = all > own ? all - own : 0;
+            }
 #ifdef FSCOPE_HAVE_WAYLAND
             /* Right before the present goes down: the feedback binds to its commit. */
-            if (log->tracker)
-                frame->present_state = fscope_wl_tracker_request(log->tracker, frame->index)
-                                           ? FRAME_PRESENT_PENDING
-                                           : FRAME_PRESENT_REQUEST_FAILED;
+            if (log->tracker) {
+                switch (fscope_wl_tracker_request(log->tracker, frame->index)) {
+                case FSCOPE_WL_REQUESTED:
+                    frame->present_state = FRAME_PRESENT_PENDING;
+                    log->tracked = true;
+                    break;
+                case FSCOPE_WL_NOT_READY:
+                    /* Its set-up runs on its own thread: not done yet (or failed). */
+                    frame->present_state = FRAME_PRESENT_UNTRACKED;
+                    break;
+                default:
+                    frame->present_state = FRAME_PRESENT_REQUEST_FAILED;
+                }
+            }
 #endif
             chunked_publish(&log->frames);
         }
@@ -127,6 +238,18 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
     memcpy(log->last_counts, counts, sizeof(counts));
     clock_refine();
     return frame;
+}
+
+FSCOPE_EXPORT void fscope_frame_log_set_surface(struct fscope_frame_log *log,
+                                                enum frame_surface kind)
+{
+    if (log)
+        log->surface = kind;
+}
+
+enum frame_surface frame_log_surface(const struct fscope_frame_log *log)
+{
+    return log->surface;
 }
 
 FSCOPE_EXPORT void fscope_frame_log_untrackable(struct fscope_frame_log *log, const char *why)
@@ -148,12 +271,9 @@ FSCOPE_EXPORT bool fscope_frame_log_track_wayland(struct fscope_frame_log *log,
         fscope_frame_log_untrackable(log, why[0] ? why : "the tracker could not start");
         return false;
     }
-    log->tracked = true;
+    /* Returns at once; set-up runs on the tracker's thread. tracked is set by the first
+     * feedback actually requested; until then the tracker's why() is the surface's. */
     log->untracked_why[0] = '\0';
-    struct fscope_output_info outs[16];
-    log->output_count = fscope_wl_outputs(outs, 16);
-    for (size_t i = 0; i < log->output_count; i++)
-        log->output_refresh_mhz[i] = outs[i].refresh_mhz;
     return true;
 #else
     (void)display;
@@ -182,9 +302,8 @@ static void apply_feedback(struct fscope_frame_log *log, const struct fscope_pre
     if (fb->outcome == FSCOPE_PRESENT_PRESENTED) {
         /* The output's own mode when we know which output; else what the compositor claims. */
         uint32_t mhz = 0;
-        if (fb->output_index >= 0 && !fb->output_ambiguous &&
-            (size_t)fb->output_index < log->output_count)
-            mhz = log->output_refresh_mhz[fb->output_index];
+        if (fb->output_index >= 0 && !fb->output_ambiguous)
+            mhz = fb->output_refresh_mhz;
         else if (fb->refresh_ns)
             mhz = (uint32_t)(1e12 / fb->refresh_ns);
         atomic_store_explicit(&log->shown_refresh_mhz, mhz, memory_order_relaxed);
@@ -210,19 +329,28 @@ FSCOPE_EXPORT void fscope_frame_log_drain(struct fscope_frame_log *log)
         return;
     struct fscope_present_feedback fbs[32];
     size_t n;
+    /* Whoever holds the lock drains; a present that finds it taken drains next time. */
+    if (pthread_mutex_trylock(&log->drain_lock) != 0)
+        return;
     while ((n = fscope_wl_tracker_drain(log->tracker, fbs, 32)) > 0)
         for (size_t i = 0; i < n; i++)
             apply_feedback(log, &fbs[i]);
+    pthread_mutex_unlock(&log->drain_lock);
 #else
     (void)log;
 #endif
 }
 
 FSCOPE_EXPORT void fscope_frame_log_presented(struct fscope_frame_log *log,
-                                              struct fscope_frame *frame, uint64_t now_ticks)
+                                              struct fscope_frame *frame, uint64_t now_ticks,
+                                              bool call_failed)
 {
-    if (frame)
+    if (frame) {
         frame->present_return_ticks = now_ticks;
+        /* Only a frame that asked for feedback: its request is the one left without a commit. */
+        if (call_failed && frame->present_state == FRAME_PRESENT_PENDING)
+            frame->present_state = FRAME_PRESENT_CALL_FAILED;
+    }
     fscope_frame_log_drain(log);
 }
 
@@ -232,11 +360,21 @@ FSCOPE_EXPORT void fscope_frame_log_untrack(struct fscope_frame_log *log)
     if (!log || !log->tracker)
         return;
     fscope_frame_log_drain(log);
+    char why[sizeof(log->untracked_why)];
+    bool stopped = fscope_wl_tracker_why(log->tracker, why, sizeof(why));
     struct fscope_wl_counts c;
     fscope_wl_tracker_destroy_with_counts(log->tracker, &c);
     log->tracker = NULL;
-    /* Several trackers over a surface's life (recreated surfaces) add up. */
-    log->final_counts.requested += c.requested;
+    /* Never ready (set-up failed or unfinished): the tracker's reason is the surface's. */
+    if (!log->tracked && stopped)
+        snprintf(log->untracked_why, sizeof(log->untracked_why), "%s", why);
+    if (c.display_gone)
+        fscope_log(FSCOPE_LOG_WARN, "%s: the app disconnected its Wayland display before "
+                   "destroying the surface; %llu presentation feedback(s) left pending",
+                   log->label, (unsigned long long)c.pending);
+    /* Several trackers over a surface's life (recreated surfaces) add up. An orphaned request
+     * (its present failed) is no request of the frames': theirs is marked failed. */
+    log->final_counts.requested += c.requested - c.orphaned;
     log->final_counts.presented += c.presented;
     log->final_counts.discarded += c.discarded;
     log->final_counts.pending += c.pending;
@@ -260,6 +398,11 @@ const char *frame_log_untracked_why(const struct fscope_frame_log *log)
 
 bool frame_log_tracker_counts(struct fscope_frame_log *log, struct frame_log_tracker_counts *ret)
 {
+#ifdef FSCOPE_HAVE_WAYLAND
+    /* At report time: a tracker that never became ready says why (its set-up is async). */
+    if (!log->tracked && log->tracker)
+        fscope_wl_tracker_why(log->tracker, log->untracked_why, sizeof(log->untracked_why));
+#endif
     if (!log->tracked)
         return false;
     *ret = log->final_counts;
@@ -267,7 +410,7 @@ bool frame_log_tracker_counts(struct fscope_frame_log *log, struct frame_log_tra
     if (log->tracker) {
         struct fscope_wl_counts c;
         fscope_wl_tracker_counts(log->tracker, &c);
-        ret->requested += c.requested;
+        ret->requested += c.requested - c.orphaned;
         ret->presented += c.presented;
         ret->discarded += c.discarded;
         ret->pending += c.pending;
@@ -294,7 +437,7 @@ FSCOPE_EXPORT void fscope_frame_mark(void)
         snprintf(label, sizeof(label), "frame marks (%s)", c->name[0] ? c->name : "thread");
         c->mark_log = fscope_frame_log_create(label);
     }
-    fscope_frame_log_close(c->mark_log, now, 0);
+    fscope_frame_log_close(c->mark_log, now, NULL);
 }
 
 FSCOPE_EXPORT struct fscope_span_log *fscope_span_log_create(void)
@@ -316,8 +459,8 @@ FSCOPE_EXPORT struct fscope_span_log *fscope_span_log_create(void)
     return log;
 }
 
-FSCOPE_EXPORT void fscope_span_log_add(struct fscope_span_log *log, uint64_t begin_ticks,
-                                       uint64_t end_ticks)
+FSCOPE_EXPORT void fscope_span_log_add(struct fscope_span_log *log, uint32_t device_id,
+                                       uint64_t begin_ticks, uint64_t end_ticks)
 {
     if (!log || end_ticks <= begin_ticks)
         return;
@@ -326,6 +469,7 @@ FSCOPE_EXPORT void fscope_span_log_add(struct fscope_span_log *log, uint64_t beg
         return;
     s->begin = begin_ticks;
     s->end = end_ticks;
+    s->device_id = device_id;
     chunked_publish(&log->spans);
 }
 
@@ -355,52 +499,108 @@ static int span_compare(const void *a, const void *b)
     return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
-void frames_compute_gpu_busy(void)
+/* The union of one device's GPU spans (every device's for device_id 0), sorted; spans on
+ * several queues (and real GPUs) overlap. Returns the count; *ret is malloc'd (NULL if none). */
+static uint64_t device_busy_union(uint32_t device_id, struct gpu_span **ret)
 {
     uint64_t total = 0;
     unsigned logs = atomic_load_explicit(&span_log_count, memory_order_acquire);
     for (unsigned i = 0; i < logs; i++)
         total += chunked_count(&span_logs[i]->spans);
+    *ret = NULL;
     struct gpu_span *spans = total ? malloc(total * sizeof(*spans)) : NULL;
-    uint64_t merged = 0;
-    if (spans) {
-        uint64_t n = 0;
-        for (unsigned i = 0; i < logs; i++) {
-            uint64_t count = chunked_count(&span_logs[i]->spans);
-            for (uint64_t j = 0; j < count && n < total; j++)
-                spans[n++] = *(struct gpu_span *)chunked_at(&span_logs[i]->spans, j);
-        }
-        qsort(spans, n, sizeof(*spans), span_compare);
-        /* The union: spans on several queues (and real GPUs) overlap. */
-        for (uint64_t j = 0; j < n; j++) {
-            if (merged && spans[j].begin <= spans[merged - 1].end) {
-                if (spans[j].end > spans[merged - 1].end)
-                    spans[merged - 1].end = spans[j].end;
-            } else {
-                spans[merged++] = spans[j];
-            }
+    if (!spans)
+        return 0;
+    uint64_t n = 0;
+    for (unsigned i = 0; i < logs; i++) {
+        uint64_t count = chunked_count(&span_logs[i]->spans);
+        for (uint64_t j = 0; j < count && n < total; j++) {
+            const struct gpu_span *sp = chunked_at(&span_logs[i]->spans, j);
+            if (device_id == 0 || sp->device_id == device_id)
+                spans[n++] = *sp;
         }
     }
+    qsort(spans, n, sizeof(*spans), span_compare);
+    uint64_t merged = 0;
+    for (uint64_t j = 0; j < n; j++) {
+        if (merged && spans[j].begin <= spans[merged - 1].end) {
+            if (spans[j].end > spans[merged - 1].end)
+                spans[merged - 1].end = spans[j].end;
+        } else {
+            spans[merged++] = spans[j];
+        }
+    }
+    *ret = spans;
+    return merged;
+}
+
+/* Busy time of the sorted, disjoint spans[lo..] inside [begin, end). */
+static uint64_t busy_within(const struct gpu_span *spans, uint64_t count, uint64_t lo,
+                            uint64_t begin, uint64_t end)
+{
+    uint64_t busy = 0;
+    for (uint64_t j = lo; j < count && spans[j].begin < end; j++) {
+        uint64_t b = spans[j].begin > begin ? spans[j].begin : begin;
+        uint64_t e = spans[j].end < end ? spans[j].end : end;
+        if (e > b)
+            busy += e - b;
+    }
+    return busy;
+}
+
+void frames_device_gpu_totals(uint32_t device_id, uint64_t *ret_busy_ticks, uint64_t *ret_spans)
+{
+    struct gpu_span *spans;
+    uint64_t n = device_busy_union(device_id, &spans);
+    uint64_t busy = 0, raw = 0;
+    for (uint64_t j = 0; j < n; j++)
+        busy += spans[j].end - spans[j].begin;
+    unsigned logs = atomic_load_explicit(&span_log_count, memory_order_acquire);
+    for (unsigned i = 0; i < logs; i++) {
+        uint64_t count = chunked_count(&span_logs[i]->spans);
+        for (uint64_t j = 0; j < count; j++)
+            raw += ((const struct gpu_span *)chunked_at(&span_logs[i]->spans, j))->device_id ==
+                   device_id;
+    }
+    free(spans);
+    *ret_busy_ticks = busy;
+    *ret_spans = raw;
+}
+
+void frames_compute_gpu_busy(void)
+{
     unsigned flogs = frame_logs_count();
     for (unsigned l = 0; l < flogs; l++) {
         struct fscope_frame_log *log = frame_logs[l];
         uint64_t count = chunked_count(&log->frames);
-        uint64_t lo = 0;
+        uint32_t device = UINT32_MAX;
+        struct gpu_span *spans = NULL;
+        uint64_t merged = 0, lo = 0;
         for (uint64_t f = 0; f < count; f++) {
             struct fscope_frame *frame = frame_log_frame(log, f);
+            if (frame->device_id != device) {
+                /* A surface keeps its device for most of its life: rebuild only on a change. */
+                free(spans);
+                device = frame->device_id;
+                merged = device_busy_union(device, &spans);
+                lo = 0;
+            }
             /* Frames of one log are in time order, so the search start only moves forward. */
             while (lo < merged && spans[lo].end <= frame->start_ticks)
                 lo++;
-            uint64_t busy = 0;
-            for (uint64_t j = lo; j < merged && spans[j].begin < frame->end_ticks; j++) {
-                uint64_t b = spans[j].begin > frame->start_ticks ? spans[j].begin
-                                                                 : frame->start_ticks;
-                uint64_t e = spans[j].end < frame->end_ticks ? spans[j].end : frame->end_ticks;
-                if (e > b)
-                    busy += e - b;
+            frame->gpu_busy_ticks = busy_within(spans, merged, lo, frame->start_ticks,
+                                                frame->end_ticks);
+            memset(frame->block_gpu_ticks, 0, sizeof(frame->block_gpu_ticks));
+            for (unsigned i = 0; i < frame->block_span_count; i++) {
+                unsigned kind = frame->block_span_kind[i];
+                frame->block_gpu_ticks[kind] +=
+                    busy_within(spans, merged, lo, frame->block_span_start[i],
+                                frame->block_span_end[i]);
             }
-            frame->gpu_busy_ticks = busy;
+            for (unsigned b = 0; b < FSCOPE_BLOCK_COUNT; b++)
+                if (frame->block_gpu_ticks[b] > frame->block_ticks[b])
+                    frame->block_gpu_ticks[b] = frame->block_ticks[b];
         }
+        free(spans);
     }
-    free(spans);
 }

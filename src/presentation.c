@@ -55,6 +55,7 @@ const char *frame_present_state_name(const struct fscope_frame *f, struct fscope
     case FRAME_PRESENT_DISCARDED:
         return frame_recreation_discard(log, f->index) ? "discarded-recreation" : "discarded";
     case FRAME_PRESENT_REQUEST_FAILED: return "request-failed";
+    case FRAME_PRESENT_CALL_FAILED: return "present-failed";
     default: return "untracked";
     }
 }
@@ -247,6 +248,7 @@ void presentation_account(struct fscope_frame_log *log, struct presentation_acco
             a->discarded_recreation += frame_recreation_discard(log, i);
             break;
         case FRAME_PRESENT_REQUEST_FAILED: a->failed++; break;
+        case FRAME_PRESENT_CALL_FAILED: a->requested++; a->present_failed++; break;
         default: a->untracked++;
         }
     }

@@ -13,6 +13,7 @@
 
 struct presentation_accounting {
     uint64_t requested, presented, discarded, discarded_recreation, pending, failed, untracked;
+    uint64_t present_failed; /* the present call itself failed: nothing to show */
 };
 
 struct presentation_stats {

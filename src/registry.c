@@ -111,6 +111,8 @@ static void collector_reset(struct fscope_collector *c)
     c->last_span_end = 0;
     c->spans_clamped = 0;
     memset(c->block_ticks, 0, sizeof(c->block_ticks));
+    c->block_span_count = 0;
+    c->block_spans_dropped = 0;
     c->record_begin_ticks = 0;
     c->frame_flags = 0;
     c->mark_log = NULL;
@@ -394,18 +396,65 @@ FSCOPE_EXPORT uint64_t fscope_block_end(enum fscope_block kind, uint64_t start)
         zone_account(c, e, now);
     }
     c->block_ticks[kind] += now - start;
+    if (c->block_span_count < FSCOPE_THREAD_BLOCK_SPANS)
+        c->block_spans[c->block_span_count++] =
+            (struct fscope_block_span){ .start = start, .end = now, .kind = (uint8_t)kind };
+    else
+        c->block_spans_dropped++;
+    switch (kind) {
+    case FSCOPE_BLOCK_FENCE:
+        fscope_collector_count(c, FSCOPE_COUNT_WAIT_FENCE_TICKS, now - start);
+        break;
+    case FSCOPE_BLOCK_SEMAPHORE:
+        fscope_collector_count(c, FSCOPE_COUNT_WAIT_SEMAPHORE_TICKS, now - start);
+        break;
+    case FSCOPE_BLOCK_IDLE:
+        fscope_collector_count(c, FSCOPE_COUNT_WAIT_IDLE_TICKS, now - start);
+        break;
+    default:
+        break;
+    }
     return now - start;
 }
 
-FSCOPE_EXPORT void fscope_thread_take_blocks(uint64_t ret[FSCOPE_BLOCK_COUNT])
+FSCOPE_EXPORT uint64_t fscope_block_end_uncharged(uint64_t start)
+{
+    uint64_t now = fscope_now();
+    struct fscope_collector *c = tls_collector;
+    (void)start;
+    if (!c)
+        return now;
+    struct stack_entry *e = zone_pop(c);
+    if (e) {
+        ring_write(c, now, NULL);
+        zone_account(c, e, now);
+    }
+    return now;
+}
+
+FSCOPE_EXPORT void fscope_thread_take_block_spans(uint64_t ret[FSCOPE_BLOCK_COUNT],
+                                                  struct fscope_block_span *spans,
+                                                  uint32_t *ret_span_count)
 {
     struct fscope_collector *c = fscope_thread_collector();
     if (!c) {
         memset(ret, 0, sizeof(uint64_t) * FSCOPE_BLOCK_COUNT);
+        if (ret_span_count)
+            *ret_span_count = 0;
         return;
     }
     memcpy(ret, c->block_ticks, sizeof(c->block_ticks));
     memset(c->block_ticks, 0, sizeof(c->block_ticks));
+    if (spans && ret_span_count) {
+        memcpy(spans, c->block_spans, c->block_span_count * sizeof(*spans));
+        *ret_span_count = c->block_span_count;
+    }
+    c->block_span_count = 0;
+}
+
+FSCOPE_EXPORT void fscope_thread_take_blocks(uint64_t ret[FSCOPE_BLOCK_COUNT])
+{
+    fscope_thread_take_block_spans(ret, NULL, NULL);
 }
 
 FSCOPE_EXPORT void fscope_thread_add_frame_flags(uint8_t flags)

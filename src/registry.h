@@ -52,8 +52,20 @@ enum fscope_block {
     FSCOPE_BLOCK_SEMAPHORE,
     FSCOPE_BLOCK_IDLE,
     FSCOPE_BLOCK_CAP,
+    FSCOPE_BLOCK_PRESENT_WAIT, /* vkWaitForPresentKHR */
     FSCOPE_BLOCK_COUNT,
 };
+
+/* One block as an interval, so that a report can tell which part of it the GPU was busy. */
+struct fscope_block_span {
+    uint64_t start, end;
+    uint8_t kind;        /* enum fscope_block */
+    uint8_t from_thread; /* charged by the closing thread (else by its swapchain) */
+};
+
+/* Block intervals a thread keeps between two frame closes; beyond that a block still counts
+ * in block_ticks, only its interval is not kept (counted in block_spans_dropped). */
+#define FSCOPE_THREAD_BLOCK_SPANS 32
 
 /* Per-thread event counters, summed over threads when a frame closes. */
 enum fscope_counter {
@@ -63,6 +75,10 @@ enum fscope_counter {
     FSCOPE_COUNT_DISPATCHES,
     FSCOPE_COUNT_RENDER_PASSES,
     FSCOPE_COUNT_RECORD_TICKS,
+    /* Waits of every thread, whatever frame they are charged to (or none). */
+    FSCOPE_COUNT_WAIT_FENCE_TICKS,
+    FSCOPE_COUNT_WAIT_SEMAPHORE_TICKS,
+    FSCOPE_COUNT_WAIT_IDLE_TICKS,
     FSCOPE_COUNT_COUNT,
 };
 
@@ -95,6 +111,9 @@ struct fscope_collector {
     uint64_t spans_clamped;
 
     uint64_t block_ticks[FSCOPE_BLOCK_COUNT]; /* since this thread's last frame close */
+    struct fscope_block_span block_spans[FSCOPE_THREAD_BLOCK_SPANS];
+    uint32_t block_span_count;
+    uint64_t block_spans_dropped;
     struct fscope_frame_log *mark_log;        /* frames closed by fscope_frame_mark() */
     uint8_t frame_flags;                      /* CAP_FLAG_* since the last frame close */
     uint64_t record_begin_ticks;
@@ -127,13 +146,21 @@ FSCOPE_EXPORT void fscope_instant(const struct fscope_loc *loc, uint64_t ticks);
  * calling thread's frame budget under kind. begin returns the start in ticks. */
 FSCOPE_EXPORT uint64_t fscope_block_begin(const struct fscope_loc *loc);
 FSCOPE_EXPORT uint64_t fscope_block_end(enum fscope_block kind, uint64_t start);
+/* Ends the block's zone without charging the calling thread: the caller charges it to the
+ * frame it belongs to (an acquire to its swapchain's frame, whatever the thread). Returns the
+ * end in ticks. */
+FSCOPE_EXPORT uint64_t fscope_block_end_uncharged(uint64_t start);
 
 /* Flags for the calling thread's next frame close (the cap's outcome). */
 FSCOPE_EXPORT void fscope_thread_add_frame_flags(uint8_t flags);
 FSCOPE_EXPORT uint8_t fscope_thread_take_frame_flags(void);
 
-/* Moves the calling thread's accumulated block time into ret and zeroes it. */
+/* Moves the calling thread's accumulated block time into ret and zeroes it; with spans, also
+ * its block intervals (up to FSCOPE_THREAD_BLOCK_SPANS; *ret_span_count says how many). */
 FSCOPE_EXPORT void fscope_thread_take_blocks(uint64_t ret[FSCOPE_BLOCK_COUNT]);
+FSCOPE_EXPORT void fscope_thread_take_block_spans(uint64_t ret[FSCOPE_BLOCK_COUNT],
+                                                  struct fscope_block_span *spans,
+                                                  uint32_t *ret_span_count);
 
 static inline void fscope_collector_count(struct fscope_collector *c, enum fscope_counter k,
                                           uint64_t n)

@@ -21,9 +21,19 @@
 
 static _Atomic bool enabled;
 static _Atomic bool finished;
+#define MAX_DEVICE_NAMES 8 /* distinct device/driver pairs named in the summary */
+
+static _Atomic bool disowned;
+static _Atomic bool gpu_timing = true;
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
-static char device_name[256];
-static char driver_name[256];
+/* Devices by name and driver; a program that creates one device a hundred times names it once,
+ * with the count and the ids it had. */
+struct device_name {
+    char name[256], driver[256];
+    uint32_t first_id, last_id, count;
+};
+static struct device_name device_names[MAX_DEVICE_NAMES];
+static unsigned device_name_count;
 static char notes[MAX_NOTES][256];
 static unsigned note_count;
 
@@ -32,9 +42,11 @@ static enum summary_target summary_target = SUMMARY_STDERR;
 static char summary_path[1024];
 static char output_dir[1024];
 
-static const char *const verdict_names[FSCOPE_VERDICT_COUNT] = { "cpu", "gpu", "display", "cap" };
+static const char *const verdict_names[FSCOPE_VERDICT_COUNT] = { "cpu", "gpu", "display", "cap",
+                                                                  "sync" };
 static const char *const block_names[FSCOPE_BLOCK_COUNT] = { "acquire", "present", "fence",
-                                                             "semaphore", "idle", "cap" };
+                                                             "semaphore", "idle", "cap",
+                                                             "present_wait" };
 
 const char *verdict_name(enum fscope_verdict v)
 {
@@ -71,12 +83,36 @@ FSCOPE_EXPORT void fscope_report_enable(void)
     atomic_store(&enabled, true);
 }
 
-FSCOPE_EXPORT void fscope_report_set_device(const char *device, const char *driver)
+FSCOPE_EXPORT void fscope_report_add_device(uint32_t id, const char *device, const char *driver)
 {
+    device = device ? device : "";
+    driver = driver ? driver : "";
     pthread_mutex_lock(&meta_lock);
-    snprintf(device_name, sizeof(device_name), "%s", device ? device : "");
-    snprintf(driver_name, sizeof(driver_name), "%s", driver ? driver : "");
+    struct device_name *d = NULL;
+    for (unsigned i = 0; i < device_name_count && !d; i++)
+        if (strcmp(device_names[i].name, device) == 0 && strcmp(device_names[i].driver, driver) == 0)
+            d = &device_names[i];
+    if (!d && device_name_count < MAX_DEVICE_NAMES) {
+        d = &device_names[device_name_count++];
+        snprintf(d->name, sizeof(d->name), "%s", device);
+        snprintf(d->driver, sizeof(d->driver), "%s", driver);
+        d->first_id = id;
+    }
+    if (d) {
+        d->count++;
+        d->last_id = id;
+    }
     pthread_mutex_unlock(&meta_lock);
+}
+
+FSCOPE_EXPORT void fscope_report_set_gpu_timing(bool on)
+{
+    atomic_store(&gpu_timing, on);
+}
+
+FSCOPE_EXPORT void fscope_report_disown(void)
+{
+    atomic_store(&disowned, true);
 }
 
 FSCOPE_EXPORT void fscope_report_note(const char *fmt, ...)
@@ -100,8 +136,92 @@ static int64_t ticks_ns(uint64_t ticks)
     return (int64_t)llround(fscope_ticks_to_ns(ticks));
 }
 
-void frame_budget(const struct fscope_frame *f, struct frame_budget_ns *ret)
+static int compare_double(const void *a, const void *b)
 {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_of(double *values, size_t n)
+{
+    if (!n)
+        return 0;
+    qsort(values, n, sizeof(*values), compare_double);
+    return values[n / 2];
+}
+
+/* VkPresentModeKHR values (analysis does not include Vulkan). */
+enum { PRESENT_IMMEDIATE = 0, PRESENT_MAILBOX = 1, PRESENT_FIFO = 2, PRESENT_FIFO_RELAXED = 3 };
+
+static bool mode_is_fifo(int32_t mode)
+{
+    return mode == PRESENT_FIFO || mode == PRESENT_FIFO_RELAXED;
+}
+
+/* Modes in which the app never waits for the display: it outruns it. */
+static bool mode_is_mailbox_like(int32_t mode)
+{
+    return mode == PRESENT_IMMEDIATE || mode == PRESENT_MAILBOX;
+}
+
+/* The display paces a surface's frames only on evidence (DESIGN.md, "The frame"): shown at
+ * the app's own cadence without discards (presentation feedback), or, without feedback, a
+ * FIFO swapchain on a surface a display shows. An app that outruns the display never is. */
+void display_evidence_compute(struct fscope_frame_log *log, struct display_evidence *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    uint64_t count = fscope_frame_log_count(log);
+    enum frame_surface surface = frame_log_surface(log);
+    if (surface == FRAME_SURFACE_NONE || surface == FRAME_SURFACE_HEADLESS || !count) {
+        snprintf(ret->why, sizeof(ret->why), "%s",
+                 surface == FRAME_SURFACE_HEADLESS ? "a headless surface: no display shows it"
+                                                   : "no swapchain: no display shows these frames");
+        return;
+    }
+    double *app = malloc(count * sizeof(double));
+    double *shown = malloc(count * sizeof(double));
+    size_t napp = 0, nshown = 0;
+    uint64_t presented = 0, discarded = 0, fifo = 0, last_shown = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        const struct fscope_frame *f = frame_log_frame(log, i);
+        fifo += mode_is_fifo(f->present_mode);
+        if (app)
+            app[napp++] = fscope_ticks_to_ns(f->end_ticks - f->start_ticks) / 1e6;
+        if (f->present_state == FRAME_PRESENT_PRESENTED) {
+            presented++;
+            if (last_shown && f->presented_ticks > last_shown && shown)
+                shown[nshown++] = fscope_ticks_to_ns(f->presented_ticks - last_shown) / 1e6;
+            last_shown = f->presented_ticks;
+        } else if (f->present_state == FRAME_PRESENT_DISCARDED &&
+                   !frame_recreation_discard(log, i)) {
+            discarded++;
+        }
+    }
+    ret->app_interval_ms = median_of(app, napp);
+    ret->shown_interval_ms = median_of(shown, nshown);
+    free(app);
+    free(shown);
+    uint64_t decided = presented + discarded;
+    if (frame_log_tracked(log) && decided >= 4 && nshown >= 2) {
+        ret->confirmed = true;
+        ret->discard_share = (double)discarded / (double)decided;
+        bool keeps_up = ret->app_interval_ms >= DISPLAY_MIN_CADENCE_RATIO * ret->shown_interval_ms;
+        ret->paces = ret->discard_share <= DISPLAY_MAX_DISCARD_SHARE && keeps_up;
+        snprintf(ret->why, sizeof(ret->why), "presented every %.2f ms, the app presents every "
+                 "%.2f ms, %.1f%% discarded", ret->shown_interval_ms, ret->app_interval_ms,
+                 100 * ret->discard_share);
+        return;
+    }
+    /* No feedback: the present mode is all we know. */
+    ret->paces = fifo * 2 > count;
+    snprintf(ret->why, sizeof(ret->why), "%s present mode, no presentation feedback",
+             ret->paces ? "FIFO" : "non-FIFO");
+}
+
+void frame_budget(const struct fscope_frame *f, const struct display_evidence *ev,
+                  struct frame_budget_ns *ret)
+{
+    memset(ret, 0, sizeof(*ret));
     ret->frame = ticks_ns(f->end_ticks - f->start_ticks);
     int64_t blocked = 0;
     for (unsigned b = 0; b < FSCOPE_BLOCK_COUNT; b++) {
@@ -109,31 +229,63 @@ void frame_budget(const struct fscope_frame *f, struct frame_budget_ns *ret)
         if (blocked + ret->block[b] > ret->frame)
             ret->block[b] = ret->frame - blocked; /* rounding never breaks the partition */
         blocked += ret->block[b];
+        ret->block_gpu[b] = ticks_ns(f->block_gpu_ticks[b]);
+        if (ret->block_gpu[b] > ret->block[b])
+            ret->block_gpu[b] = ret->block[b];
     }
     ret->cpu = ret->frame - blocked;
     ret->gpu_busy = ticks_ns(f->gpu_busy_ticks);
     if (ret->gpu_busy > ret->frame)
         ret->gpu_busy = ret->frame;
+    ret->gpu_timed = atomic_load(&gpu_timing);
+    static const unsigned display_blocks[] = { FSCOPE_BLOCK_ACQUIRE, FSCOPE_BLOCK_PRESENT,
+                                               FSCOPE_BLOCK_PRESENT_WAIT };
+    int64_t idle_in_display = 0;
+    for (unsigned i = 0; i < 3; i++)
+        idle_in_display += ret->block[display_blocks[i]] - ret->block_gpu[display_blocks[i]];
+    bool paces = ev && ev->paces && !mode_is_mailbox_like(f->present_mode) &&
+                 f->present_state != FRAME_PRESENT_DISCARDED;
+    if (paces)
+        ret->display_wait = idle_in_display;
+    else
+        ret->present_overhead = idle_in_display;
+    static const unsigned wait_blocks[] = { FSCOPE_BLOCK_FENCE, FSCOPE_BLOCK_SEMAPHORE,
+                                            FSCOPE_BLOCK_IDLE };
+    for (unsigned i = 0; i < 3; i++) {
+        ret->gpu_in_waits += ret->block_gpu[wait_blocks[i]];
+        ret->gpu_idle_in_waits += ret->block[wait_blocks[i]] - ret->block_gpu[wait_blocks[i]];
+        ret->other_wait[i] = ticks_ns(f->other_wait_ticks[i]);
+    }
 }
 
 /* The order is what makes the answer trustworthy: a saturated GPU is the ceiling whichever
- * wait it shows up in; only then do the waits break the tie (DESIGN.md, "The frame"). */
+ * wait it shows up in; then the cap; then a display wait, which needs the display's evidence
+ * and the GPU idle; then waits on GPU work, split by whether the GPU was working through them
+ * (DESIGN.md, "The frame"). Present overhead counts on the CPU side: it is driver and
+ * compositor work the app pays for in its own thread. */
 enum fscope_verdict frame_verdict(const struct frame_budget_ns *b)
 {
     double frame = b->frame > 0 ? (double)b->frame : 1.0;
-    int64_t display = b->block[FSCOPE_BLOCK_ACQUIRE] + b->block[FSCOPE_BLOCK_PRESENT];
-    int64_t gpu_wait = b->block[FSCOPE_BLOCK_FENCE] + b->block[FSCOPE_BLOCK_SEMAPHORE] +
-                       b->block[FSCOPE_BLOCK_IDLE];
+    int64_t cpu_side = b->cpu + b->present_overhead;
+    int64_t gpu_in_display = b->block_gpu[FSCOPE_BLOCK_ACQUIRE] +
+                             b->block_gpu[FSCOPE_BLOCK_PRESENT] +
+                             b->block_gpu[FSCOPE_BLOCK_PRESENT_WAIT];
+    int64_t waits = b->gpu_in_waits + b->gpu_idle_in_waits;
     int64_t cap = b->block[FSCOPE_BLOCK_CAP];
-    if ((double)b->gpu_busy >= VERDICT_GPU_BUSY_SHARE * frame)
+    if (b->gpu_timed && (double)b->gpu_busy >= VERDICT_GPU_BUSY_SHARE * frame)
         return FSCOPE_VERDICT_GPU;
-    if ((double)cap >= VERDICT_BLOCK_SHARE * frame && cap >= b->cpu && cap >= display &&
+    int64_t gpu_wait = b->gpu_timed ? gpu_in_display + b->gpu_in_waits : waits;
+    if ((double)cap >= VERDICT_BLOCK_SHARE * frame && cap >= cpu_side && cap >= b->display_wait &&
         cap >= gpu_wait)
         return FSCOPE_VERDICT_CAP;
-    if ((double)display >= VERDICT_BLOCK_SHARE * frame && display >= b->cpu &&
-        display >= gpu_wait)
+    if ((double)b->display_wait >= VERDICT_BLOCK_SHARE * frame && b->display_wait >= cpu_side &&
+        b->display_wait >= gpu_wait)
         return FSCOPE_VERDICT_DISPLAY;
-    if ((double)gpu_wait >= VERDICT_BLOCK_SHARE * frame && gpu_wait >= b->cpu)
+    if (b->gpu_timed && (double)b->gpu_idle_in_waits >= VERDICT_BLOCK_SHARE * frame &&
+        (double)b->gpu_in_waits < SYNC_MAX_GPU_SHARE * (double)waits &&
+        b->gpu_idle_in_waits >= cpu_side && b->gpu_idle_in_waits >= gpu_wait)
+        return FSCOPE_VERDICT_SYNC;
+    if ((double)gpu_wait >= VERDICT_BLOCK_SHARE * frame && gpu_wait >= cpu_side)
         return FSCOPE_VERDICT_GPU;
     return FSCOPE_VERDICT_CPU;
 }
@@ -151,10 +303,13 @@ struct run_stats {
     double mean_ms, p50_ms, p95_ms, p99_ms, max_ms;
     double low1_fps, low01_fps;
     double budget_ms[2 + FSCOPE_BLOCK_COUNT]; /* cpu, gpu_busy, blocks... (means) */
+    struct frame_budget_ns total;             /* sums over every frame */
     double count_mean[FSCOPE_COUNT_COUNT];
     uint64_t verdict_frames[FSCOPE_VERDICT_COUNT];
     enum fscope_verdict run_verdict;
-    char reason[256];
+    char reason[512];
+    struct display_evidence *evidence; /* per log, in log order */
+    unsigned primary_log;              /* the log with the most frames */
 };
 
 static double percentile_ms(const int64_t *sorted, uint64_t n, double p)
@@ -174,27 +329,107 @@ static double low_fps(const int64_t *sorted, uint64_t n, double share)
     return sum > 0 ? 1e9 * (double)k / sum : 0;
 }
 
+/* Display evidence of every log, in log order; NULL entries when memory ran out. */
+static struct display_evidence *evidence_all(void)
+{
+    unsigned logs = frame_logs_count();
+    struct display_evidence *ev = calloc(logs ? logs : 1, sizeof(*ev));
+    for (unsigned l = 0; ev && l < logs; l++)
+        display_evidence_compute(frame_log_at(l), &ev[l]);
+    return ev;
+}
+
+static double ms_per_frame(int64_t total_ns, uint64_t frames)
+{
+    return (double)total_ns / 1e6 / (double)frames;
+}
+
+static void run_reason(struct run_stats *s)
+{
+    const struct frame_budget_ns *t = &s->total;
+    double frame = t->frame > 0 ? (double)t->frame : 1.0;
+#define PCT(x) (100.0 * (double)(x) / frame)
+    int64_t gpu_in_display = t->block_gpu[FSCOPE_BLOCK_ACQUIRE] + t->block_gpu[FSCOPE_BLOCK_PRESENT] +
+                             t->block_gpu[FSCOPE_BLOCK_PRESENT_WAIT];
+    int64_t waits = t->gpu_in_waits + t->gpu_idle_in_waits;
+    const struct display_evidence *ev = s->evidence ? &s->evidence[s->primary_log] : NULL;
+    switch (s->run_verdict) {
+    case FSCOPE_VERDICT_GPU:
+        if (!t->gpu_timed)
+            snprintf(s->reason, sizeof(s->reason), "waiting on fences, semaphores or idle %.1f%% "
+                     "of the frame (GPU timing off: how busy the GPU was is unknown)", PCT(waits));
+        else
+            snprintf(s->reason, sizeof(s->reason), "GPU busy %.1f%% of the frame; blocked while "
+                     "the GPU worked %.1f%% (in acquire/present %.1f%%, in fence/semaphore/idle "
+                     "waits %.1f%%)", PCT(t->gpu_busy), PCT(gpu_in_display + t->gpu_in_waits),
+                     PCT(gpu_in_display), PCT(t->gpu_in_waits));
+        break;
+    case FSCOPE_VERDICT_CAP:
+        snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame waiting in the frame cap",
+                 PCT(t->block[FSCOPE_BLOCK_CAP]));
+        break;
+    case FSCOPE_VERDICT_DISPLAY:
+        snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame waiting for the display in "
+                 "acquire/present with the GPU idle, GPU busy %.1f%%, CPU work %.1f%%; %s: %s",
+                 PCT(t->display_wait), PCT(t->gpu_busy), PCT(t->cpu),
+                 ev && ev->confirmed ? "confirmed" : "not confirmed", ev ? ev->why : "");
+        break;
+    case FSCOPE_VERDICT_SYNC:
+        snprintf(s->reason, sizeof(s->reason), "CPU-GPU serialisation: %.1f%% of the frame "
+                 "waiting on fences/semaphores/idle, the GPU idle for %.1f%% of that wait "
+                 "(GPU busy %.1f%% of the frame): the CPU waits for the GPU, then the GPU for "
+                 "the CPU, with no frame in flight", PCT(waits),
+                 waits ? 100.0 * (double)t->gpu_idle_in_waits / (double)waits : 0.0,
+                 PCT(t->gpu_busy));
+        break;
+    default: {
+        char busy[64];
+        if (t->gpu_timed)
+            snprintf(busy, sizeof(busy), "GPU busy %.1f%%", PCT(t->gpu_busy));
+        else
+            snprintf(busy, sizeof(busy), "GPU not timed");
+        char overhead[320] = "";
+        if (t->present_overhead > 0)
+            snprintf(overhead, sizeof(overhead), ", present overhead %.1f%% (driver/compositor "
+                     "work in acquire/present, not a display wait: %s)", PCT(t->present_overhead),
+                     ev ? ev->why : "no display evidence");
+        snprintf(s->reason, sizeof(s->reason), "CPU work %.1f%% of the frame%s, %s, blocked "
+                 "%.1f%%", PCT(t->cpu), overhead, busy, PCT(t->frame - t->cpu));
+    }
+    }
+#undef PCT
+}
+
 static void compute_stats(struct run_stats *s)
 {
     memset(s, 0, sizeof(*s));
     presentation_compute(&s->presentation);
+    s->evidence = evidence_all();
     unsigned logs = frame_logs_count();
-    for (unsigned l = 0; l < logs; l++)
-        s->frames += fscope_frame_log_count(frame_log_at(l));
+    uint64_t most = 0;
+    for (unsigned l = 0; l < logs; l++) {
+        uint64_t count = fscope_frame_log_count(frame_log_at(l));
+        s->frames += count;
+        if (count > most) {
+            most = count;
+            s->primary_log = l;
+        }
+    }
+    s->total.gpu_timed = atomic_load(&gpu_timing);
     if (!s->frames)
         return;
     int64_t *times = malloc(s->frames * sizeof(*times));
     uint64_t n = 0, first = UINT64_MAX, last = 0;
     double sum_ms = 0;
     int64_t verdict_ns[FSCOPE_VERDICT_COUNT] = { 0 };
-    struct frame_budget_ns total = { 0 };
+    struct frame_budget_ns *total = &s->total;
     for (unsigned l = 0; l < logs; l++) {
         struct fscope_frame_log *log = frame_log_at(l);
         uint64_t count = fscope_frame_log_count(log);
         for (uint64_t i = 0; i < count; i++) {
             struct fscope_frame *f = frame_log_frame(log, i);
             struct frame_budget_ns b;
-            frame_budget(f, &b);
+            frame_budget(f, s->evidence ? &s->evidence[l] : NULL, &b);
             if (times && n < s->frames)
                 times[n++] = b.frame;
             sum_ms += (double)b.frame / 1e6;
@@ -202,11 +437,19 @@ static void compute_stats(struct run_stats *s)
                 first = f->start_ticks;
             if (f->end_ticks > last)
                 last = f->end_ticks;
-            total.frame += b.frame;
-            total.cpu += b.cpu;
-            total.gpu_busy += b.gpu_busy;
-            for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
-                total.block[k] += b.block[k];
+            total->frame += b.frame;
+            total->cpu += b.cpu;
+            total->gpu_busy += b.gpu_busy;
+            for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++) {
+                total->block[k] += b.block[k];
+                total->block_gpu[k] += b.block_gpu[k];
+            }
+            total->display_wait += b.display_wait;
+            total->present_overhead += b.present_overhead;
+            total->gpu_in_waits += b.gpu_in_waits;
+            total->gpu_idle_in_waits += b.gpu_idle_in_waits;
+            for (unsigned k = 0; k < 3; k++)
+                total->other_wait[k] += b.other_wait[k];
             for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
                 s->count_mean[k] += (double)f->counts[k];
             enum fscope_verdict v = frame_verdict(&b);
@@ -228,10 +471,10 @@ static void compute_stats(struct run_stats *s)
         s->low01_fps = low_fps(times, n, 0.001);
         free(times);
     }
-    s->budget_ms[0] = (double)total.cpu / 1e6 / frames;
-    s->budget_ms[1] = (double)total.gpu_busy / 1e6 / frames;
+    s->budget_ms[0] = ms_per_frame(total->cpu, s->frames);
+    s->budget_ms[1] = ms_per_frame(total->gpu_busy, s->frames);
     for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
-        s->budget_ms[2 + k] = (double)total.block[k] / 1e6 / frames;
+        s->budget_ms[2 + k] = ms_per_frame(total->block[k], s->frames);
     for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
         s->count_mean[k] /= frames;
 
@@ -241,41 +484,7 @@ static void compute_stats(struct run_stats *s)
         if (verdict_ns[v] > verdict_ns[best])
             best = v;
     s->run_verdict = (enum fscope_verdict)best;
-    double mean_frame = s->mean_ms;
-    double display = s->budget_ms[2 + FSCOPE_BLOCK_ACQUIRE] + s->budget_ms[2 + FSCOPE_BLOCK_PRESENT];
-    double gpu_wait = s->budget_ms[2 + FSCOPE_BLOCK_FENCE] +
-                      s->budget_ms[2 + FSCOPE_BLOCK_SEMAPHORE] + s->budget_ms[2 + FSCOPE_BLOCK_IDLE];
-    switch (s->run_verdict) {
-    case FSCOPE_VERDICT_GPU:
-        snprintf(s->reason, sizeof(s->reason),
-                 "GPU busy %.1f%% of the frame, waiting on GPU work %.1f%%",
-                 100 * s->budget_ms[1] / mean_frame, 100 * gpu_wait / mean_frame);
-        break;
-    case FSCOPE_VERDICT_CAP:
-        snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame waiting in the frame cap",
-                 100 * s->budget_ms[2 + FSCOPE_BLOCK_CAP] / mean_frame);
-        break;
-    case FSCOPE_VERDICT_DISPLAY: {
-        const struct presentation_stats *p = &s->presentation;
-        char confirm[128] = "";
-        if (p->tracked && p->presented_interval_ms > 0)
-            snprintf(confirm, sizeof(confirm), "; %s: shown every %.2f ms, %s",
-                     p->at_output_cadence ? "confirmed" : "not confirmed",
-                     p->presented_interval_ms,
-                     p->at_output_cadence ? "at the output's cadence"
-                                          : "not at the output's cadence");
-        snprintf(s->reason, sizeof(s->reason),
-                 "%.1f%% of the frame blocked in acquire/present, GPU busy %.1f%%, CPU work "
-                 "%.1f%%%s", 100 * display / mean_frame, 100 * s->budget_ms[1] / mean_frame,
-                 100 * s->budget_ms[0] / mean_frame, confirm);
-        break;
-    }
-    default:
-        snprintf(s->reason, sizeof(s->reason),
-                 "CPU work %.1f%% of the frame, GPU busy %.1f%%, blocked %.1f%%",
-                 100 * s->budget_ms[0] / mean_frame, 100 * s->budget_ms[1] / mean_frame,
-                 100 * (mean_frame - s->budget_ms[0]) / mean_frame);
-    }
+    run_reason(s);
 }
 
 static void app_name(char *buf, size_t len)
@@ -301,7 +510,8 @@ struct cap_stats {
 
 /* Accuracy over intervals between two releases at the same target, where the second release
  * waited (a missed deadline or a resync is reported separately: it was not the cap's doing). */
-static bool cap_compute(struct fscope_cap *cap, struct cap_stats *ret)
+static bool cap_compute(struct fscope_cap *cap, const struct display_evidence *evidence,
+                        struct cap_stats *ret)
 {
     memset(ret, 0, sizeof(*ret));
     ret->cap = cap;
@@ -344,7 +554,7 @@ static bool cap_compute(struct fscope_cap *cap, struct cap_stats *ret)
             struct fscope_frame *f = frame_log_frame(log, i);
             if (f->cap_flags & CAP_FLAG_MISSED) {
                 struct frame_budget_ns b;
-                frame_budget(f, &b);
+                frame_budget(f, evidence ? &evidence[l] : NULL, &b);
                 ret->missed_by_verdict[frame_verdict(&b)]++;
             }
         }
@@ -352,12 +562,12 @@ static bool cap_compute(struct fscope_cap *cap, struct cap_stats *ret)
     return true;
 }
 
-static void write_caps_text(FILE *f)
+static void write_caps_text(FILE *f, const struct run_stats *s)
 {
     unsigned n = caps_count();
     for (unsigned i = 0; i < n; i++) {
         struct cap_stats c;
-        if (!cap_compute(cap_at(i), &c))
+        if (!cap_compute(cap_at(i), s->evidence, &c))
             continue;
         fprintf(f, "  cap         %s: target %.3f Hz (%.3f ms); achieved mean interval %.3f ms; "
                 "|interval - target| p50 %.1f  p99 %.1f  max %.1f us over %llu intervals; "
@@ -376,14 +586,14 @@ static void write_caps_text(FILE *f)
     }
 }
 
-static void write_caps_json(FILE *f)
+static void write_caps_json(FILE *f, const struct run_stats *s)
 {
     fputs("  \"caps\": [", f);
     unsigned n = caps_count();
     bool first = true;
     for (unsigned i = 0; i < n; i++) {
         struct cap_stats c;
-        if (!cap_compute(cap_at(i), &c))
+        if (!cap_compute(cap_at(i), s->evidence, &c))
             continue;
         fputs(first ? "{\"label\": " : ", {\"label\": ", f);
         first = false;
@@ -408,8 +618,14 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
     app_name(app, sizeof(app));
     fprintf(f, "framescope: summary for %s (pid %d)\n", app, (int)getpid());
     pthread_mutex_lock(&meta_lock);
-    if (device_name[0])
-        fprintf(f, "  device      %s, driver %s\n", device_name, driver_name);
+    for (unsigned i = 0; i < device_name_count; i++) {
+        const struct device_name *d = &device_names[i];
+        if (d->count == 1)
+            fprintf(f, "  device      #%u %s, driver %s\n", d->first_id, d->name, d->driver);
+        else
+            fprintf(f, "  device      #%u..#%u %s, driver %s (%u devices created)\n",
+                    d->first_id, d->last_id, d->name, d->driver, d->count);
+    }
     pthread_mutex_unlock(&meta_lock);
     fprintf(f, "  clock       %s\n", fscope_clock_describe());
     if (!s->frames) {
@@ -421,12 +637,26 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
                 "1%% low %.1f fps, 0.1%% low %.1f fps\n", s->mean_ms, s->p50_ms, s->p95_ms,
                 s->p99_ms, s->max_ms, s->low1_fps, s->low01_fps);
         const double *b = s->budget_ms;
-        fprintf(f, "  budget      cpu %.3f | blocked: acquire %.3f  present %.3f  fence %.3f  "
-                "other wait %.3f  cap %.3f | gpu busy %.3f ms per frame\n", b[0],
-                b[2 + FSCOPE_BLOCK_ACQUIRE], b[2 + FSCOPE_BLOCK_PRESENT],
-                b[2 + FSCOPE_BLOCK_FENCE],
+        const struct frame_budget_ns *t = &s->total;
+        fprintf(f, "  budget      cpu %.3f | blocked: acquire %.3f  present %.3f  present wait "
+                "%.3f  fence %.3f  other wait %.3f  cap %.3f | gpu busy %.3f ms per frame\n",
+                b[0], b[2 + FSCOPE_BLOCK_ACQUIRE], b[2 + FSCOPE_BLOCK_PRESENT],
+                b[2 + FSCOPE_BLOCK_PRESENT_WAIT], b[2 + FSCOPE_BLOCK_FENCE],
                 b[2 + FSCOPE_BLOCK_SEMAPHORE] + b[2 + FSCOPE_BLOCK_IDLE],
                 b[2 + FSCOPE_BLOCK_CAP], b[1]);
+        fprintf(f, "  blocks      acquire/present: GPU working %.3f, display wait %.3f, present "
+                "overhead %.3f | fence/semaphore/idle: GPU working %.3f, GPU idle %.3f ms per "
+                "frame\n",
+                ms_per_frame(t->block_gpu[FSCOPE_BLOCK_ACQUIRE] + t->block_gpu[FSCOPE_BLOCK_PRESENT] +
+                                 t->block_gpu[FSCOPE_BLOCK_PRESENT_WAIT], s->frames),
+                ms_per_frame(t->display_wait, s->frames),
+                ms_per_frame(t->present_overhead, s->frames),
+                ms_per_frame(t->gpu_in_waits, s->frames),
+                ms_per_frame(t->gpu_idle_in_waits, s->frames));
+        fprintf(f, "  other       waits on other threads: fence %.3f  semaphore %.3f  idle %.3f ms "
+                "per frame (not in the budget: they overlap the presenting thread)\n",
+                ms_per_frame(t->other_wait[0], s->frames), ms_per_frame(t->other_wait[1], s->frames),
+                ms_per_frame(t->other_wait[2], s->frames));
         fprintf(f, "  work        %.1f submits, %.1f command buffers, %.1f draws, %.1f dispatches, "
                 "%.1f render passes per frame\n", s->count_mean[FSCOPE_COUNT_SUBMITS],
                 s->count_mean[FSCOPE_COUNT_COMMAND_BUFFERS], s->count_mean[FSCOPE_COUNT_DRAWS],
@@ -439,7 +669,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
         fputc('\n', f);
     }
     presentation_write_text(f, &s->presentation);
-    write_caps_text(f);
+    write_caps_text(f, s);
     pthread_mutex_lock(&meta_lock);
     for (unsigned i = 0; i < note_count; i++)
         fprintf(f, "  note        %s\n", notes[i]);
@@ -454,9 +684,20 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
     json_write_string(f, app);
     fprintf(f, ",\n  \"pid\": %d,\n  \"device\": ", (int)getpid());
     pthread_mutex_lock(&meta_lock);
-    json_write_string(f, device_name);
+    json_write_string(f, device_name_count ? device_names[0].name : "");
     fputs(",\n  \"driver\": ", f);
-    json_write_string(f, driver_name);
+    json_write_string(f, device_name_count ? device_names[0].driver : "");
+    fputs(",\n  \"devices\": [", f);
+    for (unsigned i = 0; i < device_name_count; i++) {
+        const struct device_name *d = &device_names[i];
+        fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+        json_write_string(f, d->name);
+        fputs(", \"driver\": ", f);
+        json_write_string(f, d->driver);
+        fprintf(f, ", \"first_id\": %u, \"last_id\": %u, \"created\": %u}", d->first_id,
+                d->last_id, d->count);
+    }
+    fputs("]", f);
     pthread_mutex_unlock(&meta_lock);
     fputs(",\n  \"clock\": ", f);
     json_write_string(f, fscope_clock_describe());
@@ -467,11 +708,24 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
     fprintf(f, "  \"low_fps\": {\"1%%\": %.3f, \"0.1%%\": %.3f},\n", s->low1_fps, s->low01_fps);
     const double *b = s->budget_ms;
     fprintf(f, "  \"budget_ms\": {\"cpu\": %.6f, \"gpu_busy\": %.6f, \"acquire\": %.6f, "
-            "\"present\": %.6f, \"fence\": %.6f, \"semaphore\": %.6f, \"idle\": %.6f, "
-            "\"other_wait\": %.6f, \"cap\": %.6f},\n", b[0], b[1], b[2 + FSCOPE_BLOCK_ACQUIRE],
-            b[2 + FSCOPE_BLOCK_PRESENT], b[2 + FSCOPE_BLOCK_FENCE],
+            "\"present\": %.6f, \"present_wait\": %.6f, \"fence\": %.6f, \"semaphore\": %.6f, "
+            "\"idle\": %.6f, \"other_wait\": %.6f, \"cap\": %.6f},\n", b[0], b[1],
+            b[2 + FSCOPE_BLOCK_ACQUIRE], b[2 + FSCOPE_BLOCK_PRESENT],
+            b[2 + FSCOPE_BLOCK_PRESENT_WAIT], b[2 + FSCOPE_BLOCK_FENCE],
             b[2 + FSCOPE_BLOCK_SEMAPHORE], b[2 + FSCOPE_BLOCK_IDLE],
             b[2 + FSCOPE_BLOCK_SEMAPHORE] + b[2 + FSCOPE_BLOCK_IDLE], b[2 + FSCOPE_BLOCK_CAP]);
+    const struct frame_budget_ns *t = &s->total;
+    uint64_t nf = s->frames ? s->frames : 1;
+    fprintf(f, "  \"blocks_ms\": {\"display_gpu_working\": %.6f, \"display_wait\": %.6f, "
+            "\"present_overhead\": %.6f, \"waits_gpu_working\": %.6f, \"waits_gpu_idle\": %.6f, "
+            "\"other_threads\": {\"fence\": %.6f, \"semaphore\": %.6f, \"idle\": %.6f}},\n",
+            ms_per_frame(t->block_gpu[FSCOPE_BLOCK_ACQUIRE] + t->block_gpu[FSCOPE_BLOCK_PRESENT] +
+                             t->block_gpu[FSCOPE_BLOCK_PRESENT_WAIT], nf),
+            ms_per_frame(t->display_wait, nf), ms_per_frame(t->present_overhead, nf),
+            ms_per_frame(t->gpu_in_waits, nf), ms_per_frame(t->gpu_idle_in_waits, nf),
+            ms_per_frame(t->other_wait[0], nf), ms_per_frame(t->other_wait[1], nf),
+            ms_per_frame(t->other_wait[2], nf));
+    fprintf(f, "  \"gpu_timed\": %s,\n", t->gpu_timed ? "true" : "false");
     fprintf(f, "  \"per_frame\": {\"submits\": %.3f, \"command_buffers\": %.3f, \"draws\": %.3f, "
             "\"dispatches\": %.3f, \"render_passes\": %.3f},\n",
             s->count_mean[FSCOPE_COUNT_SUBMITS], s->count_mean[FSCOPE_COUNT_COMMAND_BUFFERS],
@@ -487,7 +741,7 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
                 s->frames ? (double)s->verdict_frames[v] / (double)s->frames : 0.0);
     fputs("}},\n", f);
     presentation_write_json(f, &s->presentation);
-    write_caps_json(f);
+    write_caps_json(f, s);
     fputs("  \"surfaces\": [", f);
     unsigned logs = frame_logs_count();
     for (unsigned l = 0; l < logs; l++) {
@@ -504,6 +758,12 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
                 (unsigned long long)a.presented, (unsigned long long)a.discarded,
                 (unsigned long long)a.discarded_recreation, (unsigned long long)a.pending);
         json_write_string(f, frame_log_untracked_why(log));
+        if (s->evidence) {
+            const struct display_evidence *ev = &s->evidence[l];
+            fprintf(f, ", \"display_paces\": %s, \"display_confirmed\": %s, \"display_evidence\": ",
+                    ev->paces ? "true" : "false", ev->confirmed ? "true" : "false");
+            json_write_string(f, ev->why);
+        }
         fputc('}', f);
     }
     fputs("],\n  \"notes\": [", f);
@@ -517,14 +777,21 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
     fputs("]\n}\n", f);
 }
 
-static void write_frames_csv(FILE *f)
+static void write_ms(FILE *f, int64_t ns)
+{
+    /* ns printed as ms with six decimals: exact, so columns sum exactly. */
+    fprintf(f, ",%lld.%06lld", (long long)(ns / 1000000), (long long)(ns % 1000000));
+}
+
+static void write_frames_csv(FILE *f, const struct run_stats *s)
 {
     fputs("frame,surface,swapchain,start_ms,frame_ms,cpu_ms,gpu_busy_ms", f);
     for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
         fprintf(f, ",%s_ms", block_names[k]);
     fputs(",record_ms,submits,command_buffers,draws,dispatches,render_passes,verdict,"
           "cap,present,presented_ms,latency_ms,latency_from_return_ms,refresh_ms,seq,flags,"
-          "output\n", f);
+          "output,device,display_gpu_ms,display_wait_ms,present_overhead_ms,waits_gpu_ms,"
+          "waits_gpu_idle_ms,other_fence_ms,other_semaphore_ms,other_idle_ms\n", f);
     unsigned logs = frame_logs_count();
     uint64_t origin = UINT64_MAX;
     for (unsigned l = 0; l < logs; l++) {
@@ -538,7 +805,7 @@ static void write_frames_csv(FILE *f)
         for (uint64_t i = 0; i < count; i++) {
             struct fscope_frame *fr = frame_log_frame(log, i);
             struct frame_budget_ns b;
-            frame_budget(fr, &b);
+            frame_budget(fr, s->evidence ? &s->evidence[l] : NULL, &b);
             /* ns printed as ms with six decimals: exact, so columns sum exactly. */
             fprintf(f, "%llu,%u,%u,%.6f,%lld.%06lld,%lld.%06lld,%lld.%06lld", (unsigned long long)i,
                     l, fr->swapchain_serial, fscope_ticks_to_ns(fr->start_ticks - origin) / 1e6,
@@ -571,13 +838,23 @@ static void write_frames_csv(FILE *f)
                                                               fr->present_return_ticks) / 1e6
                                          : -fscope_ticks_to_ns(fr->present_return_ticks -
                                                                fr->presented_ticks) / 1e6;
-                fprintf(f, ",%.6f,%.6f,%.6f,%.6f,%llu,%u,%d\n",
+                fprintf(f, ",%.6f,%.6f,%.6f,%.6f,%llu,%u,%d",
                         fscope_ticks_to_ns(fr->presented_ticks - origin) / 1e6, latency,
                         from_return, fr->refresh_ns / 1e6, (unsigned long long)fr->present_seq,
                         fr->present_flags, fr->output_index);
             } else {
-                fputs(",,,,,,,\n", f);
+                fputs(",,,,,,,", f);
             }
+            fprintf(f, ",%u", fr->device_id);
+            write_ms(f, b.block_gpu[FSCOPE_BLOCK_ACQUIRE] + b.block_gpu[FSCOPE_BLOCK_PRESENT] +
+                            b.block_gpu[FSCOPE_BLOCK_PRESENT_WAIT]);
+            write_ms(f, b.display_wait);
+            write_ms(f, b.present_overhead);
+            write_ms(f, b.gpu_in_waits);
+            write_ms(f, b.gpu_idle_in_waits);
+            for (unsigned k = 0; k < 3; k++)
+                write_ms(f, b.other_wait[k]);
+            fputc('\n', f);
         }
     }
 }
@@ -608,8 +885,7 @@ static void summary_writer(FILE *f, const void *arg)
 
 static void csv_writer(FILE *f, const void *arg)
 {
-    (void)arg;
-    write_frames_csv(f);
+    write_frames_csv(f, arg);
 }
 
 static int make_dirs(const char *dir)
@@ -645,7 +921,7 @@ static void write_capture(const struct run_stats *s, FILE *summary)
     }
     if (r == 0) {
         snprintf(path, sizeof(path), "%s/frames.csv", output_dir);
-        r = write_file(path, csv_writer, NULL);
+        r = write_file(path, csv_writer, s);
     }
     if (r == 0) {
         snprintf(path, sizeof(path), "%s/zones.csv", output_dir);
@@ -673,7 +949,7 @@ FSCOPE_EXPORT void fscope_report_finish(void)
         any_frames = fscope_frame_log_count(frame_log_at(l)) > 0;
     if (!any_frames && !atomic_load(&enabled))
         return;
-    if (atomic_exchange(&finished, true))
+    if (atomic_load(&disowned) || atomic_exchange(&finished, true))
         return;
     clock_refine();
     frames_compute_gpu_busy();
