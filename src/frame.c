@@ -373,8 +373,9 @@ FSCOPE_EXPORT void fscope_frame_log_untrack(struct fscope_frame_log *log)
                    "destroying the surface; %llu presentation feedback(s) left pending",
                    log->label, (unsigned long long)c.pending);
     /* Several trackers over a surface's life (recreated surfaces) add up. An orphaned request
-     * (its present failed) is no request of the frames': theirs is marked failed. */
-    log->final_counts.requested += c.requested - c.orphaned;
+     * (fscope_wl_tracker_present_failed) stays in requested, as its CALL_FAILED frame does in
+     * the frames' tally; it is neither presented, discarded nor pending. */
+    log->final_counts.requested += c.requested;
     log->final_counts.presented += c.presented;
     log->final_counts.discarded += c.discarded;
     log->final_counts.pending += c.pending;
@@ -410,7 +411,7 @@ bool frame_log_tracker_counts(struct fscope_frame_log *log, struct frame_log_tra
     if (log->tracker) {
         struct fscope_wl_counts c;
         fscope_wl_tracker_counts(log->tracker, &c);
-        ret->requested += c.requested - c.orphaned;
+        ret->requested += c.requested;
         ret->presented += c.presented;
         ret->discarded += c.discarded;
         ret->pending += c.pending;

@@ -6,11 +6,17 @@
  *   (a) FIFO-like: one commit per frame callback         -> every frame presented
  *   (b) MAILBOX-like: commits as fast as buffers allow     -> some frames discarded
  *   (c) destroy with a feedback pending                    -> returns at once, app unharmed
- *   plus create/destroy cycles, and an app thread dispatching the default queue (or
- *   hammering it with roundtrips) the whole time.
- * On a compositor without wp_presentation it checks that create returns NULL with a
- * reason instead.
+ *   (d) a present that failed before its commit            -> its feedback is orphaned
+ *   (e) the app disconnects its display before destroy     -> nothing touched, counts kept
+ *   (f) a compositor that never answers (socketpair)      -> create returns at once, set-up
+ *                                                             dies after 1 s and says why
+ *   plus create/destroy cycles (some torn down mid set-up), and an app thread dispatching
+ *   the default queue (or hammering it with roundtrips) the whole time.
+ * On a compositor without wp_presentation it checks that the tracker dies in its set-up
+ * and says why instead.
  *
+ * usage: test-present-wl [TEST...]   (default: all; TEST is a name from the table in main,
+ *                                     e.g. `silent orphaned disconnect` under valgrind)
  * Exit: 0 pass, 1 fail, 77 skip (no WAYLAND_DISPLAY, no connection, no xdg_wm_base/wl_shm).
  *
  * Manual mode `--compositor-dies`: sets up a tracker with a feedback pending, then waits
@@ -25,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +49,10 @@
 #define FIFO_FRAMES 60
 #define MAILBOX_FRAMES 400
 #define FEEDBACK_WAIT_NS (3 * 1000000000LL)
+/* The tracker's set-up gives up on a silent compositor after 1000 ms (SETUP_TIMEOUT_MS):
+ * a create or destroy that waited on it would take at least that long. */
+#define SETUP_TIMEOUT_NS 1000000000LL
+#define NONBLOCKING_NS (SETUP_TIMEOUT_NS / 4)
 #define MAX_RECORDS 1024
 
 static int failures;
@@ -352,7 +364,7 @@ static bool commit_frame(struct app *app, bool fifo, struct fscope_wl_tracker *t
 		wl_callback_add_listener(cb, &frame_listener, app);
 	}
 	if (t)
-		CHECK(fscope_wl_tracker_request(t, id), "request %llu failed",
+		CHECK(fscope_wl_tracker_request(t, id) == FSCOPE_WL_REQUESTED, "request %llu failed",
 		      (unsigned long long)id);
 	wl_surface_attach(app->surface, b->wl_buffer, 0, 0);
 	wl_surface_damage_buffer(app->surface, 0, 0, WIDTH, HEIGHT);
@@ -569,22 +581,44 @@ static size_t test_outputs(const struct app *app)
 	return n;
 }
 
+/* Test only: the library itself never sleeps-polls. */
+static bool wait_until_dead(struct fscope_wl_tracker *t, int64_t timeout_ns)
+{
+	for (int64_t deadline = mono_ns() + timeout_ns; mono_ns() < deadline;) {
+		if (fscope_wl_tracker_dead(t))
+			return true;
+		sleep_ns(1000000);
+	}
+	return fscope_wl_tracker_dead(t);
+}
+
 static void test_no_presentation(struct app *app)
 {
 	struct wl_surface *surface = wl_compositor_create_surface(app->compositor);
 	char why[256] = "";
 	struct fscope_wl_tracker *t;
+	struct fscope_wl_counts c;
 
+	/* create cannot know yet: the set-up runs on the tracker's thread and dies there. */
 	t = fscope_wl_tracker_create(app->display, surface, why, sizeof(why));
-	CHECK(t == NULL, "tracker created on a compositor without wp_presentation");
-	CHECK(why[0] != '\0', "no reason given");
-	printf("no wp_presentation: create returned %p, why: %s\n", (void *)t, why);
-	fscope_wl_tracker_destroy(t);
+	CHECK(t != NULL, "create failed at once: %s", why);
+	CHECK(wait_until_dead(t, 3 * SETUP_TIMEOUT_NS), "set-up did not fail");
+	CHECK(fscope_wl_tracker_why(t, why, sizeof(why)) && strstr(why, "wp_presentation"),
+	      "why does not name wp_presentation: '%s'", why);
+	CHECK(!fscope_wl_tracker_ready(t), "ready without wp_presentation");
+	CHECK(fscope_wl_tracker_request(t, 0) == FSCOPE_WL_NOT_READY,
+	      "request on a tracker whose set-up failed is not 'not ready'");
+	fscope_wl_tracker_destroy_with_counts(t, &c);
+	CHECK(c.requested == 0 && c.not_ready == 1 && c.failed == 0, "counts %llu/%llu/%llu",
+	      (unsigned long long)c.requested, (unsigned long long)c.not_ready,
+	      (unsigned long long)c.failed);
+	printf("no wp_presentation: tracker died in its set-up, why: %s\n", why);
 	wl_surface_destroy(surface);
 	CHECK(wl_display_roundtrip(app->display) >= 0 && wl_display_get_error(app->display) == 0,
 	      "app connection broken after a failed create");
 }
 
+/* Creates a tracker and waits (test only) until its set-up on its own thread is done. */
 static struct fscope_wl_tracker *create_tracker(struct app *app)
 {
 	char why[256] = "";
@@ -592,6 +626,17 @@ static struct fscope_wl_tracker *create_tracker(struct app *app)
 								sizeof(why));
 
 	CHECK(t != NULL, "tracker_create: %s", why);
+	if (!t)
+		return NULL;
+	for (int64_t deadline = mono_ns() + 3 * SETUP_TIMEOUT_NS;
+	     !fscope_wl_tracker_ready(t) && !fscope_wl_tracker_dead(t) && mono_ns() < deadline;)
+		sleep_ns(200000);
+	if (!fscope_wl_tracker_ready(t)) {
+		fscope_wl_tracker_why(t, why, sizeof(why));
+		CHECK(false, "tracker never became ready: %s", why);
+		fscope_wl_tracker_destroy(t);
+		return NULL;
+	}
 	return t;
 }
 
@@ -708,7 +753,7 @@ static void test_slots_exhausted(struct app *app)
 	memset(&run, 0, sizeof(run));
 	start_app_thread(app, false);
 	for (uint64_t id = 0; id < 300; id++) {
-		if (fscope_wl_tracker_request(t, id))
+		if (fscope_wl_tracker_request(t, id) == FSCOPE_WL_REQUESTED)
 			ok++;
 		else
 			refused++;
@@ -779,18 +824,262 @@ static void test_cycles(struct app *app)
 	int64_t start = mono_ns();
 
 	for (int i = 0; i < 20; i++) {
-		struct fscope_wl_tracker *t = create_tracker(app);
+		struct fscope_wl_tracker *t;
 
-		if (!t)
-			return;
-		CHECK(fscope_wl_tracker_request(t, (uint64_t)i), "cycle request");
+		if (i % 2) {
+			t = create_tracker(app);
+			if (!t)
+				return;
+			CHECK(fscope_wl_tracker_request(t, (uint64_t)i) == FSCOPE_WL_REQUESTED,
+			      "cycle request");
+		} else {
+			/* Torn down in the middle of its set-up (or before it began). */
+			char why[256];
+
+			t = fscope_wl_tracker_create(app->display, app->surface, why, sizeof(why));
+			CHECK(t != NULL, "create: %s", why);
+		}
 		fscope_wl_tracker_destroy(t);
 	}
-	printf("cycles: 20 create/request/destroy in %.1f ms\n", (mono_ns() - start) / 1e6);
+	printf("cycles: 20 create/(request)/destroy in %.1f ms\n", (mono_ns() - start) / 1e6);
 	check_connection(app, "cycles");
 	fscope_wl_tracker_destroy(NULL);
-	CHECK(!fscope_wl_tracker_request(NULL, 0) && fscope_wl_tracker_drain(NULL, NULL, 0) == 0,
+	fscope_wl_tracker_present_failed(NULL, 0);
+	CHECK(fscope_wl_tracker_request(NULL, 0) == FSCOPE_WL_REQUEST_FAILED &&
+		      fscope_wl_tracker_drain(NULL, NULL, 0) == 0 && fscope_wl_tracker_dead(NULL) &&
+		      !fscope_wl_tracker_ready(NULL) && fscope_wl_tracker_why(NULL, NULL, 0),
 	      "NULL tracker");
+}
+
+static bool counts_add_up(const struct fscope_wl_counts *c)
+{
+	return c->requested == c->presented + c->discarded + c->pending + c->orphaned;
+}
+
+static void print_counts(const char *label, const struct fscope_wl_counts *c)
+{
+	printf("%s: requested %llu presented %llu discarded %llu pending %llu orphaned %llu "
+	       "lost %llu failed %llu not_ready %llu display_gone %d\n",
+	       label, (unsigned long long)c->requested, (unsigned long long)c->presented,
+	       (unsigned long long)c->discarded, (unsigned long long)c->pending,
+	       (unsigned long long)c->orphaned, (unsigned long long)c->lost,
+	       (unsigned long long)c->failed, (unsigned long long)c->not_ready, c->display_gone);
+}
+
+/*
+ * A compositor that never answers: the other end of a socketpair nobody reads.  create
+ * must return at once (it used to run the set-up roundtrips itself, a second each), the
+ * tracker answers "not ready" until its set-up gives up, then says why; a tracker torn
+ * down while its set-up waits must not wait either.
+ */
+static void test_silent(void)
+{
+	struct wl_display *display;
+	struct wl_registry *registry;
+	struct wl_compositor *compositor;
+	struct wl_surface *surface;
+	struct fscope_wl_tracker *t;
+	struct fscope_wl_counts c;
+	char why[256] = "";
+	int64_t start, took, destroy_took;
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		CHECK(false, "socketpair: %s", strerror(errno));
+		return;
+	}
+	display = wl_display_connect_to_fd(sv[0]); /* takes sv[0] */
+	if (!display) {
+		CHECK(false, "wl_display_connect_to_fd");
+		close(sv[1]);
+		return;
+	}
+	/* Proxies only: nothing on the other end will ever answer. */
+	registry = wl_display_get_registry(display);
+	compositor = wl_registry_bind(registry, 1, &wl_compositor_interface, 1);
+	surface = wl_compositor_create_surface(compositor);
+
+	start = mono_ns();
+	t = fscope_wl_tracker_create(display, surface, why, sizeof(why));
+	took = mono_ns() - start;
+	CHECK(t != NULL, "create on a silent compositor: %s", why);
+	if (!t)
+		goto out;
+	CHECK(took < NONBLOCKING_NS, "create blocked %.3f ms on a silent compositor", took / 1e6);
+	CHECK(fscope_wl_tracker_request(t, 0) == FSCOPE_WL_NOT_READY, "request before set-up");
+	CHECK(fscope_wl_tracker_why(t, why, sizeof(why)) && strstr(why, "set up"),
+	      "why during set-up: '%s'", why);
+	fscope_wl_tracker_counts(t, &c);
+	CHECK(c.not_ready == 1 && c.requested == 0 && c.failed == 0 && c.pending == 0,
+	      "counts during set-up");
+	CHECK(wait_until_dead(t, 3 * SETUP_TIMEOUT_NS), "set-up never gave up");
+	CHECK(fscope_wl_tracker_why(t, why, sizeof(why)) &&
+		      strstr(why, "did not answer within 1000 ms"),
+	      "why after the set-up timed out: '%s'", why);
+	CHECK(fscope_wl_tracker_request(t, 1) == FSCOPE_WL_NOT_READY, "request after set-up died");
+	fscope_wl_tracker_destroy_with_counts(t, &c);
+	print_counts("silent", &c);
+	CHECK(c.not_ready == 2 && c.requested == 0 && c.failed == 0 && counts_add_up(&c),
+	      "silent: counts");
+	printf("silent: create took %.3f ms; set-up died: %s\n", took / 1e6, why);
+
+	/* Torn down while the set-up waits for its first answer. */
+	t = fscope_wl_tracker_create(display, surface, why, sizeof(why));
+	CHECK(t != NULL, "second create: %s", why);
+	sleep_ns(NONBLOCKING_NS / 25); /* test only: let the set-up start waiting */
+	start = mono_ns();
+	fscope_wl_tracker_destroy(t);
+	destroy_took = mono_ns() - start;
+	CHECK(destroy_took < NONBLOCKING_NS, "destroy during set-up took %.3f ms",
+	      destroy_took / 1e6);
+	printf("silent: destroy during set-up took %.3f ms\n", destroy_took / 1e6);
+out:
+	wl_surface_destroy(surface);
+	wl_compositor_destroy(compositor);
+	wl_registry_destroy(registry);
+	wl_display_disconnect(display);
+	close(sv[1]);
+}
+
+/*
+ * A present that fails before the WSI commits (VK_ERROR_OUT_OF_DATE_KHR): its feedback
+ * would bind to the next commit and describe the next frame.  request(1), no commit,
+ * present_failed(1), request(2), commit: only id 2 may get a record, and the orphan is
+ * counted as such.
+ */
+static void test_orphaned(struct app *app)
+{
+	static struct run run;
+	struct fscope_wl_tracker *t = create_tracker(app);
+	struct fscope_wl_counts c;
+	bool saw[4] = { false };
+
+	if (!t)
+		return;
+	memset(&run, 0, sizeof(run));
+	start_app_thread(app, false);
+	CHECK(fscope_wl_tracker_request(t, 1) == FSCOPE_WL_REQUESTED, "orphaned: request 1");
+	fscope_wl_tracker_present_failed(t, 1);
+	fscope_wl_tracker_present_failed(t, 99); /* never requested: nothing happens */
+	fscope_wl_tracker_counts(t, &c);
+	CHECK(c.requested == 1 && c.pending == 0 && c.orphaned == 1 && counts_add_up(&c),
+	      "orphaned: counts right after present_failed");
+	/* The next present's commit carries both feedbacks. */
+	CHECK(commit_frame(app, true, t, 2), "orphaned: present 2");
+	wait_for_feedback(t, &run);
+	/* And one more, so that every event of that commit has surely been dispatched. */
+	CHECK(commit_frame(app, true, t, 3), "orphaned: present 3");
+	wait_for_feedback(t, &run);
+	/* Finished already: the present had committed after all; nothing to orphan. */
+	fscope_wl_tracker_present_failed(t, 2);
+	fscope_wl_tracker_counts(t, &c);
+	print_counts("orphaned", &c);
+	CHECK(c.requested == 3 && c.orphaned == 1 && c.pending == 0 &&
+		      c.presented + c.discarded == 2 && counts_add_up(&c),
+	      "orphaned: counts after the commits");
+	for (size_t i = 0; i < run.count; i++) {
+		uint64_t id = run.records[i].present_id;
+
+		CHECK(id == 2 || id == 3, "orphaned: record for id %llu", (unsigned long long)id);
+		if (id < 4) {
+			CHECK(!saw[id], "orphaned: id %llu twice", (unsigned long long)id);
+			saw[id] = true;
+		}
+	}
+	CHECK(run.count == 2 && saw[2] && saw[3] && !saw[1], "orphaned: %zu records", run.count);
+	stop_app_thread(app);
+	fscope_wl_tracker_destroy(t);
+	check_connection(app, "orphaned");
+}
+
+static bool app_connect(struct app *app)
+{
+	struct wl_registry *registry;
+
+	app->display = wl_display_connect(NULL);
+	if (!app->display)
+		return false;
+	registry = wl_display_get_registry(app->display);
+	wl_registry_add_listener(registry, &registry_listener, app);
+	return wl_display_roundtrip(app->display) >= 0 && app->compositor;
+}
+
+/*
+ * The app calls wl_display_disconnect() before vkDestroySurfaceKHR, where the tracker is
+ * torn down.  Each on a connection of its own (the test's main one stays up):
+ *   - a feedback still pending, so the compositor writes to the socket our dispatch thread
+ *     polls: the thread must stop without touching the freed display;
+ *   - nothing pending, and the fd number reused for another file before the teardown:
+ *     the teardown must see that the fd names another file.
+ * Either way destroy touches nothing of the dead display and keeps the counts.  Run under
+ * valgrind or ASan to see no invalid access.
+ */
+static void test_disconnect(void)
+{
+	static struct app gone_app, reused_app;
+	static struct run run;
+	struct fscope_wl_tracker *t;
+	struct fscope_wl_counts c;
+	char why[256] = "";
+	int fd, reuse_fd;
+
+	/* 1: the dispatch thread notices. */
+	if (!app_connect(&gone_app) || !create_window(&gone_app)) {
+		CHECK(false, "disconnect: second connection");
+		return;
+	}
+	t = create_tracker(&gone_app);
+	if (!t)
+		return;
+	memset(&run, 0, sizeof(run));
+	for (uint64_t id = 0; id < 3; id++) {
+		CHECK(present(&gone_app, t, id, true), "disconnect: present %llu",
+		      (unsigned long long)id);
+		drain_all(t, &run);
+	}
+	wait_for_feedback(t, &run);
+	CHECK(run.count == 3, "disconnect: %zu records before the disconnect", run.count);
+	CHECK(present(&gone_app, t, 3, false), "disconnect: present 3");
+	wl_display_disconnect(gone_app.display); /* its objects and ours are left behind */
+	CHECK(wait_until_dead(t, FEEDBACK_WAIT_NS),
+	      "disconnect: the dispatch thread did not notice the display was gone");
+	CHECK(fscope_wl_tracker_why(t, why, sizeof(why)) && strstr(why, "disconnected"),
+	      "disconnect: why '%s'", why);
+	CHECK(fscope_wl_tracker_request(t, 4) == FSCOPE_WL_REQUEST_FAILED,
+	      "disconnect: request after the disconnect");
+	fscope_wl_tracker_destroy_with_counts(t, &c);
+	print_counts("disconnect (thread noticed)", &c);
+	CHECK(c.display_gone, "disconnect: display_gone not set");
+	CHECK(counts_add_up(&c) && c.requested == 4 && c.failed == 1 &&
+		      c.presented + c.discarded == 3 && c.pending == 1,
+	      "disconnect: counts");
+	printf("disconnect: %s\n", why);
+
+	/* 2: the teardown notices; the fd number now names another file. */
+	if (!app_connect(&reused_app) || !create_window(&reused_app)) {
+		CHECK(false, "disconnect: third connection");
+		return;
+	}
+	t = create_tracker(&reused_app);
+	if (!t)
+		return;
+	memset(&run, 0, sizeof(run));
+	for (uint64_t id = 0; id < 2; id++)
+		CHECK(present(&reused_app, t, id, true), "disconnect: present %llu",
+		      (unsigned long long)id);
+	wait_for_feedback(t, &run);
+	fd = wl_display_get_fd(reused_app.display);
+	wl_display_disconnect(reused_app.display);
+	reuse_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	printf("disconnect: display fd %d closed, /dev/null opened as %d\n", fd, reuse_fd);
+	CHECK(fscope_wl_tracker_why(t, why, sizeof(why)) && strstr(why, "disconnected"),
+	      "disconnect (fd reused): why '%s'", why);
+	fscope_wl_tracker_destroy_with_counts(t, &c);
+	print_counts("disconnect (fd reused)", &c);
+	CHECK(c.display_gone && counts_add_up(&c) && c.requested == 2 && c.pending == 0,
+	      "disconnect (fd reused): counts");
+	if (reuse_fd >= 0)
+		close(reuse_fd);
 }
 
 static int compositor_dies(struct app *app)
@@ -809,7 +1098,8 @@ static int compositor_dies(struct app *app)
 		sleep_ns(10000000);
 	printf("compositor-dies: tracker dead %d, app thread error %d\n", fscope_wl_tracker_dead(t),
 	       atomic_load(&app->app_thread_error));
-	CHECK(!fscope_wl_tracker_request(t, 2), "request on a dead connection succeeded");
+	CHECK(fscope_wl_tracker_request(t, 2) != FSCOPE_WL_REQUESTED,
+	      "request on a dead connection succeeded");
 	start = mono_ns();
 	fscope_wl_tracker_destroy_with_counts(t, &c);
 	took = mono_ns() - start;
@@ -824,10 +1114,20 @@ static int compositor_dies(struct app *app)
 	return failures ? 1 : 0;
 }
 
+/* No names on the command line: every test. */
+static bool selected(int argc, char **argv, const char *name)
+{
+	if (argc < 2)
+		return true;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], name) == 0)
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	static struct app app;
-	struct wl_registry *registry;
 	size_t output_count;
 	bool dies_mode = argc > 1 && strcmp(argv[1], "--compositor-dies") == 0;
 
@@ -836,18 +1136,10 @@ int main(int argc, char **argv)
 		printf("SKIP: WAYLAND_DISPLAY is not set\n");
 		return 77;
 	}
-	app.display = wl_display_connect(NULL);
-	if (!app.display) {
-		printf("SKIP: cannot connect to %s\n", getenv("WAYLAND_DISPLAY"));
-		return 77;
-	}
 	signal(SIGALRM, on_alarm);
 	alarm(dies_mode ? 90 : 60);
-
-	registry = wl_display_get_registry(app.display);
-	wl_registry_add_listener(registry, &registry_listener, &app);
-	if (wl_display_roundtrip(app.display) < 0 || !app.compositor) {
-		printf("SKIP: no wl_compositor\n");
+	if (!app_connect(&app)) {
+		printf("SKIP: cannot connect to %s, or no wl_compositor\n", getenv("WAYLAND_DISPLAY"));
 		return 77;
 	}
 	if (app.presentation_name == 0) {
@@ -867,13 +1159,26 @@ int main(int argc, char **argv)
 		return compositor_dies(&app);
 
 	output_count = test_outputs(&app);
-	test_paced(&app, output_count, false);
-	test_paced(&app, output_count, true);
-	test_unpaced(&app, output_count);
-	test_overflow(&app);
-	test_slots_exhausted(&app);
-	test_destroy_pending(&app);
-	test_cycles(&app);
+	if (selected(argc, argv, "silent"))
+		test_silent();
+	if (selected(argc, argv, "fifo"))
+		test_paced(&app, output_count, false);
+	if (selected(argc, argv, "fifo-storm"))
+		test_paced(&app, output_count, true);
+	if (selected(argc, argv, "mailbox"))
+		test_unpaced(&app, output_count);
+	if (selected(argc, argv, "overflow"))
+		test_overflow(&app);
+	if (selected(argc, argv, "slots"))
+		test_slots_exhausted(&app);
+	if (selected(argc, argv, "destroy-pending"))
+		test_destroy_pending(&app);
+	if (selected(argc, argv, "orphaned"))
+		test_orphaned(&app);
+	if (selected(argc, argv, "disconnect"))
+		test_disconnect();
+	if (selected(argc, argv, "cycles"))
+		test_cycles(&app);
 
 	printf("%s\n", failures ? "FAILED" : "PASS");
 	return failures ? 1 : 0;

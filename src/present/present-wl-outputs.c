@@ -248,9 +248,12 @@ static struct wl_display *connect_own(void)
 	return wl_display_connect_to_fd(fd);
 }
 
-/* Fills out/ret_count from a fresh connection; false when the compositor cannot be asked. */
-static bool probe_outputs(struct fscope_output_info *out, size_t *ret_count)
+/* Fills out/ret_count from a fresh connection; false when the compositor cannot be asked
+ * (or cancel_fd, if not -1, became readable). */
+static bool probe_outputs(struct fscope_output_info *out, size_t *ret_count, int cancel_fd)
 {
+	/* Our own connection: it cannot be disconnected under us, only cancelled. */
+	const struct fscope_wl_watch watch = { .cancel_fd = cancel_fd };
 	struct wl_display *display;
 	struct wl_event_queue *queue = NULL;
 	struct wl_display *wrapper = NULL;
@@ -278,7 +281,7 @@ static bool probe_outputs(struct fscope_output_info *out, size_t *ret_count)
 	wl_registry_add_listener(registry, &registry_listener, probe);
 
 	/* First roundtrip: globals (outputs are bound as they are announced). */
-	if (fscope_wl_roundtrip_queue_timeout(display, wrapper, queue, PROBE_TIMEOUT_MS) < 0)
+	if (fscope_wl_roundtrip_queue_timeout(display, wrapper, queue, PROBE_TIMEOUT_MS, &watch) < 0)
 		goto out_objects;
 	if (probe->xdg_manager) {
 		for (size_t i = 0; i < probe->count; i++) {
@@ -292,7 +295,7 @@ static bool probe_outputs(struct fscope_output_info *out, size_t *ret_count)
 		}
 	}
 	/* Second: everything the binds and get_xdg_output produced. */
-	if (fscope_wl_roundtrip_queue_timeout(display, wrapper, queue, PROBE_TIMEOUT_MS) < 0)
+	if (fscope_wl_roundtrip_queue_timeout(display, wrapper, queue, PROBE_TIMEOUT_MS, &watch) < 0)
 		goto out_objects;
 	if (probe->oom)
 		goto out_objects;
@@ -335,31 +338,53 @@ out_probe:
 	return ok;
 }
 
-static void probe_into_cache(void)
+/* Called with probe_lock held. */
+static void probe_into_cache_locked(int cancel_fd)
 {
 	struct fscope_output_info found[MAX_OUTPUTS];
 	size_t count = 0;
 
-	pthread_mutex_lock(&probe_lock);
-	if (probe_outputs(found, &count)) {
+	if (probe_outputs(found, &count, cancel_fd)) {
 		pthread_mutex_lock(&cache_lock);
 		memcpy(cache, found, count * sizeof(found[0]));
 		cache_count = count;
 		cache_valid = true;
 		pthread_mutex_unlock(&cache_lock);
 	}
+}
+
+static void probe_into_cache(void)
+{
+	pthread_mutex_lock(&probe_lock);
+	probe_into_cache_locked(-1);
+	pthread_mutex_unlock(&probe_lock);
+}
+
+static bool cache_is_valid(void)
+{
+	bool valid;
+
+	pthread_mutex_lock(&cache_lock);
+	valid = cache_valid;
+	pthread_mutex_unlock(&cache_lock);
+	return valid;
+}
+
+void fscope_wl_outputs_prime(int cancel_fd)
+{
+	/* A thread already probing fills the cache; waiting for it could not be cancelled. */
+	if (cache_is_valid() || pthread_mutex_trylock(&probe_lock) != 0)
+		return;
+	if (!cache_is_valid())
+		probe_into_cache_locked(cancel_fd);
 	pthread_mutex_unlock(&probe_lock);
 }
 
 size_t fscope_wl_outputs(struct fscope_output_info *out, size_t max)
 {
 	size_t n;
-	bool valid;
 
-	pthread_mutex_lock(&cache_lock);
-	valid = cache_valid;
-	pthread_mutex_unlock(&cache_lock);
-	if (!valid)
+	if (!cache_is_valid())
 		probe_into_cache();
 
 	pthread_mutex_lock(&cache_lock);
@@ -375,12 +400,14 @@ void fscope_wl_outputs_refresh(void)
 	probe_into_cache();
 }
 
-int fscope_wl_outputs_match_refresh(uint32_t refresh_ns, bool *ret_ambiguous)
+int fscope_wl_outputs_match_refresh(uint32_t refresh_ns, bool *ret_ambiguous,
+				    uint32_t *ret_refresh_mhz)
 {
 	int found = -1;
 	unsigned matches = 0;
 
 	*ret_ambiguous = false;
+	*ret_refresh_mhz = 0;
 	if (refresh_ns == 0)
 		return -1;
 	pthread_mutex_lock(&cache_lock);
@@ -394,8 +421,10 @@ int fscope_wl_outputs_match_refresh(uint32_t refresh_ns, bool *ret_ambiguous)
 		if (diff < 0)
 			diff = -diff;
 		if (diff <= period_ns / REFRESH_TOLERANCE_DIV + 2) {
-			if (found < 0)
+			if (found < 0) {
 				found = (int)i;
+				*ret_refresh_mhz = cache[i].refresh_mhz;
+			}
 			matches++;
 		}
 	}

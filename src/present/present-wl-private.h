@@ -10,15 +10,41 @@ struct wl_display;
 struct wl_event_queue;
 
 /*
+ * What a wait on a Wayland connection watches besides the connection itself.  Set-up
+ * waits run on a tracker's dispatch thread and must end at once when the tracker is torn
+ * down (cancel_fd), and must never touch a display the app has disconnected (gone).
+ */
+struct fscope_wl_watch {
+	int cancel_fd;          /* readable: stop waiting; -1 for none */
+	/* Asked after every wake, before the display is touched again: true when the app has
+	 * disconnected the display, so nothing may touch it (or its proxies) any more.  NULL:
+	 * the display is ours and cannot go away under us. */
+	bool (*gone)(void *data);
+	void *data;
+};
+
+/*
  * Roundtrip on one queue only, giving up after timeout_ms: sends wl_display.sync through
  * display_wrapper (a wrapper of display whose queue is queue), flushes, and reads the
  * connection cooperatively (prepare_read_queue / poll / read_events or cancel_read,
- * always paired) while dispatching only queue.  Returns 0, -ETIMEDOUT, -EPIPE (the
- * connection has an error) or -ENOMEM.
+ * always paired) while dispatching only queue.  watch may be NULL.  Returns 0,
+ * -ETIMEDOUT, -EPIPE (the connection has an error), -ENOMEM, -ECANCELED (watch->cancel_fd
+ * became readable; the read was cancelled and the callback destroyed), or -ENOTCONN
+ * (watch->gone said the display is gone: from then on nothing was touched, the prepared
+ * read and the sync callback are abandoned with the freed display).
  */
 int fscope_wl_roundtrip_queue_timeout(struct wl_display *display,
 				      struct wl_display *display_wrapper,
-				      struct wl_event_queue *queue, int timeout_ms);
+				      struct wl_event_queue *queue, int timeout_ms,
+				      const struct fscope_wl_watch *watch);
+
+/*
+ * For a tracker's set-up: fills the output cache if it is empty and no other thread is
+ * probing right now (that one fills it), giving up when cancel_fd becomes readable.
+ * Connects on our own socket; at most about two seconds on a compositor that does not
+ * answer.
+ */
+void fscope_wl_outputs_prime(int cancel_fd);
 
 static inline int64_t fscope_wl_timespec_ns(const struct timespec *ts)
 {

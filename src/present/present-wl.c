@@ -4,15 +4,33 @@
  * Threading model: one dispatch thread per tracker.  A game has one or two Wayland
  * surfaces, so a thread each is cheap, and it keeps every tracker independent: a tracker
  * never waits on another's teardown, and a surface on a second display needs nothing
- * special.  The dispatch thread is the only one that runs our listeners.
+ * special.  The dispatch thread is the only one that runs our listeners.  It first runs
+ * the set-up (registry and clock_id roundtrips, clock measurement, output priming), so
+ * that create costs the app no wait; request answers "not ready" until `ready` is stored.
  *
  * Who writes what:
- *   presenting thread: requested, failed, slot FREE -> ARMED, ring tail.
- *   dispatch thread:   presented, discarded, lost, slot ARMED -> FREE, ring head,
- *                      clock offset (after create), the clock_id listener.
+ *   presenting thread: requested, failed, not_ready, orphaned, slot FREE -> ARMED and
+ *                      ARMED -> ORPHANED, ring tail.
+ *   dispatch thread:   presented, discarded, lost, slot ARMED -> FINISHING -> FREE and
+ *                      ORPHANED -> FREE, ring head, everything the set-up learns (published
+ *                      by the release store of `ready`), clock offset, why (before `dead`).
  * Each side publishes its counters and slot states under its own sequence counter, so
  * fscope_wl_tracker_counts() can take a snapshot in which
- * requested == presented + discarded + pending holds exactly, without a lock.
+ * requested == presented + discarded + pending + orphaned holds exactly, without a lock.
+ * ARMED and FINISHING both count as pending; ARMED -> ORPHANED and ARMED -> FINISHING race
+ * (a failed present against a late commit), so both are compare-and-swaps.
+ *
+ * The app's display can be disconnected under us (wl_display_disconnect before
+ * vkDestroySurfaceKHR).  libwayland then frees the display, and every proxy of ours still
+ * points into it, so the only safe thing left is to touch nothing.  We remember which
+ * socket the display's fd named at create (st_dev, st_ino) and check it whenever the
+ * dispatch thread wakes and at teardown; a closed fd (EBADF) or one that now names another
+ * file means the display is gone.  (A disconnect that lands between the check and the next
+ * libwayland call cannot be seen; the check makes the window a few instructions wide
+ * instead of the whole time from the disconnect to the teardown.)  poll() does not return
+ * when another thread closes the fd it waits on (it holds its own reference to the file,
+ * which also keeps the socket open until it returns), so teardown wakes the thread through
+ * the eventfd, having set display_gone first.
  */
 #include "present-wl.h"
 #include "present-wl-private.h"
@@ -29,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <wayland-client.h>
@@ -41,18 +60,22 @@
 #define SLOT_COUNT 256
 /* Finished feedbacks not yet drained.  The layer drains every present. */
 #define RING_SIZE 256
-/* Setup roundtrips on the app's connection give up after this long. */
+/* Set-up roundtrips on the app's connection give up after this long. */
 #define SETUP_TIMEOUT_MS 1000
 /* Presentation clock offset re-measured at most this often (MONOTONIC vs RAW drift under
  * NTP slew is at most 500 ppm, so 0.5 ms/s worst case). */
 #define CLOCK_REMEASURE_NS 1000000000
 #define CLOCK_SAMPLES 5
+/* One line of reason, as the frame log keeps it. */
+#define WHY_LEN 160
 
 _Static_assert((RING_SIZE & (RING_SIZE - 1)) == 0, "RING_SIZE must be a power of two");
 
 enum slot_state {
 	SLOT_FREE = 0,
-	SLOT_ARMED,
+	SLOT_ARMED,     /* in flight, counted pending */
+	SLOT_FINISHING, /* its last event is being handled; still counted pending */
+	SLOT_ORPHANED,  /* its present failed: counted orphaned; events make no record */
 };
 
 struct feedback_slot {
@@ -75,13 +98,26 @@ struct fscope_wl_tracker {
 	struct wl_event_queue *queue;
 	struct wl_display *display_wrapper;
 	struct wl_surface *surface_wrapper;
+	/* Which socket the display's fd named at create: if the fd no longer names it, the
+	 * app has disconnected the display. */
+	int display_fd;
+	dev_t display_dev;
+	ino_t display_ino;
+	/* Set by teardown (before the wake) or by the dispatch thread; once true nothing
+	 * touches display or any proxy of ours again. */
+	_Atomic bool display_gone;
+
+	/* Set-up results: the dispatch thread writes them before the release store of
+	 * `ready`; the presenting thread reads presentation only after an acquire of it. */
 	struct wl_registry *registry;
 	struct wp_presentation *presentation;
 	uint32_t presentation_name;
 	uint32_t presentation_version;
+	_Atomic bool ready;
 
-	/* Set during create; after that only the dispatch thread touches them. */
+	/* Dispatch thread only. */
 	bool have_clock_id;
+	bool clock_ready;             /* clock_prepare succeeded once; later clock_ids re-prepare */
 	clockid_t clock_id;
 	int64_t clock_offset_ns;      /* mono = clock + offset */
 	int64_t clock_measured_mono_ns;
@@ -89,12 +125,17 @@ struct fscope_wl_tracker {
 	int wake_fd;
 	pthread_t thread;
 	bool thread_started;
+	/* why is written once, before the release store of dead (by the dispatch thread, or
+	 * by create before the thread exists), and read after an acquire load of it. */
 	_Atomic bool dead;
+	char why[WHY_LEN];
 
 	/* Presenting-thread side. */
 	alignas(64) struct seq_writer request_seq;
 	_Atomic uint64_t requested;
 	_Atomic uint64_t failed;
+	_Atomic uint64_t not_ready;
+	_Atomic uint64_t orphaned;
 	uint32_t next_slot;
 	_Atomic size_t ring_tail;
 
@@ -142,7 +183,54 @@ static void counter_add(_Atomic uint64_t *counter, uint64_t n)
 			      memory_order_relaxed);
 }
 
-/* ---- setup roundtrip -------------------------------------------------------------- */
+/* ---- the app's display: still the one we were created on? -------------------------- */
+
+/* True while display_fd still names the socket it named at create.  Only a closed fd or
+ * another file counts as gone: any other fstat failure is no proof, and believing the
+ * display gone when it is not would abandon a prepared read and hang the app's reads. */
+static bool display_fd_same(const struct fscope_wl_tracker *t)
+{
+	struct stat st;
+
+	if (fstat(t->display_fd, &st) == 0)
+		return st.st_dev == t->display_dev && st.st_ino == t->display_ino;
+	return errno != EBADF;
+}
+
+static bool display_gone(struct fscope_wl_tracker *t)
+{
+	if (atomic_load_explicit(&t->display_gone, memory_order_acquire))
+		return true;
+	if (display_fd_same(t))
+		return false;
+	atomic_store_explicit(&t->display_gone, true, memory_order_release);
+	return true;
+}
+
+static bool watch_display_gone(void *data)
+{
+	return display_gone(data);
+}
+
+#define WHY_DISPLAY_GONE "the app disconnected its Wayland display before destroying the surface"
+
+/* Dispatch thread (or create before it starts): the tracker stops for good, saying why. */
+static void tracker_stop(struct fscope_wl_tracker *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void tracker_stop(struct fscope_wl_tracker *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (atomic_load_explicit(&t->dead, memory_order_relaxed))
+		return; /* the first reason stands */
+	va_start(ap, fmt);
+	vsnprintf(t->why, sizeof(t->why), fmt, ap);
+	va_end(ap);
+	atomic_store_explicit(&t->dead, true, memory_order_release);
+}
+
+/* ---- set-up roundtrip --------------------------------------------------------------- */
 
 static void sync_done(void *data, struct wl_callback *callback, uint32_t serial)
 {
@@ -155,10 +243,27 @@ static const struct wl_callback_listener sync_listener = {
 	.done = sync_done,
 };
 
-static int flush_until(struct wl_display *display, int64_t deadline_ns)
+/* Checked after every wake of a wait: 0 to go on, -ENOTCONN (display gone: touch
+ * nothing), -ECANCELED (cancel_fd readable). */
+static int watch_check(const struct fscope_wl_watch *watch, const struct pollfd *cancel_pfd)
+{
+	if (!watch)
+		return 0;
+	if (watch->gone && watch->gone(watch->data))
+		return -ENOTCONN;
+	if (cancel_pfd->fd >= 0 && cancel_pfd->revents)
+		return -ECANCELED;
+	return 0;
+}
+
+static int flush_until(struct wl_display *display, int fd, int64_t deadline_ns,
+		       const struct fscope_wl_watch *watch)
 {
 	while (wl_display_flush(display) < 0) {
-		struct pollfd pfd = { .fd = wl_display_get_fd(display), .events = POLLOUT };
+		struct pollfd pfds[2] = {
+			{ .fd = fd, .events = POLLOUT },
+			{ .fd = watch ? watch->cancel_fd : -1, .events = POLLIN },
+		};
 		int64_t left_ns;
 		int r;
 
@@ -167,31 +272,39 @@ static int flush_until(struct wl_display *display, int64_t deadline_ns)
 		left_ns = deadline_ns - fscope_wl_mono_ns();
 		if (left_ns <= 0)
 			return -ETIMEDOUT;
-		r = poll(&pfd, 1, (int)((left_ns + 999999) / 1000000));
-		if (r == 0)
-			return -ETIMEDOUT;
+		r = poll(pfds, 2, (int)((left_ns + 999999) / 1000000));
 		if (r < 0 && errno != EINTR)
 			return -errno;
+		r = watch_check(watch, &pfds[1]);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
 
 int fscope_wl_roundtrip_queue_timeout(struct wl_display *display,
 				      struct wl_display *display_wrapper,
-				      struct wl_event_queue *queue, int timeout_ms)
+				      struct wl_event_queue *queue, int timeout_ms,
+				      const struct fscope_wl_watch *watch)
 {
 	int64_t deadline_ns = fscope_wl_mono_ns() + (int64_t)timeout_ms * 1000000;
 	struct wl_callback *callback;
 	bool done = false;
-	int ret = 0;
+	int fd, ret = 0;
 
+	if (watch && watch->gone && watch->gone(watch->data))
+		return -ENOTCONN;
+	fd = wl_display_get_fd(display);
 	callback = wl_display_sync(display_wrapper);
 	if (!callback)
 		return -ENOMEM;
 	wl_callback_add_listener(callback, &sync_listener, &done);
 
 	while (!done) {
-		struct pollfd pfd = { .fd = wl_display_get_fd(display), .events = POLLIN };
+		struct pollfd pfds[2] = {
+			{ .fd = fd, .events = POLLIN },
+			{ .fd = watch ? watch->cancel_fd : -1, .events = POLLIN },
+		};
 		int64_t left_ns;
 		int r;
 
@@ -202,7 +315,9 @@ int fscope_wl_roundtrip_queue_timeout(struct wl_display *display,
 			}
 			continue;
 		}
-		ret = flush_until(display, deadline_ns);
+		ret = flush_until(display, fd, deadline_ns, watch);
+		if (ret == -ENOTCONN)
+			return ret; /* the read and the callback go with the freed display */
 		if (ret < 0) {
 			wl_display_cancel_read(display);
 			break;
@@ -213,15 +328,23 @@ int fscope_wl_roundtrip_queue_timeout(struct wl_display *display,
 			ret = -ETIMEDOUT;
 			break;
 		}
-		r = poll(&pfd, 1, (int)((left_ns + 999999) / 1000000));
-		if (r <= 0) {
+		r = poll(pfds, 2, (int)((left_ns + 999999) / 1000000));
+		ret = watch_check(watch, &pfds[1]);
+		if (ret == -ENOTCONN)
+			return ret;
+		if (ret < 0 || r <= 0) {
 			wl_display_cancel_read(display);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r == 0)
-				continue; /* the deadline check above ends it */
-			ret = -EPIPE;
-			break;
+			if (ret < 0)
+				break;
+			if (r < 0 && errno != EINTR) {
+				ret = -EPIPE;
+				break;
+			}
+			continue; /* EINTR, or the deadline check above ends it */
+		}
+		if (!(pfds[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))) {
+			wl_display_cancel_read(display);
+			continue;
 		}
 		if (wl_display_read_events(display) < 0) {
 			ret = -EPIPE;
@@ -270,7 +393,7 @@ static bool measure_clock_offset(clockid_t other, int64_t *ret_offset_ns, int64_
 	return true;
 }
 
-/* Dispatch thread (or create, before it starts). */
+/* Dispatch thread. */
 static bool clock_prepare(struct fscope_wl_tracker *t, char *why, size_t why_len)
 {
 	struct timespec ts;
@@ -318,15 +441,16 @@ static void presentation_clock_id(void *data, struct wp_presentation *presentati
 				  uint32_t clk_id)
 {
 	struct fscope_wl_tracker *t = data;
+	char why[WHY_LEN];
 
-	/* Sent once, on bind, during create.  Should a compositor send it again, follow it,
-	 * and stop the tracker if the new clock cannot be read. */
+	/* Sent once, on bind, during the set-up.  Should a compositor send it again, follow
+	 * it, and stop the tracker if the new clock cannot be read. */
 	if (t->have_clock_id && t->clock_id == (clockid_t)clk_id)
 		return;
 	t->clock_id = (clockid_t)clk_id;
 	t->have_clock_id = true;
-	if (t->thread_started && !clock_prepare(t, NULL, 0))
-		atomic_store(&t->dead, true);
+	if (t->clock_ready && !clock_prepare(t, why, sizeof(why)))
+		tracker_stop(t, "%s", why);
 }
 
 static const struct wp_presentation_listener presentation_listener = {
@@ -352,10 +476,20 @@ static void feedback_finish(struct feedback_slot *slot, struct wp_presentation_f
 			    const struct fscope_present_feedback *rec)
 {
 	struct fscope_wl_tracker *t = slot->tracker;
+	uint32_t expected = SLOT_ARMED;
 	bool lost;
 
 	/* The compositor destroys the object after this event; drop our proxy. */
 	wp_presentation_feedback_destroy(proxy);
+
+	if (!atomic_compare_exchange_strong_explicit(&slot->state, &expected, SLOT_FINISHING,
+						     memory_order_acquire,
+						     memory_order_acquire)) {
+		/* ORPHANED: its present failed, so this commit was a later frame's.  Already
+		 * counted (orphaned); only the slot comes back. */
+		atomic_store_explicit(&slot->state, SLOT_FREE, memory_order_release);
+		return;
+	}
 
 	/* Record first, so that when counts show it finished, drain can return it. */
 	ring_push(t, rec, &lost);
@@ -402,7 +536,8 @@ static void feedback_presented(void *data, struct wp_presentation_feedback *feed
 	rec.presented_mono_ns =
 		presentation_to_mono_ns(t, (int64_t)(tv_sec * 1000000000 + tv_nsec));
 	if (refresh != 0)
-		rec.output_index = fscope_wl_outputs_match_refresh(refresh, &rec.output_ambiguous);
+		rec.output_index = fscope_wl_outputs_match_refresh(refresh, &rec.output_ambiguous,
+								   &rec.output_refresh_mhz);
 	feedback_finish(slot, feedback, &rec);
 }
 
@@ -451,31 +586,125 @@ static const struct wl_registry_listener registry_listener = {
 
 /* ---- dispatch thread ---------------------------------------------------------------- */
 
+/* Stops the tracker for a failed set-up roundtrip, saying why in words. */
+static void setup_roundtrip_failed(struct fscope_wl_tracker *t, int r)
+{
+	if (r == -ENOTCONN)
+		tracker_stop(t, WHY_DISPLAY_GONE);
+	else if (r == -ECANCELED)
+		tracker_stop(t, "the surface was destroyed before presentation tracking was set up");
+	else if (r == -ETIMEDOUT)
+		tracker_stop(t, "the compositor did not answer within %d ms", SETUP_TIMEOUT_MS);
+	else if (r == -ENOMEM)
+		tracker_stop(t, "out of memory");
+	else
+		tracker_stop(t, "the app's Wayland connection failed (error %d)",
+			     wl_display_get_error(t->display));
+}
+
+/* Everything create used to wait for, on our thread.  True when ready. */
+static bool setup(struct fscope_wl_tracker *t)
+{
+	const struct fscope_wl_watch watch = {
+		.cancel_fd = t->wake_fd,
+		.gone = watch_display_gone,
+		.data = t,
+	};
+	char why[WHY_LEN];
+	uint32_t version;
+	int r;
+
+	if (display_gone(t)) {
+		tracker_stop(t, WHY_DISPLAY_GONE);
+		return false;
+	}
+	t->registry = wl_display_get_registry(t->display_wrapper);
+	if (!t->registry) {
+		tracker_stop(t, "out of memory");
+		return false;
+	}
+	wl_registry_add_listener(t->registry, &registry_listener, t);
+	r = fscope_wl_roundtrip_queue_timeout(t->display, t->display_wrapper, t->queue,
+					      SETUP_TIMEOUT_MS, &watch);
+	if (r < 0) {
+		setup_roundtrip_failed(t, r);
+		return false;
+	}
+	if (t->presentation_name == 0) {
+		tracker_stop(t, "the compositor does not offer wp_presentation");
+		return false;
+	}
+
+	version = t->presentation_version;
+	if (version > (uint32_t)wp_presentation_interface.version)
+		version = (uint32_t)wp_presentation_interface.version;
+	t->presentation = wl_registry_bind(t->registry, t->presentation_name,
+					   &wp_presentation_interface, version);
+	if (!t->presentation) {
+		tracker_stop(t, "out of memory");
+		return false;
+	}
+	wp_presentation_add_listener(t->presentation, &presentation_listener, t);
+	r = fscope_wl_roundtrip_queue_timeout(t->display, t->display_wrapper, t->queue,
+					      SETUP_TIMEOUT_MS, &watch);
+	if (r < 0) {
+		setup_roundtrip_failed(t, r);
+		return false;
+	}
+	if (!t->have_clock_id) {
+		tracker_stop(t, "the compositor sent no wp_presentation.clock_id");
+		return false;
+	}
+	if (!clock_prepare(t, why, sizeof(why))) {
+		tracker_stop(t, "%s", why);
+		return false;
+	}
+	t->clock_ready = true;
+
+	/* Ready before the outputs are known: the first frames matter more than their output
+	 * (records made before the cache fills say output -1, with the claimed refresh). */
+	atomic_store_explicit(&t->ready, true, memory_order_release);
+
+	/* So that this thread only ever reads the cache afterwards.  Teardown cancels it. */
+	fscope_wl_outputs_prime(t->wake_fd);
+	return true;
+}
+
 static void *dispatch_thread(void *data)
 {
 	struct fscope_wl_tracker *t = data;
 	struct wl_display *display = t->display;
 	struct wl_event_queue *queue = t->queue;
 	struct pollfd fds[2] = {
-		{ .fd = wl_display_get_fd(display), .events = POLLIN },
+		{ .fd = t->display_fd, .events = POLLIN },
 		{ .fd = t->wake_fd, .events = POLLIN },
 	};
+
+	if (!setup(t))
+		return NULL;
 
 	for (;;) {
 		int r;
 
 		while (wl_display_prepare_read_queue(display, queue) != 0) {
 			if (wl_display_dispatch_queue_pending(display, queue) < 0)
-				goto dead;
+				goto broken;
 		}
 		/* No flush: our only requests are feedbacks, and the WSI's commit that
 		 * follows each one flushes. */
 		r = poll(fds, 2, -1);
+		/* Before anything touches the display: the app may have disconnected it while
+		 * we slept (teardown says so before waking us, or the fd tells). */
+		if (display_gone(t)) {
+			/* No cancel_read: the display, its reader count included, is freed. */
+			tracker_stop(t, WHY_DISPLAY_GONE);
+			return NULL;
+		}
 		if (r < 0) {
 			wl_display_cancel_read(display);
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
-			goto dead;
+			goto broken;
 		}
 		if (fds[1].revents) {
 			wl_display_cancel_read(display);
@@ -483,23 +712,24 @@ static void *dispatch_thread(void *data)
 		}
 		if (fds[0].revents & POLLNVAL) {
 			wl_display_cancel_read(display);
-			goto dead;
+			goto broken;
 		}
 		if (fds[0].revents & (POLLIN | POLLERR | POLLHUP)) {
 			/* On hangup this reads EOF and sets the display error. */
 			if (wl_display_read_events(display) < 0)
-				goto dead;
+				goto broken;
 		} else {
 			wl_display_cancel_read(display);
 		}
 		if (wl_display_dispatch_queue_pending(display, queue) < 0)
-			goto dead;
+			goto broken;
 	}
 
-dead:
-	/* The app's connection is broken (or was closed under us).  Stop; destroy will
-	 * still join and free.  Feedbacks in flight stay pending. */
-	atomic_store(&t->dead, true);
+broken:
+	/* The app's connection is broken.  Stop; destroy will still join and free.
+	 * Feedbacks in flight stay pending. */
+	tracker_stop(t, "the app's Wayland connection failed (error %d)",
+		     wl_display_get_error(display));
 	return NULL;
 }
 
@@ -511,37 +741,40 @@ static bool start_thread(struct fscope_wl_tracker *t, char *why, size_t why_len)
 	/* Our thread must never take the app's signals. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	/* Set before, so the thread sees it (clock_id listener). */
-	t->thread_started = true;
 	err = pthread_create(&t->thread, NULL, dispatch_thread, t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err != 0) {
-		t->thread_started = false;
 		fscope_wl_why(why, why_len, "cannot start the dispatch thread: %s", strerror(err));
 		return false;
 	}
+	t->thread_started = true;
 	pthread_setname_np(t->thread, "fscope-wl");
 	return true;
 }
 
 /* ---- public ------------------------------------------------------------------------- */
 
-static uint64_t count_armed(const struct fscope_wl_tracker *t)
+static uint64_t count_pending(const struct fscope_wl_tracker *t)
 {
-	uint64_t armed = 0;
+	uint64_t pending = 0;
 
-	for (size_t i = 0; i < SLOT_COUNT; i++)
-		armed += atomic_load_explicit(&t->slots[i].state, memory_order_relaxed) ==
-			 SLOT_ARMED;
-	return armed;
+	for (size_t i = 0; i < SLOT_COUNT; i++) {
+		uint32_t state = atomic_load_explicit(&t->slots[i].state, memory_order_relaxed);
+
+		pending += state == SLOT_ARMED || state == SLOT_FINISHING;
+	}
+	return pending;
 }
 
 /* Stops the thread and frees everything.  Accepts a half-built tracker. */
 static void tracker_teardown(struct fscope_wl_tracker *t, struct fscope_wl_counts *ret)
 {
-	uint64_t pending = 0;
-	bool sent_destroy = false;
+	bool gone;
 
+	/* Decide before the wake, so that the thread reads the flag before it could touch
+	 * a display that is no more. */
+	if (t->display_fd >= 0)
+		(void)display_gone(t);
 	if (t->thread_started) {
 		uint64_t one = 1;
 		ssize_t n;
@@ -553,28 +786,32 @@ static void tracker_teardown(struct fscope_wl_tracker *t, struct fscope_wl_count
 		pthread_join(t->thread, NULL);
 		t->thread_started = false;
 	}
+	gone = atomic_load_explicit(&t->display_gone, memory_order_acquire);
 
-	if (ret)
+	if (ret) {
 		fscope_wl_tracker_counts(t, ret);
+		ret->display_gone = gone;
+	}
+	if (gone) {
+		/* Every call below would lock the freed display: leak instead.  Feedbacks in
+		 * flight stay counted as pending. */
+		goto out;
+	}
 
 	/* Nothing dispatches our queue any more: destroy every proxy on it, then the
 	 * queue.  Late events for these ids are dropped by libwayland (zombies), and
 	 * events already queued are freed with the queue. */
 	for (size_t i = 0; i < SLOT_COUNT; i++) {
 		struct feedback_slot *slot = &t->slots[i];
+		uint32_t state = atomic_load_explicit(&slot->state, memory_order_acquire);
 
-		if (atomic_load_explicit(&slot->state, memory_order_acquire) != SLOT_ARMED)
+		if (state == SLOT_FREE || !slot->proxy)
 			continue;
 		wp_presentation_feedback_destroy(slot->proxy);
 		slot->proxy = NULL;
-		pending++;
 	}
-	if (ret)
-		ret->pending = pending;
-	if (t->presentation) {
+	if (t->presentation)
 		wp_presentation_destroy(t->presentation);
-		sent_destroy = true;
-	}
 	if (t->registry)
 		wl_registry_destroy(t->registry);
 	if (t->surface_wrapper)
@@ -582,10 +819,11 @@ static void tracker_teardown(struct fscope_wl_tracker *t, struct fscope_wl_count
 	if (t->display_wrapper)
 		wl_proxy_wrapper_destroy(t->display_wrapper);
 	/* Send wp_presentation.destroy now if the socket takes it; never wait. */
-	if (sent_destroy)
+	if (t->presentation)
 		wl_display_flush(t->display);
 	if (t->queue)
 		wl_event_queue_destroy(t->queue);
+out:
 	if (t->wake_fd >= 0)
 		close(t->wake_fd);
 	free(t);
@@ -596,8 +834,7 @@ struct fscope_wl_tracker *fscope_wl_tracker_create(struct wl_display *app_displa
 						   char *why, size_t why_len)
 {
 	struct fscope_wl_tracker *t;
-	uint32_t version;
-	int r;
+	struct stat st;
 
 	if (!app_display || !app_surface) {
 		fscope_wl_why(why, why_len, "no Wayland display or surface");
@@ -614,8 +851,19 @@ struct fscope_wl_tracker *fscope_wl_tracker_create(struct wl_display *app_displa
 		return NULL;
 	}
 	t->display = app_display;
+	t->wake_fd = -1;
+	t->display_fd = -1;
 	for (size_t i = 0; i < SLOT_COUNT; i++)
 		t->slots[i].tracker = t;
+
+	if (fstat(wl_display_get_fd(app_display), &st) != 0) {
+		fscope_wl_why(why, why_len, "the app's Wayland socket cannot be examined: %s",
+			      strerror(errno));
+		goto error;
+	}
+	t->display_fd = wl_display_get_fd(app_display);
+	t->display_dev = st.st_dev;
+	t->display_ino = st.st_ino;
 
 	t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (t->wake_fd < 0) {
@@ -635,56 +883,10 @@ struct fscope_wl_tracker *fscope_wl_tracker_create(struct wl_display *app_displa
 		goto error_oom;
 	wl_proxy_set_queue((struct wl_proxy *)t->surface_wrapper, t->queue);
 
-	t->registry = wl_display_get_registry(t->display_wrapper);
-	if (!t->registry)
-		goto error_oom;
-	wl_registry_add_listener(t->registry, &registry_listener, t);
-	r = fscope_wl_roundtrip_queue_timeout(app_display, t->display_wrapper, t->queue,
-					      SETUP_TIMEOUT_MS);
-	if (r < 0)
-		goto error_roundtrip;
-	if (t->presentation_name == 0) {
-		fscope_wl_why(why, why_len, "the compositor does not offer wp_presentation");
-		goto error;
-	}
-
-	version = t->presentation_version;
-	if (version > (uint32_t)wp_presentation_interface.version)
-		version = (uint32_t)wp_presentation_interface.version;
-	t->presentation = wl_registry_bind(t->registry, t->presentation_name,
-					   &wp_presentation_interface, version);
-	if (!t->presentation)
-		goto error_oom;
-	wp_presentation_add_listener(t->presentation, &presentation_listener, t);
-	r = fscope_wl_roundtrip_queue_timeout(app_display, t->display_wrapper, t->queue,
-					      SETUP_TIMEOUT_MS);
-	if (r < 0)
-		goto error_roundtrip;
-	if (!t->have_clock_id) {
-		fscope_wl_why(why, why_len, "the compositor sent no wp_presentation.clock_id");
-		goto error;
-	}
-	if (!clock_prepare(t, why, why_len))
-		goto error;
-
-	/* Prime the output cache here, where blocking is acceptable, so the dispatch
-	 * thread only ever reads it. */
-	fscope_wl_outputs(NULL, 0);
-
 	if (!start_thread(t, why, why_len))
 		goto error;
 	return t;
 
-error_roundtrip:
-	if (r == -ETIMEDOUT)
-		fscope_wl_why(why, why_len, "the compositor did not answer within %d ms",
-			      SETUP_TIMEOUT_MS);
-	else if (r == -ENOMEM)
-		fscope_wl_why(why, why_len, "out of memory");
-	else
-		fscope_wl_why(why, why_len, "the app's Wayland connection failed (error %d)",
-			      wl_display_get_error(app_display));
-	goto error;
 error_oom:
 	fscope_wl_why(why, why_len, "out of memory");
 error:
@@ -692,14 +894,21 @@ error:
 	return NULL;
 }
 
-bool fscope_wl_tracker_request(struct fscope_wl_tracker *t, uint64_t present_id)
+enum fscope_wl_request fscope_wl_tracker_request(struct fscope_wl_tracker *t, uint64_t present_id)
 {
 	struct wp_presentation_feedback *proxy;
 	struct feedback_slot *slot = NULL;
 	uint32_t index = 0;
 
 	if (!t)
-		return false;
+		return FSCOPE_WL_REQUEST_FAILED;
+	/* Acquire: pairs with the set-up's release, publishing t->presentation. */
+	if (!atomic_load_explicit(&t->ready, memory_order_acquire)) {
+		seq_begin(&t->request_seq);
+		counter_add(&t->not_ready, 1);
+		seq_end(&t->request_seq);
+		return FSCOPE_WL_NOT_READY;
+	}
 	if (atomic_load_explicit(&t->dead, memory_order_relaxed))
 		goto fail;
 
@@ -714,37 +923,71 @@ bool fscope_wl_tracker_request(struct fscope_wl_tracker *t, uint64_t present_id)
 	if (!slot)
 		goto fail;
 
-	/* Arm before the request goes out, so a finish can never precede the arming.
-	 * (It could not anyway: a feedback finishes only after the commit that follows
-	 * this call, on this thread.  For the same reason an event cannot be dispatched
-	 * between the constructor and add_listener below.) */
+	/*
+	 * The proxy exists, with its listener, before the request that names it is
+	 * marshalled: the compositor cannot know the id before that, so no event of it can
+	 * be queued, let alone dispatched, while it has no listener (libwayland would drop
+	 * such an event silently and the slot would stay pending forever).  The generated
+	 * constructor (wp_presentation_feedback()) would create and send in one step and
+	 * leave a window before add_listener in which another app thread could flush the
+	 * request and commit the surface.  wl_proxy_create takes our queue from
+	 * t->presentation.
+	 */
+	proxy = (struct wp_presentation_feedback *)wl_proxy_create(
+		(struct wl_proxy *)t->presentation, &wp_presentation_feedback_interface);
+	if (!proxy)
+		goto fail;
+	wp_presentation_feedback_add_listener(proxy, &feedback_listener, slot);
 	slot->present_id = present_id;
 	slot->sync_outputs = 0;
-	slot->proxy = NULL;
+	slot->proxy = proxy;
+
+	/* Arm before the request goes out, so a finish can never precede the arming. */
 	seq_begin(&t->request_seq);
 	counter_add(&t->requested, 1);
 	atomic_store_explicit(&slot->state, SLOT_ARMED, memory_order_release);
 	seq_end(&t->request_seq);
 
-	/* The feedback inherits our queue from t->presentation. */
-	proxy = wp_presentation_feedback(t->presentation, t->surface_wrapper);
-	if (!proxy) {
-		seq_begin(&t->request_seq);
-		atomic_store_explicit(&t->requested,
-				      atomic_load_explicit(&t->requested, memory_order_relaxed) - 1,
-				      memory_order_relaxed);
-		atomic_store_explicit(&slot->state, SLOT_FREE, memory_order_release);
-		seq_end(&t->request_seq);
-		goto fail;
-	}
-	slot->proxy = proxy;
-	wp_presentation_feedback_add_listener(proxy, &feedback_listener, slot);
+	/* wp_presentation.feedback(surface, new_id): with no interface given, libwayland
+	 * marshals our existing proxy's id as the new_id. */
+	wl_proxy_marshal_flags((struct wl_proxy *)t->presentation, WP_PRESENTATION_FEEDBACK, NULL,
+			       wl_proxy_get_version((struct wl_proxy *)t->presentation), 0,
+			       t->surface_wrapper, proxy);
 	t->next_slot = (index + 1) % SLOT_COUNT;
-	return true;
+	return FSCOPE_WL_REQUESTED;
 
 fail:
+	seq_begin(&t->request_seq);
 	counter_add(&t->failed, 1);
-	return false;
+	seq_end(&t->request_seq);
+	return FSCOPE_WL_REQUEST_FAILED;
+}
+
+void fscope_wl_tracker_present_failed(struct fscope_wl_tracker *t, uint64_t present_id)
+{
+	if (!t)
+		return;
+	/* Newest first: the failed present is almost always the latest request.  Only this
+	 * thread writes present_id, so reading it here needs no ordering. */
+	for (uint32_t i = 1; i <= SLOT_COUNT; i++) {
+		struct feedback_slot *slot = &t->slots[(t->next_slot + SLOT_COUNT - i) % SLOT_COUNT];
+		uint32_t expected = SLOT_ARMED;
+		bool orphaned;
+
+		if (atomic_load_explicit(&slot->state, memory_order_relaxed) != SLOT_ARMED ||
+		    slot->present_id != present_id)
+			continue;
+		seq_begin(&t->request_seq);
+		/* Loses to the dispatch thread only if the feedback is already finishing: the
+		 * present had committed after all, and the record describes that commit. */
+		orphaned = atomic_compare_exchange_strong_explicit(
+			&slot->state, &expected, SLOT_ORPHANED, memory_order_acq_rel,
+			memory_order_relaxed);
+		if (orphaned)
+			counter_add(&t->orphaned, 1);
+		seq_end(&t->request_seq);
+		return;
+	}
 }
 
 size_t fscope_wl_tracker_drain(struct fscope_wl_tracker *t, struct fscope_present_feedback *out,
@@ -769,13 +1012,13 @@ void fscope_wl_tracker_counts(const struct fscope_wl_tracker *t, struct fscope_w
 {
 	/* Our cast-away of const touches only atomics read with loads. */
 	struct fscope_wl_tracker *mt = (struct fscope_wl_tracker *)t;
-	struct fscope_wl_counts c;
+	struct fscope_wl_counts c = { 0 };
 	unsigned spins = 0;
 
 	if (!ret)
 		return;
 	if (!t) {
-		*ret = (struct fscope_wl_counts){ 0 };
+		*ret = c;
 		return;
 	}
 	for (;;) {
@@ -786,10 +1029,12 @@ void fscope_wl_tracker_counts(const struct fscope_wl_tracker *t, struct fscope_w
 		if (((r1 | f1) & 1) == 0) {
 			c.requested = atomic_load_explicit(&mt->requested, memory_order_relaxed);
 			c.failed = atomic_load_explicit(&mt->failed, memory_order_relaxed);
+			c.not_ready = atomic_load_explicit(&mt->not_ready, memory_order_relaxed);
+			c.orphaned = atomic_load_explicit(&mt->orphaned, memory_order_relaxed);
 			c.presented = atomic_load_explicit(&mt->presented, memory_order_relaxed);
 			c.discarded = atomic_load_explicit(&mt->discarded, memory_order_relaxed);
 			c.lost = atomic_load_explicit(&mt->lost, memory_order_relaxed);
-			c.pending = count_armed(t);
+			c.pending = count_pending(t);
 			atomic_thread_fence(memory_order_acquire);
 			r2 = atomic_load_explicit(&mt->request_seq.seq, memory_order_relaxed);
 			f2 = atomic_load_explicit(&mt->finish_seq.seq, memory_order_relaxed);
@@ -801,14 +1046,49 @@ void fscope_wl_tracker_counts(const struct fscope_wl_tracker *t, struct fscope_w
 		if (++spins > 64)
 			sched_yield();
 	}
+	c.display_gone = atomic_load_explicit(&mt->display_gone, memory_order_relaxed);
 	*ret = c;
+}
+
+bool fscope_wl_tracker_ready(const struct fscope_wl_tracker *t)
+{
+	struct fscope_wl_tracker *mt = (struct fscope_wl_tracker *)t;
+
+	return t && atomic_load_explicit(&mt->ready, memory_order_acquire) &&
+	       !atomic_load_explicit(&mt->dead, memory_order_relaxed);
 }
 
 bool fscope_wl_tracker_dead(const struct fscope_wl_tracker *t)
 {
 	if (!t)
 		return true;
-	return atomic_load_explicit(&((struct fscope_wl_tracker *)t)->dead, memory_order_relaxed);
+	return atomic_load_explicit(&((struct fscope_wl_tracker *)t)->dead, memory_order_acquire);
+}
+
+bool fscope_wl_tracker_why(const struct fscope_wl_tracker *t, char *buf, size_t len)
+{
+	struct fscope_wl_tracker *mt = (struct fscope_wl_tracker *)t;
+
+	if (!t) {
+		fscope_wl_why(buf, len, "no tracker");
+		return true;
+	}
+	/* Acquire: pairs with tracker_stop's release, so why is complete. */
+	if (atomic_load_explicit(&mt->dead, memory_order_acquire)) {
+		fscope_wl_why(buf, len, "%s", t->why);
+		return true;
+	}
+	if (atomic_load_explicit(&mt->display_gone, memory_order_acquire) || !display_fd_same(t)) {
+		fscope_wl_why(buf, len, WHY_DISPLAY_GONE);
+		return true;
+	}
+	if (!atomic_load_explicit(&mt->ready, memory_order_acquire)) {
+		fscope_wl_why(buf, len, "presentation tracking was still being set up "
+			      "(binding wp_presentation on the app's connection)");
+		return true;
+	}
+	fscope_wl_why(buf, len, "%s", "");
+	return false;
 }
 
 void fscope_wl_tracker_destroy_with_counts(struct fscope_wl_tracker *t,
