@@ -274,7 +274,13 @@ enum fscope_verdict frame_verdict(const struct frame_budget_ns *b)
     int64_t cap = b->block[FSCOPE_BLOCK_CAP];
     if (b->gpu_timed && (double)b->gpu_busy >= VERDICT_GPU_BUSY_SHARE * frame)
         return FSCOPE_VERDICT_GPU;
-    int64_t gpu_wait = b->gpu_timed ? gpu_in_display + b->gpu_in_waits : waits;
+    /* Without GPU timing, blocking in present with no display pacing the app is the driver
+     * throttling on GPU work (what it is on every driver we measured), and fence waits are
+     * waits on the GPU: neither can be split. */
+    int64_t gpu_wait = b->gpu_timed ? gpu_in_display + b->gpu_in_waits
+                                    : waits + b->present_overhead;
+    if (!b->gpu_timed)
+        cpu_side = b->cpu;
     if ((double)cap >= VERDICT_BLOCK_SHARE * frame && cap >= cpu_side && cap >= b->display_wait &&
         cap >= gpu_wait)
         return FSCOPE_VERDICT_CAP;
@@ -357,7 +363,9 @@ static void run_reason(struct run_stats *s)
     case FSCOPE_VERDICT_GPU:
         if (!t->gpu_timed)
             snprintf(s->reason, sizeof(s->reason), "waiting on fences, semaphores or idle %.1f%% "
-                     "of the frame (GPU timing off: how busy the GPU was is unknown)", PCT(waits));
+                     "and blocked in acquire/present with no display pacing the app %.1f%% of the "
+                     "frame (GPU timing off: how busy the GPU was is not measured)", PCT(waits),
+                     PCT(t->present_overhead));
         else
             snprintf(s->reason, sizeof(s->reason), "GPU busy %.1f%% of the frame; blocked while "
                      "the GPU worked %.1f%% (in acquire/present %.1f%%, in fence/semaphore/idle "
