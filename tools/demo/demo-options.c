@@ -38,8 +38,16 @@ static const char usage_text[] =
     "                          oldSwapchain (default 0 = only when out of date); wayland only\n"
     "\n"
     "Vulkan usage\n"
+    "  --api-version 1.0|1.1|1.2|1.3\n"
+    "                          the instance's VkApplicationInfo.apiVersion (default: the\n"
+    "                          loader's, at most 1.3); with 1.0 the demo calls nothing that\n"
+    "                          is newer than Vulkan 1.0\n"
     "  --submit2               submit with vkQueueSubmit2 (Vulkan 1.3 or\n"
-    "                          VK_KHR_synchronization2) instead of vkQueueSubmit\n"
+    "                          VK_KHR_synchronization2) instead of vkQueueSubmit; with\n"
+    "                          --api-version, needs 1.3\n"
+    "  --vk12-features         chain a VkPhysicalDeviceVulkan12Features with every feature\n"
+    "                          off into VkDeviceCreateInfo, except timelineSemaphore when\n"
+    "                          --host-delay-ms or --late-signal needs it (Vulkan 1.2 or 1.3)\n"
     "  --threads N             N worker threads each record and submit one horizontal band of\n"
     "                          every frame from their own command pool; the main thread\n"
     "                          acquires and presents (1-64, default 1 = no workers)\n"
@@ -47,7 +55,41 @@ static const char usage_text[] =
     "                          renders (1-16, default 1)\n"
     "  --device-cycles N       before rendering, create a VkDevice, render 3 offscreen frames\n"
     "                          (not marked as frames) and destroy it, N times (default 0)\n"
+    "  --devices N             1 or 2 (default 1). 2: a second VkDevice renders offscreen on\n"
+    "                          a thread of its own for the whole run and marks no frames\n"
+    "  --second-device-gpu-iters N\n"
+    "                          --gpu-iters of the second device (default 0); needs\n"
+    "                          --devices 2\n"
     "  --no-destroy            exit without destroying any Vulkan object\n"
+    "\n"
+    "Engine patterns\n"
+    "  --serial                wait on each frame's fence right after submitting it: one\n"
+    "                          frame in flight, so CPU and GPU take turns; not with\n"
+    "                          --frames-in-flight\n"
+    "  --no-fence-wait         submit with no fence at all; throttle only on a fence given to\n"
+    "                          vkAcquireNextImageKHR (no semaphore), waited on before the\n"
+    "                          submit. One command buffer per swapchain image, recorded once\n"
+    "                          (SIMULTANEOUS_USE) and again only when the swapchain is\n"
+    "                          recreated, after vkDeviceWaitIdle. Wayland only; not with\n"
+    "                          --threads, --serial, --thread-split or --frames-in-flight\n"
+    "  --thread-split          DXVK-like: the main thread acquires (and spends --cpu-ms and\n"
+    "                          --stall-ms), a submit thread submits and then waits on that\n"
+    "                          submission's fence, a present thread presents; wayland only\n"
+    "  --host-delay-ms F       each frame's first submission also waits (all-commands) on a\n"
+    "                          timeline semaphore value that a helper thread signals F ms\n"
+    "                          after the submit returned; the frame's present first waits\n"
+    "                          for that signal (0-60000, Vulkan 1.2 or 1.3)\n"
+    "  --late-signal           each frame's first submission waits on a timeline semaphore\n"
+    "                          value that the submitting thread signals only after a second,\n"
+    "                          empty vkQueueSubmit, before presenting (Vulkan 1.2 or 1.3;\n"
+    "                          not with --host-delay-ms)\n"
+    "  --disconnect-early      at exit, wl_display_disconnect() after the swapchain is\n"
+    "                          destroyed but before vkDestroySurfaceKHR; wayland only, not\n"
+    "                          with --no-destroy. Mesa's own Wayland WSI crashes in that\n"
+    "                          vkDestroySurfaceKHR (seen with 22.3 lavapipe, Debian 12)\n"
+    "  --fork-child            after the 10th frame, fork(); the child calls exit(0) at once\n"
+    "                          and the parent waits for it, then goes on (needs --frames 0\n"
+    "                          or at least 10)\n"
     "\n"
     "Other\n"
     "  --quiet                 print nothing at the end (default: frames, seconds, fps)\n"
@@ -75,6 +117,17 @@ enum option_id {
     OPTION_FRAMES_IN_FLIGHT,
     OPTION_QUIET,
     OPTION_HELP,
+    OPTION_API_VERSION,
+    OPTION_VK12_FEATURES,
+    OPTION_NO_FENCE_WAIT,
+    OPTION_THREAD_SPLIT,
+    OPTION_SERIAL,
+    OPTION_HOST_DELAY_MS,
+    OPTION_LATE_SIGNAL,
+    OPTION_DEVICES,
+    OPTION_SECOND_DEVICE_GPU_ITERS,
+    OPTION_DISCONNECT_EARLY,
+    OPTION_FORK_CHILD,
 };
 
 static const struct option long_options[] = {
@@ -96,6 +149,17 @@ static const struct option long_options[] = {
     { "frames-in-flight", required_argument, NULL, OPTION_FRAMES_IN_FLIGHT },
     { "quiet", no_argument, NULL, OPTION_QUIET },
     { "help", no_argument, NULL, OPTION_HELP },
+    { "api-version", required_argument, NULL, OPTION_API_VERSION },
+    { "vk12-features", no_argument, NULL, OPTION_VK12_FEATURES },
+    { "no-fence-wait", no_argument, NULL, OPTION_NO_FENCE_WAIT },
+    { "thread-split", no_argument, NULL, OPTION_THREAD_SPLIT },
+    { "serial", no_argument, NULL, OPTION_SERIAL },
+    { "host-delay-ms", required_argument, NULL, OPTION_HOST_DELAY_MS },
+    { "late-signal", no_argument, NULL, OPTION_LATE_SIGNAL },
+    { "devices", required_argument, NULL, OPTION_DEVICES },
+    { "second-device-gpu-iters", required_argument, NULL, OPTION_SECOND_DEVICE_GPU_ITERS },
+    { "disconnect-early", no_argument, NULL, OPTION_DISCONNECT_EARLY },
+    { "fork-child", no_argument, NULL, OPTION_FORK_CHILD },
     { NULL, 0, NULL, 0 },
 };
 
@@ -165,6 +229,76 @@ const char *demo_present_mode_name(VkPresentModeKHR mode)
     }
 }
 
+/* The engine-pattern options against each other and the rest. Prints the first conflict. */
+static bool check_combinations(const struct demo_options *options, bool frames_in_flight_given,
+                               bool second_device_gpu_iters_given)
+{
+    bool wayland = options->output == DEMO_OUTPUT_WAYLAND;
+    /* 0 is the loader's version, checked when the device is made. */
+    uint32_t api_version = options->api_version;
+
+    if (options->submit2 && api_version && api_version < VK_API_VERSION_1_3) {
+        fprintf(stderr, DEMO_NAME ": --submit2: needs --api-version 1.3\n");
+        return false;
+    }
+    if (options->vk12_features && api_version && api_version < VK_API_VERSION_1_2) {
+        fprintf(stderr, DEMO_NAME ": --vk12-features: needs --api-version 1.2 or 1.3\n");
+        return false;
+    }
+    const char *timeline_user = options->host_delay ? "--host-delay-ms"
+                                : options->late_signal ? "--late-signal" : NULL;
+    if (timeline_user && api_version && api_version < VK_API_VERSION_1_2) {
+        fprintf(stderr, DEMO_NAME ": %s: timeline semaphores need --api-version 1.2 or 1.3\n",
+                timeline_user);
+        return false;
+    }
+    if (options->host_delay && options->late_signal) {
+        fprintf(stderr, DEMO_NAME ": --late-signal: cannot be combined with --host-delay-ms\n");
+        return false;
+    }
+
+    if (options->no_fence_wait) {
+        const char *conflict = !wayland ? "--output offscreen"
+                               : options->threads > 1 ? "--threads above 1"
+                               : options->serial ? "--serial"
+                               : options->thread_split ? "--thread-split"
+                               : frames_in_flight_given ? "--frames-in-flight" : NULL;
+        if (conflict) {
+            fprintf(stderr, DEMO_NAME ": --no-fence-wait: cannot be combined with %s\n",
+                    conflict);
+            return false;
+        }
+    }
+    if (options->thread_split && !wayland) {
+        fprintf(stderr, DEMO_NAME ": --thread-split: needs --output wayland\n");
+        return false;
+    }
+    if (options->serial && frames_in_flight_given) {
+        fprintf(stderr, DEMO_NAME ": --serial: cannot be combined with --frames-in-flight "
+                "(it keeps one frame in flight)\n");
+        return false;
+    }
+    if (second_device_gpu_iters_given && options->devices < 2) {
+        fprintf(stderr, DEMO_NAME ": --second-device-gpu-iters: needs --devices 2\n");
+        return false;
+    }
+    if (options->disconnect_early && !wayland) {
+        fprintf(stderr, DEMO_NAME ": --disconnect-early: needs --output wayland\n");
+        return false;
+    }
+    if (options->disconnect_early && options->no_destroy) {
+        fprintf(stderr, DEMO_NAME ": --disconnect-early: cannot be combined with "
+                "--no-destroy\n");
+        return false;
+    }
+    if (options->fork_child && options->frames > 0 && options->frames < 10) {
+        fprintf(stderr, DEMO_NAME ": --fork-child: forks after the 10th frame, so needs "
+                "--frames 0 or at least 10\n");
+        return false;
+    }
+    return true;
+}
+
 enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int argc, char **argv)
 {
     struct demo_options options = {
@@ -177,8 +311,10 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
         .instances = 1,
         .stall_at = -1,
         .frames_in_flight = 2,
+        .devices = 1,
     };
-    bool present_mode_given = false, stall_ms_given = false;
+    bool present_mode_given = false, stall_ms_given = false, frames_in_flight_given = false;
+    bool second_device_gpu_iters_given = false;
     uint64_t value;
 
     /* getopt's own messages do not name the value's option the way ours do. */
@@ -278,6 +414,7 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
             if (!parse_uint(name, optarg, 1, DEMO_MAX_FRAMES_IN_FLIGHT, &value))
                 return DEMO_PARSE_EXIT_USAGE;
             options.frames_in_flight = (uint32_t)value;
+            frames_in_flight_given = true;
             break;
         case OPTION_QUIET:
             options.quiet = true;
@@ -285,6 +422,58 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
         case OPTION_HELP:
             fputs(usage_text, stdout);
             return DEMO_PARSE_EXIT_SUCCESS;
+        case OPTION_API_VERSION:
+            if (strcmp(optarg, "1.0") == 0) {
+                options.api_version = VK_API_VERSION_1_0;
+            } else if (strcmp(optarg, "1.1") == 0) {
+                options.api_version = VK_API_VERSION_1_1;
+            } else if (strcmp(optarg, "1.2") == 0) {
+                options.api_version = VK_API_VERSION_1_2;
+            } else if (strcmp(optarg, "1.3") == 0) {
+                options.api_version = VK_API_VERSION_1_3;
+            } else {
+                fprintf(stderr, DEMO_NAME ": --api-version: expected 1.0, 1.1, 1.2 or 1.3, "
+                        "got '%s'\n", optarg);
+                return DEMO_PARSE_EXIT_USAGE;
+            }
+            break;
+        case OPTION_VK12_FEATURES:
+            options.vk12_features = true;
+            break;
+        case OPTION_NO_FENCE_WAIT:
+            options.no_fence_wait = true;
+            break;
+        case OPTION_THREAD_SPLIT:
+            options.thread_split = true;
+            break;
+        case OPTION_SERIAL:
+            options.serial = true;
+            break;
+        case OPTION_HOST_DELAY_MS:
+            if (!parse_ms(name, optarg, 60000.0, &options.host_delay_ms))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.host_delay = true;
+            break;
+        case OPTION_LATE_SIGNAL:
+            options.late_signal = true;
+            break;
+        case OPTION_DEVICES:
+            if (!parse_uint(name, optarg, 1, 2, &value))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.devices = (uint32_t)value;
+            break;
+        case OPTION_SECOND_DEVICE_GPU_ITERS:
+            if (!parse_uint(name, optarg, 0, UINT32_MAX, &value))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.second_device_gpu_iters = (uint32_t)value;
+            second_device_gpu_iters_given = true;
+            break;
+        case OPTION_DISCONNECT_EARLY:
+            options.disconnect_early = true;
+            break;
+        case OPTION_FORK_CHILD:
+            options.fork_child = true;
+            break;
         case ':':
             fprintf(stderr, DEMO_NAME ": %s: needs a value (see --help)\n",
                     argv[previous_optind]);
@@ -314,12 +503,17 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
                 stall_ms_given ? "--stall-at" : "--stall-ms");
         return DEMO_PARSE_EXIT_USAGE;
     }
+    if (!check_combinations(&options, frames_in_flight_given, second_device_gpu_iters_given))
+        return DEMO_PARSE_EXIT_USAGE;
     if (options.threads > options.height) {
         fprintf(stderr, DEMO_NAME ": --threads: %" PRIu32 " bands do not fit in a height of %"
                 PRIu32 " rows\n", options.threads, options.height);
         return DEMO_PARSE_EXIT_USAGE;
     }
 
+    /* One frame in flight is what --serial means; the offscreen images follow the slots. */
+    if (options.serial)
+        options.frames_in_flight = 1;
     *ret_options = options;
     return DEMO_PARSE_RUN;
 }

@@ -11,6 +11,9 @@
  * submits a closing barrier that signals render-done and the fence. Workers submit in any
  * order; their bands do not overlap, and the fence and semaphore of the closing batch cover
  * every batch submitted before it. The GPU load of a frame is the same for any N.
+ *
+ * --no-fence-wait: one command buffer per swapchain image, recorded once and submitted
+ * every time that image comes round, with no fence at all.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +55,9 @@ struct demo_renderer {
     VkCommandPool pool;     /* the main thread's */
     struct frame_slot slots[DEMO_MAX_FRAMES_IN_FLIGHT];
     uint64_t main_draws;
+    /* --no-fence-wait's recordings, one per image, from pool. */
+    VkCommandBuffer *image_cmds;
+    uint32_t image_cmd_count;
 
     uint32_t worker_count;
     uint32_t workers_started;
@@ -100,11 +106,11 @@ static void record_pass(struct demo_renderer *renderer, VkCommandBuffer cmd,
     vkCmdEndRenderPass(cmd);
 }
 
-static bool begin_commands(VkCommandBuffer cmd)
+static bool begin_commands(VkCommandBuffer cmd, VkCommandBufferUsageFlags usage)
 {
     VkCommandBufferBeginInfo begin = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+        .flags = usage,
     };
     return demo_vk_check(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
 }
@@ -149,12 +155,12 @@ static bool worker_render_band(struct worker *worker, const struct frame_job *jo
     };
 
     /* The pool has RESET_COMMAND_BUFFER, so begin resets the previous recording. */
-    if (!begin_commands(cmd))
+    if (!begin_commands(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
         return false;
     record_pass(renderer, cmd, renderer->pipeline->band_pass, &job->target, band, job->frame);
     if (!demo_vk_check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer"))
         return false;
-    if (!demo_gpu_submit(renderer->gpu, cmd, VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE))
+    if (!demo_gpu_submit(renderer->gpu, &(struct demo_batch){ .cmd = cmd }))
         return false;
     worker->draws++;
     return true;
@@ -349,8 +355,10 @@ void demo_renderer_destroy(struct demo_renderer *renderer)
         if (slot->in_flight)
             vkDestroyFence(device, slot->in_flight, NULL);
     }
+    /* Destroying the pool frees the per-image recordings too. */
     if (renderer->pool)
         vkDestroyCommandPool(device, renderer->pool, NULL);
+    free(renderer->image_cmds);
     free(renderer);
 }
 
@@ -365,36 +373,60 @@ bool demo_renderer_wait_slot(struct demo_renderer *renderer, VkSemaphore *ret_im
     return true;
 }
 
+bool demo_renderer_wait_submitted(struct demo_renderer *renderer)
+{
+    uint32_t last = (renderer->current_slot + renderer->frames_in_flight - 1) %
+                    renderer->frames_in_flight;
+    return demo_vk_check(vkWaitForFences(renderer->gpu->device, 1,
+                                         &renderer->slots[last].in_flight, VK_TRUE,
+                                         UINT64_MAX),
+                         "vkWaitForFences");
+}
+
 static bool submit_single(struct demo_renderer *renderer, struct frame_slot *slot,
-                          const struct demo_render_target *target, VkSemaphore wait,
-                          VkSemaphore signal, uint32_t frame)
+                          const struct demo_render_target *target,
+                          const struct demo_frame_sync *sync, uint32_t frame)
 {
     VkRect2D whole = { .extent = target->extent };
-    if (!begin_commands(slot->frame_cmd))
+    if (!begin_commands(slot->frame_cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
         return false;
     record_pass(renderer, slot->frame_cmd, renderer->pipeline->frame_pass, target, whole,
                 frame);
     if (!demo_vk_check(vkEndCommandBuffer(slot->frame_cmd), "vkEndCommandBuffer"))
         return false;
-    if (!demo_gpu_submit(renderer->gpu, slot->frame_cmd, wait, signal, slot->in_flight))
+    struct demo_batch batch = {
+        .cmd = slot->frame_cmd,
+        .wait = sync->image_acquired,
+        .timeline_wait = sync->gate,
+        .timeline_wait_value = sync->gate_value,
+        .signal = sync->render_done,
+        .fence = slot->in_flight,
+    };
+    if (!demo_gpu_submit(renderer->gpu, &batch))
         return false;
     renderer->main_draws++;
     return true;
 }
 
 static bool submit_threaded(struct demo_renderer *renderer, struct frame_slot *slot,
-                            const struct demo_render_target *target, VkSemaphore wait,
-                            VkSemaphore signal, uint32_t frame)
+                            const struct demo_render_target *target,
+                            const struct demo_frame_sync *sync, uint32_t frame)
 {
     /* Open: the image goes from whatever it was to an attachment every band can load. */
-    if (!begin_commands(slot->frame_cmd))
+    if (!begin_commands(slot->frame_cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
         return false;
     record_layout_barrier(slot->frame_cmd, target->image, VK_IMAGE_LAYOUT_UNDEFINED,
                           VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
                           VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
                           VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT);
+    struct demo_batch open_batch = {
+        .cmd = slot->frame_cmd,
+        .wait = sync->image_acquired,
+        .timeline_wait = sync->gate,
+        .timeline_wait_value = sync->gate_value,
+    };
     if (!demo_vk_check(vkEndCommandBuffer(slot->frame_cmd), "vkEndCommandBuffer") ||
-        !demo_gpu_submit(renderer->gpu, slot->frame_cmd, wait, VK_NULL_HANDLE, VK_NULL_HANDLE))
+        !demo_gpu_submit(renderer->gpu, &open_batch))
         return false;
 
     struct frame_job job = {
@@ -406,7 +438,7 @@ static bool submit_threaded(struct demo_renderer *renderer, struct frame_slot *s
         return false;
 
     /* Close: to the final layout, then signal render-done and the slot's fence. */
-    if (!begin_commands(slot->close_cmd))
+    if (!begin_commands(slot->close_cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
         return false;
     record_layout_barrier(slot->close_cmd, target->image,
                           VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
@@ -414,13 +446,17 @@ static bool submit_threaded(struct demo_renderer *renderer, struct frame_slot *s
                           VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 0);
     if (!demo_vk_check(vkEndCommandBuffer(slot->close_cmd), "vkEndCommandBuffer"))
         return false;
-    return demo_gpu_submit(renderer->gpu, slot->close_cmd, VK_NULL_HANDLE, signal,
-                           slot->in_flight);
+    struct demo_batch close_batch = {
+        .cmd = slot->close_cmd,
+        .signal = sync->render_done,
+        .fence = slot->in_flight,
+    };
+    return demo_gpu_submit(renderer->gpu, &close_batch);
 }
 
 bool demo_renderer_submit_frame(struct demo_renderer *renderer,
-                                const struct demo_render_target *target, VkSemaphore wait,
-                                VkSemaphore signal, uint32_t frame)
+                                const struct demo_render_target *target,
+                                const struct demo_frame_sync *sync, uint32_t frame)
 {
     struct frame_slot *slot = &renderer->slots[renderer->current_slot];
     if (!demo_vk_check(vkResetFences(renderer->gpu->device, 1, &slot->in_flight),
@@ -428,10 +464,65 @@ bool demo_renderer_submit_frame(struct demo_renderer *renderer,
         return false;
 
     bool ok = renderer->workers_started > 0
-              ? submit_threaded(renderer, slot, target, wait, signal, frame)
-              : submit_single(renderer, slot, target, wait, signal, frame);
+              ? submit_threaded(renderer, slot, target, sync, frame)
+              : submit_single(renderer, slot, target, sync, frame);
     renderer->current_slot = (renderer->current_slot + 1) % renderer->frames_in_flight;
     return ok;
+}
+
+bool demo_renderer_record_images(struct demo_renderer *renderer,
+                                 const struct demo_targets *targets)
+{
+    VkDevice device = renderer->gpu->device;
+    if (renderer->image_cmds) {
+        vkFreeCommandBuffers(device, renderer->pool, renderer->image_cmd_count,
+                             renderer->image_cmds);
+        free(renderer->image_cmds);
+        renderer->image_cmds = NULL;
+        renderer->image_cmd_count = 0;
+    }
+
+    VkCommandBuffer *cmds = calloc(targets->image_count, sizeof(*cmds));
+    if (!cmds) {
+        fprintf(stderr, DEMO_NAME ": out of memory\n");
+        return false;
+    }
+    if (!allocate_command_buffers(renderer->gpu, renderer->pool, targets->image_count, cmds)) {
+        free(cmds);
+        return false;
+    }
+    renderer->image_cmds = cmds;
+    renderer->image_cmd_count = targets->image_count;
+
+    VkRect2D whole = { .extent = targets->extent };
+    for (uint32_t i = 0; i < targets->image_count; i++) {
+        struct demo_render_target target = {
+            .image = targets->images[i].image,
+            .framebuffer = targets->images[i].framebuffer,
+            .extent = targets->extent,
+        };
+        if (!begin_commands(cmds[i], VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT))
+            return false;
+        /* Recorded once, so the frame number in the picture is the image's index. */
+        record_pass(renderer, cmds[i], renderer->pipeline->frame_pass, &target, whole, i);
+        if (!demo_vk_check(vkEndCommandBuffer(cmds[i]), "vkEndCommandBuffer"))
+            return false;
+        renderer->main_draws++;
+    }
+    return true;
+}
+
+bool demo_renderer_submit_image(struct demo_renderer *renderer, uint32_t image_index,
+                                const struct demo_frame_sync *sync)
+{
+    struct demo_batch batch = {
+        .cmd = renderer->image_cmds[image_index],
+        .wait = sync->image_acquired,
+        .timeline_wait = sync->gate,
+        .timeline_wait_value = sync->gate_value,
+        .signal = sync->render_done,
+    };
+    return demo_gpu_submit(renderer->gpu, &batch);
 }
 
 uint64_t demo_renderer_draw_count(const struct demo_renderer *renderer)

@@ -60,7 +60,7 @@ bool demo_vk_check(VkResult result, const char *call)
 
 /* ---- instance ---- */
 
-bool demo_instance_init(struct demo_instance *instance, bool with_surface)
+bool demo_instance_init(struct demo_instance *instance, bool with_surface, uint32_t api_version)
 {
     uint32_t loader_version = VK_API_VERSION_1_0;
     PFN_vkEnumerateInstanceVersion enumerate_version = (PFN_vkEnumerateInstanceVersion)
@@ -68,8 +68,14 @@ bool demo_instance_init(struct demo_instance *instance, bool with_surface)
     if (enumerate_version &&
         !demo_vk_check(enumerate_version(&loader_version), "vkEnumerateInstanceVersion"))
         return false;
-    uint32_t api_version = loader_version < VK_API_VERSION_1_3 ? loader_version
-                                                               : VK_API_VERSION_1_3;
+    if (api_version == 0) {
+        api_version = loader_version < VK_API_VERSION_1_3 ? loader_version : VK_API_VERSION_1_3;
+    } else if (VK_API_VERSION_MINOR(api_version) > VK_API_VERSION_MINOR(loader_version)) {
+        /* A 1.0 loader would fail vkCreateInstance with a bare INCOMPATIBLE_DRIVER. */
+        fprintf(stderr, DEMO_NAME ": --api-version 1.%u: the Vulkan loader only offers 1.%u\n",
+                VK_API_VERSION_MINOR(api_version), VK_API_VERSION_MINOR(loader_version));
+        return false;
+    }
 
     static const char *const surface_extensions[] = {
         VK_KHR_SURFACE_EXTENSION_NAME,
@@ -182,7 +188,7 @@ bool demo_physical_device_pick(const struct demo_instance *instance, VkSurfaceKH
 }
 
 struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurfaceKHR surface,
-                                 bool submit2)
+                                 const struct demo_gpu_config *config)
 {
     struct demo_gpu *gpu = calloc(1, sizeof(*gpu));
     if (!gpu) {
@@ -208,12 +214,15 @@ struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurface
     if (surface)
         extensions[extension_count++] = VK_KHR_SWAPCHAIN_EXTENSION_NAME;
 
+    /* Each feature struct goes in front of this chain when it is used. */
+    void *feature_chain = NULL;
+
     /* synchronization2 is core in 1.3; before that it is an extension with its own entry. */
     VkPhysicalDeviceSynchronization2Features sync2_features = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SYNCHRONIZATION_2_FEATURES,
     };
     const char *submit2_name = "vkQueueSubmit2";
-    if (submit2) {
+    if (config->submit2) {
         bool core = api_version >= VK_API_VERSION_1_3;
         if (!core) {
             if (instance->api_version < VK_API_VERSION_1_1 ||
@@ -236,7 +245,50 @@ struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurface
                     "synchronization2 feature\n", properties.deviceName);
             goto error;
         }
-        sync2_features.pNext = NULL;
+        sync2_features.pNext = feature_chain;
+        feature_chain = &sync2_features;
+    }
+
+    if ((config->vk12_features || config->timeline_semaphore) &&
+        api_version < VK_API_VERSION_1_2) {
+        fprintf(stderr, DEMO_NAME ": %s needs Vulkan 1.2; %s with this instance offers 1.%u\n",
+                config->vk12_features ? "--vk12-features" : "a timeline semaphore",
+                properties.deviceName, VK_API_VERSION_MINOR(api_version));
+        goto error;
+    }
+    if (config->timeline_semaphore) {
+        VkPhysicalDeviceTimelineSemaphoreFeatures timeline_support = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES,
+        };
+        VkPhysicalDeviceFeatures2 features = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+            .pNext = &timeline_support,
+        };
+        vkGetPhysicalDeviceFeatures2(gpu->physical_device, &features);
+        if (!timeline_support.timelineSemaphore) {
+            fprintf(stderr, DEMO_NAME ": %s does not support timeline semaphores\n",
+                    properties.deviceName);
+            goto error;
+        }
+    }
+    /*
+     * The 1.2 aggregate and the per-feature struct of anything it covers may not share a
+     * chain, so with --vk12-features the timeline feature is that struct's member instead.
+     */
+    VkPhysicalDeviceVulkan12Features vk12_features = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+        .timelineSemaphore = config->timeline_semaphore,
+    };
+    VkPhysicalDeviceTimelineSemaphoreFeatures timeline_features = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES,
+        .timelineSemaphore = VK_TRUE,
+    };
+    if (config->vk12_features) {
+        vk12_features.pNext = feature_chain;
+        feature_chain = &vk12_features;
+    } else if (config->timeline_semaphore) {
+        timeline_features.pNext = feature_chain;
+        feature_chain = &timeline_features;
     }
 
     float priority = 1.0f;
@@ -248,7 +300,7 @@ struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurface
     };
     VkDeviceCreateInfo device_info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-        .pNext = submit2 ? &sync2_features : NULL,
+        .pNext = feature_chain,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &queue_info,
         .enabledExtensionCount = extension_count,
@@ -259,7 +311,7 @@ struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurface
         goto error;
     vkGetDeviceQueue(gpu->device, gpu->queue_family, 0, &gpu->queue);
 
-    if (submit2) {
+    if (config->submit2) {
         gpu->queue_submit2 = (PFN_vkQueueSubmit2)vkGetDeviceProcAddr(gpu->device,
                                                                      submit2_name);
         if (!gpu->queue_submit2) {
@@ -285,49 +337,81 @@ void demo_gpu_destroy(struct demo_gpu *gpu)
     free(gpu);
 }
 
-bool demo_gpu_submit(struct demo_gpu *gpu, VkCommandBuffer cmd, VkSemaphore wait,
-                     VkSemaphore signal, VkFence fence)
+bool demo_gpu_submit(struct demo_gpu *gpu, const struct demo_batch *batch)
 {
     VkResult result;
+    /* The acquire wait first, then the timeline one; unused entries stay past the count. */
+    VkSemaphore waits[2];
+    uint64_t wait_values[2] = { 0, 0 };
+    uint32_t wait_count = 0;
+    if (batch->wait)
+        waits[wait_count++] = batch->wait;
+    uint32_t timeline_index = wait_count;
+    if (batch->timeline_wait) {
+        wait_values[wait_count] = batch->timeline_wait_value;
+        waits[wait_count++] = batch->timeline_wait;
+    }
+
     pthread_mutex_lock(&gpu->queue_lock);
     if (gpu->queue_submit2) {
-        VkSemaphoreSubmitInfo wait_info = {
-            .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO,
-            .semaphore = wait,
-            .stageMask = VK_PIPELINE_STAGE_2_COLOR_ATTACHMENT_OUTPUT_BIT,
-        };
+        VkSemaphoreSubmitInfo wait_infos[2];
+        for (uint32_t i = 0; i < wait_count; i++) {
+            wait_infos[i] = (VkSemaphoreSubmitInfo){
+                .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO,
+                .semaphore = waits[i],
+                .value = wait_values[i],
+                .stageMask = i == timeline_index
+                             ? VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT
+                             : VK_PIPELINE_STAGE_2_COLOR_ATTACHMENT_OUTPUT_BIT,
+            };
+        }
         VkSemaphoreSubmitInfo signal_info = {
             .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO,
-            .semaphore = signal,
+            .semaphore = batch->signal,
             .stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
         };
         VkCommandBufferSubmitInfo cmd_info = {
             .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO,
-            .commandBuffer = cmd,
+            .commandBuffer = batch->cmd,
         };
         VkSubmitInfo2 submit = {
             .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO_2,
-            .waitSemaphoreInfoCount = wait ? 1 : 0,
-            .pWaitSemaphoreInfos = &wait_info,
-            .commandBufferInfoCount = cmd ? 1 : 0,
+            .waitSemaphoreInfoCount = wait_count,
+            .pWaitSemaphoreInfos = wait_infos,
+            .commandBufferInfoCount = batch->cmd ? 1 : 0,
             .pCommandBufferInfos = &cmd_info,
-            .signalSemaphoreInfoCount = signal ? 1 : 0,
+            .signalSemaphoreInfoCount = batch->signal ? 1 : 0,
             .pSignalSemaphoreInfos = &signal_info,
         };
-        result = gpu->queue_submit2(gpu->queue, 1, &submit, fence);
+        result = gpu->queue_submit2(gpu->queue, 1, &submit, batch->fence);
     } else {
-        VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT;
+        VkPipelineStageFlags wait_stages[2];
+        for (uint32_t i = 0; i < wait_count; i++) {
+            wait_stages[i] = i == timeline_index ? VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
+                                                 : VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT;
+        }
+        /* Binary semaphores ignore their value, but every semaphore needs an entry. */
+        uint64_t signal_value = 0;
+        VkTimelineSemaphoreSubmitInfo timeline_info = {
+            .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+            .waitSemaphoreValueCount = wait_count,
+            .pWaitSemaphoreValues = wait_values,
+            .signalSemaphoreValueCount = batch->signal ? 1 : 0,
+            .pSignalSemaphoreValues = &signal_value,
+        };
         VkSubmitInfo submit = {
             .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-            .waitSemaphoreCount = wait ? 1 : 0,
-            .pWaitSemaphores = &wait,
-            .pWaitDstStageMask = &wait_stage,
-            .commandBufferCount = cmd ? 1 : 0,
-            .pCommandBuffers = &cmd,
-            .signalSemaphoreCount = signal ? 1 : 0,
-            .pSignalSemaphores = &signal,
+            /* Only chained when used: it is a 1.2 struct, and --api-version 1.0 exists. */
+            .pNext = batch->timeline_wait ? &timeline_info : NULL,
+            .waitSemaphoreCount = wait_count,
+            .pWaitSemaphores = waits,
+            .pWaitDstStageMask = wait_stages,
+            .commandBufferCount = batch->cmd ? 1 : 0,
+            .pCommandBuffers = &batch->cmd,
+            .signalSemaphoreCount = batch->signal ? 1 : 0,
+            .pSignalSemaphores = &batch->signal,
         };
-        result = vkQueueSubmit(gpu->queue, 1, &submit, fence);
+        result = vkQueueSubmit(gpu->queue, 1, &submit, batch->fence);
     }
     pthread_mutex_unlock(&gpu->queue_lock);
     return demo_vk_check(result, gpu->queue_submit2 ? "vkQueueSubmit2" : "vkQueueSubmit");
@@ -356,6 +440,15 @@ bool demo_gpu_wait_idle(struct demo_gpu *gpu)
     VkResult result = vkQueueWaitIdle(gpu->queue);
     pthread_mutex_unlock(&gpu->queue_lock);
     return demo_vk_check(result, "vkQueueWaitIdle");
+}
+
+bool demo_gpu_wait_device_idle(struct demo_gpu *gpu)
+{
+    /* vkDeviceWaitIdle needs every queue of the device externally synchronised. */
+    pthread_mutex_lock(&gpu->queue_lock);
+    VkResult result = vkDeviceWaitIdle(gpu->device);
+    pthread_mutex_unlock(&gpu->queue_lock);
+    return demo_vk_check(result, "vkDeviceWaitIdle");
 }
 
 /* ---- pipeline ---- */

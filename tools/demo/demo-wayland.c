@@ -149,10 +149,9 @@ error:
     return NULL;
 }
 
-void demo_window_destroy(struct demo_window *window)
+/* Destroys what is still there and disconnects; every pointer is left NULL. */
+static void release_connection(struct demo_window *window)
 {
-    if (!window)
-        return;
     if (window->toplevel)
         xdg_toplevel_destroy(window->toplevel);
     if (window->xdg_surface)
@@ -165,10 +164,30 @@ void demo_window_destroy(struct demo_window *window)
         wl_compositor_destroy(window->compositor);
     if (window->registry)
         wl_registry_destroy(window->registry);
+    window->toplevel = NULL;
+    window->xdg_surface = NULL;
+    window->surface = NULL;
+    window->wm_base = NULL;
+    window->compositor = NULL;
+    window->registry = NULL;
     if (window->display) {
         wl_display_flush(window->display);
         wl_display_disconnect(window->display);
+        window->display = NULL;
     }
+}
+
+void demo_window_disconnect(struct demo_window *window)
+{
+    /* Proxies must go before their display: disconnecting frees what they point to. */
+    release_connection(window);
+}
+
+void demo_window_destroy(struct demo_window *window)
+{
+    if (!window)
+        return;
+    release_connection(window);
     free(window);
 }
 

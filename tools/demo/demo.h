@@ -6,7 +6,8 @@
  * demo-wayland.c  xdg_toplevel window and the VkSurfaceKHR on it
  * demo-vulkan.c   instance, device, pipeline, swapchain and offscreen images
  * demo-render.c   frame slots, recording and submission, worker threads
- * framescope-demo.c  main(): set-up, the frame loop, tear-down
+ * demo-gate.c     host-signalled timeline semaphores (--host-delay-ms, --late-signal)
+ * framescope-demo.c  main(): set-up, the frame loops, tear-down
  */
 #pragma once
 
@@ -42,6 +43,18 @@ struct demo_options {
     double stall_ms;
     uint32_t frames_in_flight;
     bool quiet;
+    uint32_t api_version;       /* VK_API_VERSION_1_x; 0: the loader's, at most 1.3 */
+    bool vk12_features;
+    bool no_fence_wait;
+    bool thread_split;
+    bool serial;
+    bool host_delay;
+    double host_delay_ms;
+    bool late_signal;
+    uint32_t devices;
+    uint32_t second_device_gpu_iters;
+    bool disconnect_early;
+    bool fork_child;
 };
 
 /* ---- demo-options.c ---- */
@@ -68,8 +81,11 @@ struct demo_instance {
     uint32_t api_version;       /* what the instance was created with */
 };
 
-/* with_surface enables VK_KHR_surface and VK_KHR_wayland_surface. */
-bool demo_instance_init(struct demo_instance *instance, bool with_surface);
+/*
+ * with_surface enables VK_KHR_surface and VK_KHR_wayland_surface. api_version is
+ * VkApplicationInfo.apiVersion; 0 asks for the loader's own version, at most 1.3.
+ */
+bool demo_instance_init(struct demo_instance *instance, bool with_surface, uint32_t api_version);
 void demo_instance_finish(struct demo_instance *instance);
 
 /* One VkDevice with one graphics queue, shared by every thread that submits. */
@@ -84,6 +100,19 @@ struct demo_gpu {
     PFN_vkQueueSubmit2 queue_submit2;   /* non-NULL when --submit2 is in effect */
 };
 
+/* What a device is created with, besides the queue and, with a surface, VK_KHR_swapchain. */
+struct demo_gpu_config {
+    /* Enables synchronization2 and routes demo_gpu_submit() through vkQueueSubmit2. */
+    bool submit2;
+    /*
+     * Chains a VkPhysicalDeviceVulkan12Features with every feature off, the way most engines
+     * fill it in; timeline_semaphore then turns on that struct's one member.
+     */
+    bool vk12_features;
+    /* Needs Vulkan 1.2 on both the instance and the device. */
+    bool timeline_semaphore;
+};
+
 /*
  * The first physical device with a graphics queue family that can present to surface (when
  * surface is not VK_NULL_HANDLE) and, with a surface, VK_KHR_swapchain. Prints why not.
@@ -91,25 +120,35 @@ struct demo_gpu {
 bool demo_physical_device_pick(const struct demo_instance *instance, VkSurfaceKHR surface,
                                VkPhysicalDevice *ret_device, uint32_t *ret_family);
 
-/*
- * Creates a device on demo_physical_device_pick()'s choice. submit2 enables the
- * synchronization2 feature and routes demo_gpu_submit() through vkQueueSubmit2.
- */
+/* Creates a device on demo_physical_device_pick()'s choice. Prints why not. */
 struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurfaceKHR surface,
-                                 bool submit2);
+                                 const struct demo_gpu_config *config);
 /* Accepts NULL and a half-built gpu. The caller makes sure the device is idle. */
 void demo_gpu_destroy(struct demo_gpu *gpu);
 
-/*
- * One batch on the gpu's queue. Any handle may be VK_NULL_HANDLE. The wait happens at the
- * colour-attachment-output stage, which is where a swapchain image is first touched.
- */
-bool demo_gpu_submit(struct demo_gpu *gpu, VkCommandBuffer cmd, VkSemaphore wait,
-                     VkSemaphore signal, VkFence fence);
+/* One batch on a queue. Every handle may be VK_NULL_HANDLE, which leaves it out. */
+struct demo_batch {
+    VkCommandBuffer cmd;        /* none: an empty batch */
+    /* Binary, waited at colour-attachment output: where a swapchain image is first touched. */
+    VkSemaphore wait;
+    /*
+     * Timeline, waited at all-commands until it reaches timeline_wait_value. Not top-of-pipe:
+     * as a wait's destination stage that blocks nothing.
+     */
+    VkSemaphore timeline_wait;
+    uint64_t timeline_wait_value;
+    VkSemaphore signal;         /* binary */
+    VkFence fence;
+};
+
+bool demo_gpu_submit(struct demo_gpu *gpu, const struct demo_batch *batch);
 /* Returns vkQueuePresentKHR's result untouched: the caller decides about OUT_OF_DATE. */
 VkResult demo_gpu_present(struct demo_gpu *gpu, VkSwapchainKHR swapchain, uint32_t image_index,
                           VkSemaphore wait);
+/* vkQueueWaitIdle. */
 bool demo_gpu_wait_idle(struct demo_gpu *gpu);
+/* vkDeviceWaitIdle: for callers that keep no fence to tell them what is still running. */
+bool demo_gpu_wait_device_idle(struct demo_gpu *gpu);
 
 /* The fullscreen-triangle pipeline and the two compatible render passes it is used with. */
 struct demo_pipeline {
@@ -200,14 +239,38 @@ void demo_renderer_destroy(struct demo_renderer *renderer);
  */
 bool demo_renderer_wait_slot(struct demo_renderer *renderer, VkSemaphore *ret_image_acquired);
 
+/* What a frame's batches wait on and signal besides the slot's fence. */
+struct demo_frame_sync {
+    VkSemaphore image_acquired; /* binary, waited by the first batch; or VK_NULL_HANDLE */
+    VkSemaphore render_done;    /* binary, signalled by the last batch; or VK_NULL_HANDLE */
+    VkSemaphore gate;           /* timeline, waited by the first batch; or VK_NULL_HANDLE */
+    uint64_t gate_value;
+};
+
 /*
- * Records and submits one frame into target, then moves to the next slot. wait and signal
- * may be VK_NULL_HANDLE (offscreen). The slot's fence is reset only here, so a frame given
- * up before this call leaves the slot ready.
+ * Records and submits one frame into target, then moves to the next slot. The slot's fence
+ * is reset only here, so a frame given up before this call leaves the slot ready.
  */
 bool demo_renderer_submit_frame(struct demo_renderer *renderer,
-                                const struct demo_render_target *target, VkSemaphore wait,
-                                VkSemaphore signal, uint32_t frame);
+                                const struct demo_render_target *target,
+                                const struct demo_frame_sync *sync, uint32_t frame);
+
+/*
+ * Waits until the GPU has run the frame demo_renderer_submit_frame() submitted last: that
+ * submission's own fence, right after it, rather than the slot's fence a lap later.
+ */
+bool demo_renderer_wait_submitted(struct demo_renderer *renderer);
+
+/*
+ * --no-fence-wait: one command buffer per image of targets, recorded once, with
+ * SIMULTANEOUS_USE since nothing tells when an earlier submission of it is over. Frees
+ * the previous recording, so the caller idles the device first.
+ */
+bool demo_renderer_record_images(struct demo_renderer *renderer,
+                                 const struct demo_targets *targets);
+/* Submits image_index's recording with sync and no fence. */
+bool demo_renderer_submit_image(struct demo_renderer *renderer, uint32_t image_index,
+                                const struct demo_frame_sync *sync);
 
 /* vkCmdDraw calls recorded so far, across all threads. */
 uint64_t demo_renderer_draw_count(const struct demo_renderer *renderer);
@@ -218,10 +281,54 @@ struct demo_window;
 
 /* Connects to $WAYLAND_DISPLAY and maps nothing yet: an xdg_toplevel, acked and committed. */
 struct demo_window *demo_window_create(const char *title);
-/* Accepts NULL. Destroy every VkSurfaceKHR made on the window first. */
+/* Accepts NULL. Destroy every VkSurfaceKHR made on the window first, or disconnect first. */
 void demo_window_destroy(struct demo_window *window);
+/*
+ * --disconnect-early: destroys the window's Wayland objects and disconnects from the display
+ * while the VkSurfaceKHR on it still exists. demo_window_destroy() then only frees.
+ */
+void demo_window_disconnect(struct demo_window *window);
 bool demo_window_create_surface(struct demo_window *window, VkInstance instance,
                                 VkSurfaceKHR *ret_surface);
 /* Dispatches what the compositor sent without blocking. False when the connection broke. */
 bool demo_window_dispatch(struct demo_window *window);
 bool demo_window_close_requested(const struct demo_window *window);
+
+/* ---- demo-gate.c ---- */
+
+/*
+ * A timeline semaphore that the first batch of every frame waits on and the host signals:
+ * --host-delay-ms from a helper thread a while after the submit returned, --late-signal from
+ * the submitting thread itself after it has made a second submit.
+ */
+struct demo_gate;
+
+enum demo_gate_mode {
+    DEMO_GATE_HOST_DELAY,
+    DEMO_GATE_LATE_SIGNAL,
+};
+
+/* The gpu needs timeline_semaphore. delay_ms is for DEMO_GATE_HOST_DELAY only. */
+struct demo_gate *demo_gate_create(struct demo_gpu *gpu, enum demo_gate_mode mode,
+                                   double delay_ms);
+/* Accepts NULL and a half-built gate; releases it first. The caller idles the queue. */
+void demo_gate_destroy(struct demo_gate *gate);
+
+VkSemaphore demo_gate_semaphore(const struct demo_gate *gate);
+/* The value the next frame's first batch waits on. Only the submitting thread calls it. */
+uint64_t demo_gate_next_value(struct demo_gate *gate);
+/*
+ * Right after the batch that waits on value went in, from the same thread. Host delay:
+ * schedules the signal. Late signal: submits an empty batch, then signals.
+ */
+bool demo_gate_after_submit(struct demo_gate *gate, uint64_t value);
+/*
+ * Blocks until the host has signalled value. A present may only wait on a semaphore whose
+ * signal depends on signals already made, so this comes before presenting a gated frame.
+ */
+bool demo_gate_wait_signalled(struct demo_gate *gate, uint64_t value);
+/*
+ * Stops the helper thread and signals every value handed out, so that the queue can drain
+ * even after a frame failed between its submit and its signal. Idempotent.
+ */
+void demo_gate_release(struct demo_gate *gate);

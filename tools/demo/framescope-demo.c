@@ -6,10 +6,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "demo.h"
 
@@ -17,6 +20,8 @@
 #define DEVICE_CYCLE_FRAMES 3
 /* Out-of-date answers in a row from acquire before the demo gives up on the surface. */
 #define MAX_ACQUIRE_RETRIES 8
+/* --fork-child forks once this many frames are done: past start-up, well before the end. */
+#define FORK_AFTER_FRAMES 10
 
 /*
  * Provided by libframescope when framescope is in the process. Weak, so the demo needs no
@@ -25,6 +30,27 @@
 void fscope_frame_mark(void) __attribute__((weak, visibility("default")));
 
 static volatile sig_atomic_t stop_requested;
+
+/* A device with what it takes to render offscreen frames: --device-cycles, --devices 2. */
+struct offscreen_device {
+    struct demo_gpu *gpu;
+    struct demo_pipeline *pipeline;
+    struct demo_targets *targets;
+    struct demo_renderer *renderer;
+};
+
+/* --devices 2: the second device and the thread that renders on it. */
+struct second_device {
+    struct offscreen_device device;
+    pthread_t thread;
+    bool started;
+    atomic_bool stop;
+    /* Written by the thread, read after it is joined. */
+    uint64_t frames;
+    bool failed;
+};
+
+struct split;
 
 struct demo {
     struct demo_options options;
@@ -38,6 +64,10 @@ struct demo {
     struct demo_pipeline *pipeline;
     struct demo_targets *targets;
     struct demo_renderer *renderer;
+    struct demo_gate *gate;     /* --host-delay-ms, --late-signal */
+    VkFence acquire_fence;      /* --no-fence-wait */
+    struct split *split;        /* --thread-split */
+    struct second_device second;
     bool swapchain_stale;
     bool window_closed;         /* xdg_toplevel.close: ends the loop like SIGINT */
     void (*frame_mark)(void);
@@ -131,10 +161,21 @@ static struct demo_render_target render_target(const struct demo_targets *target
     };
 }
 
-/* The old swapchain's images may still be on the queue: wait, then retire them. */
+static bool split_drain(struct split *split);
+
+/*
+ * The old swapchain's images may still be on the queue: wait, then retire them. Only the
+ * thread that acquires calls this.
+ */
 static bool recreate_swapchain(struct demo *demo)
 {
-    if (!demo_gpu_wait_idle(demo->gpu))
+    /* The submit and present threads still hold frames of the old swapchain. */
+    if (demo->split && !split_drain(demo->split))
+        return false;
+    /* --no-fence-wait keeps no fence that could tell what is still running. */
+    bool idle = demo->options.no_fence_wait ? demo_gpu_wait_device_idle(demo->gpu)
+                                            : demo_gpu_wait_idle(demo->gpu);
+    if (!idle)
         return false;
     VkExtent2D extent = { demo->options.width, demo->options.height };
     struct demo_targets *fresh = demo_targets_create_swapchain(
@@ -145,16 +186,19 @@ static bool recreate_swapchain(struct demo *demo)
     demo_targets_destroy(demo->gpu, demo->targets);
     demo->targets = fresh;
     demo->swapchain_stale = false;
-    return true;
+    return !demo->options.no_fence_wait || demo_renderer_record_images(demo->renderer, fresh);
 }
 
-/* Acquires the next swapchain image, recreating the swapchain while it is out of date. */
-static bool acquire_image(struct demo *demo, VkSemaphore image_acquired,
+/*
+ * Acquires the next swapchain image, recreating the swapchain while it is out of date.
+ * Either image_acquired or acquire_fence is VK_NULL_HANDLE.
+ */
+static bool acquire_image(struct demo *demo, VkSemaphore image_acquired, VkFence acquire_fence,
                           uint32_t *ret_image_index)
 {
     for (int attempt = 0; attempt < MAX_ACQUIRE_RETRIES; attempt++) {
         VkResult result = vkAcquireNextImageKHR(demo->gpu->device, demo->targets->swapchain,
-                                                UINT64_MAX, image_acquired, VK_NULL_HANDLE,
+                                                UINT64_MAX, image_acquired, acquire_fence,
                                                 ret_image_index);
         if (result == VK_SUCCESS)
             return true;
@@ -173,39 +217,46 @@ static bool acquire_image(struct demo *demo, VkSemaphore image_acquired,
     return false;
 }
 
-static bool run_wayland_frame(struct demo *demo, uint64_t frame)
+/* Gives the frame's first batch the next gate value to wait on, when there is a gate. */
+static void gate_frame(struct demo *demo, struct demo_frame_sync *sync)
 {
-    const struct demo_options *options = &demo->options;
+    if (!demo->gate)
+        return;
+    sync->gate = demo_gate_semaphore(demo->gate);
+    sync->gate_value = demo_gate_next_value(demo->gate);
+}
 
-    if (!demo_window_dispatch(demo->window))
+static bool gate_after_submit(struct demo *demo, const struct demo_frame_sync *sync)
+{
+    return !demo->gate || demo_gate_after_submit(demo->gate, sync->gate_value);
+}
+
+/*
+ * A present may only wait on a semaphore whose signal depends on nothing that is still
+ * unsignalled, so a gated frame is presented only once the host has opened its gate.
+ */
+static bool await_gate(struct demo *demo, const struct demo_frame_sync *sync)
+{
+    return !sync->gate || demo_gate_wait_signalled(demo->gate, sync->gate_value);
+}
+
+/* Submits one frame on the main device and does what the gate wants right after that. */
+static bool submit_frame(struct demo *demo, const struct demo_render_target *target,
+                         struct demo_frame_sync *sync, uint64_t frame)
+{
+    gate_frame(demo, sync);
+    return demo_renderer_submit_frame(demo->renderer, target, sync, (uint32_t)frame) &&
+           gate_after_submit(demo, sync);
+}
+
+/* An out-of-date or suboptimal present marks the swapchain for recreation; else checks. */
+static bool present_frame(struct demo *demo, uint32_t image_index,
+                          const struct demo_frame_sync *sync)
+{
+    if (!await_gate(demo, sync))
         return false;
-    if (demo_window_close_requested(demo->window)) {
-        demo->window_closed = true;
-        return true;
-    }
-
-    VkSemaphore image_acquired;
-    if (!demo_renderer_wait_slot(demo->renderer, &image_acquired))
-        return false;
-    if (options->recreate_every > 0 && frame > 0 && frame % options->recreate_every == 0)
-        demo->swapchain_stale = true;
-    if (demo->swapchain_stale && !recreate_swapchain(demo))
-        return false;
-
-    uint32_t image_index;
-    if (!acquire_image(demo, image_acquired, &image_index))
-        return false;
-
-    run_cpu_load(options, frame);
-
-    struct demo_render_target target = render_target(demo->targets, image_index);
-    VkSemaphore render_done = demo->targets->images[image_index].render_done;
-    if (!demo_renderer_submit_frame(demo->renderer, &target, image_acquired, render_done,
-                                    (uint32_t)frame))
-        return false;
-
     VkResult result = demo_gpu_present(demo->gpu, demo->targets->swapchain, image_index,
-                                       render_done);
+                                       sync->render_done);
     if (result == VK_ERROR_OUT_OF_DATE_KHR || result == VK_SUBOPTIMAL_KHR)
         demo->swapchain_stale = true;
     else if (!demo_vk_check(result, "vkQueuePresentKHR"))
@@ -213,22 +264,453 @@ static bool run_wayland_frame(struct demo *demo, uint64_t frame)
     return true;
 }
 
-/* load may be NULL: no CPU work, no stall. */
-static bool run_offscreen_frame(struct demo_renderer *renderer,
-                                const struct demo_targets *targets,
-                                const struct demo_options *load, uint64_t frame)
+/* Dispatches Wayland events; *ret_closed when the compositor asked the window to close. */
+static bool dispatch_window(struct demo *demo, bool *ret_closed)
+{
+    if (!demo_window_dispatch(demo->window))
+        return false;
+    *ret_closed = demo_window_close_requested(demo->window);
+    demo->window_closed = *ret_closed;
+    return true;
+}
+
+static bool recreate_due(const struct demo *demo, uint64_t frame)
+{
+    uint64_t every = demo->options.recreate_every;
+    return every > 0 && frame > 0 && frame % every == 0;
+}
+
+static bool run_wayland_frame(struct demo *demo, uint64_t frame)
+{
+    const struct demo_options *options = &demo->options;
+
+    bool closed;
+    if (!dispatch_window(demo, &closed))
+        return false;
+    if (closed)
+        return true;
+
+    VkSemaphore image_acquired;
+    if (!demo_renderer_wait_slot(demo->renderer, &image_acquired))
+        return false;
+    if (recreate_due(demo, frame))
+        demo->swapchain_stale = true;
+    if (demo->swapchain_stale && !recreate_swapchain(demo))
+        return false;
+
+    uint32_t image_index;
+    if (!acquire_image(demo, image_acquired, VK_NULL_HANDLE, &image_index))
+        return false;
+
+    run_cpu_load(options, frame);
+
+    struct demo_render_target target = render_target(demo->targets, image_index);
+    struct demo_frame_sync sync = {
+        .image_acquired = image_acquired,
+        .render_done = demo->targets->images[image_index].render_done,
+    };
+    if (!submit_frame(demo, &target, &sync, frame))
+        return false;
+    if (options->serial && !demo_renderer_wait_submitted(demo->renderer))
+        return false;
+    return present_frame(demo, image_index, &sync);
+}
+
+/*
+ * --no-fence-wait: the acquire fence is the only throttle. Once it has signalled, the image
+ * is free and its recording may be submitted again: no semaphore between the two.
+ */
+static bool run_no_fence_wait_frame(struct demo *demo, uint64_t frame)
+{
+    bool closed;
+    if (!dispatch_window(demo, &closed))
+        return false;
+    if (closed)
+        return true;
+
+    if (recreate_due(demo, frame))
+        demo->swapchain_stale = true;
+    if (demo->swapchain_stale && !recreate_swapchain(demo))
+        return false;
+
+    uint32_t image_index;
+    if (!acquire_image(demo, VK_NULL_HANDLE, demo->acquire_fence, &image_index))
+        return false;
+    if (!demo_vk_check(vkWaitForFences(demo->gpu->device, 1, &demo->acquire_fence, VK_TRUE,
+                                       UINT64_MAX),
+                       "vkWaitForFences") ||
+        !demo_vk_check(vkResetFences(demo->gpu->device, 1, &demo->acquire_fence),
+                       "vkResetFences"))
+        return false;
+
+    run_cpu_load(&demo->options, frame);
+
+    struct demo_frame_sync sync = {
+        .render_done = demo->targets->images[image_index].render_done,
+    };
+    gate_frame(demo, &sync);
+    if (!demo_renderer_submit_image(demo->renderer, image_index, &sync) ||
+        !gate_after_submit(demo, &sync))
+        return false;
+    return present_frame(demo, image_index, &sync);
+}
+
+/* One frame slot's wait and submit, with no load and no gate: extra devices only. */
+static bool render_offscreen(struct demo_renderer *renderer, const struct demo_targets *targets,
+                             uint64_t frame)
 {
     VkSemaphore unused;
     if (!demo_renderer_wait_slot(renderer, &unused))
         return false;
-    if (load)
-        run_cpu_load(load, frame);
-
     /* One image per frame slot: the slot's fence guards its image too. */
     uint32_t image_index = (uint32_t)(frame % targets->image_count);
     struct demo_render_target target = render_target(targets, image_index);
-    return demo_renderer_submit_frame(renderer, &target, VK_NULL_HANDLE, VK_NULL_HANDLE,
-                                      (uint32_t)frame);
+    struct demo_frame_sync sync = { 0 };
+    return demo_renderer_submit_frame(renderer, &target, &sync, (uint32_t)frame);
+}
+
+static bool run_offscreen_frame(struct demo *demo, uint64_t frame)
+{
+    VkSemaphore unused;
+    if (!demo_renderer_wait_slot(demo->renderer, &unused))
+        return false;
+    run_cpu_load(&demo->options, frame);
+
+    uint32_t image_index = (uint32_t)(frame % demo->targets->image_count);
+    struct demo_render_target target = render_target(demo->targets, image_index);
+    struct demo_frame_sync sync = { 0 };
+    if (!submit_frame(demo, &target, &sync, frame))
+        return false;
+    return !demo->options.serial || demo_renderer_wait_submitted(demo->renderer);
+}
+
+/* ---- --thread-split ---- */
+
+/* What the acquire thread hands on for one frame. */
+struct split_frame {
+    uint64_t frame;
+    VkSwapchainKHR swapchain;
+    uint32_t image_index;
+    struct demo_render_target target;
+    struct demo_frame_sync sync;    /* the submit thread fills in the gate */
+};
+
+/*
+ * Three stages, each on its own thread and each in frame order: acquire (the main thread),
+ * submit-then-wait-on-the-fence, present. Frame f lives in frames[f % depth] and uses
+ * image_acquired[f % depth].
+ */
+struct split {
+    struct demo *demo;
+    uint32_t depth;             /* --frames-in-flight */
+    VkSemaphore image_acquired[DEMO_MAX_FRAMES_IN_FLIGHT];
+    pthread_t submit_thread, present_thread;
+    bool submit_started, present_started;
+    bool lock_ready;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;     /* broadcast on every change below */
+    /* Guarded by lock. */
+    struct split_frame frames[DEMO_MAX_FRAMES_IN_FLIGHT];
+    uint64_t posted;            /* frames acquired and handed to the submit thread */
+    uint64_t submitted;         /* ... submitted and handed to the present thread */
+    uint64_t retired;           /* ... whose fence the submit thread has waited on */
+    uint64_t presented;
+    bool stopping;              /* nothing more will be posted */
+    bool failed;                /* the submit or present thread gave up */
+    bool stale;                 /* a present answered OUT_OF_DATE or SUBOPTIMAL */
+};
+
+static void *split_submit_main(void *data)
+{
+    struct split *split = data;
+    struct demo *demo = split->demo;
+
+    pthread_mutex_lock(&split->lock);
+    for (;;) {
+        while (split->submitted == split->posted && !split->stopping)
+            pthread_cond_wait(&split->changed, &split->lock);
+        if (split->submitted == split->posted)
+            break;
+        struct split_frame job = split->frames[split->submitted % split->depth];
+        pthread_mutex_unlock(&split->lock);
+
+        bool ok = submit_frame(demo, &job.target, &job.sync, job.frame);
+
+        pthread_mutex_lock(&split->lock);
+        if (!ok) {
+            split->failed = true;
+            pthread_cond_broadcast(&split->changed);
+            break;
+        }
+        split->frames[split->submitted % split->depth].sync = job.sync;
+        split->submitted++;
+        pthread_cond_broadcast(&split->changed);
+        pthread_mutex_unlock(&split->lock);
+
+        ok = demo_renderer_wait_submitted(demo->renderer);
+
+        pthread_mutex_lock(&split->lock);
+        if (!ok) {
+            split->failed = true;
+            pthread_cond_broadcast(&split->changed);
+            break;
+        }
+        split->retired++;
+        pthread_cond_broadcast(&split->changed);
+    }
+    pthread_mutex_unlock(&split->lock);
+    return NULL;
+}
+
+static void *split_present_main(void *data)
+{
+    struct split *split = data;
+
+    pthread_mutex_lock(&split->lock);
+    for (;;) {
+        while (split->presented == split->submitted && !split->failed &&
+               !(split->stopping && split->submitted == split->posted))
+            pthread_cond_wait(&split->changed, &split->lock);
+        if (split->presented == split->submitted || split->failed)
+            break;
+        struct split_frame job = split->frames[split->presented % split->depth];
+        pthread_mutex_unlock(&split->lock);
+
+        bool ok = await_gate(split->demo, &job.sync);
+        VkResult result = VK_SUCCESS;
+        if (ok)
+            result = demo_gpu_present(split->demo->gpu, job.swapchain, job.image_index,
+                                      job.sync.render_done);
+
+        pthread_mutex_lock(&split->lock);
+        if (result == VK_ERROR_OUT_OF_DATE_KHR || result == VK_SUBOPTIMAL_KHR) {
+            split->stale = true;
+        } else if (!ok || !demo_vk_check(result, "vkQueuePresentKHR")) {
+            split->failed = true;
+            pthread_cond_broadcast(&split->changed);
+            break;
+        }
+        split->presented++;
+        pthread_cond_broadcast(&split->changed);
+    }
+    pthread_mutex_unlock(&split->lock);
+    return NULL;
+}
+
+/* Waits until every posted frame is retired and presented. False once a stage has failed. */
+static bool split_drain(struct split *split)
+{
+    pthread_mutex_lock(&split->lock);
+    while (!split->failed &&
+           (split->retired != split->posted || split->presented != split->posted))
+        pthread_cond_wait(&split->changed, &split->lock);
+    bool ok = !split->failed;
+    pthread_mutex_unlock(&split->lock);
+    return ok;
+}
+
+/* Ends the submit and present threads once they have caught up, and joins them. */
+static void split_stop(struct split *split)
+{
+    if (split->lock_ready) {
+        pthread_mutex_lock(&split->lock);
+        split->stopping = true;
+        pthread_cond_broadcast(&split->changed);
+        pthread_mutex_unlock(&split->lock);
+    }
+    if (split->submit_started)
+        pthread_join(split->submit_thread, NULL);
+    if (split->present_started)
+        pthread_join(split->present_thread, NULL);
+    split->submit_started = false;
+    split->present_started = false;
+}
+
+/* Accepts NULL and a half-built split. Stops its threads; the caller idles the queue. */
+static void split_destroy(struct split *split)
+{
+    if (!split)
+        return;
+    split_stop(split);
+    if (split->lock_ready) {
+        pthread_cond_destroy(&split->changed);
+        pthread_mutex_destroy(&split->lock);
+    }
+    for (uint32_t i = 0; i < split->depth; i++) {
+        if (split->image_acquired[i])
+            vkDestroySemaphore(split->demo->gpu->device, split->image_acquired[i], NULL);
+    }
+    free(split);
+}
+
+static struct split *split_create(struct demo *demo)
+{
+    struct split *split = calloc(1, sizeof(*split));
+    if (!split) {
+        fprintf(stderr, DEMO_NAME ": out of memory\n");
+        return NULL;
+    }
+    split->demo = demo;
+    split->depth = demo->options.frames_in_flight;
+    for (uint32_t i = 0; i < split->depth; i++) {
+        VkSemaphoreCreateInfo semaphore_info = {
+            .sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
+        };
+        if (!demo_vk_check(vkCreateSemaphore(demo->gpu->device, &semaphore_info, NULL,
+                                             &split->image_acquired[i]),
+                           "vkCreateSemaphore"))
+            goto error;
+    }
+    if (pthread_mutex_init(&split->lock, NULL) != 0)
+        goto error_threads;
+    if (pthread_cond_init(&split->changed, NULL) != 0) {
+        pthread_mutex_destroy(&split->lock);
+        goto error_threads;
+    }
+    split->lock_ready = true;
+    if (pthread_create(&split->submit_thread, NULL, split_submit_main, split) != 0)
+        goto error_threads;
+    split->submit_started = true;
+    if (pthread_create(&split->present_thread, NULL, split_present_main, split) != 0)
+        goto error_threads;
+    split->present_started = true;
+    return split;
+
+error_threads:
+    fprintf(stderr, DEMO_NAME ": cannot start the --thread-split threads\n");
+error:
+    split_destroy(split);
+    return NULL;
+}
+
+static bool fork_child(void);
+
+/*
+ * The acquire thread's side of --thread-split. A frame is acquired only once the previous
+ * one has been presented, which keeps one image acquired at a time as a UINT64_MAX acquire
+ * timeout requires (and keeps acquire and present, which both need the swapchain
+ * externally synchronised, apart); and only once frame f - depth is retired, when its
+ * semaphore and slot are free again.
+ */
+static bool run_split_frames(struct demo *demo)
+{
+    const struct demo_options *options = &demo->options;
+    struct split *split = split_create(demo);
+    if (!split)
+        return false;
+    demo->split = split;
+
+    bool ok = true;
+    for (uint64_t frame = 0; !stop_requested && (options->frames == 0 ||
+                                                 frame < options->frames); frame++) {
+        bool closed;
+        if (!dispatch_window(demo, &closed)) {
+            ok = false;
+            break;
+        }
+        if (closed)
+            break;
+        /* The game's part of frame f runs while the other threads finish frame f - 1. */
+        run_cpu_load(options, frame);
+
+        pthread_mutex_lock(&split->lock);
+        while (!split->failed &&
+               !(split->presented >= frame && split->retired + split->depth > frame))
+            pthread_cond_wait(&split->changed, &split->lock);
+        bool failed = split->failed;
+        if (split->stale)
+            demo->swapchain_stale = true;
+        split->stale = false;
+        pthread_mutex_unlock(&split->lock);
+        if (failed) {
+            ok = false;
+            break;
+        }
+
+        if (recreate_due(demo, frame))
+            demo->swapchain_stale = true;
+        if (demo->swapchain_stale && !recreate_swapchain(demo)) {
+            ok = false;
+            break;
+        }
+        VkSemaphore image_acquired = split->image_acquired[frame % split->depth];
+        uint32_t image_index;
+        if (!acquire_image(demo, image_acquired, VK_NULL_HANDLE, &image_index)) {
+            ok = false;
+            break;
+        }
+
+        struct split_frame entry = {
+            .frame = frame,
+            .swapchain = demo->targets->swapchain,
+            .image_index = image_index,
+            .target = render_target(demo->targets, image_index),
+            .sync = {
+                .image_acquired = image_acquired,
+                .render_done = demo->targets->images[image_index].render_done,
+            },
+        };
+        pthread_mutex_lock(&split->lock);
+        split->frames[frame % split->depth] = entry;
+        split->posted++;
+        pthread_cond_broadcast(&split->changed);
+        pthread_mutex_unlock(&split->lock);
+
+        if (options->fork_child && frame + 1 == FORK_AFTER_FRAMES && !fork_child()) {
+            ok = false;
+            break;
+        }
+    }
+
+    /* The semaphores stay until tear_down() has idled the queue. */
+    split_stop(split);
+    if (split->failed)
+        ok = false;
+    demo->frames_rendered = split->presented;
+    return ok;
+}
+
+/* ---- extra devices ---- */
+
+/* Offscreen targets of frames_in_flight images on a device of its own. */
+static bool offscreen_device_init(struct offscreen_device *device, const struct demo *demo,
+                                  uint32_t gpu_iters)
+{
+    const struct demo_options *options = &demo->options;
+    VkExtent2D extent = { options->width, options->height };
+    struct demo_gpu_config config = {
+        .submit2 = options->submit2,
+        .vk12_features = options->vk12_features,
+    };
+    *device = (struct offscreen_device){ 0 };
+    device->gpu = demo_gpu_create(&demo->instance, VK_NULL_HANDLE, &config);
+    if (!device->gpu)
+        return false;
+    device->pipeline = demo_pipeline_create(device->gpu, VK_FORMAT_R8G8B8A8_UNORM,
+                                            VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
+    if (!device->pipeline)
+        return false;
+    device->targets = demo_targets_create_offscreen(device->gpu, device->pipeline, extent,
+                                                    options->frames_in_flight);
+    if (!device->targets)
+        return false;
+    device->renderer = demo_renderer_create(device->gpu, device->pipeline,
+                                            options->frames_in_flight, 1, gpu_iters);
+    return device->renderer != NULL;
+}
+
+/* Accepts a half-built device. False when the queue would not idle. */
+static bool offscreen_device_finish(struct offscreen_device *device)
+{
+    if (!device->gpu)
+        return true;
+    bool ok = demo_gpu_wait_idle(device->gpu);
+    demo_renderer_destroy(device->renderer);
+    demo_targets_destroy(device->gpu, device->targets);
+    demo_pipeline_destroy(device->gpu, device->pipeline);
+    demo_gpu_destroy(device->gpu);
+    *device = (struct offscreen_device){ 0 };
+    return ok;
 }
 
 /*
@@ -237,41 +719,86 @@ static bool run_offscreen_frame(struct demo_renderer *renderer,
  */
 static bool run_device_cycle(struct demo *demo)
 {
-    const struct demo_options *options = &demo->options;
-    struct demo_pipeline *pipeline = NULL;
-    struct demo_targets *targets = NULL;
-    struct demo_renderer *renderer = NULL;
-    VkExtent2D extent = { options->width, options->height };
-    bool ok = false;
-
-    struct demo_gpu *gpu = demo_gpu_create(&demo->instance, VK_NULL_HANDLE, options->submit2);
-    if (!gpu)
-        return false;
-    pipeline = demo_pipeline_create(gpu, VK_FORMAT_R8G8B8A8_UNORM,
-                                    VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
-    if (!pipeline)
-        goto out;
-    targets = demo_targets_create_offscreen(gpu, pipeline, extent, options->frames_in_flight);
-    if (!targets)
-        goto out;
-    renderer = demo_renderer_create(gpu, pipeline, options->frames_in_flight, 1,
-                                    options->gpu_iters);
-    if (!renderer)
-        goto out;
+    struct offscreen_device device;
+    bool ok = offscreen_device_init(&device, demo, demo->options.gpu_iters);
     /* No --cpu-ms or --stall-at here: those shape the measured frames only. */
-    for (uint64_t frame = 0; frame < DEVICE_CYCLE_FRAMES; frame++) {
-        if (!run_offscreen_frame(renderer, targets, NULL, frame))
-            goto out;
-    }
-    ok = true;
-out:
-    if (!demo_gpu_wait_idle(gpu))
+    for (uint64_t frame = 0; ok && frame < DEVICE_CYCLE_FRAMES; frame++)
+        ok = render_offscreen(device.renderer, device.targets, frame);
+    if (!offscreen_device_finish(&device))
         ok = false;
-    demo_renderer_destroy(renderer);
-    demo_targets_destroy(gpu, targets);
-    demo_pipeline_destroy(gpu, pipeline);
-    demo_gpu_destroy(gpu);
     return ok;
+}
+
+static void *second_device_main(void *data)
+{
+    struct second_device *second = data;
+    struct offscreen_device *device = &second->device;
+    /* main() stops it when the measured frames end, whatever ended them. */
+    while (!atomic_load(&second->stop)) {
+        if (!render_offscreen(device->renderer, device->targets, second->frames)) {
+            second->failed = true;
+            break;
+        }
+        second->frames++;
+    }
+    return NULL;
+}
+
+static bool second_device_start(struct demo *demo)
+{
+    struct second_device *second = &demo->second;
+    if (!offscreen_device_init(&second->device, demo, demo->options.second_device_gpu_iters))
+        return false;
+    atomic_init(&second->stop, false);
+    if (pthread_create(&second->thread, NULL, second_device_main, second) != 0) {
+        fprintf(stderr, DEMO_NAME ": cannot start the --devices 2 thread\n");
+        return false;
+    }
+    second->started = true;
+    return true;
+}
+
+/* Joins the second device's thread; its objects stay. False when it had failed. */
+static bool second_device_stop(struct second_device *second)
+{
+    if (!second->started)
+        return true;
+    atomic_store(&second->stop, true);
+    pthread_join(second->thread, NULL);
+    second->started = false;
+    return !second->failed;
+}
+
+/* --fork-child: what a launcher or an engine's crash reporter does in the middle of a run. */
+static bool fork_child(void)
+{
+    /* Output still buffered here would be written twice: once more by the child's exit. */
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, DEMO_NAME ": fork failed: %s\n", strerror(errno));
+        return false;
+    }
+    if (child == 0)
+        exit(EXIT_SUCCESS);     /* on purpose not _exit: atexit handlers and destructors run */
+
+    int status;
+    while (waitpid(child, &status, 0) < 0) {
+        if (errno != EINTR) {
+            fprintf(stderr, DEMO_NAME ": waitpid failed: %s\n", strerror(errno));
+            return false;
+        }
+    }
+    if (WIFSIGNALED(status)) {
+        fprintf(stderr, DEMO_NAME ": the forked child died of signal %d\n", WTERMSIG(status));
+        return false;
+    }
+    if (WEXITSTATUS(status) != 0) {
+        fprintf(stderr, DEMO_NAME ": the forked child exited with status %d\n",
+                WEXITSTATUS(status));
+        return false;
+    }
+    return true;
 }
 
 /* *usage_error: the failure was the command line's (exit status 2), not Vulkan's. */
@@ -282,7 +809,7 @@ static bool set_up(struct demo *demo, bool *usage_error)
 
     if (wayland && !(demo->window = demo_window_create(DEMO_NAME)))
         return false;
-    if (!demo_instance_init(&demo->instance, wayland))
+    if (!demo_instance_init(&demo->instance, wayland, options->api_version))
         return false;
     resolve_frame_mark(demo);
     if (wayland) {
@@ -302,11 +829,12 @@ static bool set_up(struct demo *demo, bool *usage_error)
     }
 
     /* Instances that only exist, each with a device, around the rendering one. */
+    struct demo_gpu_config extra_config = { .vk12_features = options->vk12_features };
     for (uint32_t i = 1; i < options->instances; i++) {
-        if (!demo_instance_init(&demo->extra_instances[i], false))
+        if (!demo_instance_init(&demo->extra_instances[i], false, options->api_version))
             return false;
         demo->extra_gpus[i] = demo_gpu_create(&demo->extra_instances[i], VK_NULL_HANDLE,
-                                              false);
+                                              &extra_config);
         if (!demo->extra_gpus[i])
             return false;
     }
@@ -316,7 +844,12 @@ static bool set_up(struct demo *demo, bool *usage_error)
             return false;
     }
 
-    demo->gpu = demo_gpu_create(&demo->instance, demo->surface, options->submit2);
+    struct demo_gpu_config config = {
+        .submit2 = options->submit2,
+        .vk12_features = options->vk12_features,
+        .timeline_semaphore = options->host_delay || options->late_signal,
+    };
+    demo->gpu = demo_gpu_create(&demo->instance, demo->surface, &config);
     if (!demo->gpu)
         return false;
     VkExtent2D extent = { options->width, options->height };
@@ -342,26 +875,52 @@ static bool set_up(struct demo *demo, bool *usage_error)
         return false;
     demo->renderer = demo_renderer_create(demo->gpu, demo->pipeline, options->frames_in_flight,
                                           options->threads, options->gpu_iters);
-    return demo->renderer != NULL;
+    if (!demo->renderer)
+        return false;
+
+    if (options->host_delay || options->late_signal) {
+        demo->gate = demo_gate_create(demo->gpu, options->host_delay ? DEMO_GATE_HOST_DELAY
+                                                                     : DEMO_GATE_LATE_SIGNAL,
+                                      options->host_delay_ms);
+        if (!demo->gate)
+            return false;
+    }
+    if (options->no_fence_wait) {
+        VkFenceCreateInfo fence_info = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
+        if (!demo_vk_check(vkCreateFence(demo->gpu->device, &fence_info, NULL,
+                                         &demo->acquire_fence),
+                           "vkCreateFence") ||
+            !demo_renderer_record_images(demo->renderer, demo->targets))
+            return false;
+    }
+    /* Last, so that it renders only while the measured frames do. */
+    return options->devices < 2 || second_device_start(demo);
 }
 
 static bool run_frames(struct demo *demo)
 {
     const struct demo_options *options = &demo->options;
+    if (options->thread_split)
+        return run_split_frames(demo);
+
     for (uint64_t frame = 0; !stop_requested && (options->frames == 0 ||
                                                  frame < options->frames); frame++) {
         if (options->output == DEMO_OUTPUT_WAYLAND) {
-            if (!run_wayland_frame(demo, frame))
+            bool ok = options->no_fence_wait ? run_no_fence_wait_frame(demo, frame)
+                                             : run_wayland_frame(demo, frame);
+            if (!ok)
                 return false;
             if (demo->window_closed)    /* that frame never started */
                 break;
         } else {
-            if (!run_offscreen_frame(demo->renderer, demo->targets, options, frame))
+            if (!run_offscreen_frame(demo, frame))
                 return false;
             if (demo->frame_mark)
                 demo->frame_mark();
         }
         demo->frames_rendered++;
+        if (options->fork_child && demo->frames_rendered == FORK_AFTER_FRAMES && !fork_child())
+            return false;
     }
     return true;
 }
@@ -369,14 +928,28 @@ static bool run_frames(struct demo *demo)
 /* Destroys everything set_up() made, in reverse; accepts a half-built demo. */
 static void tear_down(struct demo *demo)
 {
+    second_device_stop(&demo->second);
+    /* Every frame's wait on the gate has to be met before the queue can go idle. */
+    demo_gate_release(demo->gate);
     if (demo->gpu) {
         /* Failing to idle leaves nothing better to do than to destroy anyway. */
-        demo_gpu_wait_idle(demo->gpu);
+        if (demo->options.no_fence_wait)
+            demo_gpu_wait_device_idle(demo->gpu);
+        else
+            demo_gpu_wait_idle(demo->gpu);
+        split_destroy(demo->split);
+        if (demo->acquire_fence)
+            vkDestroyFence(demo->gpu->device, demo->acquire_fence, NULL);
+        demo_gate_destroy(demo->gate);
         demo_renderer_destroy(demo->renderer);
         demo_targets_destroy(demo->gpu, demo->targets);
+        /* Right after the swapchain: an order some applications use at exit. */
+        if (demo->options.disconnect_early)
+            demo_window_disconnect(demo->window);
         demo_pipeline_destroy(demo->gpu, demo->pipeline);
         demo_gpu_destroy(demo->gpu);
     }
+    offscreen_device_finish(&demo->second.device);
     for (uint32_t i = DEMO_MAX_INSTANCES; i-- > 1;) {
         demo_gpu_destroy(demo->extra_gpus[i]);
         demo_instance_finish(&demo->extra_instances[i]);
@@ -410,21 +983,32 @@ int main(int argc, char **argv)
     if (ok)
         ok = run_frames(&demo);
     double seconds = (double)(now_ns() - start_ns) / 1e9;
+    /* The second device renders for exactly as long as the measured frames. */
+    if (!second_device_stop(&demo.second)) {
+        fprintf(stderr, DEMO_NAME ": the second device stopped rendering\n");
+        ok = false;
+    }
 
     if (ok && !demo.options.quiet) {
         printf(DEMO_NAME ": %" PRIu64 " frames, %.3f s, %.1f fps, %" PRIu64 " draws\n",
                demo.frames_rendered, seconds,
                seconds > 0.0 ? (double)demo.frames_rendered / seconds : 0.0,
                demo.renderer ? demo_renderer_draw_count(demo.renderer) : 0);
+        if (demo.second.device.renderer)
+            printf(DEMO_NAME ": second device: %" PRIu64 " frames, %" PRIu64 " draws\n",
+                   demo.second.frames, demo_renderer_draw_count(demo.second.device.renderer));
         fflush(stdout);
     }
 
     if (ok && demo.options.no_destroy) {
         /*
          * Leaks every Vulkan object on purpose, like a game that just exits. Only the
-         * queue is drained, so no frame is cut off mid-flight.
+         * queues are drained, so no frame is cut off mid-flight.
          */
+        demo_gate_release(demo.gate);
         demo_gpu_wait_idle(demo.gpu);
+        if (demo.second.device.gpu)
+            demo_gpu_wait_idle(demo.second.device.gpu);
         return EXIT_SUCCESS;
     }
     tear_down(&demo);
