@@ -17,9 +17,9 @@
 #include "demo.h"
 
 /*
- * Signals the helper may have scheduled and not yet made. A frame's fence or its image's
- * next acquire cannot come back before its signal, so at most frames in flight (8) or
- * swapchain images are ever pending; a poster that finds the ring full waits.
+ * Signals the helper may have scheduled and not yet made. A present waits for its frame's
+ * signal and a frame slot's fence cannot come back before it, so no more than frames in
+ * flight (at most 8) are ever pending; a poster that finds the ring full waits anyway.
  */
 #define MAX_PENDING_SIGNALS 32
 
@@ -36,7 +36,7 @@ struct demo_gate {
     uint64_t issued;            /* the last value demo_gate_next_value() handed out */
     bool released;
 
-    /* Host delay only. The lock guards the ring and quit. */
+    /* Host delay only. The lock guards everything from ring on. */
     pthread_t helper;
     bool helper_started;
     bool lock_ready;
@@ -234,7 +234,9 @@ bool demo_gate_wait_signalled(struct demo_gate *gate, uint64_t value)
         return true;
     /*
      * The helper's own record rather than vkWaitSemaphores: the host is what the frame
-     * waits for, and no Vulkan call on this thread should blur that.
+     * waits for, and no Vulkan call on this thread should blur that. (Also, with its
+     * synchronization validation on, the Khronos layer 1.3.239 stalled 10 s in a
+     * vkWaitSemaphores that raced this vkSignalSemaphore; lavapipe, Debian 12.)
      */
     pthread_mutex_lock(&gate->lock);
     while (gate->signalled < value && !gate->helper_failed)
