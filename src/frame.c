@@ -348,8 +348,13 @@ FSCOPE_EXPORT void fscope_frame_log_presented(struct fscope_frame_log *log,
     if (frame) {
         frame->present_return_ticks = now_ticks;
         /* Only a frame that asked for feedback: its request is the one left without a commit. */
-        if (call_failed && frame->present_state == FRAME_PRESENT_PENDING)
+        if (call_failed && frame->present_state == FRAME_PRESENT_PENDING) {
             frame->present_state = FRAME_PRESENT_CALL_FAILED;
+#ifdef FSCOPE_HAVE_WAYLAND
+            /* Nothing was committed: its feedback would bind to the next commit. */
+            fscope_wl_tracker_present_failed(log->tracker, frame->index);
+#endif
+        }
     }
     fscope_frame_log_drain(log);
 }
@@ -373,9 +378,10 @@ FSCOPE_EXPORT void fscope_frame_log_untrack(struct fscope_frame_log *log)
                    "destroying the surface; %llu presentation feedback(s) left pending",
                    log->label, (unsigned long long)c.pending);
     /* Several trackers over a surface's life (recreated surfaces) add up. An orphaned request
-     * (fscope_wl_tracker_present_failed) stays in requested, as its CALL_FAILED frame does in
-     * the frames' tally; it is neither presented, discarded nor pending. */
-    log->final_counts.requested += c.requested;
+     * (fscope_wl_tracker_present_failed) belongs to a present that failed: it is counted apart,
+     * as its CALL_FAILED frame is in the frames' tally. */
+    log->final_counts.requested += c.requested - c.orphaned;
+    log->final_counts.orphaned += c.orphaned;
     log->final_counts.presented += c.presented;
     log->final_counts.discarded += c.discarded;
     log->final_counts.pending += c.pending;
@@ -411,7 +417,8 @@ bool frame_log_tracker_counts(struct fscope_frame_log *log, struct frame_log_tra
     if (log->tracker) {
         struct fscope_wl_counts c;
         fscope_wl_tracker_counts(log->tracker, &c);
-        ret->requested += c.requested;
+        ret->requested += c.requested - c.orphaned;
+        ret->orphaned += c.orphaned;
         ret->presented += c.presented;
         ret->discarded += c.discarded;
         ret->pending += c.pending;

@@ -92,6 +92,7 @@ struct fscope_frame {
 /* The presentation tracker's own tally for a surface, to check the frames' against. */
 struct frame_log_tracker_counts {
     uint64_t requested, presented, discarded, pending, lost, failed;
+    uint64_t orphaned; /* requested for presents that then failed: never counted as shown */
 };
 
 struct fscope_frame_log;

@@ -248,7 +248,7 @@ void presentation_account(struct fscope_frame_log *log, struct presentation_acco
             a->discarded_recreation += frame_recreation_discard(log, i);
             break;
         case FRAME_PRESENT_REQUEST_FAILED: a->failed++; break;
-        case FRAME_PRESENT_CALL_FAILED: a->requested++; a->present_failed++; break;
+        case FRAME_PRESENT_CALL_FAILED: a->present_failed++; break;
         default: a->untracked++;
         }
     }
@@ -323,6 +323,9 @@ void presentation_write_text(FILE *f, const struct presentation_stats *s)
             (unsigned long long)t->presented, (unsigned long long)t->discarded,
             (unsigned long long)t->discarded_recreation, (unsigned long long)t->pending,
             t->failed ? "; some feedback requests failed" : "");
+    if (t->present_failed)
+        fprintf(f, "  failed      %llu presents returned an error (out of date, surface lost): "
+                "nothing was shown for them\n", (unsigned long long)t->present_failed);
     if (s->mismatch)
         fprintf(f, "  ACCOUNTING MISMATCH (a framescope bug, please report): %s\n",
                 s->mismatch_text);
@@ -360,11 +363,13 @@ void presentation_write_json(FILE *f, const struct presentation_stats *s)
     const struct presentation_accounting *t = &s->total;
     fprintf(f, "  \"presentation\": {\"tracked\": %s, \"requested\": %llu, \"presented\": %llu, "
             "\"discarded\": %llu, \"discarded_recreation\": %llu, \"pending\": %llu, "
-            "\"request_failed\": %llu, \"untracked\": %llu, \"accounting_ok\": %s,\n",
+            "\"request_failed\": %llu, \"present_failed\": %llu, \"untracked\": %llu, "
+            "\"accounting_ok\": %s,\n",
             s->tracked ? "true" : "false", (unsigned long long)t->requested,
             (unsigned long long)t->presented, (unsigned long long)t->discarded,
             (unsigned long long)t->discarded_recreation, (unsigned long long)t->pending,
-            (unsigned long long)t->failed, (unsigned long long)t->untracked,
+            (unsigned long long)t->failed, (unsigned long long)t->present_failed,
+            (unsigned long long)t->untracked,
             s->mismatch ? "false" : "true");
     fprintf(f, "    \"app_interval_ms\": %.6f, \"presented_interval_ms\": %.6f, "
             "\"claimed_refresh_ms\": %.6f, \"vsync\": %s, \"refresh_unit_ms\": %.6f,\n",
