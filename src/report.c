@@ -706,7 +706,24 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
                 d->last_id, d->count);
     }
     fputs("]", f);
+    uint32_t last_id = 0;
+    for (unsigned i = 0; i < device_name_count; i++)
+        if (device_names[i].last_id > last_id)
+            last_id = device_names[i].last_id;
     pthread_mutex_unlock(&meta_lock);
+    /* GPU time per device, kept apart: a frame's GPU busy is its presenting device's. */
+    fputs(",\n  \"device_gpu\": [", f);
+    bool first_gpu = true;
+    for (uint32_t id = 1; id <= last_id; id++) {
+        uint64_t busy, spans;
+        frames_device_gpu_totals(id, &busy, &spans);
+        if (!spans)
+            continue;
+        fprintf(f, "%s{\"id\": %u, \"spans\": %llu, \"busy_ms\": %.6f}", first_gpu ? "" : ", ",
+                id, (unsigned long long)spans, fscope_ticks_to_ns(busy) / 1e6);
+        first_gpu = false;
+    }
+    fputs("]", f);
     fputs(",\n  \"clock\": ", f);
     json_write_string(f, fscope_clock_describe());
     fprintf(f, ",\n  \"frames\": %llu,\n  \"duration_s\": %.6f,\n  \"fps\": %.3f,\n",
