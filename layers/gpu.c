@@ -318,6 +318,8 @@ void gpu_queue_finish(struct device_data *dev, struct queue_data *q)
     track_give_back(q->track);
     q->track = NULL;
     q->timing = false;
+    free(q->fault_laps);
+    q->fault_laps = NULL;
 }
 
 /* ---- reading back (reader thread) ------------------------------------------------------ */
@@ -331,6 +333,22 @@ static bool slot_complete(struct device_data *dev, struct queue_data *q, uint64_
     if (r == VK_ERROR_DEVICE_LOST)
         gpu_device_lost(dev, "vkGetFenceStatus");
     return r == VK_SUCCESS;
+}
+
+/* Test only (FRAMESCOPE_TEST_FAULT=stale-read): every other lap, hands back what the slot held
+ * a lap ago, as a read that trusted stale availability would, so the check above must fire. */
+static void fault_stale_read(struct queue_data *q, unsigned slot, uint64_t index,
+                             uint64_t data[2])
+{
+    if (!q->fault_laps && !(q->fault_laps = calloc(GPU_SLOTS, sizeof(*q->fault_laps))))
+        return;
+    uint64_t fresh[2] = { data[0], data[1] };
+    if ((index / GPU_SLOTS) % 2 == 1) {
+        data[0] = q->fault_laps[slot][0];
+        data[1] = q->fault_laps[slot][1];
+    }
+    q->fault_laps[slot][0] = fresh[0];
+    q->fault_laps[slot][1] = fresh[1];
 }
 
 /* Reads every slot our completion signal says is done, in order; gives each back. */
@@ -363,8 +381,19 @@ static void queue_read_completed(struct device_data *dev, struct queue_data *q)
             gpu_device_lost(dev, "vkGetQueryPoolResults");
             return;
         }
+        if (r == VK_SUCCESS && layer_config.fault_stale_read)
+            fault_stale_read(q, i, tail, data);
         if (r == VK_SUCCESS) {
             uint64_t begin = data[0] & q->valid_mask, end = data[1] & q->valid_mask;
+            /* Submissions on one queue start in order: a begin before the last one's is a
+             * query read from an earlier lap, which must never happen (counted, reported). */
+            if (q->have_last_begin &&
+                ((begin - q->last_begin_ticks) & q->valid_mask) > q->valid_mask / 2) {
+                atomic_fetch_add_explicit(&gpu_stats.backwards, 1, memory_order_relaxed);
+            } else {
+                q->last_begin_ticks = begin; /* the latest begin, so a run of stale reads counts */
+                q->have_last_begin = true;
+            }
             if (!q->calibration.calibrated)
                 anchor_observe(q, period, end, seen);
             uint64_t b = fscope_mono_ns_to_ticks(gpu_to_mono(q, period, begin));
@@ -767,6 +796,10 @@ void gpu_report_notes(void)
         fscope_report_note("GPU clock not calibrated (no VK_EXT_calibrated_timestamps): span "
                            "durations are exact; placement is re-anchored every second from "
                            "when each span was seen complete");
+    if (atomic_load(&gpu_stats.backwards))
+        fscope_report_note("%llu GPU spans began older than the one before on their queue: "
+                           "stale query results (a framescope bug, please report)",
+                           (unsigned long long)atomic_load(&gpu_stats.backwards));
     if (atomic_load(&gpu_stats.clamped))
         fscope_report_note("%llu GPU spans overlapped the previous one on their queue and were "
                            "clamped", (unsigned long long)atomic_load(&gpu_stats.clamped));

@@ -180,9 +180,11 @@ static void layer_read_config(void)
             layer_config.fault_no_calibration = true;
         else if (strcmp(fault, "no-timeline") == 0)
             layer_config.fault_no_timeline = true;
+        else if (strcmp(fault, "stale-read") == 0)
+            layer_config.fault_stale_read = true;
         else
             fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_TEST_FAULT=%s is not skip-query-reset, "
-                       "no-calibration or no-timeline; ignored", fault);
+                       "no-calibration, no-timeline or stale-read; ignored", fault);
     }
 }
 
@@ -408,7 +410,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
 #undef X
     bool core12 = plan->api >= VK_API_VERSION_1_2;
     dev->calibrated_timestamps = plan->calibration && dev->vk.GetCalibratedTimestampsEXT;
-    if (plan->host_reset)
+    if (plan->host_reset && !layer_config.fault_stale_read)
         dev->reset_query_pool = core12 ? dev->vk.ResetQueryPool : dev->vk.ResetQueryPoolEXT;
     if (plan->timeline) {
         dev->get_counter = core12 ? dev->vk.GetSemaphoreCounterValue

@@ -175,6 +175,9 @@ struct queue_data {
     struct gpu_calibration calibration; /* reader thread only */
     int64_t anchor_best_gap_ns;         /* uncalibrated re-anchoring, reader thread only */
     uint64_t anchor_best_ticks;
+    uint64_t last_begin_ticks; /* reader thread: catches a stale read */
+    bool have_last_begin;
+    uint64_t (*fault_laps)[2]; /* FRAMESCOPE_TEST_FAULT=stale-read only */
     int64_t anchor_best_mono_ns;
     struct gpu_track *track; /* its row in the zone tree, its trace track and its span log */
     /* Scratch for rewritten submissions; grows, never shrinks. */
@@ -258,6 +261,7 @@ struct gpu_stats {
     _Atomic uint64_t unmeasured_unsupported;
     _Atomic uint64_t in_flight_at_teardown;
     _Atomic uint64_t clamped;
+    _Atomic uint64_t backwards; /* a span began before the previous one on its queue */
     _Atomic uint64_t device_lost;
     _Atomic uint64_t estimated_queues;
     _Atomic uint64_t calibrated_queues;
@@ -272,6 +276,8 @@ struct layer_config {
     bool fault_skip_query_reset; /* test only: makes our injected commands invalid */
     bool fault_no_calibration;   /* test only: map GPU time without calibrated timestamps */
     bool fault_no_timeline;      /* test only: use the fence completion signal */
+    bool fault_stale_read;       /* test only: hand back a slot's previous lap every other lap,
+                                  * with resets in the command buffer: the stale check must fire */
 };
 extern struct layer_config layer_config;
 

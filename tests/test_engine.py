@@ -212,6 +212,18 @@ def test_fork(build, demo):
     print("fork: one summary, the parent's capture")
 
 
+def test_stale_check(build, demo):
+    """The check that every test relies on (no GPU span read back from an earlier lap of its
+    query slot) can fail: made to read a slot's previous lap on purpose, it says so."""
+    with Weston() as w:
+        r = run_app([demo, "--quiet", "--frames", "200", "--present-mode", "mailbox"], w, build,
+                    extra_env={"FRAMESCOPE_TEST_FAULT": "stale-read"})
+    check(r.rc == 0, f"app failed: {r.stderr[-2000:]}")
+    m = re.search(r"(\d+) GPU spans began older than the one before", r.stderr)
+    check(m and int(m.group(1)) > 0, f"stale reads went unnoticed:\n{r.stderr}")
+    print(f"stale reads injected: {m.group(1)} caught")
+
+
 def need_validation():
     if not os.path.exists("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"):
         print("validation layer not installed")

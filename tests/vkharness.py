@@ -213,6 +213,9 @@ def check_capture_consistent(result, expected_frames=None, gpu_track=True):
     if gpu_track:
         check(gpu_tids, "no gpu track in trace.json")
         check(len(gpu_spans) > 0, "gpu track has no spans")
+    # A span read from a previous lap of a query slot would go back in GPU time; the layer
+    # checks every read against the one before on its queue and says so.
+    check("older than the one before" not in result.stderr, "stale GPU timestamps read back")
     depth = {}
     for e in events:
         if e["ph"] == "B":
