@@ -291,8 +291,9 @@ bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
     plan->names = calloc(app_info->enabledExtensionCount + 3, sizeof(*plan->names));
     if (!plan->names)
         return false;
-    memcpy(plan->names, app_info->ppEnabledExtensionNames,
-           app_info->enabledExtensionCount * sizeof(*plan->names));
+    if (app_info->enabledExtensionCount)
+        memcpy(plan->names, app_info->ppEnabledExtensionNames,
+               app_info->enabledExtensionCount * sizeof(*plan->names));
     plan->info.ppEnabledExtensionNames = plan->names;
     if (host_reset_offered && !core12 && !plan->app_host_reset_ext)
         plan->names[plan->info.enabledExtensionCount++] = VK_EXT_HOST_QUERY_RESET_EXTENSION_NAME;

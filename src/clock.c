@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <x86intrin.h>
 
@@ -16,7 +17,13 @@ struct clock_calibration {
 static bool use_tsc;
 /* Written by clock_refine under a seqlock-free scheme: readers copy the whole struct through
  * a version counter; a torn read is retried. Refinement is rare. */
-static struct clock_calibration calib;
+/* A seqlock: readers retry while a refinement is being stored. The fields are atomics (relaxed)
+ * so a read racing a store is a retried read, not a data race. */
+static struct {
+    _Atomic uint64_t base_ticks;
+    _Atomic int64_t base_ns;
+    _Atomic uint64_t ns_per_tick_bits; /* the double's bits */
+} calib;
 static _Atomic unsigned calib_version;
 static _Atomic int64_t last_refine_ns;
 
@@ -27,7 +34,7 @@ int64_t clock_mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static bool cpu_has_invariant_tsc(void)
+FSCOPE_IFUNC_RESOLVER static bool cpu_has_invariant_tsc(void)
 {
     unsigned eax, ebx, ecx, edx;
     if (!__get_cpuid(0x80000000, &eax, &ebx, &ecx, &edx) || eax < 0x80000007)
@@ -48,7 +55,7 @@ static uint64_t now_mono(void)
 }
 
 /* Resolved once by the dynamic linker, before any constructor runs. */
-static uint64_t (*resolve_now(void))(void)
+FSCOPE_IFUNC_RESOLVER static uint64_t (*resolve_now(void))(void)
 {
     __builtin_cpu_init();
     return cpu_has_invariant_tsc() ? now_tsc : now_mono;
@@ -61,7 +68,10 @@ static void calib_load(struct clock_calibration *ret)
     unsigned v0, v1;
     do {
         v0 = atomic_load_explicit(&calib_version, memory_order_acquire);
-        *ret = calib;
+        ret->base_ticks = atomic_load_explicit(&calib.base_ticks, memory_order_relaxed);
+        ret->base_ns = atomic_load_explicit(&calib.base_ns, memory_order_relaxed);
+        uint64_t bits = atomic_load_explicit(&calib.ns_per_tick_bits, memory_order_relaxed);
+        memcpy(&ret->ns_per_tick, &bits, sizeof(bits));
         atomic_thread_fence(memory_order_acquire);
         v1 = atomic_load_explicit(&calib_version, memory_order_relaxed);
     } while ((v0 & 1) || v0 != v1);
@@ -70,7 +80,12 @@ static void calib_load(struct clock_calibration *ret)
 static void calib_store(const struct clock_calibration *c)
 {
     atomic_fetch_add_explicit(&calib_version, 1, memory_order_acq_rel);
-    calib = *c;
+    atomic_thread_fence(memory_order_release);
+    uint64_t bits;
+    memcpy(&bits, &c->ns_per_tick, sizeof(bits));
+    atomic_store_explicit(&calib.base_ticks, c->base_ticks, memory_order_relaxed);
+    atomic_store_explicit(&calib.base_ns, c->base_ns, memory_order_relaxed);
+    atomic_store_explicit(&calib.ns_per_tick_bits, bits, memory_order_relaxed);
     atomic_fetch_add_explicit(&calib_version, 1, memory_order_release);
 }
 

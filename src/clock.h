@@ -5,6 +5,10 @@
 #ifndef FSCOPE_CLOCK_H
 #define FSCOPE_CLOCK_H
 
+/* For ifunc resolvers and what they call: they run while the dynamic linker relocates, before
+ * any sanitizer runtime is ready, so they must not be instrumented. */
+#define FSCOPE_IFUNC_RESOLVER __attribute__((no_sanitize_thread, no_sanitize_address))
+
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -346,7 +346,7 @@ static inline uint64_t read_mono(void)
 DEFINE_ZONE_FUNCTIONS(tsc, read_tsc)
 DEFINE_ZONE_FUNCTIONS(mono, read_mono)
 
-static bool resolver_has_invariant_tsc(void)
+FSCOPE_IFUNC_RESOLVER static bool resolver_has_invariant_tsc(void)
 {
     unsigned eax, ebx, ecx, edx;
     __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0x80000000u), "c"(0));
@@ -356,12 +356,12 @@ static bool resolver_has_invariant_tsc(void)
     return (edx >> 8) & 1;
 }
 
-static void (*resolve_zone_begin(void))(const struct fscope_loc *)
+FSCOPE_IFUNC_RESOLVER static void (*resolve_zone_begin(void))(const struct fscope_loc *)
 {
     return resolver_has_invariant_tsc() ? zone_begin_tsc : zone_begin_mono;
 }
 
-static void (*resolve_zone_end(void))(void)
+FSCOPE_IFUNC_RESOLVER static void (*resolve_zone_end(void))(void)
 {
     return resolver_has_invariant_tsc() ? zone_end_tsc : zone_end_mono;
 }

@@ -143,6 +143,12 @@ def run_app(argv, weston, build_dir, extra_env=None, layers="VK_LAYER_FRAMESCOPE
     if capture:
         env["FRAMESCOPE_OUTPUT"] = capture_dir
     env.update(extra_env or {})
+    # A sanitizer build of the layer inside a program not built with it (vkcube): its
+    # runtime must be loaded first (tools/setup.sh sets this for the sanitizer run).
+    preload = os.environ.get("FSCOPE_TEST_PRELOAD")
+    program = os.path.abspath(shutil.which(argv[0]) or argv[0])
+    if preload and layers and not program.startswith(os.path.abspath(build_dir) + os.sep):
+        env["LD_PRELOAD"] = preload
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
     result = Result(proc, capture_dir)
     if os.environ.get("FSCOPE_TEST_VERBOSE"):

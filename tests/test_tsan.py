@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""The multi-threaded patterns under ThreadSanitizer (a build with -Db_sanitize=thread): the
+layer's reader threads, lock-free tables, per-thread collectors and frame logs, driven by the
+demo's worker threads, two devices, device cycles and late host signals. Any TSan report
+fails the test. Frames are offscreen: libwayland is not instrumented and its locking misleads
+TSan (tests/tsan.supp says what else is exempt and why).
+
+usage: test_tsan.py BUILD_DIR DEMO STRESS_EXE SANITIZE"""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vkharness import SKIP, check, layer_env, main
+
+CASES = [
+    ["--threads", "3"],
+    ["--devices", "2", "--second-device-gpu-iters", "300"],
+    ["--device-cycles", "5", "--submit2"],
+    ["--instances", "3"],
+    ["--serial", "--late-signal"],
+    ["--serial", "--host-delay-ms", "2"],
+]
+
+
+def test_threads(build, demo, stress, sanitize):
+    if sanitize != "thread":
+        print("not a ThreadSanitizer build")
+        sys.exit(SKIP)
+    supp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tsan.supp")
+    env = dict(os.environ, TSAN_OPTIONS=f"halt_on_error=1 exitcode=66 ignore_noninstrumented_modules=1 "
+               f"suppressions={supp}",
+               FRAMESCOPE_RING_EVENTS="4096", FRAMESCOPE_SUMMARY="off")
+    out = subprocess.run([stress, "/dev/null", "/dev/null"], env=env, capture_output=True,
+                         text=True, timeout=600)
+    check(out.returncode == 0 and "ThreadSanitizer" not in out.stderr,
+          f"test-stress under TSan: rc {out.returncode}\n{out.stderr[-4000:]}")
+    env.update(layer_env(build))
+    for args in CASES:
+        argv = [demo, "--quiet", "--frames", "60", "--output", "offscreen"] + args
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+        check(out.returncode == 0 and "ThreadSanitizer" not in out.stderr,
+              f"{' '.join(args)}: rc {out.returncode}\n{out.stderr[-4000:]}")
+        print(f"{' '.join(args)}: no ThreadSanitizer report")
+
+
+if __name__ == "__main__":
+    try:
+        test_threads(*sys.argv[1:])
+    except Exception as e:
+        print("FAIL:", e)
+        sys.exit(1)
+    print("ok")
