@@ -212,6 +212,20 @@ def test_fork(build, demo):
     print("fork: one summary, the parent's capture")
 
 
+def test_gpu_busy_matches(build, demo):
+    """GPU busy agrees with the demo's own timestamps around its render pass within 5%."""
+    iters = iters_for(build, demo, 5.0)
+    r, s, rows, _ = demo_run(build, demo, ["--output", "offscreen", "--self-timestamps",
+                                           "--gpu-iters", str(iters)], 60)
+    m = re.search(r"own GPU timestamps: mean ([\d.]+) ms per frame over (\d+) frames", r.stdout)
+    check(m and int(m.group(2)) >= 50, f"no own timestamps: {r.stdout}")
+    own = float(m.group(1))
+    busy = mean_ms(rows, "gpu_busy_ms")
+    check(abs(busy - own) <= 0.05 * own, f"GPU busy {busy:.4f} ms, the demo's own {own:.4f} ms")
+    print(f"GPU busy {busy:.4f} ms per frame, the demo's own timestamps {own:.4f} ms "
+          f"({100 * (busy - own) / own:+.2f}%)")
+
+
 def test_stale_check(build, demo):
     """The check that every test relies on (no GPU span read back from an earlier lap of its
     query slot) can fail: made to read a slot's previous lap on purpose, it says so."""

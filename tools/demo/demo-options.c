@@ -61,6 +61,10 @@ static const char usage_text[] =
     "                          --gpu-iters of the second device (default 0); needs\n"
     "                          --devices 2\n"
     "  --no-destroy            exit without destroying any Vulkan object\n"
+    "  --self-timestamps       time each frame's own render pass with timestamps the demo\n"
+    "                          writes itself and print the mean GPU time per frame at the\n"
+    "                          end (a reference for a profiler's GPU busy); not with\n"
+    "                          --threads, --no-fence-wait or --thread-split\n"
     "\n"
     "Engine patterns\n"
     "  --serial                wait on each frame's fence right after submitting it: one\n"
@@ -128,6 +132,7 @@ enum option_id {
     OPTION_SECOND_DEVICE_GPU_ITERS,
     OPTION_DISCONNECT_EARLY,
     OPTION_FORK_CHILD,
+    OPTION_SELF_TIMESTAMPS,
 };
 
 static const struct option long_options[] = {
@@ -160,6 +165,7 @@ static const struct option long_options[] = {
     { "second-device-gpu-iters", required_argument, NULL, OPTION_SECOND_DEVICE_GPU_ITERS },
     { "disconnect-early", no_argument, NULL, OPTION_DISCONNECT_EARLY },
     { "fork-child", no_argument, NULL, OPTION_FORK_CHILD },
+    { "self-timestamps", no_argument, NULL, OPTION_SELF_TIMESTAMPS },
     { NULL, 0, NULL, 0 },
 };
 
@@ -289,6 +295,12 @@ static bool check_combinations(const struct demo_options *options, bool frames_i
     if (options->disconnect_early && options->no_destroy) {
         fprintf(stderr, DEMO_NAME ": --disconnect-early: cannot be combined with "
                 "--no-destroy\n");
+        return false;
+    }
+    if (options->self_timestamps &&
+        (options->threads > 1 || options->no_fence_wait || options->thread_split)) {
+        fprintf(stderr, DEMO_NAME ": --self-timestamps: times the single-thread frame, so not "
+                "with --threads, --no-fence-wait or --thread-split\n");
         return false;
     }
     if (options->fork_child && options->frames > 0 && options->frames < 10) {
@@ -473,6 +485,9 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
             break;
         case OPTION_FORK_CHILD:
             options.fork_child = true;
+            break;
+        case OPTION_SELF_TIMESTAMPS:
+            options.self_timestamps = true;
             break;
         case ':':
             fprintf(stderr, DEMO_NAME ": %s: needs a value (see --help)\n",

@@ -55,6 +55,13 @@ struct demo_renderer {
     VkCommandPool pool;     /* the main thread's */
     struct frame_slot slots[DEMO_MAX_FRAMES_IN_FLIGHT];
     uint64_t main_draws;
+    /* --self-timestamps: two queries per slot, read when the slot is waited on. */
+    VkQueryPool self_queries;
+    double self_ns_per_tick;
+    uint64_t self_mask;
+    bool self_pending[DEMO_MAX_FRAMES_IN_FLIGHT];
+    uint64_t self_frames;
+    double self_total_ns;
     /* --no-fence-wait's recordings, one per image, from pool. */
     VkCommandBuffer *image_cmds;
     uint32_t image_cmd_count;
@@ -328,6 +335,8 @@ void demo_renderer_destroy(struct demo_renderer *renderer)
         return;
     VkDevice device = renderer->gpu->device;
 
+    if (renderer->self_queries)
+        vkDestroyQueryPool(device, renderer->self_queries, NULL);
     if (renderer->lock_ready) {
         pthread_mutex_lock(&renderer->lock);
         renderer->quit = true;
@@ -370,7 +379,57 @@ bool demo_renderer_wait_slot(struct demo_renderer *renderer, VkSemaphore *ret_im
                        "vkWaitForFences"))
         return false;
     *ret_image_acquired = slot->image_acquired;
+    uint32_t index = renderer->current_slot;
+    if (renderer->self_queries && renderer->self_pending[index]) {
+        uint64_t ts[2];
+        /* The slot's fence has signalled: both timestamps are written. */
+        if (vkGetQueryPoolResults(renderer->gpu->device, renderer->self_queries, 2 * index, 2,
+                                  sizeof(ts), ts, sizeof(ts[0]), VK_QUERY_RESULT_64_BIT) ==
+            VK_SUCCESS) {
+            uint64_t ticks = (ts[1] - ts[0]) & renderer->self_mask;
+            renderer->self_total_ns += (double)ticks * renderer->self_ns_per_tick;
+            renderer->self_frames++;
+        }
+        renderer->self_pending[index] = false;
+    }
     return true;
+}
+
+bool demo_renderer_enable_self_timestamps(struct demo_renderer *renderer)
+{
+    struct demo_gpu *gpu = renderer->gpu;
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(gpu->physical_device, &props);
+    uint32_t count = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(gpu->physical_device, &count, NULL);
+    VkQueueFamilyProperties *families = calloc(count, sizeof(*families));
+    if (!families) {
+        fprintf(stderr, DEMO_NAME ": out of memory\n");
+        return false;
+    }
+    vkGetPhysicalDeviceQueueFamilyProperties(gpu->physical_device, &count, families);
+    uint32_t bits = gpu->queue_family < count ? families[gpu->queue_family].timestampValidBits : 0;
+    free(families);
+    if (bits == 0) {
+        fprintf(stderr, DEMO_NAME ": --self-timestamps: the queue has no timestamps\n");
+        return false;
+    }
+    renderer->self_mask = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+    renderer->self_ns_per_tick = props.limits.timestampPeriod;
+    VkQueryPoolCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+        .queryType = VK_QUERY_TYPE_TIMESTAMP,
+        .queryCount = 2 * DEMO_MAX_FRAMES_IN_FLIGHT,
+    };
+    return demo_vk_check(vkCreateQueryPool(gpu->device, &info, NULL, &renderer->self_queries),
+                         "vkCreateQueryPool");
+}
+
+double demo_renderer_self_gpu_ms(struct demo_renderer *renderer, uint64_t *ret_frames)
+{
+    *ret_frames = renderer->self_frames;
+    return renderer->self_frames ? renderer->self_total_ns / 1e6 / (double)renderer->self_frames
+                                 : 0.0;
 }
 
 bool demo_renderer_wait_submitted(struct demo_renderer *renderer)
@@ -390,8 +449,19 @@ static bool submit_single(struct demo_renderer *renderer, struct frame_slot *slo
     VkRect2D whole = { .extent = target->extent };
     if (!begin_commands(slot->frame_cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
         return false;
+    uint32_t index = renderer->current_slot;
+    if (renderer->self_queries) {
+        vkCmdResetQueryPool(slot->frame_cmd, renderer->self_queries, 2 * index, 2);
+        vkCmdWriteTimestamp(slot->frame_cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                            renderer->self_queries, 2 * index);
+    }
     record_pass(renderer, slot->frame_cmd, renderer->pipeline->frame_pass, target, whole,
                 frame);
+    if (renderer->self_queries) {
+        vkCmdWriteTimestamp(slot->frame_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                            renderer->self_queries, 2 * index + 1);
+        renderer->self_pending[index] = true;
+    }
     if (!demo_vk_check(vkEndCommandBuffer(slot->frame_cmd), "vkEndCommandBuffer"))
         return false;
     struct demo_batch batch = {

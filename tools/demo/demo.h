@@ -55,6 +55,7 @@ struct demo_options {
     uint32_t second_device_gpu_iters;
     bool disconnect_early;
     bool fork_child;
+    bool self_timestamps;
 };
 
 /* ---- demo-options.c ---- */
@@ -230,6 +231,11 @@ struct demo_renderer *demo_renderer_create(struct demo_gpu *gpu,
                                            const struct demo_pipeline *pipeline,
                                            uint32_t frames_in_flight, uint32_t threads,
                                            uint32_t gpu_iters);
+/* Writes a timestamp before and after each single-thread frame's render pass; read back when
+ * the frame's slot is waited on. False (printed why) when the queue has no timestamps. */
+bool demo_renderer_enable_self_timestamps(struct demo_renderer *renderer);
+/* Mean GPU time of the frames timed so far, in ms; *ret_frames says how many. */
+double demo_renderer_self_gpu_ms(struct demo_renderer *renderer, uint64_t *ret_frames);
 /* Accepts NULL and a half-built renderer; joins the workers. The caller idles the GPU. */
 void demo_renderer_destroy(struct demo_renderer *renderer);
 

@@ -877,6 +877,8 @@ static bool set_up(struct demo *demo, bool *usage_error)
                                           options->threads, options->gpu_iters);
     if (!demo->renderer)
         return false;
+    if (options->self_timestamps && !demo_renderer_enable_self_timestamps(demo->renderer))
+        return false;
 
     if (options->host_delay || options->late_signal) {
         demo->gate = demo_gate_create(demo->gpu, options->host_delay ? DEMO_GATE_HOST_DELAY
@@ -997,6 +999,14 @@ int main(int argc, char **argv)
         if (demo.second.device.renderer)
             printf(DEMO_NAME ": second device: %" PRIu64 " frames, %" PRIu64 " draws\n",
                    demo.second.frames, demo_renderer_draw_count(demo.second.device.renderer));
+        fflush(stdout);
+    }
+    if (ok && demo.options.self_timestamps) {
+        uint64_t timed;
+        double mean = demo_renderer_self_gpu_ms(demo.renderer, &timed);
+        /* Printed even with --quiet: it is what the option is for. */
+        printf(DEMO_NAME ": own GPU timestamps: mean %.6f ms per frame over %" PRIu64
+               " frames\n", mean, timed);
         fflush(stdout);
     }
 
