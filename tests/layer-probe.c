@@ -4,6 +4,7 @@
  *                               vkGetDeviceProcAddr gives for functions of extensions the
  *                               layer may enable for itself (they must be NULL)
  *   layer-probe negotiate SO    dlopens the layer and negotiates interface versions 1, 2, 5
+ *   layer-probe families        prints every GPU's queue families and timestamp valid bits
  *
  * Exit status 0 when the probe ran (the test reads the output), 1 on a failure to run. */
 #include <dlfcn.h>
@@ -66,6 +67,31 @@ static int probe_functions(void)
     return 0;
 }
 
+/* Every physical device's queue families: flags and timestamp valid bits. */
+static int probe_families(void)
+{
+    const VkInstanceCreateInfo info = { .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO };
+    VkInstance instance;
+    if (vkCreateInstance(&info, NULL, &instance) != VK_SUCCESS)
+        return 1;
+    VkPhysicalDevice phys[8];
+    uint32_t count = 8;
+    vkEnumeratePhysicalDevices(instance, &count, phys);
+    for (uint32_t d = 0; d < count; d++) {
+        VkPhysicalDeviceProperties props;
+        vkGetPhysicalDeviceProperties(phys[d], &props);
+        VkQueueFamilyProperties families[16];
+        uint32_t n = 16;
+        vkGetPhysicalDeviceQueueFamilyProperties(phys[d], &n, families);
+        for (uint32_t f = 0; f < n; f++)
+            printf("%s family %u: flags 0x%x queues %u timestampValidBits %u period %g\n",
+                   props.deviceName, f, families[f].queueFlags, families[f].queueCount,
+                   families[f].timestampValidBits, props.limits.timestampPeriod);
+    }
+    vkDestroyInstance(instance, NULL);
+    return 0;
+}
+
 static int probe_negotiate(const char *path)
 {
     void *layer = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -96,8 +122,10 @@ int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "functions") == 0)
         return probe_functions();
+    if (argc == 2 && strcmp(argv[1], "families") == 0)
+        return probe_families();
     if (argc == 3 && strcmp(argv[1], "negotiate") == 0)
         return probe_negotiate(argv[2]);
-    fprintf(stderr, "usage: layer-probe functions | layer-probe negotiate LAYER_SO\n");
+    fprintf(stderr, "usage: layer-probe functions | families | negotiate LAYER_SO\n");
     return 2;
 }
