@@ -267,6 +267,7 @@ void gpu_queue_init(struct device_data *dev, struct queue_data *q)
         if (!record_slot(dev, q, i))
             goto error_sync;
     }
+    calibrate(dev, q); /* here, before the reader sees the queue; then every second there */
     q->timing = true;
     return;
 

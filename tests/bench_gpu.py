@@ -5,7 +5,7 @@ enough to cross a 32-bit timestamp wrap (about 4.3 s at 1 ns a tick) checked for
 backwards spans. Sizes its GPU work from a measurement in the same run. Not a test: it prints
 what it measured, one line per pattern.
 
-usage: bench_gpu.py BUILD_DIR DEMO [WIDTHxHEIGHT]"""
+usage: bench_gpu.py BUILD_DIR DEMO [WIDTHxHEIGHT [--transfer-queue]]"""
 import json
 import os
 import re
@@ -28,8 +28,33 @@ def run(build, demo, args, frames, size):
     if r.returncode != 0:
         sys.exit(f"{' '.join(args)}: exit {r.returncode}\n{r.stderr[-3000:]}")
     summary = json.load(open(os.path.join(out, "summary.json")))
+    summary["tracks"] = gpu_tracks(json.load(open(os.path.join(out, "trace.json"))))
     own = re.search(r"own GPU timestamps: mean ([\d.]+) ms", r.stdout)
     return summary, (float(own.group(1)) if own else None), r.stderr
+
+
+def gpu_tracks(trace):
+    """Per GPU track: spans, shortest and longest (us), and whether time ever went backwards.
+    A timestamp wrap mishandled shows as a span of seconds or a step back."""
+    events = trace["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M"}
+    tracks = {}
+    for tid, name in names.items():
+        if not name.startswith("gpu"):
+            continue
+        begins, spans = [], []
+        for e in events:
+            if e.get("tid") != tid:
+                continue
+            if e["ph"] == "B":
+                begins.append(e["ts"])
+            elif e["ph"] == "E" and begins:
+                spans.append((begins[-1], e["ts"] - begins[-1]))
+        back = sum(1 for a, b in zip(spans, spans[1:]) if b[0] < a[0])
+        if spans:
+            tracks[name] = (len(spans), min(d for _, d in spans), max(d for _, d in spans),
+                            back, spans[-1][0] - spans[0][0])
+    return tracks
 
 
 def line(name, s, own, stderr):
@@ -44,6 +69,9 @@ def line(name, s, own, stderr):
         m = re.search(pattern, stderr)
         if m:
             text += "\n    " + m.group(0)
+    for name, (n, shortest, longest, back, covered) in sorted(s["tracks"].items()):
+        text += (f"\n    track {name!r}: {n} spans over {covered / 1e6:.2f} s, shortest "
+                 f"{shortest:.3f} us, longest {longest:.3f} us, {back} steps back")
     print(text + "\n    reason: " + v["reason"], flush=True)
 
 
@@ -63,11 +91,17 @@ def main():
     line("cpu-bound", s, own, err)
     s, own, err = run(build, demo, ["--self-timestamps", "--serial"], 5000, size)
     line("serialised (submit, wait, repeat)", s, own, err)
+    s, own, err = run(build, demo, ["--self-timestamps", "--serial"], 20000, "64x64")
+    line("serialised, tiny frames (64x64)", s, own, err)
     # Past a 32-bit wrap of a 1 ns counter: over 4.3 s of frames.
+    # --transfer-queue: a family without graphics, where a GPU may keep fewer timestamp bits.
     frames = int(7000 / 2.0)
-    s, own, err = run(build, demo, ["--self-timestamps", "--gpu-iters", str(gpu_iters)], frames,
-                      size)
-    line(f"long run ({s['duration_s']:.1f} s)", s, own, err)
+    args = ["--self-timestamps", "--gpu-iters", str(gpu_iters)]
+    if len(sys.argv) > 4 and sys.argv[4] == "--transfer-queue":
+        args.append("--transfer-queue")
+    s, own, err = run(build, demo, args, frames, size)
+    line(f"long run ({s['duration_s']:.1f} s{', with a transfer queue' if len(args) > 3 else ''})",
+         s, own, err)
 
 
 if __name__ == "__main__":

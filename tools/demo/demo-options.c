@@ -61,6 +61,9 @@ static const char usage_text[] =
     "                          --gpu-iters of the second device (default 0); needs\n"
     "                          --devices 2\n"
     "  --no-destroy            exit without destroying any Vulkan object\n"
+    "  --transfer-queue        also submit an empty batch every frame to a queue of a family\n"
+    "                          without graphics (the one with the fewest timestamp bits: an\n"
+    "                          upload queue, as DXVK and vkd3d use); not with --thread-split\n"
     "  --self-timestamps       time each frame's own render pass with timestamps the demo\n"
     "                          writes itself and print the mean GPU time per frame at the\n"
     "                          end (a reference for a profiler's GPU busy); not with\n"
@@ -133,6 +136,7 @@ enum option_id {
     OPTION_DISCONNECT_EARLY,
     OPTION_FORK_CHILD,
     OPTION_SELF_TIMESTAMPS,
+    OPTION_TRANSFER_QUEUE,
 };
 
 static const struct option long_options[] = {
@@ -166,6 +170,7 @@ static const struct option long_options[] = {
     { "disconnect-early", no_argument, NULL, OPTION_DISCONNECT_EARLY },
     { "fork-child", no_argument, NULL, OPTION_FORK_CHILD },
     { "self-timestamps", no_argument, NULL, OPTION_SELF_TIMESTAMPS },
+    { "transfer-queue", no_argument, NULL, OPTION_TRANSFER_QUEUE },
     { NULL, 0, NULL, 0 },
 };
 
@@ -301,6 +306,10 @@ static bool check_combinations(const struct demo_options *options, bool frames_i
         (options->threads > 1 || options->no_fence_wait || options->thread_split)) {
         fprintf(stderr, DEMO_NAME ": --self-timestamps: times the single-thread frame, so not "
                 "with --threads, --no-fence-wait or --thread-split\n");
+        return false;
+    }
+    if (options->transfer_queue && options->thread_split) {
+        fprintf(stderr, DEMO_NAME ": --transfer-queue: not with --thread-split\n");
         return false;
     }
     if (options->fork_child && options->frames > 0 && options->frames < 10) {
@@ -488,6 +497,9 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
             break;
         case OPTION_SELF_TIMESTAMPS:
             options.self_timestamps = true;
+            break;
+        case OPTION_TRANSFER_QUEUE:
+            options.transfer_queue = true;
             break;
         case ':':
             fprintf(stderr, DEMO_NAME ": %s: needs a value (see --help)\n",

@@ -292,17 +292,46 @@ struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurface
     }
 
     float priority = 1.0f;
-    VkDeviceQueueCreateInfo queue_info = {
+    VkDeviceQueueCreateInfo queue_infos[2] = { {
         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
         .queueFamilyIndex = gpu->queue_family,
         .queueCount = 1,
         .pQueuePriorities = &priority,
-    };
+    } };
+    uint32_t queue_info_count = 1;
+    gpu->transfer_family = UINT32_MAX;
+    if (config->transfer_queue) {
+        /* Fewest valid bits first: where timestamps wrap soonest (32 bits on an H200). */
+        VkQueueFamilyProperties families[16];
+        uint32_t family_count = 16;
+        vkGetPhysicalDeviceQueueFamilyProperties(gpu->physical_device, &family_count, families);
+        uint32_t best_bits = UINT32_MAX;
+        for (uint32_t i = 0; i < family_count; i++) {
+            VkQueueFlags flags = families[i].queueFlags;
+            if ((flags & VK_QUEUE_GRAPHICS_BIT) || !(flags & (VK_QUEUE_TRANSFER_BIT |
+                                                               VK_QUEUE_COMPUTE_BIT)) ||
+                families[i].timestampValidBits == 0 || families[i].timestampValidBits >= best_bits)
+                continue;
+            best_bits = families[i].timestampValidBits;
+            gpu->transfer_family = i;
+        }
+        if (gpu->transfer_family == UINT32_MAX) {
+            fprintf(stderr, DEMO_NAME ": --transfer-queue: %s has no queue family without "
+                    "graphics that can copy or compute with timestamps\n", properties.deviceName);
+            goto error;
+        }
+        queue_infos[queue_info_count++] = (VkDeviceQueueCreateInfo){
+            .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+            .queueFamilyIndex = gpu->transfer_family,
+            .queueCount = 1,
+            .pQueuePriorities = &priority,
+        };
+    }
     VkDeviceCreateInfo device_info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = feature_chain,
-        .queueCreateInfoCount = 1,
-        .pQueueCreateInfos = &queue_info,
+        .queueCreateInfoCount = queue_info_count,
+        .pQueueCreateInfos = queue_infos,
         .enabledExtensionCount = extension_count,
         .ppEnabledExtensionNames = extension_count ? extensions : NULL,
     };
@@ -310,6 +339,33 @@ struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurface
                        "vkCreateDevice"))
         goto error;
     vkGetDeviceQueue(gpu->device, gpu->queue_family, 0, &gpu->queue);
+    if (gpu->transfer_family != UINT32_MAX) {
+        vkGetDeviceQueue(gpu->device, gpu->transfer_family, 0, &gpu->transfer_queue);
+        VkCommandPoolCreateInfo pool_info = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+            .queueFamilyIndex = gpu->transfer_family,
+        };
+        VkCommandBufferAllocateInfo alloc_info = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            .commandBufferCount = 1,
+        };
+        VkCommandBufferBeginInfo begin = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO };
+        VkFenceCreateInfo fence_info = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
+        if (!demo_vk_check(vkCreateCommandPool(gpu->device, &pool_info, NULL, &gpu->transfer_pool),
+                           "vkCreateCommandPool"))
+            goto error;
+        alloc_info.commandPool = gpu->transfer_pool;
+        /* Recorded once, empty: what matters is that the queue runs a batch every frame. */
+        if (!demo_vk_check(vkAllocateCommandBuffers(gpu->device, &alloc_info, &gpu->transfer_cmd),
+                           "vkAllocateCommandBuffers") ||
+            !demo_vk_check(vkBeginCommandBuffer(gpu->transfer_cmd, &begin),
+                           "vkBeginCommandBuffer") ||
+            !demo_vk_check(vkEndCommandBuffer(gpu->transfer_cmd), "vkEndCommandBuffer") ||
+            !demo_vk_check(vkCreateFence(gpu->device, &fence_info, NULL, &gpu->transfer_fence),
+                           "vkCreateFence"))
+            goto error;
+    }
 
     if (config->submit2) {
         gpu->queue_submit2 = (PFN_vkQueueSubmit2)vkGetDeviceProcAddr(gpu->device,
@@ -331,10 +387,33 @@ void demo_gpu_destroy(struct demo_gpu *gpu)
 {
     if (!gpu)
         return;
+    if (gpu->transfer_fence)
+        vkDestroyFence(gpu->device, gpu->transfer_fence, NULL);
+    if (gpu->transfer_pool)
+        vkDestroyCommandPool(gpu->device, gpu->transfer_pool, NULL);
     if (gpu->device)
         vkDestroyDevice(gpu->device, NULL);
     pthread_mutex_destroy(&gpu->queue_lock);
     free(gpu);
+}
+
+bool demo_gpu_submit_transfer(struct demo_gpu *gpu)
+{
+    if (gpu->transfer_submitted &&
+        (!demo_vk_check(vkWaitForFences(gpu->device, 1, &gpu->transfer_fence, VK_TRUE,
+                                        UINT64_MAX), "vkWaitForFences") ||
+         !demo_vk_check(vkResetFences(gpu->device, 1, &gpu->transfer_fence), "vkResetFences")))
+        return false;
+    VkSubmitInfo submit = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &gpu->transfer_cmd,
+    };
+    /* Only this thread uses the transfer queue: no lock. */
+    gpu->transfer_submitted = demo_vk_check(vkQueueSubmit(gpu->transfer_queue, 1, &submit,
+                                                          gpu->transfer_fence),
+                                            "vkQueueSubmit");
+    return gpu->transfer_submitted;
 }
 
 bool demo_gpu_submit(struct demo_gpu *gpu, const struct demo_batch *batch)

@@ -56,6 +56,7 @@ struct demo_options {
     bool disconnect_early;
     bool fork_child;
     bool self_timestamps;
+    bool transfer_queue;
 };
 
 /* ---- demo-options.c ---- */
@@ -99,6 +100,13 @@ struct demo_gpu {
     /* Vulkan requires external synchronisation of a queue; submit and present take this. */
     pthread_mutex_t queue_lock;
     PFN_vkQueueSubmit2 queue_submit2;   /* non-NULL when --submit2 is in effect */
+    /* --transfer-queue: a queue of a family without graphics, fed an empty batch a frame. */
+    uint32_t transfer_family;
+    VkQueue transfer_queue;
+    VkCommandPool transfer_pool;
+    VkCommandBuffer transfer_cmd;
+    VkFence transfer_fence;
+    bool transfer_submitted;
 };
 
 /* What a device is created with, besides the queue and, with a surface, VK_KHR_swapchain. */
@@ -112,6 +120,8 @@ struct demo_gpu_config {
     bool vk12_features;
     /* Needs Vulkan 1.2 on both the instance and the device. */
     bool timeline_semaphore;
+    /* A second queue from the non-graphics family with the fewest timestamp bits. */
+    bool transfer_queue;
 };
 
 /*
@@ -124,6 +134,8 @@ bool demo_physical_device_pick(const struct demo_instance *instance, VkSurfaceKH
 /* Creates a device on demo_physical_device_pick()'s choice. Prints why not. */
 struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurfaceKHR surface,
                                  const struct demo_gpu_config *config);
+/* --transfer-queue: waits for the last one, then submits one more empty batch there. */
+bool demo_gpu_submit_transfer(struct demo_gpu *gpu);
 /* Accepts NULL and a half-built gpu. The caller makes sure the device is idle. */
 void demo_gpu_destroy(struct demo_gpu *gpu);
 

@@ -848,6 +848,7 @@ static bool set_up(struct demo *demo, bool *usage_error)
         .submit2 = options->submit2,
         .vk12_features = options->vk12_features,
         .timeline_semaphore = options->host_delay || options->late_signal,
+        .transfer_queue = options->transfer_queue,
     };
     demo->gpu = demo_gpu_create(&demo->instance, demo->surface, &config);
     if (!demo->gpu)
@@ -921,6 +922,8 @@ static bool run_frames(struct demo *demo)
                 demo->frame_mark();
         }
         demo->frames_rendered++;
+        if (options->transfer_queue && !demo_gpu_submit_transfer(demo->gpu))
+            return false;
         if (options->fork_child && demo->frames_rendered == FORK_AFTER_FRAMES && !fork_child())
             return false;
     }
