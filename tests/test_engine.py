@@ -259,6 +259,10 @@ def test_validation_patterns(build, demo):
         "thread split": ["--thread-split"],
         "serial": ["--output", "offscreen", "--serial"],
         "late signal": ["--late-signal"],
+        "host delay": ["--output", "offscreen", "--serial", "--host-delay-ms", "2"],
+        "two devices": ["--devices", "2", "--second-device-gpu-iters", "50"],
+        "device cycles": ["--device-cycles", "3"],
+        "threads": ["--threads", "3", "--present-mode", "mailbox"],
     }
     faults = {"no timeline": "no-timeline", "no calibration": "no-calibration"}
     runs = [(n, a, None) for n, a in cases.items()] + \
