@@ -656,6 +656,25 @@ static VkResult fence_fallback(struct device_data *dev, struct queue_data *q,
     return VK_INCOMPLETE; /* the caller submits the fence on its own afterwards */
 }
 
+/* After the app's batches and ours went down: the fallback fence follows if it must, and the
+ * slot counts as in flight only once its completion signal is surely on the queue. */
+static VkResult after_submit(struct device_data *dev, struct queue_data *q, struct gpu_slot *slot,
+                             VkResult r, bool separate_fence)
+{
+    if (r != VK_SUCCESS)
+        return r;
+    if (separate_fence && dev->vk.QueueSubmit(q->queue, 0, NULL, slot->fence) != VK_SUCCESS) {
+        /* The work is on the queue but we cannot know when it ends: never reuse this slot's
+         * command buffers blind. Stop timing this queue. */
+        q->timing = false;
+        fscope_report_note("could not submit the layer's completion fence: GPU timing stopped "
+                           "on queue family %u", q->family);
+        return r;
+    }
+    slot_submitted(dev, q);
+    return r;
+}
+
 VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t count,
                     const VkSubmitInfo *submits, VkFence fence)
 {
@@ -697,19 +716,8 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
     };
     VkFence call_fence;
     bool separate_fence = fence_fallback(dev, q, slot, fence, &call_fence) == VK_INCOMPLETE;
-    VkResult r = dev->vk.QueueSubmit(q->queue, count + 1, copy, call_fence);
-    if (r == VK_SUCCESS && separate_fence &&
-        dev->vk.QueueSubmit(q->queue, 0, NULL, slot->fence) != VK_SUCCESS) {
-        /* The work is on the queue but we cannot know when it ends: never reuse this slot's
-         * command buffers blind. Stop timing this queue. */
-        q->timing = false;
-        fscope_report_note("could not submit the layer's completion fence: GPU timing stopped "
-                           "on queue family %u", q->family);
-        return r;
-    }
-    if (r == VK_SUCCESS)
-        slot_submitted(dev, q);
-    return r;
+    return after_submit(dev, q, slot, dev->vk.QueueSubmit(q->queue, count + 1, copy, call_fence),
+                        separate_fence);
 }
 
 VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueSubmit2 next,
@@ -761,17 +769,8 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
     };
     VkFence call_fence;
     bool separate_fence = fence_fallback(dev, q, slot, fence, &call_fence) == VK_INCOMPLETE;
-    VkResult r = next(q->queue, count + 1, copy, call_fence);
-    if (r == VK_SUCCESS && separate_fence &&
-        dev->vk.QueueSubmit(q->queue, 0, NULL, slot->fence) != VK_SUCCESS) {
-        q->timing = false;
-        fscope_report_note("could not submit the layer's completion fence: GPU timing stopped "
-                           "on queue family %u", q->family);
-        return r;
-    }
-    if (r == VK_SUCCESS)
-        slot_submitted(dev, q);
-    return r;
+    return after_submit(dev, q, slot, next(q->queue, count + 1, copy, call_fence),
+                        separate_fence);
 }
 
 void gpu_report_notes(void)

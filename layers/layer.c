@@ -101,6 +101,9 @@ struct surface_data *surface_lookup(VkSurfaceKHR surface)
     return table_find(surfaces, MAX_SURFACES, (uint64_t)surface);
 }
 
+static void surface_start_frames(struct surface_data *surface);
+
+/* Registers a surface and starts its frame log (and, for Wayland, presentation tracking). */
 struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surface,
                                  enum surface_kind kind, void *wl_display, void *wl_surface)
 {
@@ -118,6 +121,7 @@ struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surfac
         free(s);
         return NULL;
     }
+    surface_start_frames(s);
     return s;
 }
 
@@ -550,11 +554,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateWaylandSurfaceKHR(
 {
     struct instance_data *inst = instance_lookup(instance);
     VkResult r = inst->vk.CreateWaylandSurfaceKHR(instance, info, alloc, ret);
-    struct surface_data *surface = r == VK_SUCCESS ? surface_add(inst, *ret, SURFACE_WAYLAND,
-                                                                 info->display, info->surface)
-                                                   : NULL;
-    if (surface)
-        surface_start_frames(surface);
+    if (r == VK_SUCCESS)
+        surface_add(inst, *ret, SURFACE_WAYLAND, info->display, info->surface);
     return r;
 }
 
@@ -564,11 +565,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateHeadlessSurfaceEXT(
 {
     struct instance_data *inst = instance_lookup(instance);
     VkResult r = inst->vk.CreateHeadlessSurfaceEXT(instance, info, alloc, ret);
-    struct surface_data *surface = r == VK_SUCCESS ? surface_add(inst, *ret, SURFACE_HEADLESS,
-                                                                 NULL, NULL)
-                                                   : NULL;
-    if (surface)
-        surface_start_frames(surface);
+    if (r == VK_SUCCESS)
+        surface_add(inst, *ret, SURFACE_HEADLESS, NULL, NULL);
     return r;
 }
 
@@ -611,11 +609,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateSwapchainKHR(
     if (r != VK_SUCCESS)
         return r;
     struct surface_data *surface = surface_lookup(info->surface);
-    if (!surface) { /* XCB, Xlib, display: not hooked, learned here */
+    if (!surface) /* XCB, Xlib, display: not hooked, learned here */
         surface = surface_add(dev->instance, info->surface, SURFACE_OTHER, NULL, NULL);
-        if (surface)
-            surface_start_frames(surface);
-    }
     if (!surface || !surface->frames)
         return r;
     surface_first_swapchain(surface);
