@@ -194,18 +194,11 @@ static void layer_read_config(void)
 
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
-/* A forked child has none of our threads and must not write the parent's summary or capture:
- * it stays silent (the parent's run is the one being profiled). */
-static void forked_child(void)
-{
-    fscope_report_disown();
-}
-
 static void layer_init(void)
 {
     layer_read_config();
+    /* A forked child (which libframescope keeps silent) has none of our reader threads. */
     layer_pid = getpid();
-    pthread_atfork(NULL, NULL, forked_child);
 }
 
 /* ---- instance ---------------------------------------------------------------------------- */

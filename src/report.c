@@ -53,8 +53,16 @@ const char *verdict_name(enum fscope_verdict v)
     return v < FSCOPE_VERDICT_COUNT ? verdict_names[v] : "unknown";
 }
 
+/* A forked child has none of the parent's threads and must not write the parent's summary or
+ * capture when it exits: the run being profiled is the parent's. */
+static void forked_child(void)
+{
+    atomic_store(&disowned, true);
+}
+
 void report_init(void)
 {
+    pthread_atfork(NULL, NULL, forked_child);
     const char *summary = secure_getenv("FRAMESCOPE_SUMMARY");
     if (summary && *summary) {
         if (strcmp(summary, "off") == 0) {
@@ -110,10 +118,6 @@ FSCOPE_EXPORT void fscope_report_set_gpu_timing(bool on)
     atomic_store(&gpu_timing, on);
 }
 
-FSCOPE_EXPORT void fscope_report_disown(void)
-{
-    atomic_store(&disowned, true);
-}
 
 FSCOPE_EXPORT void fscope_report_note(const char *fmt, ...)
 {

@@ -25,8 +25,6 @@ FSCOPE_EXPORT void fscope_report_enable(void);
 FSCOPE_EXPORT void fscope_report_add_device(uint32_t id, const char *device, const char *driver);
 /* Whether GPU time is measured at all (the layer's FRAMESCOPE_GPU); default on. */
 FSCOPE_EXPORT void fscope_report_set_gpu_timing(bool on);
-/* In a forked child: print and write nothing at exit (the parent's run is the one profiled). */
-FSCOPE_EXPORT void fscope_report_disown(void);
 /* Adds a caveat line to the summary (exact duplicates are kept once). */
 FSCOPE_EXPORT void fscope_report_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Computes, prints the summary and writes the capture. Runs once per process; later calls
