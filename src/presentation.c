@@ -106,6 +106,19 @@ static int output_with_period(const struct output *outs, unsigned n, double peri
     return best;
 }
 
+bool presentation_pacing_output(double period_ms, char *ret_name, size_t name_len,
+                                double *ret_hz)
+{
+    struct output outs[MAX_OUTPUTS];
+    unsigned nout = outputs_known(outs);
+    int pacing = period_ms > 0 ? output_with_period(outs, nout, period_ms) : -1;
+    if (pacing < 0)
+        return false;
+    snprintf(ret_name, name_len, "%s", outs[pacing].name);
+    *ret_hz = outs[pacing].refresh_hz;
+    return true;
+}
+
 static void analyse_primary(struct presentation_stats *s, struct fscope_frame_log *log)
 {
     uint64_t count = fscope_frame_log_count(log);

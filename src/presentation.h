@@ -48,6 +48,11 @@ void presentation_account(struct fscope_frame_log *log, struct presentation_acco
 void presentation_write_text(FILE *f, const struct presentation_stats *s);
 void presentation_write_json(FILE *f, const struct presentation_stats *s);
 
+/* The known output whose refresh period matches period_ms within 3%: a display that can pace
+ * an app presenting at that cadence. False when none does. */
+bool presentation_pacing_output(double period_ms, char *ret_name, size_t name_len,
+                                double *ret_hz);
+
 /* A discarded frame that was the last present of a swapchain replaced by recreation. */
 bool frame_recreation_discard(struct fscope_frame_log *log, uint64_t index);
 const char *frame_present_state_name(const struct fscope_frame *f, struct fscope_frame_log *log);

@@ -214,6 +214,19 @@ void display_evidence_compute(struct fscope_frame_log *log, struct display_evide
         snprintf(ret->why, sizeof(ret->why), "presented every %.2f ms, the app presents every "
                  "%.2f ms, %.1f%% discarded", ret->shown_interval_ms, ret->app_interval_ms,
                  100 * ret->discard_share);
+        char output[64];
+        double hz;
+        /* FIFO at the refresh of another output than the one showing it: a display paces the
+         * app, only not the one it is on (the mixed-refresh trap). Waiting in present is then
+         * a display wait, whatever the discards. */
+        if (!ret->paces && fifo * 2 > count &&
+            presentation_pacing_output(ret->app_interval_ms, output, sizeof(output), &hz)) {
+            ret->paces = true;
+            snprintf(ret->why, sizeof(ret->why), "FIFO paced every %.2f ms by output %s "
+                     "(%.0f Hz), not the output showing it (every %.2f ms, %.1f%% discarded)",
+                     ret->app_interval_ms, output, hz, ret->shown_interval_ms,
+                     100 * ret->discard_share);
+        }
         return;
     }
     /* No feedback: the present mode is all we know. */
@@ -247,8 +260,7 @@ void frame_budget(const struct fscope_frame *f, const struct display_evidence *e
     int64_t idle_in_display = 0;
     for (unsigned i = 0; i < 3; i++)
         idle_in_display += ret->block[display_blocks[i]] - ret->block_gpu[display_blocks[i]];
-    bool paces = ev && ev->paces && !mode_is_mailbox_like(f->present_mode) &&
-                 f->present_state != FRAME_PRESENT_DISCARDED;
+    bool paces = ev && ev->paces && !mode_is_mailbox_like(f->present_mode);
     if (paces)
         ret->display_wait = idle_in_display;
     else
@@ -317,7 +329,7 @@ struct run_stats {
     double count_mean[FSCOPE_COUNT_COUNT];
     uint64_t verdict_frames[FSCOPE_VERDICT_COUNT];
     enum fscope_verdict run_verdict;
-    char reason[512];
+    char reason[640];
     struct display_evidence *evidence; /* per log, in log order */
     unsigned primary_log;              /* the log with the most frames */
 };
@@ -400,7 +412,7 @@ static void run_reason(struct run_stats *s)
             snprintf(busy, sizeof(busy), "GPU busy %.1f%%", PCT(t->gpu_busy));
         else
             snprintf(busy, sizeof(busy), "GPU not timed");
-        char overhead[320] = "";
+        char overhead[384] = "";
         if (t->present_overhead > 0)
             snprintf(overhead, sizeof(overhead), ", present overhead %.1f%% (driver/compositor "
                      "work in acquire/present, not a display wait: %s)", PCT(t->present_overhead),

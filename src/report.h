@@ -36,7 +36,7 @@ struct display_evidence {
     bool paces;          /* a block in present/acquire with the GPU idle is a display wait */
     bool confirmed;      /* by presentation feedback (else by the present mode alone) */
     double app_interval_ms, shown_interval_ms, discard_share;
-    char why[160];
+    char why[224];
 };
 void display_evidence_compute(struct fscope_frame_log *log, struct display_evidence *ret);
 

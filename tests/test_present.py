@@ -97,6 +97,9 @@ def test_mixed_refresh(build, demo, compositor):
     check(any("paced at 240 Hz" in d and "144 Hz output (DP-2)" in d for d in p["diagnosis"]),
           f"mixed-refresh pacing not diagnosed: {p['diagnosis']}")
     check({o["name"] for o in p["outputs"]} == {"DP-1", "DP-2"}, f"outputs {p['outputs']}")
+    # Blocked in FIFO present by DP-1's clock: display-bound, by a display it is not on.
+    check(s["verdict"]["run"] == "display" and "by output DP-1" in s["verdict"]["reason"],
+          f"mixed-refresh pacing not named in the verdict: {s['verdict']}")
     print(f"mixed refresh: {share:.1%} discarded; " + "; ".join(p["diagnosis"]))
 
     # Control: the same app paced by the output it is on loses nothing.
