@@ -13,10 +13,12 @@
  * Where a struct before the one to change is unknown to us (we cannot copy what we cannot
  * size), nothing is changed and timing falls back to resets in the command buffer and a
  * fence as completion signal. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "device_plan.h"
+#include "log.h"
 
 static bool has_extension(const VkExtensionProperties *props, uint32_t count, const char *name)
 {
@@ -197,6 +199,57 @@ static const void *find_struct(const void *chain, VkStructureType type)
     return NULL;
 }
 
+/* For the info log only: whether the app's own chain already turns a feature on, so that the
+ * log names what framescope added and nothing the app asked for itself. */
+static bool app_turned_on(const void *chain, bool host_reset)
+{
+    for (const VkBaseInStructure *s = chain; s; s = s->pNext) {
+        switch (s->sType) {
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES: {
+            const VkPhysicalDeviceVulkan12Features *f = (const void *)s;
+            if (host_reset ? f->hostQueryReset : f->timelineSemaphore)
+                return true;
+            break;
+        }
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES:
+            if (host_reset && ((const VkPhysicalDeviceHostQueryResetFeatures *)s)->hostQueryReset)
+                return true;
+            break;
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES:
+            if (!host_reset &&
+                ((const VkPhysicalDeviceTimelineSemaphoreFeatures *)s)->timelineSemaphore)
+                return true;
+            break;
+        default:
+            break;
+        }
+    }
+    return false;
+}
+
+/* Says at info level what the plan adds to the app's device (the driver may still refuse it:
+ * framescope_CreateDevice then says so). */
+static void plan_log(const struct device_plan *plan, const VkDeviceCreateInfo *app_info)
+{
+    if (!fscope_log_enabled(FSCOPE_LOG_INFO))
+        return;
+    char extensions[256] = "", features[64] = "";
+    size_t used = 0;
+    for (uint32_t i = app_info->enabledExtensionCount; i < plan->info.enabledExtensionCount; i++) {
+        int written = snprintf(extensions + used, sizeof(extensions) - used, "%s%s",
+                               used ? ", " : "", plan->names[i]);
+        if (written < 0 || (size_t)written >= sizeof(extensions) - used)
+            break;
+        used += (size_t)written;
+    }
+    bool host_reset = plan->host_reset && !app_turned_on(app_info->pNext, true);
+    bool timeline = plan->timeline && !app_turned_on(app_info->pNext, false);
+    snprintf(features, sizeof(features), "%s%s%s", host_reset ? "hostQueryReset" : "",
+             host_reset && timeline ? ", " : "", timeline ? "timelineSemaphore" : "");
+    fscope_log(FSCOPE_LOG_INFO, "GPU timing adds to the device: extensions: %s; features: %s",
+               *extensions ? extensions : "none", *features ? features : "none");
+}
+
 bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
                       VkPhysicalDevice phys, const VkDeviceCreateInfo *app_info,
                       bool gpu_timing, bool allow_timeline)
@@ -210,11 +263,17 @@ bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
     VkPhysicalDeviceProperties props;
     inst->vk.GetPhysicalDeviceProperties(phys, &props);
     plan->api = inst->api_version < props.apiVersion ? inst->api_version : props.apiVersion;
-    if (!gpu_timing)
+    if (!gpu_timing) {
+        fscope_log(FSCOPE_LOG_INFO, "GPU timing is off (FRAMESCOPE_GPU): nothing added to the "
+                   "device");
         return true;
+    }
     bool properties2 = plan->api >= VK_API_VERSION_1_1 || inst->properties2;
-    if (!properties2)
+    if (!properties2) {
+        fscope_log(FSCOPE_LOG_INFO, "GPU timing adds nothing to the device: the app uses "
+                   "Vulkan 1.0 without VK_KHR_get_physical_device_properties2");
         return true; /* a 1.0 app without properties2: nothing we add would be valid */
+    }
 
     uint32_t count = 0;
     VkExtensionProperties *exts = NULL;
@@ -305,6 +364,7 @@ bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
     plan->host_reset = host_reset_offered;
     plan->timeline = timeline_offered;
     plan->calibration = calibration;
+    plan_log(plan, app_info);
     return true;
 }
 

@@ -269,6 +269,10 @@ void gpu_queue_init(struct device_data *dev, struct queue_data *q)
     }
     calibrate(dev, q); /* here, before the reader sees the queue; then every second there */
     q->timing = true;
+    fscope_log(FSCOPE_LOG_DEBUG, "device %u: queue family %u (%s) GPU-timed: %u slots, %u-bit "
+               "timestamps, completion by %s", dev->id, q->family,
+               family_kind(family->queueFlags), GPU_SLOTS, bits,
+               dev->timeline_semaphores ? "timeline semaphore" : "fences");
     return;
 
 error_sync:

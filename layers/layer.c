@@ -142,54 +142,53 @@ void surface_remove(VkSurfaceKHR surface)
 
 static void layer_read_config(void)
 {
+    char shown[FSCOPE_ESCAPE_SIZE];
     const char *gpu = secure_getenv("FRAMESCOPE_GPU");
-    if (gpu && *gpu) {
-        if (strcmp(gpu, "on") == 0 || strcmp(gpu, "1") == 0)
-            layer_config.gpu_timing = true;
-        else if (strcmp(gpu, "off") == 0 || strcmp(gpu, "0") == 0)
-            layer_config.gpu_timing = false;
-        else
-            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU=%s is not on or off; using on", gpu);
-    }
+    if (gpu && *gpu && !fscope_config_parse_switch(gpu, &layer_config.gpu_timing))
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU='%s' is not on or off; using on",
+                   fscope_config_escape(gpu, shown, sizeof(shown)));
     const char *present = secure_getenv("FRAMESCOPE_PRESENT");
-    if (present && *present) {
-        if (strcmp(present, "on") == 0 || strcmp(present, "1") == 0)
-            layer_config.presentation = true;
-        else if (strcmp(present, "off") == 0 || strcmp(present, "0") == 0)
-            layer_config.presentation = false;
-        else
-            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_PRESENT=%s is not on or off; using on",
-                       present);
-    }
+    if (present && *present && !fscope_config_parse_switch(present, &layer_config.presentation))
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_PRESENT='%s' is not on or off; using on",
+                   fscope_config_escape(present, shown, sizeof(shown)));
     const char *cap = secure_getenv("FRAMESCOPE_CAP");
     double hz;
-    if (!cap) {
+    if (!cap || fscope_config_keyword(cap, "off")) {
         layer_config.cap_mode = CAP_OFF;
-    } else if (strcmp(cap, "off") == 0) {
-        layer_config.cap_mode = CAP_OFF;
-    } else if (strcmp(cap, "auto") == 0) {
+    } else if (fscope_config_keyword(cap, "auto")) {
         layer_config.cap_mode = CAP_AUTO;
     } else if (fscope_config_parse_double(cap, CAP_MIN_HZ, CAP_MAX_HZ, &hz)) {
         layer_config.cap_mode = CAP_FIXED;
         layer_config.cap_hz = hz;
     } else {
-        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_CAP=%s is not a rate in %.0f..%.0f Hz, auto or "
-                   "off; the cap is off", cap, CAP_MIN_HZ, CAP_MAX_HZ);
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_CAP='%s' is not a rate in %.0f..%.0f Hz, auto "
+                   "or off; the cap is off", fscope_config_escape(cap, shown, sizeof(shown)),
+                   CAP_MIN_HZ, CAP_MAX_HZ);
     }
     const char *fault = secure_getenv("FRAMESCOPE_TEST_FAULT");
     if (fault && *fault) {
-        if (strcmp(fault, "skip-query-reset") == 0)
+        if (fscope_config_keyword(fault, "skip-query-reset"))
             layer_config.fault_skip_query_reset = true;
-        else if (strcmp(fault, "no-calibration") == 0)
+        else if (fscope_config_keyword(fault, "no-calibration"))
             layer_config.fault_no_calibration = true;
-        else if (strcmp(fault, "no-timeline") == 0)
+        else if (fscope_config_keyword(fault, "no-timeline"))
             layer_config.fault_no_timeline = true;
-        else if (strcmp(fault, "stale-read") == 0)
+        else if (fscope_config_keyword(fault, "stale-read"))
             layer_config.fault_stale_read = true;
         else
-            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_TEST_FAULT=%s is not skip-query-reset, "
-                       "no-calibration, no-timeline or stale-read; ignored", fault);
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_TEST_FAULT='%s' is not skip-query-reset, "
+                       "no-calibration, no-timeline or stale-read; ignored",
+                       fscope_config_escape(fault, shown, sizeof(shown)));
     }
+    /* Once, at the first instance: what this run measures, whichever way it was chosen. */
+    char cap_text[64] = "off";
+    if (layer_config.cap_mode == CAP_AUTO)
+        snprintf(cap_text, sizeof(cap_text), "auto (the refresh of the output shown on)");
+    else if (layer_config.cap_mode == CAP_FIXED)
+        snprintf(cap_text, sizeof(cap_text), "%g Hz", layer_config.cap_hz);
+    fscope_log(FSCOPE_LOG_INFO, "layer enabled: GPU timing %s, presentation tracking %s, frame "
+               "cap %s", layer_config.gpu_timing ? "on" : "off",
+               layer_config.presentation ? "on" : "off", cap_text);
 }
 
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
@@ -388,6 +387,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
         /* What we added is ours to lose, not the app's device: create it as asked. */
         fscope_report_note("the driver refused the extensions or features framescope adds for "
                            "GPU timing (%d); timing without them", r);
+        fscope_log(FSCOPE_LOG_INFO, "the driver refused what GPU timing adds (%d); creating the "
+                   "device as the app asked", r);
         r = create(phys, info, alloc, ret);
         plan->host_reset = plan->timeline = plan->calibration = false;
     }
@@ -418,6 +419,14 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     dev->app_calibrated_timestamps = plan->app_calibration_ext;
     dev->app_host_query_reset = plan->app_host_reset_ext;
     dev->app_timeline_semaphore = plan->app_timeline_ext;
+    if (layer_config.gpu_timing)
+        fscope_log(FSCOPE_LOG_INFO, "device %u: GPU timing resets queries %s, waits on %s, maps "
+                   "GPU time %s", dev->id,
+                   dev->reset_query_pool ? "from the host" : "in command buffers",
+                   dev->timeline_semaphores ? "a timeline semaphore" : "fences",
+                   dev->calibrated_timestamps && !layer_config.fault_no_calibration
+                       ? "by calibrated timestamps"
+                       : "by when spans are seen done (no calibration)");
     device_plan_finish(plan);
     free(plan);
 

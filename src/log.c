@@ -4,8 +4,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <strings.h>
+
+#include "config.h"
 
 static enum fscope_log_level threshold = FSCOPE_LOG_WARN;
 static fscope_log_fn handler;
@@ -20,13 +20,14 @@ void log_init(void)
     if (!value || !*value)
         return;
     for (unsigned i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
-        if (strcasecmp(value, level_names[i]) == 0) {
+        if (fscope_config_keyword(value, level_names[i])) {
             threshold = (enum fscope_log_level)i;
             return;
         }
     }
-    fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_LOG=%s is not one of error|warn|info|debug; using warn",
-               value);
+    char shown[FSCOPE_ESCAPE_SIZE];
+    fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_LOG='%s' is not one of error|warn|info|debug; using "
+               "warn", fscope_config_escape(value, shown, sizeof(shown)));
 }
 
 FSCOPE_EXPORT bool fscope_log_enabled(enum fscope_log_level level)

@@ -632,30 +632,49 @@ FSCOPE_EXPORT int fscope_detail_set(const char *path, int level)
     return 0;
 }
 
+/* Applies every good PATH=LEVEL entry. The bad ones, however many (a generated value can hold
+ * thousands), make one warning that counts them and shows the first. */
 static void detail_from_environment(void)
 {
     const char *value = secure_getenv("FRAMESCOPE_DETAIL");
     if (!value || !*value)
         return;
     char *copy = strdup(value);
-    if (!copy)
+    if (!copy) {
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_DETAIL: out of memory; no override applied");
         return;
+    }
+    unsigned long entries = 0, bad = 0;
+    char first_bad[FSCOPE_ESCAPE_SIZE] = "";
+    char first_reason[64] = "";
     char *save = NULL;
     for (char *token = strtok_r(copy, ",", &save); token; token = strtok_r(NULL, ",", &save)) {
+        entries++;
         char *eq = strrchr(token, '=');
         long level;
-        if (!eq || !fscope_config_parse_long(eq + 1, 0, FSCOPE_LEVEL_INNER, &level)) {
-            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_DETAIL: ignoring '%s' (want PATH=LEVEL, "
-                       "LEVEL 0..2)", token);
-            continue;
+        bool parsed = eq && fscope_config_parse_long(eq + 1, 0, FSCOPE_LEVEL_INNER, &level);
+        int r = -EINVAL;
+        if (parsed) {
+            *eq = '\0';
+            r = fscope_detail_set(token, (int)level);
+            *eq = '='; /* whole again, for the warning */
         }
-        *eq = '\0';
-        int r = fscope_detail_set(token, (int)level);
-        if (r < 0)
-            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_DETAIL: ignoring '%s=%ld' (%s)", token, level,
-                       r == -ENOSPC ? "too many overrides" : "path too long");
+        if (r == 0 || bad++ > 0)
+            continue;
+        fscope_config_escape(token, first_bad, sizeof(first_bad));
+        if (!parsed)
+            snprintf(first_reason, sizeof(first_reason), "want PATH=LEVEL, LEVEL 0..%d",
+                     FSCOPE_LEVEL_INNER);
+        else if (r == -ENOSPC)
+            snprintf(first_reason, sizeof(first_reason), "more than %d paths", MAX_OVERRIDES);
+        else
+            snprintf(first_reason, sizeof(first_reason), "a path of %d bytes or more",
+                     MAX_PATH_LEN);
     }
     free(copy);
+    if (bad)
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_DETAIL: ignored %lu of %lu entries; the first: "
+                   "'%s' (%s)", bad, entries, first_bad, first_reason);
 }
 
 static void ring_size_from_environment(void)
@@ -665,8 +684,10 @@ static void ring_size_from_environment(void)
         return;
     long events;
     if (!fscope_config_parse_long(value, 64, 1L << 24, &events)) {
-        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_RING_EVENTS=%s is not a count in 64..16777216; "
-                   "using %u", value, FSCOPE_DEFAULT_RING_EVENTS);
+        char shown[FSCOPE_ESCAPE_SIZE];
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_RING_EVENTS='%s' is not a whole number in "
+                   "64..16777216; using %u", fscope_config_escape(value, shown, sizeof(shown)),
+                   FSCOPE_DEFAULT_RING_EVENTS);
         return;
     }
     uint32_t pow2 = 64;
@@ -692,9 +713,14 @@ static void warn_unknown_variables(void)
         bool known = false;
         for (unsigned i = 0; i < sizeof(known_variables) / sizeof(known_variables[0]); i++)
             known |= strlen(known_variables[i]) == len && strncmp(*e, known_variables[i], len) == 0;
-        if (!known)
-            fscope_log(FSCOPE_LOG_WARN, "unknown variable %.*s ignored (see README.md for the "
-                       "FRAMESCOPE_* variables)", (int)len, *e);
+        if (known)
+            continue;
+        /* The name is the user's too: one longer than an echo shows is cut here, and the
+         * escape marks the cut. */
+        char name[FSCOPE_ESCAPE_INPUT_MAX + 2], shown[FSCOPE_ESCAPE_SIZE];
+        snprintf(name, sizeof(name), "%.*s", (int)len, *e);
+        fscope_log(FSCOPE_LOG_WARN, "unknown variable %s ignored (see README.md for the "
+                   "FRAMESCOPE_* variables)", fscope_config_escape(name, shown, sizeof(shown)));
     }
 }
 

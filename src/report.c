@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "cap.h"
+#include "config.h"
 #include "log.h"
 #include "presentation.h"
 #include "stats.h"
@@ -65,16 +66,22 @@ void report_init(void)
     pthread_atfork(NULL, NULL, forked_child);
     const char *summary = secure_getenv("FRAMESCOPE_SUMMARY");
     if (summary && *summary) {
-        if (strcmp(summary, "off") == 0) {
+        char shown[FSCOPE_ESCAPE_SIZE];
+        if (fscope_config_keyword(summary, "off")) {
             summary_target = SUMMARY_OFF;
-        } else if (strcmp(summary, "stderr") == 0) {
+        } else if (fscope_config_keyword(summary, "stderr")) {
             summary_target = SUMMARY_STDERR;
-        } else if (summary[0] == '/' || summary[0] == '.') {
+        } else if (fscope_config_is_path(summary) && strlen(summary) < sizeof(summary_path)) {
             summary_target = SUMMARY_PATH;
             snprintf(summary_path, sizeof(summary_path), "%s", summary);
+        } else if (fscope_config_is_path(summary)) {
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_SUMMARY='%s' is longer than %zu bytes; "
+                       "using stderr", fscope_config_escape(summary, shown, sizeof(shown)),
+                       sizeof(summary_path) - 1);
         } else {
-            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_SUMMARY=%s is not off, stderr or a path "
-                       "starting with / or ./; using stderr", summary);
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_SUMMARY='%s' is not off, stderr or a path "
+                       "starting with / or ./; using stderr",
+                       fscope_config_escape(summary, shown, sizeof(shown)));
         }
     }
     const char *out = secure_getenv("FRAMESCOPE_OUTPUT");

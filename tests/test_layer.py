@@ -131,25 +131,87 @@ def test_lifecycles(build, demo):
 
 
 def test_bad_input(build, demo):
-    """Malformed FRAMESCOPE_* values: a one-line warning each, defaults, the app unaffected."""
+    """Malformed FRAMESCOPE_* values: a one-line warning each that echoes the value escaped,
+    defaults, the app unaffected; keywords in any case; what FRAMESCOPE_LOG=info says."""
+    def warnings_of(r):
+        return [l for l in r.stderr.splitlines() if l.startswith("framescope: warning:")]
+
+    # 14,000 bad detail entries around a good one (a generated value) make one line.
+    detail = ",".join(["frame=x"] * 7000 + ["frame/render=2"] + ["x=9"] * 7000)
     bad = {
-        "FRAMESCOPE_SUMMARY": "sideways",
+        "FRAMESCOPE_SUMMARY": ".hidden",
         "FRAMESCOPE_GPU": "maybe",
-        "FRAMESCOPE_LOG": "loud",
+        # A newline in a value must not start a line of its own: here, a second summary.
+        "FRAMESCOPE_LOG": "loud\nframescope: summary for forged",
         "FRAMESCOPE_RING_EVENTS": "-4",
-        "FRAMESCOPE_DETAIL": "frame=x",
+        "FRAMESCOPE_DETAIL": detail,
+        "FRAMESCOPE_CAP": " 60",
         "FRAMESCOPE_TEST_FAULT": "everything",
         "FRAMESCOPE_TYPO": "1",
     }
     with Weston() as w:
         r = run_app([demo, "--quiet", "--frames", "20"], w, build, extra_env=bad)
     expect_one_summary(r)
-    warnings = [l for l in r.stderr.splitlines() if l.startswith("framescope: warning:")]
+    warnings = warnings_of(r)
     for name, value in bad.items():
         mine = [l for l in warnings if name in l]
-        check(len(mine) == 1, f"{name}={value}: expected one warning line, got {mine}")
+        check(len(mine) == 1, f"{name}={value[:80]!r}: expected one warning line, got {mine}")
+    check(any("FRAMESCOPE_LOG='loud\\nframescope: summary for forged'" in l for l in warnings),
+          "the newline in FRAMESCOPE_LOG is not shown as \\n")
+    check(any("FRAMESCOPE_DETAIL: ignored 14000 of 14001 entries; the first: 'frame=x'" in l
+              for l in warnings), "FRAMESCOPE_DETAIL's warning does not count and name them")
+    check(any("FRAMESCOPE_SUMMARY='.hidden' is not off, stderr or a path" in l for l in warnings),
+          "FRAMESCOPE_SUMMARY=.hidden not refused")
+    check(not os.path.exists(".hidden"), "FRAMESCOPE_SUMMARY=.hidden was written")
     check("submissions timed" in r.stderr, "FRAMESCOPE_GPU=maybe did not fall back to on")
-    check_capture_consistent(r, expected_frames=20)
+    summary, _, _, _ = check_capture_consistent(r, expected_frames=20)
+    check(summary["caps"] == [], "FRAMESCOPE_CAP=' 60' capped the app")
+
+    # Every near-miss of a rate and a path is refused the same way; keywords take any case.
+    cases = [
+        ({"FRAMESCOPE_CAP": "0x3c", "FRAMESCOPE_SUMMARY": "..", "FRAMESCOPE_GPU": "OFF",
+          "FRAMESCOPE_LOG": "Info"}, ["FRAMESCOPE_CAP", "FRAMESCOPE_SUMMARY"]),
+        ({"FRAMESCOPE_CAP": "60 ", "FRAMESCOPE_SUMMARY": "STDERR", "FRAMESCOPE_LOG": "Debug"},
+         ["FRAMESCOPE_CAP"]),
+        ({"FRAMESCOPE_CAP": "Auto", "FRAMESCOPE_PRESENT": "On", "FRAMESCOPE_LOG": "INFO",
+          "FRAMESCOPE_RING_EVENTS": "4096", "FRAMESCOPE_DETAIL": "frame/render=2"}, []),
+    ]
+    runs = []
+    for env, refused_names in cases:
+        with Weston() as w:
+            r = run_app([demo, "--quiet", "--frames", "20"], w, build, extra_env=env)
+        expect_one_summary(r)
+        warnings = warnings_of(r)
+        check(len(warnings) == len(refused_names), f"{env}: warnings {warnings}, expected one "
+              f"each for {refused_names}")
+        for name in refused_names:
+            check(any(f"{name}='{env[name]}'" in l for l in warnings),
+                  f"{name}={env[name]!r}: no warning naming it: {warnings}")
+        runs.append(r)
+    gpu_off, debug, info = runs
+    check(gpu_off.json()["caps"] == [] and debug.json()["caps"] == [],
+          "a malformed FRAMESCOPE_CAP capped the app")
+    check(not gpu_off.json()["gpu_timed"], "FRAMESCOPE_GPU=OFF did not turn GPU timing off")
+    check(len(info.json()["caps"]) == 1, "FRAMESCOPE_CAP=Auto did not cap")
+
+    # info: once, what the layer enabled; per device, what GPU timing added and how it times;
+    # per surface, whether presentation is tracked. debug adds each queue's timing set-up.
+    lines = info.stderr.splitlines()
+    shown = []
+    for want in ("framescope: layer enabled: GPU timing on, presentation tracking on, frame cap "
+                 "auto", "framescope: GPU timing adds to the device: extensions: ",
+                 "framescope: device 1: GPU timing resets queries ",
+                 "framescope: presentation tracking is on for a surface"):
+        mine = [l for l in lines if l.startswith(want)]
+        check(len(mine) == 1, f"FRAMESCOPE_LOG=INFO: {len(mine)} lines starting {want!r}")
+        shown += mine
+    check("debug:" not in info.stderr, "FRAMESCOPE_LOG=INFO printed debug lines")
+    check("framescope: layer enabled: GPU timing off, presentation tracking on, frame cap off"
+          in gpu_off.stderr and "GPU timing is off (FRAMESCOPE_GPU): nothing added to the device"
+          in gpu_off.stderr, "FRAMESCOPE_LOG=Info with FRAMESCOPE_GPU=OFF: not said")
+    check("framescope: debug: device 1: queue family 0 " in debug.stderr,
+          "FRAMESCOPE_LOG=Debug did not describe the queue's timing set-up")
+    print("\n".join(shown))
 
     # An unwritable capture directory is reported, and the summary still reaches stderr.
     with Weston() as w:
@@ -158,7 +220,9 @@ def test_bad_input(build, demo):
     expect_one_summary(r)
     check("could not write the capture" in r.stderr, "unwritable FRAMESCOPE_OUTPUT not reported")
     check("frames      20 in" in r.stderr, "summary missing after a failed capture")
-    print(f"{len(bad)} bad values warned once each; unwritable output reported")
+    print(f"{len(bad)} bad values warned once each, escaped; {len(cases)} runs of near-misses "
+          "refused and keywords in any case taken; info says what is enabled; unwritable output "
+          "reported")
 
 
 def test_implicit(build, demo):

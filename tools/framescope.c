@@ -21,6 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The one parser of every framescope value, compiled in: the CLI does not load libframescope
+ * (its constructor would start profiling the CLI itself). */
+#include "../src/config.c"
+
 extern char **environ;
 
 #ifndef FRAMESCOPE_VERSION
@@ -253,36 +257,53 @@ static int cmd_run(int argc, char **argv)
         case OPT_NO_CAPTURE:
             capture = false;
             break;
-        case OPT_SUMMARY:
-            if (strcmp(optarg, "off") && strcmp(optarg, "stderr") && optarg[0] != '/' &&
-                optarg[0] != '.') {
+        case OPT_SUMMARY: {
+            /* Keywords go on in lower case: the layer takes any, a script reading it may not. */
+            const char *summary = NULL;
+            if (fscope_config_keyword(optarg, "off"))
+                summary = "off";
+            else if (fscope_config_keyword(optarg, "stderr"))
+                summary = "stderr";
+            else if (fscope_config_is_path(optarg))
+                summary = optarg;
+            if (!summary) {
+                char shown[FSCOPE_ESCAPE_SIZE];
                 fprintf(stderr, "framescope: --summary takes off, stderr or a path starting "
-                        "with / or ./ (got '%s')\n", optarg);
+                        "with / or ./ (got '%s')\n",
+                        fscope_config_escape(optarg, shown, sizeof(shown)));
                 return 2;
             }
-            setenv("FRAMESCOPE_SUMMARY", optarg, 1);
+            setenv("FRAMESCOPE_SUMMARY", summary, 1);
             break;
+        }
         case OPT_COMPOSITOR:
-            if (strcmp(optarg, "auto") == 0) {
+            if (fscope_config_keyword(optarg, "auto")) {
                 compositor_auto = true;
-            } else if (strcmp(optarg, "never") == 0) {
+            } else if (fscope_config_keyword(optarg, "never")) {
                 compositor_auto = false;
             } else {
+                char shown[FSCOPE_ESCAPE_SIZE];
                 fprintf(stderr, "framescope: --compositor takes auto or never (got '%s')\n",
-                        optarg);
+                        fscope_config_escape(optarg, shown, sizeof(shown)));
                 return 2;
             }
             break;
         case OPT_CAP: {
-            char *end;
-            double hz = strtod(optarg, &end);
-            bool rate = *optarg && !*end && hz >= 1 && hz <= 1000;
-            if (!rate && strcmp(optarg, "auto") && strcmp(optarg, "off")) {
+            double hz;
+            const char *cap = NULL;
+            if (fscope_config_keyword(optarg, "auto"))
+                cap = "auto";
+            else if (fscope_config_keyword(optarg, "off"))
+                cap = "off";
+            else if (fscope_config_parse_double(optarg, 1, 1000, &hz)) /* src/cap.h's limits */
+                cap = optarg;
+            if (!cap) {
+                char shown[FSCOPE_ESCAPE_SIZE];
                 fprintf(stderr, "framescope: --cap takes a rate in 1..1000 Hz, auto or off "
-                        "(got '%s')\n", optarg);
+                        "(got '%s')\n", fscope_config_escape(optarg, shown, sizeof(shown)));
                 return 2;
             }
-            setenv("FRAMESCOPE_CAP", optarg, 1);
+            setenv("FRAMESCOPE_CAP", cap, 1);
             break;
         }
         case 'h':

@@ -54,6 +54,8 @@
 
 #include "presentation-time-client-protocol.h"
 
+#include "log.h"
+
 /* Feedbacks in flight at once.  Weston discards a surface's pending feedback on the next
  * commit, so FIFO and MAILBOX keep two or three in flight; a compositor that holds
  * feedback for a hidden surface can accumulate more, hence the margin. */
@@ -680,8 +682,13 @@ static void *dispatch_thread(void *data)
 		{ .fd = t->wake_fd, .events = POLLIN },
 	};
 
-	if (!setup(t))
+	if (!setup(t)) {
+		fscope_log(FSCOPE_LOG_INFO, "presentation tracking is off for a surface: %s", t->why);
 		return NULL;
+	}
+	fscope_log(FSCOPE_LOG_INFO, "presentation tracking is on for a surface (the compositor "
+		   "offers wp_presentation version %u, clock id %d)", t->presentation_version,
+		   (int)t->clock_id);
 
 	for (;;) {
 		int r;
