@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "cap.h"
+#include "capture_dir.h"
 #include "config.h"
 #include "log.h"
 #include "presentation.h"
@@ -907,86 +908,78 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
     }
 }
 
-/* Writes path through a temporary file so a failed write leaves nothing half-written. */
-static int write_file(const char *path, void (*writer)(FILE *, const void *), const void *arg)
-{
-    char tmp[1200];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE *f = fopen(tmp, "we");
-    if (!f)
-        return -errno;
-    writer(f, arg);
-    int r = ferror(f) ? -EIO : 0;
-    if (fclose(f) != 0 && r == 0)
-        r = -errno;
-    if (r == 0 && rename(tmp, path) != 0)
-        r = -errno;
-    if (r)
-        unlink(tmp);
-    return r;
-}
-
-static void summary_writer(FILE *f, const void *arg)
+static int summary_writer(FILE *f, const void *arg)
 {
     write_summary_json(f, arg);
+    return 0;
 }
 
-static void csv_writer(FILE *f, const void *arg)
+static int csv_writer(FILE *f, const void *arg)
 {
     write_frames_csv(f, arg);
+    return 0;
 }
 
-static int make_dirs(const char *dir)
-{
-    char path[1024];
-    snprintf(path, sizeof(path), "%s", dir);
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
-        return -errno;
-    return access(path, W_OK) == 0 ? 0 : -errno;
-}
-
-static void zones_writer(FILE *f, const void *arg)
+static int zones_writer(FILE *f, const void *arg)
 {
     (void)arg;
     registry_write_zones_csv(f);
+    return 0;
 }
 
-static void write_capture(const struct run_stats *s, FILE *summary)
+static int trace_writer(FILE *f, const void *arg)
 {
-    int r = make_dirs(output_dir);
-    char path[1100];
-    if (r == 0) {
-        snprintf(path, sizeof(path), "%s/summary.json", output_dir);
-        r = write_file(path, summary_writer, s);
+    (void)arg;
+    return trace_write(f);
+}
+
+/* All of the capture or none of it (src/capture_dir.h). Returns 0 or -errno. */
+static int write_capture(const struct run_stats *s, FILE *summary)
+{
+    static const struct {
+        const char *name;
+        capture_writer writer;
+    } files[] = {
+        { "summary.json", summary_writer },
+        { "frames.csv", csv_writer },
+        { "zones.csv", zones_writer },
+        { "trace.json", trace_writer },
+    };
+    struct capture_dir dir;
+    const char *why = "";
+    const char *failed = NULL;
+    int r = capture_dir_begin(&dir, output_dir, &why);
+    for (unsigned i = 0; r == 0 && i < sizeof(files) / sizeof(files[0]); i++) {
+        r = capture_dir_write(&dir, files[i].name, files[i].writer, s);
+        if (r != 0)
+            failed = files[i].name;
     }
-    if (r == 0) {
-        snprintf(path, sizeof(path), "%s/frames.csv", output_dir);
-        r = write_file(path, csv_writer, s);
-    }
-    if (r == 0) {
-        snprintf(path, sizeof(path), "%s/zones.csv", output_dir);
-        r = write_file(path, zones_writer, NULL);
-    }
-    if (r == 0) {
-        snprintf(path, sizeof(path), "%s/trace.json", output_dir);
-        r = fscope_trace_dump(path);
-    }
+    if (r == 0)
+        r = capture_dir_commit(&dir);
+    else
+        capture_dir_abort(&dir);
     if (r != 0) {
-        fscope_log(FSCOPE_LOG_ERROR, "could not write the capture to FRAMESCOPE_OUTPUT=%s: %s",
-                   output_dir, strerror(-r));
+        char what[96] = "";
+        if (why[0])
+            snprintf(what, sizeof(what), " (%s)", why);
+        else if (failed)
+            snprintf(what, sizeof(what), " (writing %s)", failed);
+        fscope_log(FSCOPE_LOG_ERROR, "could not write the capture to FRAMESCOPE_OUTPUT=%s%s: "
+                   "%s; nothing of this run was written there", output_dir, what, strerror(-r));
         if (summary)
-            fprintf(summary, "  capture     NOT written to %s: %s\n", output_dir, strerror(-r));
+            fprintf(summary, "  capture     NOT written to %s%s: %s\n", output_dir, what,
+                    strerror(-r));
     } else if (summary) {
-        fprintf(summary, "  capture     %s (summary.json, frames.csv, zones.csv, trace.json)\n", output_dir);
+        fprintf(summary, "  capture     %s (summary.json, frames.csv, zones.csv, trace.json)\n",
+                output_dir);
     }
+    return r;
+}
+
+static int text_writer(FILE *f, const void *arg)
+{
+    fputs(arg, f);
+    return 0;
 }
 
 FSCOPE_EXPORT void fscope_report_finish(void)
@@ -1004,25 +997,32 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     struct run_stats stats;
     compute_stats(&stats);
 
-    FILE *summary = NULL;
-    if (summary_target == SUMMARY_STDERR) {
-        summary = stderr;
-    } else if (summary_target == SUMMARY_PATH) {
-        summary = fopen(summary_path, "we");
-        if (!summary) {
-            fscope_log(FSCOPE_LOG_ERROR, "cannot write the summary to %s (%s); printing it here",
-                       summary_path, strerror(errno));
-            summary = stderr;
-        }
-    }
+    /* The summary goes where FRAMESCOPE_SUMMARY says; to a path it is written whole (and the
+     * capture line with it) or, on failure, printed here with the error. */
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *summary = summary_target == SUMMARY_OFF ? NULL
+                    : summary_target == SUMMARY_PATH ? open_memstream(&text, &text_len)
+                                                      : stderr;
+    if (summary_target == SUMMARY_PATH && !summary)
+        summary = stderr; /* out of memory: here rather than nowhere */
     if (summary)
         write_summary_text(summary, &stats);
     if (output_dir[0])
         write_capture(&stats, summary);
-    if (summary && summary != stderr)
+    if (summary == stderr) {
+        fflush(stderr);
+    } else if (summary) {
         fclose(summary);
-    else if (summary)
-        fflush(summary);
+        int r = capture_write_file(summary_path, text_writer, text);
+        if (r != 0) {
+            fscope_log(FSCOPE_LOG_ERROR, "cannot write the summary to %s (%s); printing it here",
+                       summary_path, strerror(-r));
+            fputs(text, stderr);
+        }
+        free(text);
+    }
+    free(stats.evidence);
 }
 
 __attribute__((destructor)) static void report_destructor(void)

@@ -5,6 +5,8 @@
  * closed at the last moment the thread is known to have been in them. So every B has its E. */
 #include "trace.h"
 
+#include "capture_dir.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,7 +103,7 @@ static void write_thread(struct trace_writer *w, struct fscope_collector *c, int
     (void)lost;
 }
 
-static int write_trace(FILE *f)
+int trace_write(FILE *f)
 {
     uint32_t capacity = registry_ring_events();
     struct fscope_event *events = malloc(sizeof(*events) * capacity);
@@ -131,24 +133,16 @@ static int write_trace(FILE *f)
     return 0;
 }
 
+static int trace_writer(FILE *f, const void *arg)
+{
+    (void)arg;
+    return trace_write(f);
+}
+
 FSCOPE_EXPORT int fscope_trace_dump(const char *path)
 {
     if (!path || !*path)
         return -EINVAL;
-    char tmp[4096];
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-        return -ENAMETOOLONG;
-    FILE *f = fopen(tmp, "we");
-    if (!f)
-        return -errno;
-    int r = write_trace(f);
-    if (r == 0 && ferror(f))
-        r = -EIO;
-    if (fclose(f) != 0 && r == 0)
-        r = -errno;
-    if (r == 0 && rename(tmp, path) != 0)
-        r = -errno;
-    if (r != 0)
-        unlink(tmp);
-    return r;
+    /* An exclusive, unpredictable temporary name beside path, renamed when complete. */
+    return capture_write_file(path, trace_writer, NULL);
 }

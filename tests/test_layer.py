@@ -3,6 +3,7 @@
 Weston, with what framescope printed and wrote parsed and cross-checked.
 
 usage: test_layer.py TEST BUILD_DIR DEMO"""
+import json
 import os
 import shutil
 import sys
@@ -223,6 +224,88 @@ def test_bad_input(build, demo):
     print(f"{len(bad)} bad values warned once each, escaped; {len(cases)} runs of near-misses "
           "refused and keywords in any case taken; info says what is enabled; unwritable output "
           "reported")
+
+
+def test_capture_safety(build, demo):
+    """Captures are all of one run or nothing, never written through a directory another user
+    controls, and a full disk leaves the previous capture whole with the error named."""
+    import glob
+    import subprocess
+    import tempfile
+    base = tempfile.mkdtemp(prefix="fscope-safety-")
+
+    def run(frames, out, extra=None):
+        with Weston() as w:
+            return run_app([demo, "--quiet", "--frames", str(frames)], w, build, capture=False,
+                           extra_env=dict({"FRAMESCOPE_OUTPUT": out}, **(extra or {})))
+
+    # A second run into the same directory replaces the whole capture, nothing mixed.
+    out = os.path.join(base, "capture")
+    first = run(10, out)
+    check(first.rc == 0 and os.path.exists(os.path.join(out, "summary.json")), first.stderr[-1500:])
+    second = run(20, out)
+    expect_one_summary(second)
+    s = json.load(open(os.path.join(out, "summary.json")))
+    rows = open(os.path.join(out, "frames.csv")).read().splitlines()
+    check(s["frames"] == 20 and len(rows) == 21, f"mixed capture: {s['frames']} frames, "
+          f"{len(rows) - 1} rows")
+    check(not glob.glob(os.path.join(base, ".*tmp-*")), "temporary directories left behind")
+
+    if os.geteuid() == 0:
+        # Owned by another user and writable by all, with a link planted where a temporary
+        # file might go: refused, and the file the link points at is untouched.
+        victim = os.path.join(base, "victim")
+        open(victim, "w").write("root's file\n")
+        hostile = os.path.join(base, "hostile")
+        os.mkdir(hostile)
+        os.symlink(victim, os.path.join(hostile, "summary.json.tmp"))
+        os.chown(hostile, 65534, 65534)
+        os.chmod(hostile, 0o777)
+        r = run(10, hostile)
+        expect_one_summary(r)
+        check("owned by another user" in r.stderr, f"hostile directory not refused:\n{r.stderr}")
+        check(open(victim).read() == "root's file\n", "the planted link was written through")
+        check(sorted(os.listdir(hostile)) == ["summary.json.tmp"], os.listdir(hostile))
+    # Ours but writable by others, and a link in place of the directory: refused too.
+    open_dir = os.path.join(base, "open")
+    os.mkdir(open_dir)
+    os.chmod(open_dir, 0o777)
+    r = run(10, open_dir)
+    check("other users can write to it" in r.stderr and not os.listdir(open_dir), r.stderr[-800:])
+    link = os.path.join(base, "link")
+    os.symlink(out, link)
+    r = run(10, link)
+    check("symbolic link" in r.stderr, f"a link as the capture directory not refused: {r.stderr}")
+
+    # A full disk: the error named, the previous capture left whole, nothing half-written.
+    disk = os.path.join(base, "tiny")
+    os.mkdir(disk)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", disk],
+                             capture_output=True).returncode == 0
+    if mounted:
+        try:
+            out = os.path.join(disk, "capture")
+            small = {"FRAMESCOPE_RING_EVENTS": "64"}
+            r = run(3, out, small)
+            check(r.rc == 0 and os.path.exists(os.path.join(out, "frames.csv")),
+                  f"a small capture did not fit in 128 KiB: {r.stderr[-800:]}")
+            before = {f: open(os.path.join(out, f)).read() for f in os.listdir(out)}
+            r = run(600, out, small)
+            check("No space left on device" in r.stderr, f"ENOSPC not named:\n{r.stderr[-1500:]}")
+            after = {f: open(os.path.join(out, f)).read() for f in os.listdir(out)}
+            check(after == before, "the previous capture changed after a failed write")
+            check(os.listdir(disk) == ["capture"], f"left behind: {os.listdir(disk)}")
+        finally:
+            subprocess.run(["umount", disk])
+    else:
+        print("cannot mount a tmpfs here: the full-disk case is not run")
+    # An unwritable summary path is reported and the summary printed instead.
+    r = run(5, os.path.join(base, "c3"), {"FRAMESCOPE_SUMMARY": "/proc/no-such-dir/summary.txt"})
+    check("cannot write the summary" in r.stderr and "frames      5 in" in r.stderr,
+          r.stderr[-1000:])
+    shutil.rmtree(base, ignore_errors=True)
+    print("capture replaced whole; hostile, open and linked directories refused; "
+          + ("ENOSPC left the previous capture whole" if mounted else "ENOSPC not run"))
 
 
 def test_implicit(build, demo):

@@ -1,0 +1,270 @@
+#include "capture_dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* What a capture holds; a target holding anything else is not ours to replace. */
+static const char *const capture_files[] = { "summary.json", "frames.csv", "zones.csv",
+                                             "trace.json" };
+
+static bool is_capture_file(const char *name)
+{
+    for (unsigned i = 0; i < sizeof(capture_files) / sizeof(capture_files[0]); i++)
+        if (strcmp(name, capture_files[i]) == 0)
+            return true;
+    return false;
+}
+
+/* 12 hex digits nobody can predict (getrandom; the clock only if that fails). */
+static void random_suffix(char out[13])
+{
+    uint64_t bits = 0;
+    if (getrandom(&bits, sizeof(bits), GRND_NONBLOCK) != sizeof(bits)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        bits = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 12; i++)
+        out[i] = hex[(bits >> (4 * i)) & 15];
+    out[12] = '\0';
+}
+
+/* Splits path into its parent (created when missing, if asked) and last component. */
+static int open_parent(const char *path, bool create, char *ret_base, size_t base_len)
+{
+    char buf[4096];
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof(buf))
+        return -ENAMETOOLONG;
+    memcpy(buf, path, len + 1);
+    while (len > 1 && buf[len - 1] == '/')
+        buf[--len] = '\0';
+    char *slash = strrchr(buf, '/');
+    const char *base = slash ? slash + 1 : buf;
+    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
+        strlen(base) >= base_len)
+        return -EINVAL;
+    snprintf(ret_base, base_len, "%s", base);
+    if (!slash) {
+        int fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+    }
+    if (slash == buf)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    /* Parents as mkdir -p makes them; the target itself is checked, not created, here. */
+    for (char *p = buf + 1; create && *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (create && mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return -errno;
+    int fd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+/* An existing target must be a directory of ours that only we can write, holding at most a
+ * previous capture. */
+static int check_target(int parent_fd, const char *name, const char **why)
+{
+    struct stat st;
+    if (fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (S_ISLNK(st.st_mode)) {
+        *why = "it is a symbolic link";
+        return -ELOOP;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        *why = "it exists and is not a directory";
+        return -ENOTDIR;
+    }
+    if (st.st_uid != geteuid()) {
+        *why = "it is owned by another user";
+        return -EPERM;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        *why = "other users can write to it";
+        return -EPERM;
+    }
+    int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    DIR *dir = fdopendir(fd);
+    if (!dir) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    int r = 0;
+    struct dirent *e;
+    while (r == 0 && (e = readdir(dir))) {
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && !is_capture_file(e->d_name)) {
+            *why = "it holds files that are not a framescope capture";
+            r = -EEXIST;
+        }
+    }
+    closedir(dir);
+    return r;
+}
+
+/* Empties a directory we made (or an old capture) and removes it. */
+static void remove_dir(int parent_fd, const char *name)
+{
+    int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        DIR *dir = fdopendir(fd);
+        if (dir) {
+            struct dirent *e;
+            while ((e = readdir(dir)))
+                if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                    unlinkat(fd, e->d_name, 0);
+            closedir(dir);
+        } else {
+            close(fd);
+        }
+    }
+    unlinkat(parent_fd, name, AT_REMOVEDIR);
+}
+
+int capture_dir_begin(struct capture_dir *c, const char *path, const char **why)
+{
+    static const char *no_reason = "";
+    *why = no_reason;
+    c->parent_fd = -1;
+    c->tmp_fd = -1;
+    c->tmp_name[0] = '\0';
+    int r = open_parent(path, true, c->target, sizeof(c->target));
+    if (r < 0)
+        return r;
+    c->parent_fd = r;
+    r = check_target(c->parent_fd, c->target, why);
+    if (r < 0)
+        return r;
+    for (int attempt = 0; attempt < 16; attempt++) {
+        char suffix[13];
+        random_suffix(suffix);
+        snprintf(c->tmp_name, sizeof(c->tmp_name), ".%s.tmp-%s", c->target, suffix);
+        if (mkdirat(c->parent_fd, c->tmp_name, 0700) == 0)
+            break;
+        if (errno != EEXIST) {
+            c->tmp_name[0] = '\0';
+            return -errno;
+        }
+        c->tmp_name[0] = '\0';
+    }
+    if (!c->tmp_name[0])
+        return -EEXIST;
+    c->tmp_fd = openat(c->parent_fd, c->tmp_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                                       O_CLOEXEC);
+    return c->tmp_fd < 0 ? -errno : 0;
+}
+
+/* fd is closed in all cases. */
+static int write_fd(int fd, capture_writer writer, const void *arg)
+{
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    errno = 0;
+    int r = writer(f, arg);
+    if (r == 0 && (fflush(f) != 0 || ferror(f)))
+        r = errno ? -errno : -EIO;
+    if (r == 0 && fsync(fileno(f)) != 0)
+        r = -errno;
+    if (fclose(f) != 0 && r == 0)
+        r = -errno;
+    return r;
+}
+
+int capture_dir_write(struct capture_dir *c, const char *name, capture_writer writer,
+                      const void *arg)
+{
+    /* The directory is fresh and ours alone: the name is created, never followed. */
+    int fd = openat(c->tmp_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    return write_fd(fd, writer, arg);
+}
+
+int capture_dir_commit(struct capture_dir *c)
+{
+    const char *why;
+    int r = fchmod(c->tmp_fd, 0755) == 0 ? 0 : -errno;
+    if (r == 0 && renameat2(c->parent_fd, c->tmp_name, c->parent_fd, c->target,
+                            RENAME_NOREPLACE) != 0) {
+        r = -errno;
+        /* A previous capture: checked again (it may have changed since begin), then swapped
+         * with ours in one step and removed. */
+        if (r == -EEXIST && (r = check_target(c->parent_fd, c->target, &why)) == 0 &&
+            renameat2(c->parent_fd, c->tmp_name, c->parent_fd, c->target,
+                      RENAME_EXCHANGE) != 0)
+            r = -errno;
+    }
+    if (r != 0) {
+        capture_dir_abort(c);
+        return r;
+    }
+    remove_dir(c->parent_fd, c->tmp_name); /* the old capture, if there was one */
+    fsync(c->parent_fd);
+    close(c->tmp_fd);
+    close(c->parent_fd);
+    c->tmp_fd = c->parent_fd = -1;
+    return 0;
+}
+
+void capture_dir_abort(struct capture_dir *c)
+{
+    if (c->tmp_fd >= 0)
+        close(c->tmp_fd);
+    if (c->parent_fd >= 0 && c->tmp_name[0])
+        remove_dir(c->parent_fd, c->tmp_name);
+    if (c->parent_fd >= 0)
+        close(c->parent_fd);
+    c->tmp_fd = c->parent_fd = -1;
+}
+
+int capture_write_file(const char *path, capture_writer writer, const void *arg)
+{
+    char base[256], tmp[288];
+    int dir_fd = open_parent(path, false, base, sizeof(base));
+    if (dir_fd < 0)
+        return dir_fd;
+    int fd = -1;
+    for (int attempt = 0; attempt < 16 && fd < 0; attempt++) {
+        char suffix[13];
+        random_suffix(suffix);
+        snprintf(tmp, sizeof(tmp), ".%s.tmp-%s", base, suffix);
+        fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        int r = -errno;
+        close(dir_fd);
+        return r;
+    }
+    int r = write_fd(fd, writer, arg);
+    if (r == 0 && renameat(dir_fd, tmp, dir_fd, base) != 0)
+        r = -errno;
+    if (r != 0)
+        unlinkat(dir_fd, tmp, 0);
+    close(dir_fd);
+    return r;
+}
