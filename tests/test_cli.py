@@ -5,19 +5,35 @@
 usage: test_cli.py TEST FRAMESCOPE_EXE"""
 import json
 import os
+import pty
+import re
+import select
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vkharness import check, main
+from vkharness import SKIP, TestFailure, check, main
+
+# A bound on how long a test waits for something that is meant to happen, so that a broken
+# build fails instead of hanging; never what makes a test pass.
+PATIENCE_S = 120
 
 
-def run(exe, *args, env=None):
+def clean_env(env=None):
+    """The caller's environment without a Wayland session or framescope settings."""
     e = {k: v for k, v in os.environ.items()
          if not k.startswith("FRAMESCOPE") and k not in ("WAYLAND_DISPLAY", "VK_INSTANCE_LAYERS")}
     e.update(env or {})
-    return subprocess.run([exe, *args], capture_output=True, text=True, env=e, timeout=300)
+    return e
+
+
+def run(exe, *args, env=None, cwd=None):
+    return subprocess.run([exe, *args], capture_output=True, text=True, env=clean_env(env),
+                          timeout=300, cwd=cwd)
 
 
 def test_usage(exe):
@@ -61,6 +77,468 @@ def test_demo_no_session(exe):
     check(s["verdict"]["run"] == "display", f"idle demo under FIFO: {s['verdict']}")
     check(f"capture in {out}" in r.stderr, "capture not pointed at")
     print(r.stderr)
+
+
+# ---- every way out of `framescope run`: signals, a private Weston, bad values ----
+
+def proc_stat(pid):
+    """(comm, state, ppid, pgid) of a process, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    comm = text[text.index("(") + 1:text.rindex(")")]
+    fields = text[text.rindex(")") + 2:].split()
+    return comm, fields[0], int(fields[1]), int(fields[2])
+
+
+def all_pids():
+    return [int(d) for d in os.listdir("/proc") if d.isdigit()]
+
+
+def children(pid):
+    """{comm: pid} of pid's children."""
+    found = {}
+    for p in all_pids():
+        st = proc_stat(p)
+        if st and st[2] == pid:
+            found[st[0]] = p
+    return found
+
+
+def thread_names(pid):
+    names = set()
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                names.add(f.read().strip())
+    except OSError:
+        pass
+    return names
+
+
+def group_members(pgid):
+    """Every process in process group pgid, zombies included."""
+    return [p for p in all_pids() if (proc_stat(p) or (0, 0, 0, None))[3] == pgid]
+
+
+def runtime_dir_users(runtime_dir):
+    """Processes whose environment names runtime_dir as XDG_RUNTIME_DIR."""
+    needle = b"XDG_RUNTIME_DIR=" + runtime_dir.encode() + b"\0"
+    users = []
+    for p in all_pids():
+        try:
+            with open(f"/proc/{p}/environ", "rb") as f:
+                if needle in f.read() + b"\0":
+                    users.append(p)
+        except OSError:
+            pass
+    return users
+
+
+def wait_for(what, cond, proc=None):
+    """Polls cond() until it returns something true; fails if proc exits first or after
+    PATIENCE_S (a hang guard: the event normally comes in well under a second)."""
+    deadline = time.monotonic() + PATIENCE_S
+    while True:
+        value = cond()
+        if value:
+            return value
+        check(proc is None or proc.poll() is None,
+              f"framescope exited ({proc and proc.returncode}) while waiting for {what}")
+        check(time.monotonic() < deadline, f"no {what} after {PATIENCE_S} s")
+        time.sleep(0.05)
+
+
+def kill_leftovers(cli_pid, reap):
+    """After a failure: kills the command (framescope's children but Weston), so that
+    framescope cleans up as it should, and if it does not, framescope and Weston too.
+    reap(timeout) waits for framescope (None: for ever) and says whether it exited."""
+    kids = children(cli_pid)
+    for pid, signo in [(p, signal.SIGKILL) for c, p in kids.items() if c != "weston"] + \
+            [(cli_pid, signal.SIGCONT)]:  # framescope may be stopped
+        try:
+            os.kill(pid, signo)
+        except OSError:
+            pass
+    if not reap(PATIENCE_S):
+        weston = kids.get("weston")
+        for pid in (weston, weston and -weston, cli_pid):
+            try:
+                if pid:
+                    os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        reap(None)
+
+
+def reaper(proc):
+    """kill_leftovers()'s reap for a subprocess.Popen."""
+    def reap(timeout):
+        try:
+            proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    return reap
+
+
+def private_runtime_dir(stderr_text):
+    m = re.search(r"started a headless Weston \(WAYLAND_DISPLAY=\S+, XDG_RUNTIME_DIR=(\S+)\)",
+                  stderr_text)
+    check(m, "the private Weston's runtime directory is not in framescope's output:\n" +
+          stderr_text[-2000:])
+    return m.group(1)
+
+
+def check_compositor_gone(runtime_dir, weston_pgid=None):
+    """No process of the private Weston (its group, or anything using its runtime directory)
+    and no runtime directory left once framescope has exited."""
+    check(not os.path.exists(runtime_dir), f"runtime directory {runtime_dir} left behind: "
+          f"{os.listdir(runtime_dir) if os.path.isdir(runtime_dir) else ''}")
+    users = runtime_dir_users(runtime_dir)
+    check(not users, f"processes still using {runtime_dir}: "
+          f"{[(p, proc_stat(p)) for p in users]}")
+    if weston_pgid is not None:
+        members = group_members(weston_pgid)
+        check(not members, f"Weston's process group {weston_pgid} left behind: "
+              f"{[(p, proc_stat(p)) for p in members]}")
+
+
+def need_weston_and_demo(exe):
+    demo = os.path.join(os.path.dirname(os.path.abspath(exe)), "demo", "framescope-demo")
+    if not shutil.which("weston") or not os.access(demo, os.X_OK):
+        print("needs weston and framescope-demo")
+        sys.exit(SKIP)
+    return demo
+
+
+class DemoRun:
+    """`framescope run --output DIR -- framescope-demo --frames 0` with no Wayland session;
+    wait_up() returns once the demo's window is up, its swapchain under the layer."""
+
+    def __init__(self, exe, demo):
+        self.tmp = tempfile.mkdtemp(prefix="fscope-cli-")
+        self.out = os.path.join(self.tmp, "capture")
+        self.stdout = open(os.path.join(self.tmp, "stdout"), "w+")
+        self.stderr = open(os.path.join(self.tmp, "stderr"), "w+")
+        self.demo_pid = self.weston_pid = None
+        self.proc = subprocess.Popen(
+            [exe, "run", "--output", self.out, "--", demo, "--frames", "0"],
+            stdout=self.stdout, stderr=self.stderr, env=clean_env())
+
+    def wait_up(self):
+        cli = self.proc.pid
+        # The layer starts its presentation-feedback thread (fscope-wl) when the swapchain's
+        # surface is added: the window is up, and the demo's SIGINT/SIGTERM handlers were
+        # installed before any of it.
+        try:
+            self.demo_pid = wait_for("demo window", lambda: next(
+                (p for c, p in children(cli).items()
+                 if c == "framescope-demo" and "fscope-wl" in thread_names(p)), None), self.proc)
+        except TestFailure as e:
+            raise TestFailure(f"{e}:\n{self.read(self.stderr)[-3000:]}")
+        self.weston_pid = children(cli).get("weston")
+        check(self.weston_pid, "no Weston started under framescope")
+        cli_pgid, weston_pgid = os.getpgid(cli), os.getpgid(self.weston_pid)
+        check(weston_pgid == self.weston_pid and weston_pgid != cli_pgid,
+              f"Weston is not in a process group of its own ({weston_pgid}; framescope's "
+              f"{cli_pgid})")
+        check(os.getpgid(self.demo_pid) == cli_pgid,
+              "the command left framescope's process group (terminal ^C would miss it)")
+        self.runtime_dir = private_runtime_dir(self.read(self.stderr))
+
+    @staticmethod
+    def read(f):
+        f.flush()
+        f.seek(0)
+        return f.read()
+
+    def finish(self, signo):
+        self.proc.send_signal(signo)
+        try:
+            rc = self.proc.wait(timeout=PATIENCE_S)
+        except subprocess.TimeoutExpired:
+            raise TestFailure(f"framescope still running {PATIENCE_S} s after "
+                              f"{signal.Signals(signo).name}")
+        return rc, self.read(self.stdout), self.read(self.stderr)
+
+    def close(self):
+        """Leaves nothing running, even after a failure."""
+        if self.proc.poll() is None:
+            kill_leftovers(self.proc.pid, reaper(self.proc))
+        self.stdout.close()
+        self.stderr.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def test_signals_stop_demo(exe):
+    """SIGINT or SIGTERM sent to framescope reach the demo, which stops cleanly: one summary,
+    the capture, exit status 0, and the private Weston stopped and its directory gone."""
+    demo = need_weston_and_demo(exe)
+    for signo in (signal.SIGINT, signal.SIGTERM):
+        name = signal.Signals(signo).name
+        r = DemoRun(exe, demo)
+        try:
+            r.wait_up()
+            rc, out, err = r.finish(signo)
+            check(rc == 0, f"{name}: exit status {rc}, expected 0 (the demo stops cleanly):\n"
+                  f"{err[-3000:]}")
+            check(re.search(r"^framescope-demo: \d+ frames", out, re.M),
+                  f"{name}: the demo did not end its loop cleanly: {out!r}")
+            summaries = err.count("framescope: summary for framescope-demo")
+            check(summaries == 1, f"{name}: {summaries} summaries, expected 1:\n{err[-3000:]}")
+            for f in ("summary.json", "frames.csv", "zones.csv", "trace.json"):
+                check(os.path.isfile(os.path.join(r.out, f)), f"{name}: capture lacks {f}")
+            frames = json.load(open(os.path.join(r.out, "summary.json")))["frames"]
+            check(f"capture in {r.out}" in err, f"{name}: capture not pointed at")
+            check_compositor_gone(r.runtime_dir, r.weston_pid)
+            print(f"{name}: exit 0, one summary ({frames} frames), capture, Weston gone")
+        finally:
+            r.close()
+
+
+def test_sighup_kills_demo(exe):
+    """SIGHUP sent to framescope reaches the demo, which does not handle it and dies of it:
+    framescope exits 129 as a shell would, and still leaves no Weston or directory behind."""
+    demo = need_weston_and_demo(exe)
+    r = DemoRun(exe, demo)
+    try:
+        r.wait_up()
+        rc, out, err = r.finish(signal.SIGHUP)
+        check(rc == 128 + signal.SIGHUP, f"exit status {rc}, expected 129:\n{err[-3000:]}")
+        check("died of signal 1" in err, f"the command's death not reported:\n{err[-2000:]}")
+        check_compositor_gone(r.runtime_dir, r.weston_pid)
+    finally:
+        r.close()
+
+
+def test_cleanup_paths(exe):
+    """The private Weston is stopped and its directory removed when the command exits with an
+    error, cannot be run at all, or is killed."""
+    if not shutil.which("weston"):
+        print("needs weston")
+        sys.exit(SKIP)
+    for command, status in [(["sh", "-c", "exit 3"], 3), (["/nonexistent/app"], 125),
+                            (["sh", "-c", "kill -KILL $$"], 128 + 9)]:
+        r = run(exe, "run", "--no-capture", "--", *command)
+        check(r.returncode == status, f"{command}: exit status {r.returncode}, expected {status}:"
+              f"\n{r.stderr}")
+        check_compositor_gone(private_runtime_dir(r.stderr))
+
+
+# Stands in for weston: records its pid and runtime directory, ignores SIGTERM and never opens
+# a socket, so framescope is still waiting for it when the signal comes and must kill it.
+STUBBORN_WESTON = """#!/bin/sh
+trap '' TERM
+echo "$$ $XDG_RUNTIME_DIR" > "$FAKE_WESTON_STATE.tmp"
+mv "$FAKE_WESTON_STATE.tmp" "$FAKE_WESTON_STATE"
+exec sleep 1000
+"""
+
+
+def test_signal_during_compositor_start(exe):
+    """SIGINT, SIGTERM or SIGHUP while framescope waits for its private Weston: the command is
+    never started, Weston (one that ignores SIGTERM) is killed after the bounded wait, its
+    directory removed, and framescope exits 128+N."""
+    exe = os.path.abspath(exe)
+    tmp = tempfile.mkdtemp(prefix="fscope-cli-")
+    try:
+        os.mkdir(os.path.join(tmp, "bin"))
+        weston = os.path.join(tmp, "bin", "weston")
+        with open(weston, "w") as f:
+            f.write(STUBBORN_WESTON)
+        os.chmod(weston, 0o755)
+        marker = os.path.join(tmp, "MARKER")
+        for signo in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            name = signal.Signals(signo).name
+            state = os.path.join(tmp, f"state-{name}")
+            env = clean_env({"PATH": os.path.join(tmp, "bin") + ":" + os.environ["PATH"],
+                             "FAKE_WESTON_STATE": state})
+            proc = subprocess.Popen([exe, "run", "--no-capture", "--", "touch", marker],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env=env)
+            try:
+                wait_for("the stand-in weston", lambda: os.path.exists(state), proc)
+                pid, runtime_dir = open(state).read().split()
+                proc.send_signal(signo)
+                _, err = proc.communicate(timeout=PATIENCE_S)
+            finally:
+                if proc.poll() is None:
+                    kill_leftovers(proc.pid, reaper(proc))
+            check(proc.returncode == 128 + signo, f"{name}: exit status {proc.returncode}, "
+                  f"expected {128 + signo}:\n{err}")
+            check("while the headless Weston started" in err, f"{name}: not reported: {err}")
+            check(not os.path.exists(marker), f"{name}: the command ran")
+            check(proc_stat(int(pid)) is None, f"{name}: the stand-in weston is still there")
+            check_compositor_gone(runtime_dir, int(pid))
+            print(f"{name}: exit {proc.returncode}, Weston killed, {runtime_dir} removed")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# Counts the SIGINTs it gets; prints the count and exits 0 on SIGTERM.
+SIGNAL_COUNTER = r'''
+import os, signal, sys
+count = 0
+def on_int(signo, frame):
+    global count
+    count += 1
+    print("INT", count, flush=True)
+def on_term(signo, frame):
+    print("count", count, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGINT, on_int)
+signal.signal(signal.SIGTERM, on_term)
+print("ready", os.getpid(), flush=True)
+while True:
+    signal.pause()
+'''
+
+
+def pending_signals(pid):
+    """The signals pending for a process (its thread's and its own), as a set of numbers."""
+    bits = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(("SigPnd:", "ShdPnd:")):
+                bits |= int(line.split()[1], 16)
+    return {n for n in range(1, 65) if bits & (1 << (n - 1))}
+
+
+def test_terminal_ctrl_c_once(exe):
+    """^C typed on a terminal reaches the command exactly once (straight from the terminal,
+    not again through framescope), never reaches the private Weston, and framescope lives on;
+    then a SIGTERM sent to framescope alone is passed on.
+
+    framescope is held stopped while the command takes the terminal's SIGINT, so that a copy
+    passed on afterwards would arrive on its own and be counted, not merged into the first."""
+    mode = "auto" if shutil.which("weston") else "never"
+    pid, master = pty.fork()
+    if pid == 0:
+        try:
+            os.execve(exe, [exe, "run", "--no-capture", "--compositor", mode, "--",
+                            sys.executable, "-c", SIGNAL_COUNTER], clean_env())
+        finally:
+            os._exit(127)
+    seen = b""
+
+    def read_until(pattern):
+        nonlocal seen
+        deadline = time.monotonic() + PATIENCE_S
+        while not re.search(pattern, seen):
+            left = deadline - time.monotonic()
+            check(left > 0, f"no {pattern!r} on the terminal after {PATIENCE_S} s: {seen!r}")
+            if select.select([master], [], [], left)[0]:
+                try:
+                    data = os.read(master, 4096)
+                except OSError:  # EIO: the terminal's other side is closed
+                    data = b""
+                check(data, f"the terminal closed before {pattern!r}: {seen!r}")
+                seen += data
+        return re.search(pattern, seen)
+
+    try:
+        app = int(read_until(rb"ready (\d+)").group(1))
+        foreground = os.tcgetpgrp(master)
+        check(os.getpgid(pid) == foreground and os.getpgid(app) == foreground,
+              "framescope and the command should share the terminal's foreground group")
+        weston = children(pid).get("weston")
+        check(mode == "never" or (weston and os.getpgid(weston) != foreground),
+              "the private Weston is in the terminal's foreground group")
+        os.kill(pid, signal.SIGSTOP)
+        _, status = os.waitpid(pid, os.WUNTRACED)
+        check(os.WIFSTOPPED(status), "framescope did not stop")
+        os.write(master, b"\x03")
+        read_until(rb"INT 1\b")
+        check(signal.SIGINT in pending_signals(pid),
+              "the terminal's SIGINT did not reach framescope: not in the foreground group")
+        os.kill(pid, signal.SIGCONT)
+        os.kill(pid, signal.SIGTERM)
+        count = int(read_until(rb"count (\d+)").group(1))
+        check(count == 1, f"^C reached the command {count} times, expected once")
+        _, status = os.waitpid(pid, 0)
+        pid = 0
+        check(os.waitstatus_to_exitcode(status) == 0,
+              f"framescope exit status {os.waitstatus_to_exitcode(status)}, expected 0: {seen!r}")
+        if weston:
+            text = seen.decode(errors="replace").replace("\r", "")
+            check_compositor_gone(private_runtime_dir(text), weston)
+    finally:
+        if pid:
+            def reap(timeout):
+                deadline = time.monotonic() + (timeout or float("inf"))
+                while os.waitpid(pid, os.WNOHANG) == (0, 0):
+                    if time.monotonic() > deadline:
+                        return False
+                    time.sleep(0.05)
+                return True
+            kill_leftovers(pid, reap)
+        os.close(master)
+
+
+def test_bad_output_summary(exe):
+    """Bad --summary and --output values are refused with one line and exit status 2 before
+    the command runs (it would leave a marker file); keywords are taken in any case."""
+    exe = os.path.abspath(exe)  # run from another directory
+    tmp = tempfile.mkdtemp(prefix="fscope-cli-")
+    try:
+        def path(*parts):
+            return os.path.join(tmp, *parts)
+        os.makedirs(path("mine"), mode=0o755)
+        for name, mode in [("world", 0o777), ("group", 0o775)]:
+            os.mkdir(path(name))
+            os.chmod(path(name), mode)
+        os.mkdir(path("notes"))
+        open(path("notes", "todo.txt"), "w").close()
+        open(path("file"), "w").close()
+        os.symlink(path("mine"), path("link"))
+        if os.geteuid() == 0:
+            os.mkdir(path("theirs"))
+            os.chown(path("theirs"), 65534, -1)
+            theirs = path("theirs")
+        else:
+            theirs = next(d for d in ("/usr", "/etc", "/var") if os.stat(d).st_uid != os.geteuid())
+        os.mkdir(path("capture"), mode=0o755)
+        open(path("capture", "summary.json"), "w").close()
+        marker = path("MARKER")
+        app = ["sh", "-c", f'touch {marker}; printf "%s" "$FRAMESCOPE_SUMMARY"']
+
+        bad = [
+            ("--summary", ".hidden"), ("--summary", "sideways"), ("--summary", "OFFF"),
+            ("--summary", "./"), ("--summary", "/"), ("--summary", path("mine")),
+            ("--summary", path("file", "summary.txt")),
+            ("--output", theirs), ("--output", path("world")), ("--output", path("group")),
+            ("--output", path("file")), ("--output", path("file", "capture")),
+            ("--output", path("notes")), ("--output", path("link")), ("--output", "."),
+        ]
+        for flag, value in bad:
+            r = run(exe, "run", "--compositor", "never", flag, value, "--", *app, cwd=tmp)
+            what = f"{flag} {value}"
+            check(r.returncode == 2, f"{what}: exit status {r.returncode}, expected 2")
+            check(not os.path.exists(marker), f"{what}: the command ran")
+            lines = r.stderr.strip().splitlines()
+            check(len(lines) == 1 and lines[0].startswith("framescope: "),
+                  f"{what}: not one error line: {r.stderr!r}")
+            print(f"refused {what}: {lines[0]}")
+
+        good = [
+            (["--summary", "OFF"], "off"), (["--summary", "Stderr"], "stderr"),
+            (["--summary", "./new/dir/summary.txt"], "./new/dir/summary.txt"),
+            (["--output", path("mine")], ""), (["--output", path("capture")], ""),
+            (["--output", path("new", "deep", "capture")], ""),
+        ]
+        for args, summary in good:
+            r = run(exe, "run", "--compositor", "never", *args, "--", *app, cwd=tmp)
+            check(r.returncode == 0 and os.path.exists(marker),
+                  f"{args} refused ({r.returncode}): {r.stderr}")
+            check(r.stdout == summary, f"{args}: FRAMESCOPE_SUMMARY={r.stdout!r}, expected "
+                  f"{summary!r}")
+            os.unlink(marker)
+        check(not os.path.exists(path("new")), "checking a path created directories")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}

@@ -5,18 +5,25 @@
  * Runs COMMAND (the bundled demo workload when none is given) with VK_LAYER_FRAMESCOPE
  * enabled, starting a private headless Weston when there is no Wayland session, and returns
  * the command's exit status. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +62,8 @@ static const char usage[] =
     "  -h, --help           this text\n"
     "\n"
     "The environment variables the layer reads (FRAMESCOPE_*) pass through; see README.md.\n"
+    "SIGINT, SIGTERM and SIGHUP sent to framescope go on to the command, which ends as it\n"
+    "would on its own; a private Weston is stopped and its directory removed in every case.\n"
     "Exit status: the command's own, 128+N if it died of signal N, 125 if framescope failed\n"
     "before running it, 2 for a usage error.\n";
 
@@ -136,10 +145,199 @@ static bool wayland_session_reachable(void)
     return file_exists(path);
 }
 
+/*
+ * Signals for the command. It stays in framescope's process group, so the terminal treats it
+ * as it would the command run on its own: it can read the terminal, ^Z stops it with us and
+ * fg resumes both, and ^C reaches it exactly once, straight from the terminal, which signals
+ * the whole foreground group. Such a signal (the terminal's keys, its hangup) comes from the
+ * kernel, which sends these three only to a whole process group, the command's included
+ * (si_code SI_KERNEL): it is not passed on, or the command would get it twice. One that a
+ * process sent to framescope (kill, sigqueue: si_code <= 0) is passed on, once.
+ * In a process group of its own the command would get every signal through us alone, but it
+ * would be stopped when it reads the terminal unless framescope handed the terminal over and
+ * back and relayed ^Z as a shell does. Left over: a process that signals our whole group
+ * (kill -INT -PGID) reaches the command both directly and through us.
+ */
+static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP };
+static volatile sig_atomic_t command_pid; /* the command, not yet reaped; 0 when none */
+static volatile sig_atomic_t stop_signal; /* the last of them framescope received */
+
+static void forward_signal(int signo, siginfo_t *info, void *context)
+{
+    (void)context;
+    int saved_errno = errno;
+    stop_signal = signo;
+    if (command_pid > 0 && info->si_code != SI_KERNEL)
+        kill(command_pid, signo);
+    errno = saved_errno;
+}
+
+static void forwarded_signal_set(sigset_t *ret_set)
+{
+    sigemptyset(ret_set);
+    for (unsigned i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
+        sigaddset(ret_set, forwarded_signals[i]);
+}
+
+/* From here on framescope does not die of these: it passes them on to the command or, before
+ * the command runs, stops. One that was ignored when framescope started (nohup, an
+ * asynchronous command of a script) stays ignored, and the command inherits that, as it
+ * would without framescope. */
+static int catch_forwarded_signals(void)
+{
+    for (unsigned i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++) {
+        struct sigaction old;
+        if (sigaction(forwarded_signals[i], NULL, &old) != 0)
+            return -1;
+        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN)
+            continue;
+        struct sigaction action = { .sa_sigaction = forward_signal,
+                                    .sa_flags = SA_SIGINFO | SA_RESTART };
+        sigemptyset(&action.sa_mask);
+        if (sigaction(forwarded_signals[i], &action, NULL) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* How long Weston may take to open its socket. */
+#define COMPOSITOR_START_TIMEOUT_MS 10000
+/* How long Weston has to exit on SIGTERM before it is killed: it took 2.3 ms (Weston 10,
+ * headless, pixman, Debian 12 container); the rest is margin for a loaded machine. */
+#define COMPOSITOR_EXIT_TIMEOUT_MS 5000
+/* Subdirectory levels removed with the runtime directory: clients keep state there one or two
+ * levels deep (dconf/user, pulse/native). */
+#define RUNTIME_DIR_MAX_DEPTH 8
+
 struct compositor {
     pid_t pid;
     char runtime_dir[64];
 };
+
+/* Copies the end of Weston's log to stderr, since the log goes with the runtime directory. */
+static void print_log_tail(const char *path)
+{
+    char tail[2048]; /* the error Weston ends with and the lines leading to it */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    off_t size = lseek(fd, 0, SEEK_END);
+    ssize_t n = -1;
+    if (size >= 0 && lseek(fd, size > (off_t)sizeof(tail) ? size - (off_t)sizeof(tail) : 0,
+                           SEEK_SET) >= 0)
+        n = read(fd, tail, sizeof(tail));
+    close(fd);
+    if (n > 0) {
+        fprintf(stderr, "framescope: the end of Weston's log:\n");
+        fwrite(tail, 1, (size_t)n, stderr);
+    }
+}
+
+/* 1 when the Wayland socket at path takes a connection, 0 when it is bound but not listening
+ * yet (ECONNREFUSED), -errno on another failure. The connection is closed at once. */
+static int socket_accepts(const char *path)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof(addr.sun_path))
+        return -ENAMETOOLONG;
+    memcpy(addr.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int r = connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 ? 1
+            : errno == ECONNREFUSED                                 ? 0
+                                                                    : -errno;
+    close(fd);
+    return r;
+}
+
+/*
+ * Waits until Weston's socket appears in the runtime directory (inotify), Weston exits
+ * (pidfd), a forwarded signal arrives, or the time is up. The signals are blocked except inside
+ * ppoll, so one that arrives just before it still wakes it.
+ */
+static int compositor_wait_ready(struct compositor *c, const char *socket, const char *log_path)
+{
+    int r = -1;
+    sigset_t forwarded, unblocked;
+    forwarded_signal_set(&forwarded);
+    sigprocmask(SIG_BLOCK, &forwarded, &unblocked);
+    int pidfd = -1;
+    int inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (inotify_fd < 0 || inotify_add_watch(inotify_fd, c->runtime_dir, IN_CREATE) < 0) {
+        fprintf(stderr, "framescope: cannot watch %s for Weston's socket: %s\n", c->runtime_dir,
+                strerror(errno));
+        goto error_inotify;
+    }
+    /* Without a pidfd (Linux before 5.3) an early exit shows only when the time is up. */
+    pidfd = pidfd_open(c->pid, 0);
+    long long deadline = monotonic_ms() + COMPOSITOR_START_TIMEOUT_MS;
+    for (;;) {
+        /* The socket file appears at bind(), a moment before listen(), for which there is no
+         * event: a socket that refuses is looked at again after a millisecond. */
+        long long poll_ms = LLONG_MAX;
+        if (file_exists(socket)) {
+            int accepts = socket_accepts(socket);
+            if (accepts > 0) {
+                r = 0;
+                break;
+            }
+            if (accepts < 0) {
+                fprintf(stderr, "framescope: cannot connect to Weston's socket %s: %s\n", socket,
+                        strerror(-accepts));
+                break;
+            }
+            poll_ms = 1;
+        }
+        if (stop_signal) {
+            fprintf(stderr, "framescope: %s while the headless Weston started; stopping it\n",
+                    strsignal(stop_signal));
+            break;
+        }
+        /* Left unreaped: compositor_stop() collects it with anything it started. */
+        siginfo_t exited = { 0 };
+        if (waitid(P_PID, (id_t)c->pid, &exited, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            exited.si_pid == c->pid) {
+            fprintf(stderr, "framescope: headless weston exited at start-up\n");
+            print_log_tail(log_path);
+            break;
+        }
+        long long left = deadline - monotonic_ms();
+        if (left <= 0) {
+            fprintf(stderr, "framescope: headless weston did not open its socket within %d s\n",
+                    COMPOSITOR_START_TIMEOUT_MS / 1000);
+            print_log_tail(log_path);
+            break;
+        }
+        struct pollfd fds[2] = { { .fd = inotify_fd, .events = POLLIN },
+                                 { .fd = pidfd, .events = POLLIN } };
+        if (poll_ms > left)
+            poll_ms = left;
+        struct timespec timeout = { .tv_sec = poll_ms / 1000,
+                                    .tv_nsec = poll_ms % 1000 * 1000000 };
+        if (ppoll(fds, 2, &timeout, &unblocked) < 0 && errno != EINTR) {
+            fprintf(stderr, "framescope: waiting for Weston failed: %s\n", strerror(errno));
+            break;
+        }
+        char events[4096];
+        while (read(inotify_fd, events, sizeof(events)) > 0)
+            ; /* what was created does not matter: the socket is looked for by name */
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+error_inotify:
+    if (inotify_fd >= 0)
+        close(inotify_fd);
+    sigprocmask(SIG_SETMASK, &unblocked, NULL);
+    return r;
+}
 
 static int compositor_start(struct compositor *c)
 {
@@ -147,86 +345,347 @@ static int compositor_start(struct compositor *c)
     snprintf(c->runtime_dir, sizeof(c->runtime_dir), "/tmp/framescope-XXXXXX");
     if (!mkdtemp(c->runtime_dir)) {
         fprintf(stderr, "framescope: cannot create a runtime directory: %s\n", strerror(errno));
+        c->runtime_dir[0] = '\0';
         return -1;
     }
-    chmod(c->runtime_dir, 0700);
     setenv("XDG_RUNTIME_DIR", c->runtime_dir, 1);
+    /* Weston's own clients then come to us, not to init, when Weston exits, and
+     * compositor_stop() can make sure they are gone. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     char log_path[128];
     snprintf(log_path, sizeof(log_path), "%s/weston.log", c->runtime_dir);
     char *argv[] = { (char *)weston, "--backend=headless-backend.so", "--socket=framescope-0",
                      "--use-pixman", "--idle-time=0", NULL };
+    /* A process group of its own, so that the terminal's ^C and hangup, which go to the
+     * foreground group, never stop the compositor under the command: we stop it, last. Default
+     * dispositions and no blocked signals, whatever we inherited, so that SIGTERM ends it. */
+    sigset_t none, forwarded;
+    sigemptyset(&none);
+    forwarded_signal_set(&forwarded);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &forwarded);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                        POSIX_SPAWN_SETSIGDEF);
+    /* The child's standard descriptors, which are meant to survive exec (no O_CLOEXEC). Not
+     * the terminal: a background group that reads it is stopped. */
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path,
                                      O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    int r = posix_spawnp(&c->pid, weston, &actions, NULL, argv, environ);
+    int r = posix_spawnp(&c->pid, weston, &actions, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
     if (r != 0) {
         fprintf(stderr, "framescope: no Wayland session, and weston could not be started (%s);"
                 " install it (apt-get install weston) or pass --compositor never\n", strerror(r));
-        rmdir(c->runtime_dir);
         c->pid = 0;
         return -1;
     }
     char socket[128];
     snprintf(socket, sizeof(socket), "%s/framescope-0", c->runtime_dir);
-    for (int i = 0; i < 200 && !file_exists(socket); i++) {
-        int status;
-        if (waitpid(c->pid, &status, WNOHANG) == c->pid) {
-            fprintf(stderr, "framescope: headless weston exited at start-up; its log is %s\n",
-                    log_path);
-            c->pid = 0;
-            return -1;
-        }
-        usleep(50000);
-    }
-    if (!file_exists(socket)) {
-        fprintf(stderr, "framescope: headless weston did not open its socket within 10 s\n");
+    if (compositor_wait_ready(c, socket, log_path) != 0)
         return -1;
-    }
     setenv("WAYLAND_DISPLAY", "framescope-0", 1);
     fprintf(stderr, "framescope: no Wayland session; started a headless Weston "
             "(WAYLAND_DISPLAY=framescope-0, XDG_RUNTIME_DIR=%s)\n", c->runtime_dir);
     return 0;
 }
 
-static void compositor_stop(struct compositor *c)
+/* Waits up to timeout_ms for fd to become readable, through signals. */
+static bool wait_readable(int fd, int timeout_ms)
 {
-    if (c->pid > 0) {
-        kill(c->pid, SIGTERM);
-        waitpid(c->pid, NULL, 0);
-    }
-    if (c->runtime_dir[0]) {
-        char path[128];
-        const char *leftovers[] = { "weston.log", "framescope-0", "framescope-0.lock" };
-        for (unsigned i = 0; i < sizeof(leftovers) / sizeof(leftovers[0]); i++) {
-            snprintf(path, sizeof(path), "%s/%s", c->runtime_dir, leftovers[i]);
-            unlink(path);
-        }
-        rmdir(c->runtime_dir);
+    long long deadline = monotonic_ms() + timeout_ms;
+    for (;;) {
+        long long left = deadline - monotonic_ms();
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int n = poll(&p, 1, left > 0 ? (int)left : 0);
+        if (n > 0)
+            return true;
+        if (n == 0 || errno != EINTR)
+            return false;
     }
 }
 
-static int run_command(char **argv)
+/* Removes everything in the directory open as dir_fd, which it closes, max_depth levels of
+ * subdirectories down at most. A link is removed, never followed. */
+static void empty_dir(int dir_fd, int max_depth)
 {
+    DIR *dir = fdopendir(dir_fd);
+    if (!dir) {
+        close(dir_fd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (unlinkat(dir_fd, e->d_name, 0) == 0 || errno != EISDIR || max_depth == 0)
+            continue;
+        int sub_fd = openat(dir_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub_fd >= 0)
+            empty_dir(sub_fd, max_depth - 1);
+        unlinkat(dir_fd, e->d_name, AT_REMOVEDIR);
+    }
+    closedir(dir);
+}
+
+/* Stops Weston and removes its runtime directory with everything in it (socket, lock, log, a
+ * client's files). Accepts a compositor that never started or failed half-way. */
+static void compositor_stop(struct compositor *c)
+{
+    if (c->pid > 0) {
+        /* Without a pidfd (Linux before 5.3) Weston is killed at once; its files go anyway. */
+        int pidfd = pidfd_open(c->pid, 0);
+        kill(c->pid, SIGTERM);
+        if (pidfd >= 0) {
+            wait_readable(pidfd, COMPOSITOR_EXIT_TIMEOUT_MS);
+            close(pidfd);
+        }
+        /* Weston is not reaped yet, so its pid, its group's id, is no one else's: this ends
+         * Weston if it did not exit in time and anything it started that is still there. */
+        kill(-c->pid, SIGKILL);
+        /* Weston and the clients it starts (weston-desktop-shell, weston-keyboard), which
+         * came to us when it exited (we are their subreaper): reaped here, not left behind. */
+        while (waitpid(-c->pid, NULL, 0) > 0 || errno == EINTR)
+            ;
+        c->pid = 0;
+    }
+    if (c->runtime_dir[0]) {
+        int dir_fd = open(c->runtime_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir_fd >= 0)
+            empty_dir(dir_fd, RUNTIME_DIR_MAX_DEPTH);
+        if (rmdir(c->runtime_dir) != 0 && errno != ENOENT)
+            fprintf(stderr, "framescope: cannot remove the runtime directory %s: %s\n",
+                    c->runtime_dir, strerror(errno));
+        c->runtime_dir[0] = '\0';
+    }
+}
+
+/*
+ * Runs argv, passing the forwarded signals on to it, and returns its exit status as a shell
+ * reports it: 128+N if it died of signal N (N in *ret_signal, else 0), 125 if it could not be
+ * run, 128+N without running it if framescope got signal N first (*ret_ran false in both).
+ */
+static int run_command(char **argv, int *ret_signal, bool *ret_ran)
+{
+    *ret_signal = 0;
+    *ret_ran = false;
+    sigset_t forwarded, unblocked;
+    forwarded_signal_set(&forwarded);
+    /* Blocked from the last look at stop_signal until command_pid is set, so that a signal
+     * in between is passed on as soon as the command exists. The command gets our mask as it
+     * was, not this one. */
+    sigprocmask(SIG_BLOCK, &forwarded, &unblocked);
+    if (stop_signal) {
+        int signo = stop_signal;
+        sigprocmask(SIG_SETMASK, &unblocked, NULL);
+        fprintf(stderr, "framescope: %s before %s started\n", strsignal(signo), argv[0]);
+        return 128 + signo;
+    }
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &unblocked);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
     pid_t pid;
-    int r = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+    int r = posix_spawnp(&pid, argv[0], NULL, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
+    if (r == 0)
+        command_pid = pid;
+    sigprocmask(SIG_SETMASK, &unblocked, NULL);
     if (r != 0) {
         fprintf(stderr, "framescope: cannot run %s: %s\n", argv[0], strerror(r));
         return 125;
     }
-    /* The terminal's ^C reaches the child too; we wait for it to finish its summary. */
-    signal(SIGINT, SIG_IGN);
-    int status;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR)
-            return 125;
+    *ret_ran = true;
+    /* Waited for without reaping: until command_pid is cleared the pid stays the command's (a
+     * zombie's), never that of a new process the handler could signal. */
+    siginfo_t info = { 0 };
+    int w;
+    while ((w = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT)) != 0 && errno == EINTR)
+        ;
+    int wait_errno = errno;
+    command_pid = 0;
+    if (w != 0) {
+        fprintf(stderr, "framescope: cannot wait for %s: %s\n", argv[0], strerror(wait_errno));
+        return 125;
     }
-    signal(SIGINT, SIG_DFL);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return WEXITSTATUS(status);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    if (info.si_code == CLD_EXITED)
+        return info.si_status;
+    *ret_signal = info.si_status;
+    return 128 + info.si_status;
+}
+
+/* The last component of path, trailing slashes aside, into ret_base; false when there is none
+ * of its own ("/", ".", "..", "./"). */
+static bool last_component(const char *path, char *ret_base, size_t base_len)
+{
+    char buf[PATH_MAX];
+    size_t len = strlen(path);
+    if (len >= sizeof(buf))
+        return false;
+    memcpy(buf, path, len + 1);
+    while (len > 1 && buf[len - 1] == '/')
+        buf[--len] = '\0';
+    const char *slash = strrchr(buf, '/');
+    const char *base = slash ? slash + 1 : buf;
+    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strlen(base) >= base_len)
+        return false;
+    snprintf(ret_base, base_len, "%s", base);
+    return true;
+}
+
+/*
+ * The layer makes the missing directories on the way to path (as mkdir -p does) and writes
+ * beside path before renaming into place, so the nearest directory on the way that exists
+ * must be one we can write in. what names path in the message. False after one line on
+ * stderr.
+ */
+static bool parent_writable(const char *what, const char *path)
+{
+    char shown[FSCOPE_ESCAPE_SIZE];
+    char dir[PATH_MAX];
+    size_t len = strlen(path);
+    if (len >= sizeof(dir)) {
+        fprintf(stderr, "framescope: %s %s: the path is too long\n", what,
+                fscope_config_escape(path, shown, sizeof(shown)));
+        return false;
+    }
+    memcpy(dir, path, len + 1);
+    for (;;) {
+        while (len > 1 && dir[len - 1] == '/')
+            dir[--len] = '\0';
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            snprintf(dir, sizeof(dir), ".");
+        else if (slash == dir)
+            dir[1] = '\0';
+        else
+            *slash = '\0';
+        len = strlen(dir);
+        struct stat st;
+        if (stat(dir, &st) == 0) {
+            const char *why = !S_ISDIR(st.st_mode) ? strerror(ENOTDIR)
+                              : access(dir, W_OK | X_OK) != 0 ? strerror(errno)
+                                                               : NULL;
+            if (why) {
+                char shown_dir[FSCOPE_ESCAPE_SIZE];
+                fprintf(stderr, "framescope: %s %s: cannot create it in %s: %s\n", what,
+                        fscope_config_escape(path, shown, sizeof(shown)),
+                        fscope_config_escape(dir, shown_dir, sizeof(shown_dir)), why);
+            }
+            return !why;
+        }
+        if (errno != ENOENT || strcmp(dir, ".") == 0 || strcmp(dir, "/") == 0) {
+            fprintf(stderr, "framescope: %s %s: %s\n", what,
+                    fscope_config_escape(path, shown, sizeof(shown)), strerror(errno));
+            return false;
+        }
+    }
+}
+
+/* What a capture holds (src/capture_dir.c): the layer replaces a directory holding nothing
+ * else and refuses one that does. */
+static bool holds_only_capture(int dir_fd)
+{
+    static const char *const capture_files[] = { "summary.json", "frames.csv", "zones.csv",
+                                                 "trace.json" };
+    DIR *dir = fdopendir(dir_fd);
+    if (!dir) {
+        close(dir_fd);
+        return false;
+    }
+    bool only_capture = true;
+    struct dirent *e;
+    while (only_capture && (e = readdir(dir))) {
+        bool known = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+        for (unsigned i = 0; i < sizeof(capture_files) / sizeof(capture_files[0]); i++)
+            known = known || strcmp(e->d_name, capture_files[i]) == 0;
+        only_capture = known;
+    }
+    closedir(dir);
+    return only_capture;
+}
+
+/*
+ * The capture directory, checked before anything runs by the rules the layer applies when it
+ * writes the capture at exit: a directory it can create, or an existing one of ours that only
+ * we can write, holding at most an earlier capture. what names it in the message. False after
+ * one line on stderr.
+ */
+static bool check_output(const char *what, const char *path)
+{
+    char shown[FSCOPE_ESCAPE_SIZE];
+    char base[NAME_MAX + 1];
+    if (!last_component(path, base, sizeof(base))) {
+        fprintf(stderr, "framescope: %s %s: name a directory of its own (not /, . or ..)\n",
+                what, fscope_config_escape(path, shown, sizeof(shown)));
+        return false;
+    }
+    const char *why = NULL;
+    char why_buf[128];
+    struct stat st;
+    /* A trailing slash would make lstat follow a link. */
+    char target[PATH_MAX];
+    snprintf(target, sizeof(target), "%s", path);
+    for (size_t len = strlen(target); len > 1 && target[len - 1] == '/';)
+        target[--len] = '\0';
+    if (lstat(target, &st) != 0) {
+        if (errno == ENOENT)
+            return parent_writable(what, path);
+        why = strerror(errno);
+    } else if (S_ISLNK(st.st_mode)) {
+        why = "it is a symbolic link; give the directory it points to";
+    } else if (!S_ISDIR(st.st_mode)) {
+        why = "it exists and is not a directory";
+    } else if (st.st_uid != geteuid()) {
+        snprintf(why_buf, sizeof(why_buf), "it is owned by another user (uid %u); choose a "
+                 "directory of your own", (unsigned)st.st_uid);
+        why = why_buf;
+    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(why_buf, sizeof(why_buf), "%s can write to it (mode %04o); choose a "
+                 "directory only you can write", st.st_mode & S_IWOTH ? "everyone" : "its group",
+                 (unsigned)(st.st_mode & 07777));
+        why = why_buf;
+    } else {
+        int dir_fd = open(target, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir_fd < 0)
+            why = strerror(errno);
+        else if (!holds_only_capture(dir_fd))
+            why = "it holds files that are not a framescope capture";
+    }
+    if (why) {
+        fprintf(stderr, "framescope: %s %s: %s\n", what,
+                fscope_config_escape(path, shown, sizeof(shown)), why);
+        return false;
+    }
+    return parent_writable(what, path);
+}
+
+/* A summary file (FRAMESCOPE_SUMMARY naming a path, from --summary or inherited): one the
+ * layer can write at exit. False after one line on stderr. */
+static bool check_summary_file(const char *path)
+{
+    char shown[FSCOPE_ESCAPE_SIZE];
+    char base[NAME_MAX + 1];
+    struct stat st;
+    const char *why = NULL;
+    if (!last_component(path, base, sizeof(base)))
+        why = "name a file (not /, . or ..)";
+    else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        why = "it is a directory; name a file";
+    if (why) {
+        fprintf(stderr, "framescope: summary file %s: %s\n",
+                fscope_config_escape(path, shown, sizeof(shown)), why);
+        return false;
+    }
+    return parent_writable("summary file", path);
 }
 
 static int cmd_run(int argc, char **argv)
@@ -342,28 +801,47 @@ static int cmd_run(int argc, char **argv)
                  stamp);
         output = default_output;
     }
+    /* Checked now, not found out when the command exits with its run lost. */
+    if (output && !check_output(output == default_output ? "capture directory" : "--output",
+                                output))
+        return 2;
+    const char *summary_target = getenv("FRAMESCOPE_SUMMARY");
+    if (summary_target && fscope_config_is_path(summary_target) &&
+        !check_summary_file(summary_target))
+        return 2;
     if (output)
         setenv("FRAMESCOPE_OUTPUT", output, 1);
+    else
+        unsetenv("FRAMESCOPE_OUTPUT"); /* --no-capture over an inherited one */
 
     if (enable_layer() != 0) {
         fprintf(stderr, "framescope: cannot set up the layer environment: %s\n",
                 strerror(errno));
         return 125;
     }
-
-    struct compositor compositor = { 0 };
-    if (compositor_auto && !wayland_session_reachable() && compositor_start(&compositor) != 0) {
-        compositor_stop(&compositor);
+    if (catch_forwarded_signals() != 0) {
+        fprintf(stderr, "framescope: cannot catch signals: %s\n", strerror(errno));
         return 125;
     }
-    int status = run_command(command);
+
+    /* Every way out goes through compositor_stop(). */
+    struct compositor compositor = { 0 };
+    int status, command_signal = 0;
+    bool ran = false;
+    if (compositor_auto && !wayland_session_reachable() && compositor_start(&compositor) != 0)
+        status = stop_signal ? 128 + stop_signal : 125;
+    else
+        status = run_command(command, &command_signal, &ran);
     compositor_stop(&compositor);
-    if (output && status != 125) {
+    if (output && ran) {
         char summary[PATH_MAX + 32];
         snprintf(summary, sizeof(summary), "%s/summary.json", output);
         if (file_exists(summary))
             fprintf(stderr, "framescope: capture in %s (open trace.json in ui.perfetto.dev)\n",
                     output);
+        else if (command_signal)
+            fprintf(stderr, "framescope: the command died of signal %d (%s) and wrote no "
+                    "capture to %s\n", command_signal, strsignal(command_signal), output);
         else
             fprintf(stderr, "framescope: the command wrote no capture to %s (did it use "
                     "Vulkan?)\n", output);
