@@ -976,6 +976,26 @@ static int write_capture(const struct run_stats *s, FILE *summary)
     return r;
 }
 
+/* `framescope run` passes a pipe in FRAMESCOPE_STATUS_FD and exits non-zero when the capture
+ * failed. Anything but a pipe there is ignored: the variable may be inherited by a process
+ * that was never meant to write to that descriptor. */
+static void tell_observer(int capture_result)
+{
+    const char *text = secure_getenv("FRAMESCOPE_STATUS_FD");
+    long fd;
+    struct stat st;
+    if (!text || !fscope_config_parse_long(text, 3, 1 << 20, &fd) || fstat((int)fd, &st) != 0 ||
+        !S_ISFIFO(st.st_mode))
+        return;
+    char line[160];
+    int n = capture_result == 0 ? snprintf(line, sizeof(line), "written\n")
+                                : snprintf(line, sizeof(line), "failed %s\n",
+                                           strerror(-capture_result));
+    if (write((int)fd, line, (size_t)n) < 0) {
+        /* The observer is gone: nobody to tell. */
+    }
+}
+
 static int text_writer(FILE *f, const void *arg)
 {
     fputs(arg, f);
@@ -1009,7 +1029,7 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     if (summary)
         write_summary_text(summary, &stats);
     if (output_dir[0])
-        write_capture(&stats, summary);
+        tell_observer(write_capture(&stats, summary));
     if (summary == stderr) {
         fflush(stderr);
     } else if (summary) {

@@ -79,6 +79,36 @@ def test_demo_no_session(exe):
     print(r.stderr)
 
 
+def test_capture_failure(exe):
+    """A capture that cannot be written (a full disk) makes `framescope run` say so and exit
+    non-zero, though the app itself succeeded; the previous capture stays whole."""
+    import subprocess
+    base = tempfile.mkdtemp(prefix="fscope-cli-")
+    disk = os.path.join(base, "tiny")
+    os.mkdir(disk)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", disk],
+                      capture_output=True).returncode != 0:
+        print("cannot mount a tmpfs here")
+        sys.exit(SKIP)
+    try:
+        out = os.path.join(disk, "capture")
+        env = {"XDG_RUNTIME_DIR": tempfile.mkdtemp(), "FRAMESCOPE_RING_EVENTS": "64"}
+        r = run(exe, "run", "--output", out, "--", exe.replace("tools/framescope",
+                "tools/demo/framescope-demo"), "--quiet", "--frames", "3", env=env)
+        check(r.returncode == 0 and f"capture in {out}" in r.stderr, r.stderr[-2000:])
+        before = open(os.path.join(out, "frames.csv")).read()
+        r = run(exe, "run", "--output", out, "--", exe.replace("tools/framescope",
+                "tools/demo/framescope-demo"), "--quiet", "--frames", "600", env=env)
+        check(r.returncode == 1, f"exit status {r.returncode} after a failed capture")
+        check("capture was NOT written" in r.stderr and "No space left on device" in r.stderr,
+              f"the failure is not named:\n{r.stderr[-2000:]}")
+        check(open(os.path.join(out, "frames.csv")).read() == before, "previous capture changed")
+        print("full disk: exit 1, ENOSPC named, previous capture whole")
+    finally:
+        subprocess.run(["umount", disk])
+        shutil.rmtree(base, ignore_errors=True)
+
+
 # ---- every way out of `framescope run`: signals, a private Weston, bad values ----
 
 def proc_stat(pid):

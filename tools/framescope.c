@@ -28,9 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The one parser of every framescope value, compiled in: the CLI does not load libframescope
- * (its constructor would start profiling the CLI itself). */
-#include "../src/config.c"
+#include "config.h"
 
 extern char **environ;
 
@@ -813,6 +811,18 @@ static int cmd_run(int argc, char **argv)
         setenv("FRAMESCOPE_OUTPUT", output, 1);
     else
         unsetenv("FRAMESCOPE_OUTPUT"); /* --no-capture over an inherited one */
+    /* The profiled process says through this pipe whether its capture was written: a full
+     * disk or a refused directory must not end in exit status 0. */
+    int status_pipe[2] = { -1, -1 };
+    if (output && pipe(status_pipe) == 0) {
+        fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);
+        fcntl(status_pipe[0], F_SETFL, O_NONBLOCK);
+        char fd_text[16];
+        snprintf(fd_text, sizeof(fd_text), "%d", status_pipe[1]);
+        setenv("FRAMESCOPE_STATUS_FD", fd_text, 1);
+    } else {
+        unsetenv("FRAMESCOPE_STATUS_FD");
+    }
 
     if (enable_layer() != 0) {
         fprintf(stderr, "framescope: cannot set up the layer environment: %s\n",
@@ -833,7 +843,20 @@ static int cmd_run(int argc, char **argv)
     else
         status = run_command(command, &command_signal, &ran);
     compositor_stop(&compositor);
-    if (output && ran) {
+    char capture_status[256] = "";
+    if (status_pipe[0] >= 0) {
+        close(status_pipe[1]);
+        ssize_t n = read(status_pipe[0], capture_status, sizeof(capture_status) - 1);
+        capture_status[n > 0 ? n : 0] = '\0';
+        close(status_pipe[0]);
+    }
+    if (output && ran && strncmp(capture_status, "failed", 6) == 0) {
+        capture_status[strcspn(capture_status, "\n")] = '\0';
+        fprintf(stderr, "framescope: the capture was NOT written to %s (%s)\n", output,
+                capture_status + 7);
+        if (status == 0)
+            status = 1;
+    } else if (output && ran) {
         char summary[PATH_MAX + 32];
         snprintf(summary, sizeof(summary), "%s/summary.json", output);
         if (file_exists(summary))
