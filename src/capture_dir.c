@@ -13,7 +13,8 @@
 
 /* What a capture holds; a target holding anything else is not ours to replace. */
 static const char *const capture_files[] = { "summary.json", "frames.csv", "zones.csv",
-                                             "trace.json" };
+                                             "trace.json", "presentmon.csv", "mangohud.csv",
+                                             "report.html" };
 
 static bool is_capture_file(const char *name)
 {

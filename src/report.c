@@ -14,6 +14,7 @@
 #include "cap.h"
 #include "capture_dir.h"
 #include "config.h"
+#include "formats.h"
 #include "log.h"
 #include "presentation.h"
 #include "stats.h"
@@ -933,24 +934,69 @@ static int trace_writer(FILE *f, const void *arg)
     return trace_write(f);
 }
 
+/* The names a struct formats_run points to. */
+struct formats_names {
+    char app[64], device[256], driver[256];
+};
+
+/* What the other formats (src/formats.h) need of the run. */
+static void formats_run_fill(const struct run_stats *s, struct formats_names *names,
+                             struct formats_run *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    app_name(names->app, sizeof(names->app));
+    pthread_mutex_lock(&meta_lock);
+    snprintf(names->device, sizeof(names->device), "%s",
+             device_name_count ? device_names[0].name : "");
+    snprintf(names->driver, sizeof(names->driver), "%s",
+             device_name_count ? device_names[0].driver : "");
+    pthread_mutex_unlock(&meta_lock);
+    ret->app = names->app;
+    ret->device = names->device;
+    ret->driver = names->driver;
+    ret->pid = (int)getpid();
+    ret->evidence = s->evidence;
+    ret->primary_log = s->primary_log;
+    ret->verdict = s->frames ? verdict_name(s->run_verdict) : "none";
+    ret->reason = s->reason;
+    ret->frames = s->frames;
+    ret->duration_s = s->duration_s;
+    ret->fps = s->fps;
+    const double frame_ms[5] = { s->mean_ms, s->p50_ms, s->p95_ms, s->p99_ms, s->max_ms };
+    memcpy(ret->frame_ms, frame_ms, sizeof(frame_ms));
+    ret->low_fps[0] = s->low1_fps;
+    ret->low_fps[1] = s->low01_fps;
+    for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
+        ret->verdict_share[v] = s->frames ? (double)s->verdict_frames[v] / (double)s->frames : 0;
+    ret->gpu_timed = s->total.gpu_timed;
+    memcpy(ret->budget_ms, s->budget_ms, sizeof(ret->budget_ms));
+}
+
 /* All of the capture or none of it (src/capture_dir.h). Returns 0 or -errno. */
 static int write_capture(const struct run_stats *s, FILE *summary)
 {
-    static const struct {
+    struct formats_names names;
+    struct formats_run run;
+    formats_run_fill(s, &names, &run);
+    const struct {
         const char *name;
         capture_writer writer;
+        const void *arg;
     } files[] = {
-        { "summary.json", summary_writer },
-        { "frames.csv", csv_writer },
-        { "zones.csv", zones_writer },
-        { "trace.json", trace_writer },
+        { "summary.json", summary_writer, s },
+        { "frames.csv", csv_writer, s },
+        { "zones.csv", zones_writer, s },
+        { "trace.json", trace_writer, s },
+        { "presentmon.csv", formats_write_presentmon, &run },
+        { "mangohud.csv", formats_write_mangohud, &run },
+        { "report.html", formats_write_report_html, &run },
     };
     struct capture_dir dir;
     const char *why = "";
     const char *failed = NULL;
     int r = capture_dir_begin(&dir, output_dir, &why);
     for (unsigned i = 0; r == 0 && i < sizeof(files) / sizeof(files[0]); i++) {
-        r = capture_dir_write(&dir, files[i].name, files[i].writer, s);
+        r = capture_dir_write(&dir, files[i].name, files[i].writer, files[i].arg);
         if (r != 0)
             failed = files[i].name;
     }
@@ -970,8 +1016,8 @@ static int write_capture(const struct run_stats *s, FILE *summary)
             fprintf(summary, "  capture     NOT written to %s%s: %s\n", output_dir, what,
                     strerror(-r));
     } else if (summary) {
-        fprintf(summary, "  capture     %s (summary.json, frames.csv, zones.csv, trace.json)\n",
-                output_dir);
+        fprintf(summary, "  capture     %s (summary.json, frames.csv, zones.csv, trace.json, "
+                "presentmon.csv, mangohud.csv, report.html)\n", output_dir);
     }
     return r;
 }

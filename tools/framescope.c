@@ -593,7 +593,8 @@ static bool parent_writable(const char *what, const char *path)
 static bool holds_only_capture(int dir_fd)
 {
     static const char *const capture_files[] = { "summary.json", "frames.csv", "zones.csv",
-                                                 "trace.json" };
+                                                 "trace.json", "presentmon.csv", "mangohud.csv",
+                                                 "report.html" };
     DIR *dir = fdopendir(dir_fd);
     if (!dir) {
         close(dir_fd);

@@ -1,0 +1,779 @@
+#include "formats.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "clock.h"
+#include "frame.h"
+#include "registry.h"
+
+/* VkPresentModeKHR values (output does not include Vulkan). */
+enum { PRESENT_IMMEDIATE = 0, PRESENT_MAILBOX = 1, PRESENT_FIFO = 2, PRESENT_FIFO_RELAXED = 3 };
+
+/* The budget's parts as the report names them: CPU work, then the blocks in enum fscope_block
+ * order (frames.csv's column names without _ms). */
+static const char *const block_names[FSCOPE_BLOCK_COUNT] = { "acquire", "present", "fence",
+                                                             "semaphore", "idle", "cap",
+                                                             "present_wait" };
+
+/* The report's charts draw at most this many columns: one per pixel of a wide chart. Longer
+ * runs put several frames in a column (their mean, and the slowest). */
+#define REPORT_MAX_COLUMNS 2000
+
+static int64_t ticks_ns(uint64_t ticks)
+{
+    return (int64_t)llround(fscope_ticks_to_ns(ticks));
+}
+
+static int64_t ticks_between_ns(uint64_t from, uint64_t to)
+{
+    return to >= from ? ticks_ns(to - from) : -ticks_ns(from - to);
+}
+
+/* ns as ms with six decimals (exact, as frames.csv writes them), after a comma. */
+static void write_ms(FILE *f, int64_t ns)
+{
+    uint64_t magnitude = ns < 0 ? (uint64_t)-ns : (uint64_t)ns;
+    fprintf(f, ",%s%llu.%06llu", ns < 0 ? "-" : "", (unsigned long long)(magnitude / 1000000),
+            (unsigned long long)(magnitude % 1000000));
+}
+
+/* Where frames.csv's start_ms counts from: the first frame of any surface. */
+static uint64_t capture_origin(void)
+{
+    uint64_t origin = UINT64_MAX;
+    unsigned logs = frame_logs_count();
+    for (unsigned l = 0; l < logs; l++) {
+        struct fscope_frame_log *log = frame_log_at(l);
+        if (fscope_frame_log_count(log) && frame_log_frame(log, 0)->start_ticks < origin)
+            origin = frame_log_frame(log, 0)->start_ticks;
+    }
+    return origin == UINT64_MAX ? 0 : origin;
+}
+
+/* Shown on a display, with a time to show: the frames frames.csv gives presented_ms. */
+static bool frame_shown(const struct fscope_frame *f, uint64_t origin)
+{
+    return f->present_state == FRAME_PRESENT_PRESENTED && f->presented_ticks > origin;
+}
+
+/* A value for a CSV that neither quotes nor escapes (both tools' logs): no commas, quotes or
+ * line breaks. */
+static void csv_plain(const char *text, char *ret, size_t len)
+{
+    snprintf(ret, len, "%s", text ? text : "");
+    for (char *p = ret; *p; p++)
+        if (*p == ',' || *p == '"' || *p == '\n' || *p == '\r')
+            *p = ' ';
+}
+
+static const struct display_evidence *log_evidence(const struct formats_run *run, unsigned l)
+{
+    return run->evidence ? &run->evidence[l] : NULL;
+}
+
+/* DXGI's sync interval: frames a present waits for the display (FIFO one), -1 unknown. */
+static int sync_interval(int32_t present_mode)
+{
+    if (present_mode == PRESENT_FIFO || present_mode == PRESENT_FIFO_RELAXED)
+        return 1;
+    return present_mode == PRESENT_IMMEDIATE || present_mode == PRESENT_MAILBOX ? 0 : -1;
+}
+
+/* Modes that may show part of a frame: immediate always, FIFO relaxed when a frame is late. */
+static int allows_tearing(int32_t present_mode)
+{
+    return present_mode == PRESENT_IMMEDIATE || present_mode == PRESENT_FIFO_RELAXED;
+}
+
+int formats_write_presentmon(FILE *f, const void *arg)
+{
+    const struct formats_run *run = arg;
+    char app[64];
+    csv_plain(run->app, app, sizeof(app));
+    fputs("Application,ProcessID,SwapChainAddress,PresentRuntime,SyncInterval,PresentFlags,"
+          "AllowsTearing,PresentMode,CPUStartTime,FrameTime,CPUBusy,CPUWait,GPULatency,GPUTime,"
+          "GPUBusy,GPUWait,DisplayLatency,DisplayedTime,AnimationError\n", f);
+    uint64_t origin = capture_origin();
+    unsigned logs = frame_logs_count();
+    for (unsigned l = 0; l < logs; l++) {
+        struct fscope_frame_log *log = frame_log_at(l);
+        uint64_t count = fscope_frame_log_count(log);
+        const struct fscope_frame *previous_shown = NULL;
+        uint64_t next_shown = 0; /* the first shown frame after the current one, or count */
+        for (uint64_t i = 0; i < count; i++) {
+            const struct fscope_frame *fr = frame_log_frame(log, i);
+            struct frame_budget_ns b;
+            frame_budget(fr, log_evidence(run, l), &b);
+            /* There is no swapchain address to give: the surface's number and the swapchain's
+             * serial (recreations) name it instead. */
+            uint64_t swapchain = (uint64_t)(l + 1) << 32 | fr->swapchain_serial;
+            /* PresentMon's own word for a mode it cannot classify: what the compositor did
+             * with a Vulkan swapchain (flip, copy, overlay) is not known here. */
+            fprintf(f, "%s,%d,0x%llX,Vulkan,%d,0,%d,Other", app, run->pid,
+                    (unsigned long long)swapchain, sync_interval(fr->present_mode),
+                    allows_tearing(fr->present_mode));
+            /* Seconds since the first frame, as PresentMon's CPUStartTime by default. */
+            int64_t start_ns = ticks_ns(fr->start_ticks - origin);
+            fprintf(f, ",%lld.%09lld", (long long)(start_ns / 1000000000),
+                    (long long)(start_ns % 1000000000));
+            write_ms(f, b.frame);
+            write_ms(f, b.cpu);
+            write_ms(f, b.frame - b.cpu);
+            /* When the GPU started on the frame is not measured, only how long it was busy
+             * within it; PresentMon's GPUTime is GPUBusy + GPUWait. */
+            fputs(",NA", f);
+            if (b.gpu_timed) {
+                write_ms(f, b.frame);
+                write_ms(f, b.gpu_busy);
+                write_ms(f, b.frame - b.gpu_busy);
+            } else {
+                fputs(",NA,NA,NA", f);
+            }
+            if (!frame_shown(fr, origin)) {
+                fputs(",NA,NA,NA\n", f);
+                continue;
+            }
+            write_ms(f, ticks_between_ns(fr->start_ticks, fr->presented_ticks));
+            if (next_shown <= i)
+                for (next_shown = i + 1; next_shown < count &&
+                                         !frame_shown(frame_log_frame(log, next_shown), origin);
+                     next_shown++)
+                    ;
+            if (next_shown < count)
+                write_ms(f, ticks_between_ns(fr->presented_ticks,
+                                             frame_log_frame(log, next_shown)->presented_ticks));
+            else
+                fputs(",NA", f);
+            /* How far the time the frame was made for (its CPU start) moved, against how far
+             * the display moved, since the previous frame shown. */
+            if (previous_shown)
+                write_ms(f, ticks_between_ns(previous_shown->start_ticks, fr->start_ticks) -
+                                ticks_between_ns(previous_shown->presented_ticks,
+                                                 fr->presented_ticks));
+            else
+                fputs(",NA", f);
+            fputc('\n', f);
+            previous_shown = fr;
+        }
+    }
+    return 0;
+}
+
+/* The first line of a file that starts with prefix, the rest of it, unquoted; "" if none. */
+static void read_field(const char *path, const char *prefix, char *ret, size_t len)
+{
+    ret[0] = '\0';
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    char line[512];
+    size_t prefix_len = strlen(prefix);
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, prefix, prefix_len) != 0)
+            continue;
+        char *value = line + prefix_len;
+        value += strspn(value, " \t:\"");
+        value[strcspn(value, "\"\n")] = '\0';
+        csv_plain(value, ret, len);
+        break;
+    }
+    fclose(f);
+}
+
+int formats_write_mangohud(FILE *f, const void *arg)
+{
+    const struct formats_run *run = arg;
+    char os[128], cpu[128], gpu[128], ram[32], kernel[128], driver[128], scheduler[64];
+    read_field("/etc/os-release", "PRETTY_NAME=", os, sizeof(os));
+    read_field("/proc/cpuinfo", "model name", cpu, sizeof(cpu));
+    read_field("/proc/meminfo", "MemTotal:", ram, sizeof(ram));
+    ram[strspn(ram, "0123456789")] = '\0'; /* kB, as MangoHud writes it */
+    read_field("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "", scheduler,
+               sizeof(scheduler));
+    struct utsname uts;
+    csv_plain(uname(&uts) == 0 ? uts.release : "", kernel, sizeof(kernel));
+    csv_plain(run->device, gpu, sizeof(gpu));
+    csv_plain(run->driver, driver, sizeof(driver));
+    fprintf(f, "os,cpu,gpu,ram,kernel,driver,cpuscheduler\n%s,%s,%s,%s,%s,%s,%s\n", os, cpu, gpu,
+            ram, kernel, driver, scheduler);
+    fputs("fps,frametime,cpu_load,gpu_load,cpu_temp,gpu_temp,gpu_core_clock,gpu_mem_clock,"
+          "gpu_vram_used,gpu_power,ram_used,elapsed\n", f);
+    if (run->primary_log >= frame_logs_count())
+        return 0;
+    uint64_t origin = capture_origin();
+    struct fscope_frame_log *log = frame_log_at(run->primary_log);
+    uint64_t count = fscope_frame_log_count(log);
+    for (uint64_t i = 0; i < count; i++) {
+        const struct fscope_frame *fr = frame_log_frame(log, i);
+        struct frame_budget_ns b;
+        frame_budget(fr, log_evidence(run, run->primary_log), &b);
+        long long gpu_load = b.gpu_timed && b.frame > 0
+                                 ? llround(100.0 * (double)b.gpu_busy / (double)b.frame) : 0;
+        /* MangoHud 0.6.8 (Debian 12's) writes frametime in microseconds and elapsed in
+         * nanoseconds since logging began; the frame time here keeps its nanoseconds. What is
+         * not measured (loads, temperatures, clocks, memory, power) is 0, as MangoHud writes
+         * a sensor it cannot read. */
+        fprintf(f, "%g,%lld.%03lld,0,%lld,0,0,0,0,0,0,0,%lld\n",
+                b.frame > 0 ? 1e9 / (double)b.frame : 0.0, (long long)(b.frame / 1000),
+                (long long)(b.frame % 1000), gpu_load, (long long)ticks_ns(fr->end_ticks - origin));
+    }
+    return 0;
+}
+
+/* A JSON string that can sit inside a <script> element: no '<', '>' or '&' appears as such,
+ * so no text of the program's ("</script>" in a zone name) can end the element. */
+static void html_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&')
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* JSON has no NaN or infinity. */
+static double finite_or_zero(double x)
+{
+    return isfinite(x) ? x : 0.0;
+}
+
+/* One chart column: frames_in_it consecutive frames of the primary surface. */
+struct report_column {
+    int64_t start_ns;            /* its first frame's start, from the capture origin */
+    int64_t frame_max_ns;
+    int64_t sum_ns[3 + FSCOPE_BLOCK_COUNT]; /* frame, gpu busy, cpu, blocks... */
+    uint32_t frames_in_it;
+};
+
+enum { SUM_FRAME, SUM_GPU_BUSY, SUM_CPU, SUM_BLOCKS };
+
+static void write_column_series(FILE *f, const char *name, const struct report_column *columns,
+                                size_t count, int sum_index)
+{
+    fprintf(f, "\"%s\": [", name);
+    for (size_t c = 0; c < count; c++) {
+        double value = sum_index < 0 ? (double)columns[c].frame_max_ns
+                                     : (double)columns[c].sum_ns[sum_index] /
+                                           (double)columns[c].frames_in_it;
+        fprintf(f, "%s%.4f", c ? "," : "", value / 1e6);
+    }
+    fputc(']', f);
+}
+
+/* The primary surface's frames in at most REPORT_MAX_COLUMNS columns. NULL when out of
+ * memory; *ret_count 0 and a non-NULL result for no frames. */
+static struct report_column *report_columns(const struct formats_run *run, uint64_t origin,
+                                            size_t *ret_count)
+{
+    *ret_count = 0;
+    struct fscope_frame_log *log = run->primary_log < frame_logs_count()
+                                       ? frame_log_at(run->primary_log) : NULL;
+    uint64_t frames = log ? fscope_frame_log_count(log) : 0;
+    uint64_t per_column = (frames + REPORT_MAX_COLUMNS - 1) / REPORT_MAX_COLUMNS;
+    size_t count = per_column ? (size_t)((frames + per_column - 1) / per_column) : 0;
+    struct report_column *columns = calloc(count ? count : 1, sizeof(*columns));
+    if (!columns)
+        return NULL;
+    for (uint64_t i = 0; i < frames; i++) {
+        const struct fscope_frame *fr = frame_log_frame(log, i);
+        struct frame_budget_ns b;
+        frame_budget(fr, log_evidence(run, run->primary_log), &b);
+        struct report_column *column = &columns[i / per_column];
+        if (!column->frames_in_it)
+            column->start_ns = ticks_ns(fr->start_ticks - origin);
+        column->frames_in_it++;
+        if (b.frame > column->frame_max_ns)
+            column->frame_max_ns = b.frame;
+        column->sum_ns[SUM_FRAME] += b.frame;
+        column->sum_ns[SUM_GPU_BUSY] += b.gpu_busy;
+        column->sum_ns[SUM_CPU] += b.cpu;
+        for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
+            column->sum_ns[SUM_BLOCKS + k] += b.block[k];
+    }
+    *ret_count = count;
+    return columns;
+}
+
+static int write_report_data(FILE *f, const struct formats_run *run)
+{
+    uint64_t origin = capture_origin();
+    size_t column_count;
+    struct report_column *columns = report_columns(run, origin, &column_count);
+    char *zones = NULL;
+    size_t zones_len = 0;
+    FILE *zones_file = open_memstream(&zones, &zones_len);
+    if (zones_file) {
+        registry_write_zones_csv(zones_file);
+        if (fclose(zones_file) != 0) {
+            free(zones);
+            zones = NULL;
+        }
+    }
+    if (!columns || !zones) {
+        free(columns);
+        free(zones);
+        return -ENOMEM;
+    }
+
+    fputs("{\"app\": ", f);
+    html_json_string(f, run->app);
+    fprintf(f, ", \"pid\": %d, \"device\": ", run->pid);
+    html_json_string(f, run->device);
+    fputs(", \"driver\": ", f);
+    html_json_string(f, run->driver);
+    fprintf(f, ",\n\"frames\": %llu, \"duration_s\": %.6f, \"fps\": %.3f, ",
+            (unsigned long long)run->frames, finite_or_zero(run->duration_s),
+            finite_or_zero(run->fps));
+    fprintf(f, "\"frame_ms\": {\"mean\": %.6f, \"p50\": %.6f, \"p95\": %.6f, \"p99\": %.6f, "
+            "\"max\": %.6f}, \"low_fps\": {\"1%%\": %.3f, \"0.1%%\": %.3f},\n\"verdict\": ",
+            run->frame_ms[0], run->frame_ms[1], run->frame_ms[2], run->frame_ms[3],
+            run->frame_ms[4], finite_or_zero(run->low_fps[0]), finite_or_zero(run->low_fps[1]));
+    html_json_string(f, run->verdict);
+    fputs(", \"reason\": ", f);
+    html_json_string(f, run->reason);
+    fputs(", \"shares\": {", f);
+    for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
+        fprintf(f, "%s\"%s\": %.6f", v ? ", " : "", verdict_name((enum fscope_verdict)v),
+                finite_or_zero(run->verdict_share[v]));
+    fputs("},\n\"surface\": ", f);
+    struct fscope_frame_log *log = run->primary_log < frame_logs_count()
+                                       ? frame_log_at(run->primary_log) : NULL;
+    html_json_string(f, log ? frame_log_label(log) : "");
+    fprintf(f, ", \"surfaces\": %u, \"gpu_timed\": %s,\n\"budget_ms\": {\"cpu\": %.6f, "
+            "\"gpu_busy\": %.6f", frame_logs_count(), run->gpu_timed ? "true" : "false",
+            run->budget_ms[0], run->budget_ms[1]);
+    for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
+        fprintf(f, ", \"%s\": %.6f", block_names[k], run->budget_ms[2 + k]);
+    fputs("},\n\"columns\": {\"frames_per_column\": [", f);
+    for (size_t c = 0; c < column_count; c++)
+        fprintf(f, "%s%u", c ? "," : "", columns[c].frames_in_it);
+    fputs("],\n\"start\": [", f);
+    for (size_t c = 0; c < column_count; c++)
+        fprintf(f, "%s%.3f", c ? "," : "", (double)columns[c].start_ns / 1e6);
+    fputs("],\n", f);
+    write_column_series(f, "frame_mean", columns, column_count, SUM_FRAME);
+    fputs(",\n", f);
+    write_column_series(f, "frame_max", columns, column_count, -1);
+    fputs(",\n", f);
+    write_column_series(f, "gpu_busy", columns, column_count, SUM_GPU_BUSY);
+    fputs(",\n\"budget\": {", f);
+    write_column_series(f, "cpu", columns, column_count, SUM_CPU);
+    for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++) {
+        fputs(",\n", f);
+        write_column_series(f, block_names[k], columns, column_count, SUM_BLOCKS + (int)k);
+    }
+    fputs("}},\n\"presented_intervals_ms\": [", f);
+    uint64_t frames = log ? fscope_frame_log_count(log) : 0;
+    uint64_t last_shown = 0;
+    bool first = true;
+    for (uint64_t i = 0; i < frames; i++) {
+        const struct fscope_frame *fr = frame_log_frame(log, i);
+        if (!frame_shown(fr, origin))
+            continue;
+        if (last_shown && fr->presented_ticks > last_shown) {
+            fprintf(f, "%s%.4f", first ? "" : ",",
+                    fscope_ticks_to_ns(fr->presented_ticks - last_shown) / 1e6);
+            first = false;
+        }
+        last_shown = fr->presented_ticks;
+    }
+    fputs("],\n\"zones_csv\": ", f);
+    html_json_string(f, zones);
+    fputs("}\n", f);
+    free(columns);
+    free(zones);
+    return 0;
+}
+
+/* The page around the data: plain SVG and DOM, no library and nothing fetched, so it opens
+ * from a file on a machine without a network. It says "rendered" in #status (and sets
+ * body[data-rendered]) when every part is drawn, and any error there instead. */
+static const char report_page_head[] =
+    "<!DOCTYPE html>\n"
+    "<html lang=\"en\">\n"
+    "<head>\n"
+    "<meta charset=\"utf-8\">\n"
+    "<title>framescope report</title>\n"
+    "<style>\n"
+    "body { font: 14px/1.45 sans-serif; color: #222; max-width: 1000px; margin: 1.5em auto;\n"
+    "       padding: 0 1em; }\n"
+    "h1 { font-size: 1.35em; margin-bottom: .2em; }\n"
+    "h2 { font-size: 1.1em; margin: 1.8em 0 .4em; }\n"
+    ".verdict { font-size: 1.1em; padding: .6em .9em; background: #f4f4f4;\n"
+    "           border-left: 4px solid #c60; }\n"
+    ".note { color: #666; font-size: .9em; }\n"
+    "table { border-collapse: collapse; }\n"
+    "th, td { padding: 2px 10px; border-bottom: 1px solid #e4e4e4; text-align: right; }\n"
+    "th:first-child, td:first-child, th.text, td.text { text-align: left; }\n"
+    "td.path { text-align: left; font-family: monospace; white-space: pre; }\n"
+    "svg { display: block; border: 1px solid #ddd; background: #fff; }\n"
+    "svg text { font-size: 11px; fill: #444; }\n"
+    ".legend span { display: inline-block; margin-right: 1.2em; }\n"
+    ".swatch { display: inline-block; width: .8em; height: .8em; margin-right: .3em;\n"
+    "          vertical-align: -1px; }\n"
+    "#status { color: #888; font-size: .85em; }\n"
+    "</style>\n"
+    "</head>\n"
+    "<body>\n"
+    "<p id=\"status\">rendering</p>\n"
+    "<script>\n"
+    "// Any error while rendering is shown here, so that a broken report says so.\n"
+    "window.onerror = function (message, source, line) {\n"
+    "    var text = 'error: ' + message + ' (line ' + line + ')';\n"
+    "    document.getElementById('status').textContent = text;\n"
+    "    document.body.dataset.error = 'yes';\n"
+    "};\n"
+    "</script>\n"
+    "<noscript>This report draws its tables and charts with JavaScript.</noscript>\n"
+    "<div id=\"report\"></div>\n"
+    "<script type=\"application/json\" id=\"data\">\n";
+
+static const char report_page_tail[] =
+    "</script>\n"
+    "<script>\n"
+    "(function () {\n"
+    "    'use strict';\n"
+    "    var data = JSON.parse(document.getElementById('data').textContent);\n"
+    "    var report = document.getElementById('report');\n"
+    "    var SVG_NS = 'http://www.w3.org/2000/svg';\n"
+    "    var PARTS = ['cpu', 'acquire', 'present', 'present_wait', 'fence', 'semaphore', 'idle',\n"
+    "                 'cap'];\n"
+    "    var COLORS = {\n"
+    "        cpu: '#4c78a8', acquire: '#f58518', present: '#e45756', present_wait: '#eeca3b',\n"
+    "        fence: '#72b7b2', semaphore: '#54a24b', idle: '#b279a2', cap: '#9d755d'\n"
+    "    };\n"
+    "\n"
+    "    function add(parent, tag, text, className) {\n"
+    "        var node = document.createElement(tag);\n"
+    "        if (text !== undefined)\n"
+    "            node.textContent = text;\n"
+    "        if (className)\n"
+    "            node.className = className;\n"
+    "        parent.appendChild(node);\n"
+    "        return node;\n"
+    "    }\n"
+    "\n"
+    "    function svgAdd(parent, tag, attributes, text) {\n"
+    "        var node = document.createElementNS(SVG_NS, tag);\n"
+    "        for (var name in attributes)\n"
+    "            node.setAttribute(name, attributes[name]);\n"
+    "        if (text !== undefined)\n"
+    "            node.textContent = text;\n"
+    "        parent.appendChild(node);\n"
+    "        return node;\n"
+    "    }\n"
+    "\n"
+    "    function fixed(x, digits) {\n"
+    "        return Number(x).toFixed(digits);\n"
+    "    }\n"
+    "\n"
+    "    // A round step that cuts range into about four: 1, 2, 2.5 or 5 times a power of ten.\n"
+    "    function tickStep(range) {\n"
+    "        var raw = range > 0 ? range / 4 : 1;\n"
+    "        var magnitude = Math.pow(10, Math.floor(Math.log10(raw)));\n"
+    "        var multiples = [1, 2, 2.5, 5, 10];\n"
+    "        for (var i = 0; i < multiples.length; i++) {\n"
+    "            if (multiples[i] * magnitude >= raw)\n"
+    "                return multiples[i] * magnitude;\n"
+    "        }\n"
+    "        return 10 * magnitude;\n"
+    "    }\n"
+    "\n"
+    "    function tickLabel(value) {\n"
+    "        return String(Number(value.toFixed(6)));\n"
+    "    }\n"
+    "\n"
+    "    // Runs can hold more values than a function call takes arguments.\n"
+    "    function maximum(values) {\n"
+    "        return values.reduce(function (most, v) { return v > most ? v : most; }, 0);\n"
+    "    }\n"
+    "\n"
+    "    function minimum(values) {\n"
+    "        return values.reduce(function (least, v) {\n"
+    "            return v < least ? v : least;\n"
+    "        }, Infinity);\n"
+    "    }\n"
+    "\n"
+    "    // items: [label, colour] pairs.\n"
+    "    function legend(items) {\n"
+    "        var box = add(report, 'p', undefined, 'legend');\n"
+    "        items.forEach(function (item) {\n"
+    "            var entry = add(box, 'span');\n"
+    "            add(entry, 'span', undefined, 'swatch').style.background = item[1];\n"
+    "            entry.appendChild(document.createTextNode(item[0]));\n"
+    "        });\n"
+    "    }\n"
+    "\n"
+    "    // An empty chart with axes from about xMin to xMax and 0 to yMax, widened to round\n"
+    "    // ticks; returns its scales.\n"
+    "    function chart(title, xMin, xMax, yMax, xLabel, yLabel) {\n"
+    "        add(report, 'h2', title);\n"
+    "        var width = 960, height = 260, left = 55, right = 12, top = 10, bottom = 38;\n"
+    "        var plotWidth = width - left - right, plotHeight = height - top - bottom;\n"
+    "        var xStep = tickStep(xMax - xMin), yStep = tickStep(yMax);\n"
+    "        xMin = Math.floor(xMin / xStep) * xStep;\n"
+    "        xMax = Math.max(xMin + xStep, Math.ceil(xMax / xStep) * xStep);\n"
+    "        yMax = Math.max(yStep, Math.ceil(yMax / yStep) * yStep);\n"
+    "        var svg = svgAdd(report, 'svg', {\n"
+    "            width: width, height: height, viewBox: '0 0 ' + width + ' ' + height\n"
+    "        });\n"
+    "        var scale = {\n"
+    "            svg: svg,\n"
+    "            x: function (v) { return left + plotWidth * (v - xMin) / (xMax - xMin); },\n"
+    "            y: function (v) {\n"
+    "                return top + plotHeight - plotHeight * Math.min(v, yMax) / yMax;\n"
+    "            },\n"
+    "            bottom: top + plotHeight\n"
+    "        };\n"
+    "        for (var yValue = 0; yValue <= yMax + yStep / 2; yValue += yStep) {\n"
+    "            svgAdd(svg, 'line', { x1: left, x2: width - right, y1: scale.y(yValue),\n"
+    "                                  y2: scale.y(yValue), stroke: '#eee' });\n"
+    "            svgAdd(svg, 'text', { x: left - 5, y: scale.y(yValue) + 4,\n"
+    "                                  'text-anchor': 'end' }, tickLabel(yValue));\n"
+    "        }\n"
+    "        for (var xValue = xMin; xValue <= xMax + xStep / 2; xValue += xStep) {\n"
+    "            svgAdd(svg, 'text', { x: scale.x(xValue), y: scale.bottom + 14,\n"
+    "                                  'text-anchor': 'middle' }, tickLabel(xValue));\n"
+    "        }\n"
+    "        svgAdd(svg, 'path', { stroke: '#888', fill: 'none',\n"
+    "                              d: 'M' + left + ' ' + top + 'V' + scale.bottom + 'H' +\n"
+    "                                 (width - right) });\n"
+    "        svgAdd(svg, 'text', { x: left + plotWidth / 2, y: height - 5,\n"
+    "                              'text-anchor': 'middle' }, xLabel);\n"
+    "        var middle = top + plotHeight / 2;\n"
+    "        svgAdd(svg, 'text', { x: 14, y: middle, 'text-anchor': 'middle',\n"
+    "                              transform: 'rotate(-90 14 ' + middle + ')' }, yLabel);\n"
+    "        return scale;\n"
+    "    }\n"
+    "\n"
+    "    function renderSummary() {\n"
+    "        add(report, 'h1', 'framescope: ' + data.app + ' (pid ' + data.pid + ')');\n"
+    "        var driver = data.driver ? ', driver ' + data.driver : '';\n"
+    "        add(report, 'p', data.device + driver, 'note');\n"
+    "        if (!data.frames) {\n"
+    "            add(report, 'p', 'No frames: nothing was presented and no frame was marked.',\n"
+    "                'verdict');\n"
+    "            return;\n"
+    "        }\n"
+    "        add(report, 'p', data.verdict + '-bound: ' + data.reason, 'verdict');\n"
+    "        var f = data.frame_ms, b = data.budget_ms;\n"
+    "        var shares = Object.keys(data.shares).map(function (v) {\n"
+    "            return v + ' ' + fixed(100 * data.shares[v], 1) + '%';\n"
+    "        });\n"
+    "        var blocks = PARTS.slice(1).map(function (part) {\n"
+    "            return part + ' ' + fixed(b[part], 3);\n"
+    "        });\n"
+    "        var rows = [\n"
+    "            ['frames', data.frames + ' in ' + fixed(data.duration_s, 3) + ' s, ' +\n"
+    "                       fixed(data.fps, 1) + ' fps'],\n"
+    "            ['frame time', 'mean ' + fixed(f.mean, 3) + ', p50 ' + fixed(f.p50, 3) +\n"
+    "                           ', p95 ' + fixed(f.p95, 3) + ', p99 ' + fixed(f.p99, 3) +\n"
+    "                           ', max ' + fixed(f.max, 3) + ' ms'],\n"
+    "            ['low fps', '1% ' + fixed(data.low_fps['1%'], 1) + ', 0.1% ' +\n"
+    "                        fixed(data.low_fps['0.1%'], 1)],\n"
+    "            ['budget per frame', 'cpu ' + fixed(b.cpu, 3) + ' | blocked: ' +\n"
+    "                                 blocks.join(', ') + ' | gpu busy ' +\n"
+    "                                 (data.gpu_timed ? fixed(b.gpu_busy, 3) : 'not timed') +\n"
+    "                                 ' ms'],\n"
+    "            ['frames by verdict', shares.join(', ')]\n"
+    "        ];\n"
+    "        var table = add(report, 'table');\n"
+    "        rows.forEach(function (row) {\n"
+    "            var tr = add(table, 'tr');\n"
+    "            add(tr, 'th', row[0]);\n"
+    "            add(tr, 'td', row[1], 'text');\n"
+    "        });\n"
+    "        if (data.surfaces > 1)\n"
+    "            add(report, 'p', 'The charts show surface \"' + data.surface + '\", the one ' +\n"
+    "                'with the most frames of ' + data.surfaces + '.', 'note');\n"
+    "    }\n"
+    "\n"
+    "    function columnsNote(columns) {\n"
+    "        var most = maximum(columns.frames_per_column);\n"
+    "        if (most > 1)\n"
+    "            add(report, 'p', 'Up to ' + most + ' consecutive frames per column.', 'note');\n"
+    "    }\n"
+    "\n"
+    "    function renderFrameTimes() {\n"
+    "        var columns = data.columns, count = columns.start.length;\n"
+    "        if (!count)\n"
+    "            return;\n"
+    "        var end = columns.start[count - 1] + columns.frame_max[count - 1];\n"
+    "        var yMax = maximum(columns.frame_max) * 1.05;\n"
+    "        var scale = chart('Frame time', 0, end / 1000, yMax,\n"
+    "                          'time since the first frame (s)', 'ms');\n"
+    "        var grouped = maximum(columns.frames_per_column) > 1;\n"
+    "        var series = grouped ? [['frame_max', '#c33', 'slowest frame of the column'],\n"
+    "                                ['frame_mean', '#4c78a8', 'mean of the column']]\n"
+    "                             : [['frame_max', '#4c78a8', 'frame time']];\n"
+    "        series.forEach(function (entry) {\n"
+    "            var points = columns[entry[0]].map(function (ms, i) {\n"
+    "                var x = scale.x(columns.start[i] / 1000);\n"
+    "                return fixed(x, 1) + ',' + fixed(scale.y(ms), 1);\n"
+    "            });\n"
+    "            svgAdd(scale.svg, 'polyline', { points: points.join(' '), fill: 'none',\n"
+    "                                            stroke: entry[1], 'stroke-width': 1 });\n"
+    "        });\n"
+    "        [['p50', data.frame_ms.p50], ['p99', data.frame_ms.p99]].forEach(function (line) {\n"
+    "            var y = scale.y(line[1]);\n"
+    "            svgAdd(scale.svg, 'line', { x1: scale.x(0), x2: scale.x(end / 1000),\n"
+    "                                        y1: y, y2: y,\n"
+    "                                        stroke: '#999', 'stroke-dasharray': '4 3' });\n"
+    "            svgAdd(scale.svg, 'text', { x: scale.x(end / 1000) - 4, y: y - 3,\n"
+    "                                        'text-anchor': 'end' }, line[0]);\n"
+    "        });\n"
+    "        legend(series.map(function (entry) { return [entry[2], entry[1]]; }));\n"
+    "        columnsNote(columns);\n"
+    "    }\n"
+    "\n"
+    "    function renderBudget() {\n"
+    "        var columns = data.columns, count = columns.start.length;\n"
+    "        if (!count)\n"
+    "            return;\n"
+    "        var scale = chart('Where each frame went (cpu + blocks = frame)', 0, count,\n"
+    "                          maximum(columns.frame_mean) * 1.05, 'frame column',\n"
+    "                          'ms per frame');\n"
+    "        var below = columns.start.map(function () { return 0; });\n"
+    "        PARTS.forEach(function (part) {\n"
+    "            var values = columns.budget[part];\n"
+    "            var top = values.map(function (v, i) { return below[i] + v; });\n"
+    "            if (!values.some(function (v) { return v > 0; }))\n"
+    "                return;\n"
+    "            var path = '';\n"
+    "            for (var i = 0; i < count; i++)\n"
+    "                path += (i ? 'L' : 'M') + fixed(scale.x(i), 1) + ' ' +\n"
+    "                        fixed(scale.y(top[i]), 1) + 'H' + fixed(scale.x(i + 1), 1);\n"
+    "            for (var j = count - 1; j >= 0; j--)\n"
+    "                path += 'L' + fixed(scale.x(j + 1), 1) + ' ' +\n"
+    "                        fixed(scale.y(below[j]), 1) + 'H' + fixed(scale.x(j), 1);\n"
+    "            svgAdd(scale.svg, 'path', { d: path + 'Z', fill: COLORS[part] });\n"
+    "            below = top;\n"
+    "        });\n"
+    "        legend(PARTS.map(function (part) { return [part, COLORS[part]]; }));\n"
+    "        columnsNote(columns);\n"
+    "    }\n"
+    "\n"
+    "    function renderHistogram() {\n"
+    "        var intervals = data.presented_intervals_ms;\n"
+    "        if (!intervals.length) {\n"
+    "            add(report, 'h2', 'Presented intervals');\n"
+    "            add(report, 'p', 'No two frames were shown with presentation feedback: ' +\n"
+    "                'nothing to draw.', 'note');\n"
+    "            return;\n"
+    "        }\n"
+    "        var longest = maximum(intervals);\n"
+    "        var steps = [0.1, 0.25, 0.5, 1, 2, 2.5, 5, 10, 20, 25, 50, 100, 250, 500, 1000];\n"
+    "        var width = steps[steps.length - 1];\n"
+    "        for (var s = 0; s < steps.length; s++) {\n"
+    "            if (longest / steps[s] <= 60) {\n"
+    "                width = steps[s];\n"
+    "                break;\n"
+    "            }\n"
+    "        }\n"
+    "        var bins = [];\n"
+    "        for (var b = 0; b <= Math.floor(longest / width); b++)\n"
+    "            bins.push(0);\n"
+    "        intervals.forEach(function (ms) { bins[Math.floor(ms / width)]++; });\n"
+    "        var first = Math.floor(minimum(intervals) / width);\n"
+    "        var scale = chart('Presented intervals (' + intervals.length + ', ' + width +\n"
+    "                          ' ms bins)', first * width, bins.length * width, maximum(bins),\n"
+    "                          'time between two frames shown (ms)', 'frames');\n"
+    "        bins.forEach(function (n, i) {\n"
+    "            if (!n)\n"
+    "                return;\n"
+    "            var x = scale.x(i * width), y = scale.y(n);\n"
+    "            var barWidth = Math.max(1, scale.x((i + 1) * width) - x - 1);\n"
+    "            svgAdd(scale.svg, 'rect', { x: x + 0.5, y: y, width: barWidth,\n"
+    "                                        height: scale.bottom - y, fill: '#4c78a8' });\n"
+    "        });\n"
+    "    }\n"
+    "\n"
+    "    // RFC 4180 fields: quoted fields may hold commas and doubled quotes.\n"
+    "    function parseCsv(text) {\n"
+    "        var rows = [], row = [], field = '', quoted = false;\n"
+    "        for (var i = 0; i < text.length; i++) {\n"
+    "            var c = text[i];\n"
+    "            if (quoted && c === '\"' && text[i + 1] === '\"') {\n"
+    "                field += '\"';\n"
+    "                i++;\n"
+    "            } else if (c === '\"') {\n"
+    "                quoted = !quoted;\n"
+    "            } else if (!quoted && c === ',') {\n"
+    "                row.push(field);\n"
+    "                field = '';\n"
+    "            } else if (!quoted && c === '\\n') {\n"
+    "                row.push(field);\n"
+    "                rows.push(row);\n"
+    "                row = [];\n"
+    "                field = '';\n"
+    "            } else {\n"
+    "                field += c;\n"
+    "            }\n"
+    "        }\n"
+    "        if (field !== '' || row.length) {\n"
+    "            row.push(field);\n"
+    "            rows.push(row);\n"
+    "        }\n"
+    "        return rows;\n"
+    "    }\n"
+    "\n"
+    "    function renderZones() {\n"
+    "        add(report, 'h2', 'Zones');\n"
+    "        var rows = parseCsv(data.zones_csv);\n"
+    "        var header = rows.shift() || [];\n"
+    "        if (!rows.length) {\n"
+    "            add(report, 'p', 'No zones were recorded.', 'note');\n"
+    "            return;\n"
+    "        }\n"
+    "        var at = {};\n"
+    "        header.forEach(function (name, i) { at[name] = i; });\n"
+    "        var shown = ['thread', 'path', 'calls', 'inclusive_ms', 'exclusive_ms', 'mean_ms',\n"
+    "                     'max_ms'];\n"
+    "        var table = add(report, 'table');\n"
+    "        var head = add(table, 'tr');\n"
+    "        shown.forEach(function (name) {\n"
+    "            add(head, 'th', name, name === 'path' ? 'text' : undefined);\n"
+    "        });\n"
+    "        rows.forEach(function (row) {\n"
+    "            var tr = add(table, 'tr');\n"
+    "            shown.forEach(function (name) {\n"
+    "                var value = row[at[name]];\n"
+    "                if (name === 'path') {\n"
+    "                    var depth = value.split('/').length - 1;\n"
+    "                    var label = '  '.repeat(depth) + value.split('/').pop();\n"
+    "                    add(tr, 'td', label, 'path').title = value;\n"
+    "                } else {\n"
+    "                    add(tr, 'td', value, name === 'thread' ? 'text' : undefined);\n"
+    "                }\n"
+    "            });\n"
+    "        });\n"
+    "    }\n"
+    "\n"
+    "    renderSummary();\n"
+    "    renderFrameTimes();\n"
+    "    renderBudget();\n"
+    "    renderHistogram();\n"
+    "    renderZones();\n"
+    "    document.getElementById('status').textContent = 'rendered';\n"
+    "    document.body.dataset.rendered = 'yes';\n"
+    "})();\n"
+    "</script>\n"
+    "</body>\n"
+    "</html>\n";
+
+int formats_write_report_html(FILE *f, const void *arg)
+{
+    fputs(report_page_head, f);
+    int r = write_report_data(f, arg);
+    fputs(report_page_tail, f);
+    return r;
+}

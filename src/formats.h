@@ -1,0 +1,41 @@
+/* The capture in other tools' formats (PresentMon's and MangoHud's CSV logs) and as a report
+ * to read in a browser. Output only: these read the frame logs, the zone tree and the run's
+ * analysis, and nothing reads them back. */
+#ifndef FSCOPE_FORMATS_H
+#define FSCOPE_FORMATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "report.h"
+
+/* What the writers need of the run beyond the frame logs; the report fills it. */
+struct formats_run {
+    const char *app; /* the process name: PresentMon's Application */
+    int pid;
+    const char *device, *driver; /* the first device */
+    const struct display_evidence *evidence; /* per log, in log order; NULL when unknown */
+    unsigned primary_log;                    /* the surface with the most frames */
+    /* The run's answer, as summary.json gives it. */
+    const char *verdict, *reason;
+    uint64_t frames;
+    double duration_s, fps;
+    double frame_ms[5]; /* mean, p50, p95, p99, max */
+    double low_fps[2];  /* 1%, 0.1% */
+    double verdict_share[FSCOPE_VERDICT_COUNT];
+    bool gpu_timed;
+    double budget_ms[2 + FSCOPE_BLOCK_COUNT]; /* means: cpu, gpu busy, blocks in enum order */
+};
+
+/* Writers for capture_dir_write() (src/capture_dir.h); run is a struct formats_run. Each
+ * returns 0 or -errno. */
+/* presentmon.csv: PresentMon 2.x columns, one row per frame, in frames.csv order. */
+int formats_write_presentmon(FILE *f, const void *run);
+/* mangohud.csv: MangoHud's log (its system line, then one row per frame of the primary
+ * surface). */
+int formats_write_mangohud(FILE *f, const void *run);
+/* report.html: one self-contained page (inline CSS and script, data embedded as JSON). */
+int formats_write_report_html(FILE *f, const void *run);
+
+#endif
