@@ -571,6 +571,199 @@ def test_bad_output_summary(exe):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# ---- framescope diff and compare ----
+
+def demo_of(exe):
+    return os.path.abspath(exe).replace("tools/framescope", "tools/demo/framescope-demo")
+
+
+def capture_demo(exe, out, *demo_args):
+    """A capture of the demo in MAILBOX, which no display paces: its frame time is its work."""
+    r = run(exe, "run", "--summary", "off", "--output", out, "--", demo_of(exe), "--quiet",
+            "--present-mode", "mailbox", *demo_args, env={"XDG_RUNTIME_DIR": tempfile.mkdtemp()})
+    check(r.returncode == 0, f"capture of {demo_args} failed ({r.returncode}):\n{r.stderr[-2000:]}")
+
+
+def diff_rows(exe, a, b):
+    r = run(exe, "diff", "--format", "json", a, b)
+    check(r.returncode == 0, f"diff exit {r.returncode}: {r.stderr}")
+    rows = json.loads(r.stdout)["rows"]
+    return {(x.get("thread"), x.get("path"), x["name"]): x for x in rows}
+
+
+def test_diff_captures(exe):
+    """Two real captures, one with 3 ms more CPU work per frame: frame time and CPU work worse
+    beyond the noise, a metric equal on both sides (the cap's wait, 0) not flagged; a capture
+    against itself: nothing beyond the noise; zones keyed by thread and path, no noise made up."""
+    tmp = tempfile.mkdtemp(prefix="fscope-diff-")
+    try:
+        base, slow = os.path.join(tmp, "base"), os.path.join(tmp, "slow")
+        capture_demo(exe, base, "--frames", "100")
+        capture_demo(exe, slow, "--frames", "100", "--cpu-ms", "3")
+        rows = diff_rows(exe, base, slow)
+        for name in ("frame_ms.mean", "frame_ms.p50", "budget_ms.cpu"):
+            x = rows[(None, None, name)]
+            check(x["exceeds_noise"] is True and x["change"] == "worse" and x["difference"] > 2.5,
+                  f"{name}: 3 ms more CPU work not worse beyond the noise: {x}")
+        fps = rows[(None, None, "fps")]
+        check(fps["change"] == "worse" and fps["difference"] < 0, f"fps: {fps}")
+        cap = rows[(None, None, "budget_ms.cap")]
+        check(cap["a"] == cap["b"] == 0 and cap["exceeds_noise"] is False,
+              f"the cap's wait, 0 on both sides, flagged: {cap}")
+        check(rows[(None, None, "frame_ms.max")]["noise"] is None, "a maximum given a noise")
+        submit = rows[("framescope-demo", "vkQueueSubmit", "calls/frame")]
+        check(submit["status"] == "both" and abs(submit["a"] - 1) < 0.05 and
+              submit["noise"] is None and "totals" in submit["no_noise_why"],
+              f"zone row keyed by thread and path: {submit}")
+        text = run(exe, "diff", base, slow)
+        check(text.returncode == 0, text.stderr)
+        line = next(l for l in text.stdout.splitlines() if l.startswith("frame_ms.mean "))
+        check(line.endswith("beyond noise: worse"), f"text: {line!r}")
+        print(text.stdout)
+
+        same = diff_rows(exe, base, base)
+        flagged = [k for k, x in same.items() if x["exceeds_noise"]]
+        check(not flagged, f"a capture against itself flagged {flagged}")
+        check(all(x["difference"] == 0 for x in same.values()), "a capture differs from itself")
+        print("itself: nothing beyond the noise")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_diff_bad_files(exe):
+    """A missing directory, a missing or malformed summary.json, a malformed frames.csv or
+    zones.csv, bad arguments: exit 2 with one line that names the file and the fault."""
+    tmp = tempfile.mkdtemp(prefix="fscope-diff-")
+    try:
+        good = os.path.join(tmp, "good")
+        capture_demo(exe, good, "--frames", "10")
+        bad = os.path.join(tmp, "bad")
+
+        def refused(args, *expected):
+            r = run(exe, *args)
+            lines = r.stderr.strip().splitlines()
+            check(r.returncode == 2, f"{args}: exit {r.returncode}, expected 2: {r.stderr}")
+            check(len(lines) == 1 and lines[0].startswith("framescope: ") and not r.stdout,
+                  f"{args}: not one error line: {r.stderr!r}")
+            for e in expected:
+                check(e in lines[0], f"{args}: {e!r} not in {lines[0]!r}")
+            print(lines[0])
+
+        def broken(name, text):
+            shutil.rmtree(bad, ignore_errors=True)
+            shutil.copytree(good, bad)
+            path = os.path.join(bad, name)
+            if text is None:
+                os.unlink(path)
+            else:
+                with open(path, "w") as f:
+                    f.write(text)
+            return bad
+
+        summary = open(os.path.join(good, "summary.json")).read()
+        frames = open(os.path.join(good, "frames.csv")).read().splitlines(True)
+        refused(["diff", good, broken("summary.json", None)], bad + "/summary.json", "missing")
+        refused(["diff", broken("summary.json", summary[:len(summary) // 2]), good],
+                bad + "/summary.json", "line ")
+        refused(["diff", good, broken("summary.json", summary.replace('"fps":', '"fps": "x",'
+                 ' "was":'))], bad + "/summary.json", "fps")
+        refused(["diff", good, broken("summary.json", "[" * 100000)], "summary.json", "nested")
+        refused(["diff", good, broken("summary.json", '{"schema": "other"}')], "summary.json",
+                "schema")
+        refused(["diff", good, broken("frames.csv", "".join(frames[:3]) +
+                 frames[3].replace(",", ",abc,", 1) + "".join(frames[4:]))],
+                bad + "/frames.csv", "line 4")
+        fields = frames[3].split(",")
+        fields[4] = "1.5x"
+        refused(["diff", good, broken("frames.csv", "".join(frames[:3]) + ",".join(fields) +
+                 "".join(frames[4:]))], bad + "/frames.csv", "line 4", "frame_ms", "1.5x")
+        refused(["diff", good, broken("zones.csv", 'thread_id,thread,path\n1,"a\n')],
+                bad + "/zones.csv")
+        refused(["diff", good, broken("zones.csv", None)], bad + "/zones.csv", "missing")
+        refused(["diff", good, os.path.join(tmp, "nowhere")], "nowhere", "no such")
+        refused(["diff", good, os.path.join(good, "summary.json")], "not a directory")
+        refused(["diff", "--frobnicate", good, good], "--frobnicate")
+        refused(["diff", good], "two capture directories")
+        refused(["diff", "--format", "xml", good, good], "--format")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_compare_env(exe):
+    """compare runs A1, X, A2 differing only by environment (the variable sets the demo's CPU
+    work through sh): 5 ms more per frame in X is worse beyond the drift; the drift and each
+    run's capture are there."""
+    tmp = tempfile.mkdtemp(prefix="fscope-compare-")
+    try:
+        command = ["sh", "-c", f'exec {demo_of(exe)} --quiet --frames 60 --present-mode mailbox '
+                   '--cpu-ms "$DEMO_CPU_MS"']
+        out = os.path.join(tmp, "cmp")
+        r = run(exe, "compare", "--format", "json", "--runs-frames", "60", "-o", out,
+                "--a", "DEMO_CPU_MS=0", "--b", "DEMO_CPU_MS=5", "--", *command,
+                env={"XDG_RUNTIME_DIR": tempfile.mkdtemp()})
+        check(r.returncode == 0, f"compare exit {r.returncode}:\n{r.stderr[-3000:]}")
+        report = json.loads(r.stdout)
+        rows = {(x.get("thread"), x.get("path"), x["name"]): x for x in report["rows"]}
+        mean = rows[(None, None, "frame_ms.mean")]
+        check(mean["verdict"] == "worse" and mean["x_minus_mean_a"] > 4 and
+              abs(mean["drift"] - abs(mean["a1"] - mean["a2"])) < 1e-6, f"frame_ms.mean: {mean}")
+        check(rows[(None, None, "budget_ms.cpu")]["verdict"] == "worse", "CPU work not worse")
+        check(rows[(None, None, "budget_ms.cap")]["verdict"] == "inconclusive",
+              "a metric 0 in every run is not inconclusive")
+        for run_name in ("A1", "X", "A2"):
+            s = json.load(open(os.path.join(out, run_name, "summary.json")))
+            check(s["frames"] == 60, f"{run_name}: {s['frames']} frames")
+        x_cpu = json.load(open(os.path.join(out, "X", "summary.json")))["budget_ms"]["cpu"]
+        check(x_cpu > 4.5, f"X did not get B's environment (cpu {x_cpu} ms per frame)")
+        print(json.dumps(mean))
+
+        out = os.path.join(tmp, "cmp-text")
+        r = run(exe, "compare", "-o", out, "--a", "DEMO_CPU_MS=0", "--b", "DEMO_CPU_MS=5",
+                "--", *command, env={"XDG_RUNTIME_DIR": tempfile.mkdtemp()})
+        check(r.returncode == 0, f"compare exit {r.returncode}:\n{r.stderr[-3000:]}")
+        check("drift = |A1 - A2|" in r.stdout, "the drift rule not stated")
+        header = next(l for l in r.stdout.splitlines() if l.startswith("metric "))
+        check("drift" in header and "X - mean(A)" in header, f"header: {header!r}")
+        line = next(l for l in r.stdout.splitlines() if l.startswith("frame_ms.mean "))
+        check(line.endswith("worse"), f"text: {line!r}")
+        print(r.stdout)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_compare_bad_args(exe):
+    """Every compare argument is checked before anything runs: exit 2, one line, the command
+    never started and no directory made."""
+    exe = os.path.abspath(exe)  # run from another directory
+    tmp = tempfile.mkdtemp(prefix="fscope-compare-")
+    try:
+        marker = os.path.join(tmp, "MARKER")
+        app = ["sh", "-c", f"touch {marker}"]
+        open(os.path.join(tmp, "file"), "w").close()
+        bad = [
+            ["--a", "1X=2"], ["--a", "NOEQUALS"], ["--b", "=value"], ["--a", "A=1 B"],
+            ["--b", "BAD-NAME=1"], ["--a", "FRAMESCOPE_OUTPUT=/tmp/x"],
+            ["--runs-frames", "0"], ["--runs-frames", "ten"], ["--format", "xml"],
+            ["-o", ""], ["-o", os.path.join(tmp, "file")],
+            ["-o", os.path.join(tmp, "no", "parent")], ["--frobnicate"],
+        ]
+        for args in bad:
+            r = run(exe, "compare", *args, "--", *app, cwd=tmp)
+            lines = r.stderr.strip().splitlines()
+            check(r.returncode == 2, f"{args}: exit {r.returncode}, expected 2: {r.stderr}")
+            check(len(lines) == 1 and lines[0].startswith("framescope: "), f"{args}: {r.stderr!r}")
+            check(not os.path.exists(marker), f"{args}: the command ran")
+            print(f"refused {args}: {lines[0]}")
+        r = run(exe, "--help")
+        check("framescope diff" in r.stdout and "framescope compare" in r.stdout and
+              "--runs-frames" in r.stdout, "--help does not document diff and compare")
+        r = run(exe, "compare", "--", "/nonexistent/app", cwd=tmp)
+        check(r.returncode == 2 and "/nonexistent/app" in r.stderr, f"missing command: {r.stderr}")
+        check(sorted(os.listdir(tmp)) == ["file"], f"directories made: {os.listdir(tmp)}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 if __name__ == "__main__":

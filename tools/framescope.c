@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compare.h"
 #include "config.h"
 
 extern char **environ;
@@ -41,6 +42,9 @@ extern char **environ;
 
 static const char usage[] =
     "usage: framescope run [OPTIONS] [--] [COMMAND [ARGS...]]\n"
+    "       framescope diff [--format text|json] A B\n"
+    "       framescope compare [--runs-frames N] [--a 'VAR=VALUE ...'] [--b 'VAR=VALUE ...']\n"
+    "                          [-o DIR] [--format text|json] -- COMMAND [ARGS...]\n"
     "       framescope --help | --version\n"
     "\n"
     "Runs COMMAND under the framescope Vulkan layer and prints, when it exits, what held its\n"
@@ -58,6 +62,16 @@ static const char usage[] =
     "      --compositor MODE  auto (default): start a private headless Weston when no\n"
     "                       Wayland session is reachable; never: do not start one\n"
     "  -h, --help           this text\n"
+    "\n"
+    "diff: two captures side by side, per metric (fps, frame_ms, budget_ms, verdict shares)\n"
+    "and per zone (thread and path), each difference marked when it exceeds the run-to-run\n"
+    "noise, 2*sqrt(seA^2 + seB^2) with standard errors from frames.csv.\n"
+    "compare: runs COMMAND three times under run: A1 with --a's variables, X with --b's, A2\n"
+    "with --a's again, captures in DIR/A1, DIR/X, DIR/A2 (default:\n"
+    "./framescope-compare-YYYYMMDD-HHMMSS); X is better or worse than A only by more than the\n"
+    "drift |A1 - A2|, else inconclusive. --runs-frames N: each run must record N frames.\n"
+    "diff exits 0, or 2 for a bad directory or file; compare 0, 1 when a run or its capture\n"
+    "failed, 2 for a usage error (before anything runs).\n"
     "\n"
     "The environment variables the layer reads (FRAMESCOPE_*) pass through; see README.md.\n"
     "SIGINT, SIGTERM and SIGHUP sent to framescope go on to the command, which ends as it\n"
@@ -891,6 +905,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "run") == 0)
         return cmd_run(argc - 1, argv + 1);
+    if (strcmp(argv[1], "diff") == 0)
+        return cmd_diff(argc - 1, argv + 1);
+    if (strcmp(argv[1], "compare") == 0)
+        return cmd_compare(argc - 1, argv + 1);
     fprintf(stderr, "framescope: unknown command '%s'\n\n%s", argv[1], usage);
     return 2;
 }

@@ -1,0 +1,1467 @@
+/* framescope diff and framescope compare. See compare.h.
+ *
+ * Both read captures (summary.json, frames.csv, zones.csv) into rows: one per summary metric
+ * and two per zone (calls per frame, mean ms), keyed by name, and zones by thread name and
+ * path, never by position: between two runs the tree changes shape, and a positional key would
+ * set one scope against another. */
+#include "compare.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "json.h"
+
+extern char **environ;
+
+/* The largest summary.json we read: ours is a few kilobytes, plus one diagnosis line per
+ * problem; anything near this is not ours. */
+#define SUMMARY_MAX_BYTES (64u << 20)
+#define ERROR_LEN 512
+
+enum direction { LOWER_IS_BETTER, HIGHER_IS_BETTER, NO_DIRECTION };
+
+/* The per-frame columns of frames.csv that a summary metric is the mean of. */
+enum frame_column {
+    COLUMN_FRAME, COLUMN_CPU, COLUMN_GPU_BUSY, COLUMN_ACQUIRE, COLUMN_PRESENT,
+    COLUMN_PRESENT_WAIT, COLUMN_FENCE, COLUMN_SEMAPHORE, COLUMN_IDLE, COLUMN_CAP,
+    FRAME_COLUMN_COUNT
+};
+static const char *const frame_column_names[FRAME_COLUMN_COUNT] = {
+    "frame_ms", "cpu_ms", "gpu_busy_ms", "acquire_ms", "present_ms", "present_wait_ms",
+    "fence_ms", "semaphore_ms", "idle_ms", "cap_ms",
+};
+
+struct zone_total {
+    char *thread, *path;
+    double calls, inclusive_ms;
+};
+
+struct capture {
+    const char *dir;
+    struct json_value *summary;
+    double frames; /* summary.json's count, for calls per frame */
+    size_t frame_rows;
+    double *columns[FRAME_COLUMN_COUNT]; /* frame_rows values each */
+    double *sorted_frame_ms;
+    struct zone_total *zones; /* sorted by thread, then path; one entry per key */
+    size_t zone_count;
+};
+
+/* One line of the comparison, with a value per capture. */
+struct row {
+    char name[64];
+    const char *thread, *path; /* a zone's key (owned by a capture); NULL for a summary metric */
+    enum direction direction;
+    bool present[3];
+    double value[3];
+    /* Half the width of each side's ~95% interval for the value (2 standard errors for a
+     * mean); NAN where there is none, and no_noise_why says why. */
+    double noise[3];
+    const char *no_noise_why;
+};
+
+struct rows {
+    struct row *items;
+    size_t count, capacity;
+};
+
+/* ---- files ---- */
+
+/* path for a message: control characters escaped, never cut (the file name is at its end). */
+static const char *shown_path(const char *path, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (const unsigned char *c = (const unsigned char *)path; *c && n + 5 < len; c++) {
+        if (*c < 0x20 || *c == 0x7f)
+            n += (size_t)snprintf(buf + n, len - n, "\\x%02x", *c);
+        else
+            buf[n++] = (char)*c;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Reads a regular file whole, NUL-terminated, into *ret_text. False with the reason in error. */
+static bool read_file(const char *path, size_t max_bytes, char **ret_text, size_t *ret_len,
+                      char *error, size_t error_len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(error, error_len, "%s", errno == ENOENT ? "missing" : strerror(errno));
+        return false;
+    }
+    struct stat st;
+    char *text = NULL;
+    if (fstat(fd, &st) != 0) {
+        snprintf(error, error_len, "%s", strerror(errno));
+        goto error_fd;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(error, error_len, "not a regular file");
+        goto error_fd;
+    }
+    if ((unsigned long long)st.st_size > max_bytes) {
+        snprintf(error, error_len, "%lld bytes, more than the %zu a framescope capture file "
+                 "can hold", (long long)st.st_size, max_bytes);
+        goto error_fd;
+    }
+    size_t size = (size_t)st.st_size, len = 0;
+    text = malloc(size + 1);
+    if (!text) {
+        snprintf(error, error_len, "out of memory for %zu bytes", size);
+        goto error_fd;
+    }
+    while (len < size) {
+        ssize_t n = read(fd, text + len, size - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(error, error_len, "%s", strerror(errno));
+            goto error_text;
+        }
+        if (n == 0)
+            break; /* shrank while read: what is there is parsed */
+        len += (size_t)n;
+    }
+    text[len] = '\0';
+    close(fd);
+    *ret_text = text;
+    *ret_len = len;
+    return true;
+
+error_text:
+    free(text);
+error_fd:
+    close(fd);
+    return false;
+}
+
+/* ---- CSV, as our writer emits it: a header, ',' between fields, '"' quoting with '""' ---- */
+
+struct csv {
+    char *p, *end; /* the text, decoded in place: a field never grows */
+    unsigned line;
+    char **fields;
+    size_t count, capacity;
+};
+
+/* The next record into csv->fields: 1, or 0 at the end, or -1 with the reason in error. The
+ * buffer must have one byte after end, for the last field's NUL. */
+static int csv_next(struct csv *csv, char *error, size_t error_len)
+{
+    if (csv->p >= csv->end)
+        return 0;
+    csv->line++;
+    csv->count = 0;
+    for (;;) {
+        if (csv->count == csv->capacity) {
+            size_t grown = csv->capacity ? csv->capacity * 2 : 64;
+            char **fields = realloc(csv->fields, grown * sizeof(*fields));
+            if (!fields) {
+                snprintf(error, error_len, "line %u: out of memory", csv->line);
+                return -1;
+            }
+            csv->fields = fields;
+            csv->capacity = grown;
+        }
+        char *field = csv->p, *out = csv->p;
+        if (csv->p < csv->end && *csv->p == '"') {
+            unsigned first_line = csv->line;
+            csv->p++;
+            for (;;) {
+                if (csv->p >= csv->end) {
+                    snprintf(error, error_len, "line %u: a quoted field is not closed",
+                             first_line);
+                    return -1;
+                }
+                if (*csv->p == '"') {
+                    if (csv->p + 1 < csv->end && csv->p[1] == '"') {
+                        *out++ = '"';
+                        csv->p += 2;
+                        continue;
+                    }
+                    csv->p++;
+                    break;
+                }
+                csv->line += *csv->p == '\n';
+                *out++ = *csv->p++;
+            }
+            if (csv->p < csv->end && *csv->p != ',' && *csv->p != '\n' && *csv->p != '\r') {
+                snprintf(error, error_len, "line %u: text after a quoted field's closing quote",
+                         csv->line);
+                return -1;
+            }
+        } else {
+            while (csv->p < csv->end && *csv->p != ',' && *csv->p != '\n' && *csv->p != '\r') {
+                if (*csv->p == '"') {
+                    snprintf(error, error_len, "line %u: a quote inside an unquoted field",
+                             csv->line);
+                    return -1;
+                }
+                *out++ = *csv->p++;
+            }
+        }
+        char separator = csv->p < csv->end ? *csv->p : '\n';
+        *out = '\0'; /* may overwrite the separator, which is kept above */
+        csv->fields[csv->count++] = field;
+        if (csv->p < csv->end)
+            csv->p++;
+        if (separator == ',')
+            continue;
+        if (separator == '\r' && csv->p < csv->end && *csv->p == '\n')
+            csv->p++;
+        return 1;
+    }
+}
+
+/* A plain decimal number as our writer prints it ("-0.5", "12", "1e-05"): no spaces, hex,
+ * inf or nan, which strtod alone would take. */
+static bool parse_number(const char *text, double *ret)
+{
+    if (!*text || !(*text == '-' || (*text >= '0' && *text <= '9')))
+        return false;
+    for (const char *c = text; *c; c++)
+        if (!strchr("0123456789.eE+-", *c))
+            return false;
+    char *end;
+    errno = 0;
+    double value = strtod(text, &end);
+    if (*end || errno == ERANGE || !isfinite(value))
+        return false;
+    *ret = value;
+    return true;
+}
+
+/* Opens a capture's CSV file and reads its header; the column of each name in names goes to
+ * ret_index (-1 when absent and optional is set). False with the reason in error. */
+static bool csv_open(struct csv *csv, char **ret_text, const char *path, const char *const *names,
+                     size_t name_count, int *ret_index, char *error, size_t error_len)
+{
+    size_t len;
+    /* A long capture's frames.csv is large, but it is read once and kept only as numbers. */
+    if (!read_file(path, (size_t)SSIZE_MAX - 1, ret_text, &len, error, error_len))
+        return false;
+    *csv = (struct csv){ .p = *ret_text, .end = *ret_text + len };
+    int r = csv_next(csv, error, error_len);
+    if (r == 0)
+        snprintf(error, error_len, "empty: no header line");
+    if (r <= 0)
+        return false;
+    for (size_t i = 0; i < name_count; i++) {
+        ret_index[i] = -1;
+        for (size_t f = 0; f < csv->count; f++)
+            if (strcmp(csv->fields[f], names[i]) == 0)
+                ret_index[i] = (int)f;
+        if (ret_index[i] < 0) {
+            snprintf(error, error_len, "line 1: no column named %s", names[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Reads one record of a file whose header had header_count fields. 1, 0 at the end, -1 with
+ * the reason in error. */
+static int csv_record(struct csv *csv, size_t header_count, char *error, size_t error_len)
+{
+    int r = csv_next(csv, error, error_len);
+    if (r > 0 && csv->count != header_count) {
+        snprintf(error, error_len, "line %u: %zu fields where the header has %zu", csv->line,
+                 csv->count, header_count);
+        return -1;
+    }
+    return r;
+}
+
+static bool csv_number(struct csv *csv, int index, const char *name, double *ret, char *error,
+                       size_t error_len)
+{
+    if (parse_number(csv->fields[index], ret))
+        return true;
+    char shown[FSCOPE_ESCAPE_SIZE];
+    snprintf(error, error_len, "line %u: %s is '%s', not a number", csv->line, name,
+             fscope_config_escape(csv->fields[index], shown, sizeof(shown)));
+    return false;
+}
+
+static int double_order(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static bool load_frames(struct capture *c, const char *path, char *error, size_t error_len)
+{
+    struct csv csv = { 0 };
+    char *text = NULL;
+    int index[FRAME_COLUMN_COUNT];
+    size_t capacity = 0;
+    bool ok = false;
+    if (!csv_open(&csv, &text, path, frame_column_names, FRAME_COLUMN_COUNT, index, error,
+                  error_len))
+        goto out;
+    size_t header_count = csv.count;
+    int r;
+    while ((r = csv_record(&csv, header_count, error, error_len)) > 0) {
+        if (c->frame_rows == capacity) {
+            capacity = capacity ? capacity * 2 : 1024;
+            for (int k = 0; k < FRAME_COLUMN_COUNT; k++) {
+                double *grown = realloc(c->columns[k], capacity * sizeof(double));
+                if (!grown) {
+                    snprintf(error, error_len, "out of memory at line %u", csv.line);
+                    goto out;
+                }
+                c->columns[k] = grown;
+            }
+        }
+        for (int k = 0; k < FRAME_COLUMN_COUNT; k++)
+            if (!csv_number(&csv, index[k], frame_column_names[k],
+                            &c->columns[k][c->frame_rows], error, error_len))
+                goto out;
+        c->frame_rows++;
+    }
+    if (r < 0)
+        goto out;
+    if (c->frame_rows) {
+        c->sorted_frame_ms = malloc(c->frame_rows * sizeof(double));
+        if (!c->sorted_frame_ms) {
+            snprintf(error, error_len, "out of memory");
+            goto out;
+        }
+        memcpy(c->sorted_frame_ms, c->columns[COLUMN_FRAME], c->frame_rows * sizeof(double));
+        qsort(c->sorted_frame_ms, c->frame_rows, sizeof(double), double_order);
+    }
+    ok = true;
+out:
+    free(csv.fields);
+    free(text);
+    return ok;
+}
+
+static int zone_order(const void *a, const void *b)
+{
+    const struct zone_total *x = a, *y = b;
+    int by_thread = strcmp(x->thread, y->thread);
+    return by_thread ? by_thread : strcmp(x->path, y->path);
+}
+
+/* Threads of one name (a pool's workers, several GPU queues' tracks) are one key: summed. */
+static void zones_merge_same_key(struct capture *c)
+{
+    if (c->zone_count == 0)
+        return; /* qsort takes no NULL array, even empty */
+    qsort(c->zones, c->zone_count, sizeof(*c->zones), zone_order);
+    size_t kept = 0;
+    for (size_t i = 0; i < c->zone_count; i++) {
+        if (kept && zone_order(&c->zones[kept - 1], &c->zones[i]) == 0) {
+            c->zones[kept - 1].calls += c->zones[i].calls;
+            c->zones[kept - 1].inclusive_ms += c->zones[i].inclusive_ms;
+            free(c->zones[i].thread);
+            free(c->zones[i].path);
+        } else {
+            c->zones[kept++] = c->zones[i];
+        }
+    }
+    c->zone_count = kept;
+}
+
+static bool load_zones(struct capture *c, const char *path, char *error, size_t error_len)
+{
+    static const char *const names[] = { "thread", "path", "calls", "inclusive_ms" };
+    struct csv csv = { 0 };
+    char *text = NULL;
+    int index[4];
+    size_t capacity = 0;
+    bool ok = false;
+    if (!csv_open(&csv, &text, path, names, 4, index, error, error_len))
+        goto out;
+    size_t header_count = csv.count;
+    int r;
+    while ((r = csv_record(&csv, header_count, error, error_len)) > 0) {
+        if (c->zone_count == capacity) {
+            capacity = capacity ? capacity * 2 : 64;
+            struct zone_total *grown = realloc(c->zones, capacity * sizeof(*grown));
+            if (!grown) {
+                snprintf(error, error_len, "out of memory at line %u", csv.line);
+                goto out;
+            }
+            c->zones = grown;
+        }
+        struct zone_total z = { 0 };
+        if (!csv_number(&csv, index[2], names[2], &z.calls, error, error_len) ||
+            !csv_number(&csv, index[3], names[3], &z.inclusive_ms, error, error_len))
+            goto out;
+        z.thread = strdup(csv.fields[index[0]]);
+        z.path = strdup(csv.fields[index[1]]);
+        if (!z.thread || !z.path) {
+            free(z.thread);
+            free(z.path);
+            snprintf(error, error_len, "out of memory at line %u", csv.line);
+            goto out;
+        }
+        c->zones[c->zone_count++] = z;
+    }
+    if (r < 0)
+        goto out;
+    zones_merge_same_key(c);
+    ok = true;
+out:
+    free(csv.fields);
+    free(text);
+    return ok;
+}
+
+static void capture_finish(struct capture *c)
+{
+    json_destroy(c->summary);
+    for (int k = 0; k < FRAME_COLUMN_COUNT; k++)
+        free(c->columns[k]);
+    free(c->sorted_frame_ms);
+    for (size_t i = 0; i < c->zone_count; i++) {
+        free(c->zones[i].thread);
+        free(c->zones[i].path);
+    }
+    free(c->zones);
+    memset(c, 0, sizeof(*c));
+}
+
+/* Loads the capture in dir. False after one line on stderr naming the file and the fault. */
+static bool capture_load(struct capture *c, const char *dir)
+{
+    char path[PATH_MAX + 32], shown[4 * (PATH_MAX + 32)], error[ERROR_LEN] = "";
+    char *text = NULL;
+    size_t len;
+    *c = (struct capture){ .dir = dir };
+    struct stat st;
+    const char *why = stat(dir, &st) != 0 ? (errno == ENOENT ? "no such capture directory"
+                                                              : strerror(errno))
+                      : !S_ISDIR(st.st_mode) ? "not a directory"
+                                             : NULL;
+    if (why) {
+        fprintf(stderr, "framescope: %s: %s\n", shown_path(dir, shown, sizeof(shown)), why);
+        return false;
+    }
+    snprintf(path, sizeof(path), "%s/summary.json", dir);
+    if (!read_file(path, SUMMARY_MAX_BYTES, &text, &len, error, sizeof(error)))
+        goto error_file;
+    c->summary = json_parse(text, len, error, sizeof(error));
+    free(text);
+    if (!c->summary)
+        goto error_file;
+    const struct json_value *schema = json_get(c->summary, "schema");
+    if (!schema || schema->type != JSON_STRING ||
+        strcmp(schema->string, "framescope-summary-1") != 0) {
+        snprintf(error, sizeof(error), "not a framescope summary (schema "
+                 "framescope-summary-1 expected)");
+        goto error_file;
+    }
+    const struct json_value *frames = json_get(c->summary, "frames");
+    if (!frames || frames->type != JSON_NUMBER || frames->number < 0) {
+        snprintf(error, sizeof(error), "no frame count (\"frames\")");
+        goto error_file;
+    }
+    c->frames = frames->number;
+    snprintf(path, sizeof(path), "%s/frames.csv", dir);
+    if (!load_frames(c, path, error, sizeof(error)))
+        goto error_file;
+    snprintf(path, sizeof(path), "%s/zones.csv", dir);
+    if (!load_zones(c, path, error, sizeof(error)))
+        goto error_file;
+    return true;
+
+error_file:
+    fprintf(stderr, "framescope: %s: %s\n", shown_path(path, shown, sizeof(shown)), error);
+    capture_finish(c);
+    return false;
+}
+
+/* ---- noise ---- */
+
+/* Twice the standard error of a column's mean: sample standard deviation / sqrt(n). It takes
+ * frames as independent; consecutive frames are correlated (a slow stretch lasts), so this is
+ * the least noise there can be, and a difference it flags is worth a second run. */
+static double mean_noise(const double *values, size_t n)
+{
+    if (n < 2)
+        return NAN;
+    double sum = 0, sum_sq = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += values[i];
+    double mean = sum / (double)n;
+    for (size_t i = 0; i < n; i++)
+        sum_sq += (values[i] - mean) * (values[i] - mean);
+    return 2 * sqrt(sum_sq / (double)(n - 1) / (double)n);
+}
+
+/*
+ * Half the width of a distribution-free ~95% interval for the q-quantile, from order
+ * statistics, without a bootstrap: the number of frames at or below the true quantile is
+ * Binomial(n, q), so the ranks n*q -/+ 2*sqrt(n*q*(1-q)) bracket it about 95% of the time, and
+ * the frame times at those ranks bracket the quantile whatever the shape of the distribution.
+ * The width then reflects how sparse the frames are around that percentile, which a mean's
+ * standard error cannot. When a rank falls outside 1..n (p99 of fewer than about 400 frames)
+ * there are too few frames to bound it, and no estimate is given.
+ */
+static double quantile_noise(const double *sorted, size_t n, double q)
+{
+    double center = (double)n * q, spread = 2 * sqrt((double)n * q * (1 - q));
+    double low_rank = floor(center - spread), high_rank = ceil(center + spread);
+    if (n < 2 || low_rank < 1 || high_rank > (double)n)
+        return NAN;
+    return (sorted[(size_t)high_rank - 1] - sorted[(size_t)low_rank - 1]) / 2;
+}
+
+/* ---- rows ---- */
+
+static struct row *rows_add(struct rows *rows, const char *name, enum direction direction)
+{
+    if (rows->count == rows->capacity) {
+        size_t grown = rows->capacity ? rows->capacity * 2 : 64;
+        struct row *items = realloc(rows->items, grown * sizeof(*items));
+        if (!items)
+            return NULL;
+        rows->items = items;
+        rows->capacity = grown;
+    }
+    struct row *row = &rows->items[rows->count++];
+    *row = (struct row){ .direction = direction };
+    snprintf(row->name, sizeof(row->name), "%s", name);
+    for (int i = 0; i < 3; i++)
+        row->noise[i] = NAN;
+    return row;
+}
+
+/* summary.json's number object.key (key alone when object is NULL). */
+static bool summary_number(const struct capture *c, const char *object, const char *key,
+                           double *ret)
+{
+    const struct json_value *parent = object ? json_get(c->summary, object) : c->summary;
+    if (object && strcmp(object, "shares") == 0)
+        parent = json_get(json_get(c->summary, "verdict"), "shares");
+    const struct json_value *value = json_get(parent, key);
+    if (!value || value->type != JSON_NUMBER)
+        return false;
+    *ret = value->number;
+    return true;
+}
+
+static bool report_missing(const struct capture *c, const char *object, const char *key)
+{
+    char shown[4 * (PATH_MAX + 32)], path[PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/summary.json", c->dir);
+    fprintf(stderr, "framescope: %s: no number at %s%s%s\n",
+            shown_path(path, shown, sizeof(shown)),
+            object ? (strcmp(object, "shares") == 0 ? "verdict.shares" : object) : "",
+            object ? "." : "", key);
+    return false;
+}
+
+/* The frames.csv column whose mean a budget_ms entry is; -1 for other_wait, the sum of two. */
+static int budget_column(const char *key)
+{
+    static const struct { const char *key; enum frame_column column; } map[] = {
+        { "cpu", COLUMN_CPU }, { "gpu_busy", COLUMN_GPU_BUSY }, { "acquire", COLUMN_ACQUIRE },
+        { "present", COLUMN_PRESENT }, { "present_wait", COLUMN_PRESENT_WAIT },
+        { "fence", COLUMN_FENCE }, { "semaphore", COLUMN_SEMAPHORE }, { "idle", COLUMN_IDLE },
+        { "cap", COLUMN_CAP },
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (strcmp(map[i].key, key) == 0)
+            return (int)map[i].column;
+    return strcmp(key, "other_wait") == 0 ? -1 : -2;
+}
+
+/* Adds the rows of object (budget_ms, or shares for verdict.shares): every key any capture
+ * has; a key one capture lacks makes its summary malformed. */
+static bool add_keyed_rows(struct rows *rows, struct capture *caps, int cap_count,
+                           const char *object)
+{
+    bool shares = strcmp(object, "shares") == 0;
+    for (int owner = 0; owner < cap_count; owner++) {
+        const struct json_value *parent =
+            shares ? json_get(json_get(caps[owner].summary, "verdict"), "shares")
+                   : json_get(caps[owner].summary, object);
+        if (!parent || parent->type != JSON_OBJECT)
+            return report_missing(&caps[owner], object, "*");
+        for (size_t k = 0; k < parent->count; k++) {
+            const char *key = parent->keys[k];
+            char name[64];
+            snprintf(name, sizeof(name), "%s.%s", shares ? "verdict.shares" : object, key);
+            bool seen = false;
+            for (size_t r = 0; r < rows->count && !seen; r++)
+                seen = strcmp(rows->items[r].name, name) == 0;
+            if (seen)
+                continue;
+            /* Less CPU work or GPU work per frame is better; a wait or a verdict's share has
+             * no direction (less CPU work shows up as more time waiting for the display). */
+            enum direction direction = !shares && (strcmp(key, "cpu") == 0 ||
+                                                   strcmp(key, "gpu_busy") == 0)
+                                           ? LOWER_IS_BETTER : NO_DIRECTION;
+            struct row *row = rows_add(rows, name, direction);
+            if (!row) {
+                fprintf(stderr, "framescope: out of memory\n");
+                return false;
+            }
+            for (int i = 0; i < cap_count; i++) {
+                struct capture *c = &caps[i];
+                if (!summary_number(c, object, key, &row->value[i]))
+                    return report_missing(c, object, key);
+                row->present[i] = true;
+                size_t n = c->frame_rows;
+                if (shares) {
+                    double p = row->value[i];
+                    if (n > 0 && p >= 0 && p <= 1)
+                        row->noise[i] = 2 * sqrt(p * (1 - p) / (double)n);
+                    else
+                        row->no_noise_why = "no frames";
+                    continue;
+                }
+                int column = budget_column(key);
+                if (column >= 0) {
+                    row->noise[i] = mean_noise(c->columns[column], n);
+                } else if (column == -1 && n) {
+                    double *sum = malloc(n * sizeof(double));
+                    if (!sum) {
+                        fprintf(stderr, "framescope: out of memory\n");
+                        return false;
+                    }
+                    for (size_t f = 0; f < n; f++)
+                        sum[f] = c->columns[COLUMN_SEMAPHORE][f] + c->columns[COLUMN_IDLE][f];
+                    row->noise[i] = mean_noise(sum, n);
+                    free(sum);
+                } else {
+                    row->no_noise_why = "no per-frame column for it";
+                }
+                if (isnan(row->noise[i]) && !row->no_noise_why)
+                    row->no_noise_why = "fewer than 2 frames";
+            }
+        }
+    }
+    return true;
+}
+
+static const struct zone_total *zone_find(const struct capture *c, const char *thread,
+                                          const char *path)
+{
+    struct zone_total key = { .thread = (char *)thread, .path = (char *)path };
+    if (c->zone_count == 0)
+        return NULL;
+    return bsearch(&key, c->zones, c->zone_count, sizeof(key), zone_order);
+}
+
+/* Two rows per zone of any capture: calls per frame and mean ms, with no noise estimate:
+ * zones.csv holds one total per zone, not one per frame, so there is no spread to read. */
+static bool add_zone_rows(struct rows *rows, struct capture *caps, int cap_count)
+{
+    for (int owner = 0; owner < cap_count; owner++) {
+        for (size_t z = 0; z < caps[owner].zone_count; z++) {
+            const struct zone_total *zone = &caps[owner].zones[z];
+            bool earlier = false;
+            for (int i = 0; i < owner && !earlier; i++)
+                earlier = zone_find(&caps[i], zone->thread, zone->path) != NULL;
+            if (earlier)
+                continue;
+            struct row *calls = rows_add(rows, "calls/frame", NO_DIRECTION);
+            struct row *mean = calls ? rows_add(rows, "mean_ms", NO_DIRECTION) : NULL;
+            if (!mean)
+                return false;
+            calls = mean - 1; /* rows_add may have moved the array */
+            for (int i = 0; i < cap_count; i++) {
+                const struct zone_total *found = zone_find(&caps[i], zone->thread, zone->path);
+                calls->present[i] = mean->present[i] = found != NULL;
+                if (!found)
+                    continue;
+                calls->value[i] = caps[i].frames > 0 ? found->calls / caps[i].frames : NAN;
+                mean->value[i] = found->calls > 0 ? found->inclusive_ms / found->calls : NAN;
+            }
+            calls->thread = mean->thread = zone->thread;
+            calls->path = mean->path = zone->path;
+            calls->no_noise_why = mean->no_noise_why = "zones.csv holds totals, not frames";
+        }
+    }
+    return true;
+}
+
+/* Every row for cap_count captures. False after one line on stderr. */
+static bool rows_build(struct rows *rows, struct capture *caps, int cap_count)
+{
+    static const struct { const char *key; double q; } frame_stats[] = {
+        { "mean", -1 }, { "p50", 0.50 }, { "p95", 0.95 }, { "p99", 0.99 }, { "max", 1 },
+    };
+    struct row *row = rows_add(rows, "fps", HIGHER_IS_BETTER);
+    if (!row)
+        goto error_memory;
+    for (int i = 0; i < cap_count; i++) {
+        struct capture *c = &caps[i];
+        if (!summary_number(c, NULL, "fps", &row->value[i]))
+            return report_missing(c, NULL, "fps");
+        row->present[i] = true;
+        /* fps is frames over their summed time, 1000 / the mean frame time: a relative error
+         * in the mean is the same relative error in fps (to first order). */
+        double mean_ms = 0;
+        for (size_t f = 0; f < c->frame_rows; f++)
+            mean_ms += c->columns[COLUMN_FRAME][f] / (double)c->frame_rows;
+        if (mean_ms > 0)
+            row->noise[i] = row->value[i] * mean_noise(c->columns[COLUMN_FRAME],
+                                                       c->frame_rows) / mean_ms;
+        if (isnan(row->noise[i]))
+            row->no_noise_why = "fewer than 2 frames";
+    }
+    for (size_t s = 0; s < sizeof(frame_stats) / sizeof(frame_stats[0]); s++) {
+        char name[64];
+        snprintf(name, sizeof(name), "frame_ms.%s", frame_stats[s].key);
+        if (!(row = rows_add(rows, name, LOWER_IS_BETTER)))
+            goto error_memory;
+        for (int i = 0; i < cap_count; i++) {
+            struct capture *c = &caps[i];
+            if (!summary_number(c, "frame_ms", frame_stats[s].key, &row->value[i]))
+                return report_missing(c, "frame_ms", frame_stats[s].key);
+            row->present[i] = true;
+            double q = frame_stats[s].q;
+            if (q < 0)
+                row->noise[i] = mean_noise(c->columns[COLUMN_FRAME], c->frame_rows);
+            else if (q < 1)
+                row->noise[i] = quantile_noise(c->sorted_frame_ms, c->frame_rows, q);
+        }
+        if (frame_stats[s].q >= 1)
+            row->no_noise_why = "a maximum has no distribution-free interval";
+        else if (frame_stats[s].q > 0)
+            row->no_noise_why = "too few frames for an order-statistic interval";
+        else
+            row->no_noise_why = "fewer than 2 frames";
+    }
+    if (!add_keyed_rows(rows, caps, cap_count, "budget_ms") ||
+        !add_keyed_rows(rows, caps, cap_count, "shares"))
+        return false;
+    if (!add_zone_rows(rows, caps, cap_count))
+        goto error_memory;
+    return true;
+
+error_memory:
+    fprintf(stderr, "framescope: out of memory\n");
+    return false;
+}
+
+/* ---- output ---- */
+
+static const char *direction_name(enum direction direction)
+{
+    return direction == LOWER_IS_BETTER    ? "lower-is-better"
+           : direction == HIGHER_IS_BETTER ? "higher-is-better"
+                                           : "none";
+}
+
+/* What a change beyond the noise or the drift means: better, worse, or for a metric with no
+ * direction, higher or lower. */
+static const char *change_name(enum direction direction, double change)
+{
+    if (direction == NO_DIRECTION)
+        return change > 0 ? "higher" : "lower";
+    return (change < 0) == (direction == LOWER_IS_BETTER) ? "better" : "worse";
+}
+
+static void print_number(FILE *f, double value)
+{
+    if (isfinite(value))
+        fprintf(f, "%.9g", value);
+    else
+        fputs("null", f);
+}
+
+static void print_cell(double value, bool present)
+{
+    if (present && isfinite(value))
+        printf(" %12.4f", value);
+    else
+        printf(" %12s", present ? "-" : "absent");
+}
+
+/* Zone rows come in pairs under one heading; returns whether this row starts a new zone. */
+static bool zone_heading(const struct row *rows, size_t i)
+{
+    return rows[i].thread && (i == 0 || rows[i - 1].thread != rows[i].thread ||
+                              rows[i - 1].path != rows[i].path);
+}
+
+struct diff_result {
+    double difference, threshold;
+    bool has_threshold, exceeds;
+};
+
+/* The difference B - A and whether it exceeds 2 * sqrt(seA^2 + seB^2), i.e. the two sides'
+ * 2-standard-error half-widths added in quadrature. */
+static struct diff_result diff_row(const struct row *row)
+{
+    struct diff_result d = { .difference = row->value[1] - row->value[0] };
+    d.has_threshold = !isnan(row->noise[0]) && !isnan(row->noise[1]);
+    if (d.has_threshold) {
+        d.threshold = sqrt(row->noise[0] * row->noise[0] + row->noise[1] * row->noise[1]);
+        d.exceeds = fabs(d.difference) > d.threshold;
+    }
+    return d;
+}
+
+static void print_diff_text(const struct rows *rows, struct capture *caps)
+{
+    char shown[4 * PATH_MAX];
+    printf("framescope diff\n");
+    for (int i = 0; i < 2; i++) {
+        const struct json_value *app = json_get(caps[i].summary, "app");
+        printf("  %c  %s: %s, %.0f frames\n", 'A' + i,
+               shown_path(caps[i].dir, shown, sizeof(shown)),
+               app && app->type == JSON_STRING ? app->string : "?", caps[i].frames);
+    }
+    printf("  noise: a difference counts when it exceeds 2*sqrt(seA^2 + seB^2), the standard "
+           "errors from frames.csv\n\n");
+    printf("%-24s %12s %12s %12s %12s\n", "metric", "A", "B", "B - A", "noise");
+    bool zones_started = false;
+    for (size_t i = 0; i < rows->count; i++) {
+        const struct row *row = &rows->items[i];
+        if (row->thread && !(row->present[0] && row->present[1]))
+            continue; /* listed as added or removed below */
+        if (zone_heading(rows->items, i)) {
+            if (!zones_started)
+                printf("\nzones (thread / path): no noise estimate, zones.csv holds totals, "
+                       "not frames\n");
+            zones_started = true;
+            printf("%s / %s\n", row->thread, row->path);
+        }
+        struct diff_result d = diff_row(row);
+        printf(row->thread ? "  %-22s" : "%-24s", row->name);
+        print_cell(row->value[0], true);
+        print_cell(row->value[1], true);
+        if (isfinite(d.difference))
+            printf(" %+12.4f", d.difference);
+        else
+            printf(" %12s", "-");
+        if (!d.has_threshold && row->thread)
+            printf(" %12s  no noise estimate\n", "-");
+        else if (!d.has_threshold)
+            printf(" %12s  no noise estimate (%s)\n", "-", row->no_noise_why);
+        else if (d.exceeds)
+            printf(" %12.4f  beyond noise: %s\n", d.threshold,
+                   change_name(row->direction, d.difference));
+        else
+            printf(" %12.4f  within noise\n", d.threshold);
+    }
+    for (int side = 0; side < 2; side++) {
+        for (size_t i = 0; i < rows->count; i++) {
+            const struct row *row = &rows->items[i];
+            if (!zone_heading(rows->items, i) || row->present[0] == row->present[1] ||
+                row->present[1] != (side == 0))
+                continue;
+            const struct row *mean = row + 1;
+            int present = row->present[0] ? 0 : 1;
+            printf("%s in B: %s / %s (calls/frame %.4f, mean_ms %.4f)\n",
+                   side == 0 ? "added" : "removed", row->thread, row->path,
+                   row->value[present], mean->value[present]);
+        }
+    }
+}
+
+static void print_row_key(const struct row *row)
+{
+    printf("{\"name\": ");
+    json_print_string(stdout, row->name);
+    if (row->thread) {
+        printf(", \"thread\": ");
+        json_print_string(stdout, row->thread);
+        printf(", \"path\": ");
+        json_print_string(stdout, row->path);
+    }
+    printf(", \"direction\": \"%s\"", direction_name(row->direction));
+}
+
+static void print_diff_json(const struct rows *rows, struct capture *caps)
+{
+    printf("{\"schema\": \"framescope-diff-1\", \"a\": ");
+    json_print_string(stdout, caps[0].dir);
+    printf(", \"b\": ");
+    json_print_string(stdout, caps[1].dir);
+    printf(",\n \"rows\": [");
+    for (size_t i = 0; i < rows->count; i++) {
+        const struct row *row = &rows->items[i];
+        printf("%s\n  ", i ? "," : "");
+        print_row_key(row);
+        const char *status = row->present[0] && row->present[1] ? "both"
+                             : row->present[1]                   ? "added"
+                                                                 : "removed";
+        printf(", \"status\": \"%s\", \"a\": ", status);
+        print_number(stdout, row->present[0] ? row->value[0] : NAN);
+        printf(", \"b\": ");
+        print_number(stdout, row->present[1] ? row->value[1] : NAN);
+        struct diff_result d = diff_row(row);
+        printf(", \"difference\": ");
+        print_number(stdout, row->present[0] && row->present[1] ? d.difference : NAN);
+        printf(", \"noise\": ");
+        print_number(stdout, d.has_threshold ? d.threshold : NAN);
+        if (d.has_threshold) {
+            printf(", \"exceeds_noise\": %s", d.exceeds ? "true" : "false");
+            printf(", \"change\": ");
+            if (d.exceeds)
+                printf("\"%s\"", change_name(row->direction, d.difference));
+            else
+                printf("null");
+        } else {
+            printf(", \"exceeds_noise\": null, \"change\": null, \"no_noise_why\": ");
+            json_print_string(stdout, row->no_noise_why);
+        }
+        printf("}");
+    }
+    printf("\n ]}\n");
+}
+
+/* A usage error from getopt: the argument it stopped at (an unknown option, or one missing its
+ * value), in one line. */
+static void unknown_option(const char *arg)
+{
+    char shown[FSCOPE_ESCAPE_SIZE];
+    fprintf(stderr, "framescope: unknown option or missing value: '%s' (see framescope --help)\n",
+            fscope_config_escape(arg, shown, sizeof(shown)));
+}
+
+static bool parse_format(const char *text, bool *ret_json)
+{
+    if (fscope_config_keyword(text, "text"))
+        *ret_json = false;
+    else if (fscope_config_keyword(text, "json"))
+        *ret_json = true;
+    else
+        return false;
+    return true;
+}
+
+static void bad_format(const char *text)
+{
+    char shown[FSCOPE_ESCAPE_SIZE];
+    fprintf(stderr, "framescope: --format takes text or json (got '%s')\n",
+            fscope_config_escape(text, shown, sizeof(shown)));
+}
+
+int cmd_diff(int argc, char **argv)
+{
+    static const struct option options[] = {
+        { "format", required_argument, NULL, 'f' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    bool json = false;
+    int opt;
+    opterr = 0; /* one line of ours instead of getopt's and the usage */
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'f':
+            if (!parse_format(optarg, &json)) {
+                bad_format(optarg);
+                return 2;
+            }
+            break;
+        case 'h':
+            printf("usage: framescope diff [--format text|json] A B\n");
+            return 0;
+        default:
+            unknown_option(argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (argc - optind != 2) {
+        fprintf(stderr, "framescope: diff takes two capture directories, A and B (got %d)\n",
+                argc - optind);
+        return 2;
+    }
+    struct capture caps[2];
+    if (!capture_load(&caps[0], argv[optind]))
+        return 2;
+    if (!capture_load(&caps[1], argv[optind + 1])) {
+        capture_finish(&caps[0]);
+        return 2;
+    }
+    struct rows rows = { 0 };
+    int status = 2;
+    if (rows_build(&rows, caps, 2)) {
+        if (json)
+            print_diff_json(&rows, caps);
+        else
+            print_diff_text(&rows, caps);
+        status = 0;
+    }
+    free(rows.items);
+    capture_finish(&caps[1]);
+    capture_finish(&caps[0]);
+    return status;
+}
+
+/* ---- compare: A1, X, A2 ---- */
+
+/* A configuration's environment changes: at most this many, a bound that only exists so the
+ * changes fit one array; a comparison varies one or two. */
+#define MAX_ENV_CHANGES 64
+
+struct variant {
+    const char *text; /* as given, for the report */
+    char *storage;    /* a copy of text, cut into the assignments */
+    char *assignments[MAX_ENV_CHANGES];
+    size_t count;
+};
+
+/* Parses 'VAR=VALUE ...' (whitespace between assignments; a value holds no whitespace).
+ * False after one line on stderr. */
+static bool variant_parse(struct variant *v, const char *flag, const char *text)
+{
+    char shown[FSCOPE_ESCAPE_SIZE];
+    free(v->storage);
+    *v = (struct variant){ .text = text, .storage = strdup(text) };
+    if (!v->storage) {
+        fprintf(stderr, "framescope: out of memory\n");
+        return false;
+    }
+    char *save = NULL;
+    for (char *word = strtok_r(v->storage, " \t\n", &save); word;
+         word = strtok_r(NULL, " \t\n", &save)) {
+        char *equals = strchr(word, '=');
+        bool valid = equals && equals > word && !(*word >= '0' && *word <= '9');
+        for (char *c = word; valid && c < equals; c++)
+            valid = *c == '_' || (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+                    (*c >= '0' && *c <= '9');
+        if (!valid) {
+            fprintf(stderr, "framescope: %s takes 'VAR=VALUE ...' with VAR a variable name "
+                    "(got '%s')\n", flag, fscope_config_escape(word, shown, sizeof(shown)));
+            return false;
+        }
+        size_t name_len = (size_t)(equals - word);
+        if ((name_len == 17 && strncmp(word, "FRAMESCOPE_OUTPUT", 17) == 0) ||
+            (name_len == 20 && strncmp(word, "FRAMESCOPE_STATUS_FD", 20) == 0)) {
+            fprintf(stderr, "framescope: %s: compare sets %.*s for each run itself\n", flag,
+                    (int)name_len, word);
+            return false;
+        }
+        if (v->count == MAX_ENV_CHANGES) {
+            fprintf(stderr, "framescope: %s: more than %d variables\n", flag, MAX_ENV_CHANGES);
+            return false;
+        }
+        v->assignments[v->count++] = word;
+    }
+    return true;
+}
+
+/* environ with the variant's assignments in place of the same names. Free the array only. */
+static char **variant_environment(const struct variant *v)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = malloc((n + v->count + 1) * sizeof(*env));
+    if (!env)
+        return NULL;
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool replaced = false;
+        for (size_t a = 0; a < v->count && !replaced; a++) {
+            size_t name_len = (size_t)(strchr(v->assignments[a], '=') - v->assignments[a]) + 1;
+            replaced = strncmp(environ[i], v->assignments[a], name_len) == 0;
+        }
+        if (!replaced)
+            env[kept++] = environ[i];
+    }
+    for (size_t a = 0; a < v->count; a++)
+        env[kept++] = v->assignments[a];
+    env[kept] = NULL;
+    return env;
+}
+
+/* Whether posix_spawnp can find name: a path, or a file in $PATH that we may execute. */
+static bool command_found(const char *name)
+{
+    if (strchr(name, '/'))
+        return access(name, X_OK) == 0;
+    const char *search = getenv("PATH");
+    if (!search || !*search)
+        search = "/usr/local/bin:/usr/bin:/bin";
+    while (*search) {
+        size_t len = strcspn(search, ":");
+        char candidate[PATH_MAX];
+        if (snprintf(candidate, sizeof(candidate), "%.*s/%s", (int)len, len ? search : ".",
+                     name) < (int)sizeof(candidate) &&
+            access(candidate, X_OK) == 0)
+            return true;
+        search += len + (search[len] == ':');
+    }
+    return false;
+}
+
+/* SIGINT, SIGTERM and SIGHUP during a run: a terminal's (si_code SI_KERNEL) already reached the
+ * run through the process group; one sent to us alone is passed on. Either way no further run
+ * starts. */
+static volatile sig_atomic_t child_pid;
+static volatile sig_atomic_t stop_signal;
+
+static void pass_on_signal(int signo, siginfo_t *info, void *context)
+{
+    (void)context;
+    int saved_errno = errno;
+    stop_signal = signo;
+    if (child_pid > 0 && info->si_code != SI_KERNEL)
+        kill(child_pid, signo);
+    errno = saved_errno;
+}
+
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+
+static void stop_signal_set(sigset_t *ret_set)
+{
+    sigemptyset(ret_set);
+    for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+        sigaddset(ret_set, stop_signals[i]);
+}
+
+/* Runs argv with env and returns its exit status as a shell gives it (128+N for signal N), or
+ * -1 after a line on stderr. */
+static int run_child(char **argv, char **env)
+{
+    sigset_t stops, unblocked;
+    stop_signal_set(&stops);
+    /* Blocked until child_pid is set, so a signal in between is passed on. */
+    sigprocmask(SIG_BLOCK, &stops, &unblocked);
+    if (stop_signal) {
+        sigprocmask(SIG_SETMASK, &unblocked, NULL);
+        return 128 + stop_signal;
+    }
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &unblocked);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    pid_t pid;
+    int r = posix_spawn(&pid, argv[0], NULL, &attr, argv, env);
+    posix_spawnattr_destroy(&attr);
+    if (r == 0)
+        child_pid = pid;
+    sigprocmask(SIG_SETMASK, &unblocked, NULL);
+    if (r != 0) {
+        fprintf(stderr, "framescope: cannot run %s: %s\n", argv[0], strerror(r));
+        return -1;
+    }
+    /* Not reaped until child_pid is cleared, so the handler never signals a reused pid. */
+    siginfo_t info = { 0 };
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0 && errno == EINTR)
+        ;
+    child_pid = 0;
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    return info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
+}
+
+/* The comparison's directory: a new one (its parent must exist) or one of ours that only we
+ * can write, holding no earlier A1, X or A2 (run checks each of those as it does any --output).
+ * False after one line on stderr. */
+static bool make_output_dir(const char *dir)
+{
+    char shown[4 * PATH_MAX];
+    if (strlen(dir) + sizeof("/A1") > PATH_MAX) {
+        fprintf(stderr, "framescope: --output %s: the path is too long\n",
+                shown_path(dir, shown, sizeof(shown)));
+        return false;
+    }
+    if (mkdir(dir, 0755) == 0)
+        return true;
+    const char *why = strerror(errno);
+    struct stat st;
+    if (errno == EEXIST) {
+        why = lstat(dir, &st) != 0       ? strerror(errno)
+              : !S_ISDIR(st.st_mode)     ? "it exists and is not a directory"
+              : st.st_uid != geteuid()   ? "it is owned by another user"
+              : st.st_mode & (S_IWGRP | S_IWOTH) ? "others can write to it"
+                                                 : NULL;
+        if (!why) {
+            char probe[PATH_MAX];
+            const char *const runs[] = { "A1", "X", "A2" };
+            for (int i = 0; i < 3 && !why; i++) {
+                snprintf(probe, sizeof(probe), "%s/%s", dir, runs[i]);
+                if (lstat(probe, &st) == 0)
+                    why = "it already holds a comparison (A1, X or A2)";
+            }
+        }
+        if (!why)
+            return true;
+    }
+    fprintf(stderr, "framescope: --output %s: %s\n", shown_path(dir, shown, sizeof(shown)), why);
+    return false;
+}
+
+/* The drift rule (an A1/X/A2 bracket): X - mean(A1, A2) supports a directional claim only
+ * when it is larger than the drift |A1 - A2| between the two controls. */
+struct drift_result {
+    double drift, change;
+    const char *verdict;
+};
+
+static struct drift_result drift_row(const struct row *row)
+{
+    struct drift_result d = { .drift = fabs(row->value[0] - row->value[2]),
+                              .change = row->value[1] - (row->value[0] + row->value[2]) / 2 };
+    if (!isfinite(d.drift) || !isfinite(d.change))
+        d.verdict = "no value";
+    else if (fabs(d.change) > d.drift)
+        d.verdict = change_name(row->direction, d.change);
+    else
+        d.verdict = "inconclusive";
+    return d;
+}
+
+static const char *const run_names[3] = { "A1", "X", "A2" };
+
+static void print_compare_text(const struct rows *rows, struct capture *caps,
+                               const struct variant *variants[3])
+{
+    char shown[4 * PATH_MAX];
+    printf("framescope compare: A1, X, A2 in turn\n");
+    for (int i = 0; i < 3; i++)
+        printf("  %-2s  %s: %s %s, %.0f frames\n", run_names[i],
+               shown_path(caps[i].dir, shown, sizeof(shown)), i == 1 ? "B" : "A",
+               *variants[i]->text ? variants[i]->text : "(environment unchanged)",
+               caps[i].frames);
+    printf("  drift = |A1 - A2|; X is better or worse only when |X - mean(A1, A2)| exceeds the "
+           "drift, else inconclusive\n\n");
+    printf("%-24s %12s %12s %12s %12s %12s  %s\n", "metric", "A1", "X", "A2", "drift",
+           "X - mean(A)", "verdict");
+    bool zones_started = false;
+    for (size_t i = 0; i < rows->count; i++) {
+        const struct row *row = &rows->items[i];
+        if (row->thread && !(row->present[0] && row->present[1] && row->present[2]))
+            continue;
+        if (zone_heading(rows->items, i)) {
+            if (!zones_started)
+                printf("\nzones (thread / path)\n");
+            zones_started = true;
+            printf("%s / %s\n", row->thread, row->path);
+        }
+        struct drift_result d = drift_row(row);
+        printf(row->thread ? "  %-22s" : "%-24s", row->name);
+        for (int r = 0; r < 3; r++)
+            print_cell(row->value[r], true);
+        print_cell(d.drift, true);
+        if (isfinite(d.change))
+            printf(" %+12.4f", d.change);
+        else
+            printf(" %12s", "-");
+        printf("  %s\n", d.verdict);
+    }
+    for (size_t i = 0; i < rows->count; i++) {
+        const struct row *row = &rows->items[i];
+        if (!zone_heading(rows->items, i) || (row->present[0] && row->present[1] &&
+                                              row->present[2]))
+            continue;
+        printf("not in every run: %s / %s (in%s%s%s)\n", row->thread, row->path,
+               row->present[0] ? " A1" : "", row->present[1] ? " X" : "",
+               row->present[2] ? " A2" : "");
+    }
+}
+
+static void print_compare_json(const struct rows *rows, struct capture *caps,
+                               const struct variant *variants[3])
+{
+    printf("{\"schema\": \"framescope-compare-1\", \"a\": ");
+    json_print_string(stdout, variants[0]->text);
+    printf(", \"b\": ");
+    json_print_string(stdout, variants[1]->text);
+    printf(", \"runs\": {");
+    for (int i = 0; i < 3; i++) {
+        printf("%s\"%s\": ", i ? ", " : "", run_names[i]);
+        json_print_string(stdout, caps[i].dir);
+    }
+    printf("},\n \"rows\": [");
+    for (size_t i = 0; i < rows->count; i++) {
+        const struct row *row = &rows->items[i];
+        printf("%s\n  ", i ? "," : "");
+        print_row_key(row);
+        for (int r = 0; r < 3; r++) {
+            printf(", \"%s\": ", r == 0 ? "a1" : r == 1 ? "x" : "a2");
+            print_number(stdout, row->present[r] ? row->value[r] : NAN);
+        }
+        if (row->present[0] && row->present[1] && row->present[2]) {
+            struct drift_result d = drift_row(row);
+            printf(", \"drift\": ");
+            print_number(stdout, d.drift);
+            printf(", \"x_minus_mean_a\": ");
+            print_number(stdout, d.change);
+            printf(", \"verdict\": \"%s\"}", d.verdict);
+        } else {
+            printf(", \"drift\": null, \"x_minus_mean_a\": null, \"verdict\": \"not in every "
+                   "run\"}");
+        }
+    }
+    printf("\n ]}\n");
+}
+
+static const char compare_usage[] =
+    "usage: framescope compare [--runs-frames N] [--a 'VAR=VALUE ...'] [--b 'VAR=VALUE ...']\n"
+    "                          [-o DIR] [--format text|json] -- COMMAND [ARGS...]\n";
+
+int cmd_compare(int argc, char **argv)
+{
+    enum { OPT_RUNS_FRAMES = 256, OPT_A, OPT_B, OPT_FORMAT };
+    static const struct option options[] = {
+        { "runs-frames", required_argument, NULL, OPT_RUNS_FRAMES },
+        { "a", required_argument, NULL, OPT_A },
+        { "b", required_argument, NULL, OPT_B },
+        { "output", required_argument, NULL, 'o' },
+        { "format", required_argument, NULL, OPT_FORMAT },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct variant a = { .text = "" }, b = { .text = "" };
+    const char *output = NULL;
+    long runs_frames = 1;
+    bool json = false;
+    int status = 2, opt;
+    char shown[FSCOPE_ESCAPE_SIZE];
+    opterr = 0; /* one line of ours instead of getopt's and the usage */
+    /* '+': the command's own options stay its own. */
+    while ((opt = getopt_long(argc, argv, "+o:h", options, NULL)) != -1) {
+        switch (opt) {
+        case OPT_RUNS_FRAMES:
+            if (!fscope_config_parse_long(optarg, 1, 1000000000, &runs_frames)) {
+                fprintf(stderr, "framescope: --runs-frames takes a frame count in "
+                        "1..1000000000 (got '%s')\n",
+                        fscope_config_escape(optarg, shown, sizeof(shown)));
+                goto out;
+            }
+            break;
+        case OPT_A:
+        case OPT_B:
+            if (!variant_parse(opt == OPT_A ? &a : &b, opt == OPT_A ? "--a" : "--b", optarg))
+                goto out;
+            break;
+        case 'o':
+            if (!*optarg) {
+                fprintf(stderr, "framescope: --output needs a directory\n");
+                goto out;
+            }
+            output = optarg;
+            break;
+        case OPT_FORMAT:
+            if (!parse_format(optarg, &json)) {
+                bad_format(optarg);
+                goto out;
+            }
+            break;
+        case 'h':
+            fputs(compare_usage, stdout);
+            status = 0;
+            goto out;
+        default:
+            unknown_option(argv[optind - 1]);
+            goto out;
+        }
+    }
+    char **command = argv + optind;
+    int command_count = argc - optind;
+    if (command_count > 0 && !command_found(command[0])) {
+        fprintf(stderr, "framescope: cannot find the command %s\n",
+                fscope_config_escape(command[0], shown, sizeof(shown)));
+        goto out;
+    }
+    char default_output[64], self[PATH_MAX];
+    if (!output) {
+        char stamp[32];
+        time_t now = time(NULL);
+        strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime(&now));
+        snprintf(default_output, sizeof(default_output), "framescope-compare-%s", stamp);
+        output = default_output;
+    }
+    ssize_t self_len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (self_len <= 0) {
+        fprintf(stderr, "framescope: cannot find this program (/proc/self/exe): %s\n",
+                strerror(errno));
+        status = 1;
+        goto out;
+    }
+    self[self_len] = '\0';
+    if (!make_output_dir(output))
+        goto out;
+
+    /* Caught before the first run, so that a signal between runs stops the next one. */
+    for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++) {
+        struct sigaction action = { .sa_sigaction = pass_on_signal,
+                                    .sa_flags = SA_SIGINFO | SA_RESTART };
+        sigemptyset(&action.sa_mask);
+        sigaction(stop_signals[i], &action, NULL);
+    }
+    const struct variant *variants[3] = { &a, &b, &a };
+    static char run_dirs[3][PATH_MAX];
+    struct capture caps[3] = { 0 };
+    int loaded = 0;
+    status = 1;
+    for (int i = 0; i < 3; i++) {
+        snprintf(run_dirs[i], sizeof(run_dirs[i]), "%s/%s", output, run_names[i]);
+        /* The run's summary is in its summary.json; three on stderr would bury the answer. */
+        char *fixed[] = { self, "run", "--summary", "off", "--output", run_dirs[i], "--" };
+        size_t fixed_count = sizeof(fixed) / sizeof(fixed[0]);
+        char **run_argv = calloc(fixed_count + (size_t)command_count + 1, sizeof(char *));
+        char **env = variant_environment(variants[i]);
+        if (!run_argv || !env) {
+            free(run_argv);
+            free(env);
+            fprintf(stderr, "framescope: out of memory\n");
+            goto out_captures;
+        }
+        memcpy(run_argv, fixed, sizeof(fixed));
+        memcpy(run_argv + fixed_count, command, (size_t)command_count * sizeof(char *));
+        fprintf(stderr, "framescope: compare: run %s (%d of 3), %s %s\n", run_names[i], i + 1,
+                i == 1 ? "B" : "A",
+                *variants[i]->text ? variants[i]->text : "(environment unchanged)");
+        int run_status = run_child(run_argv, env);
+        free(run_argv);
+        free(env);
+        if (stop_signal) {
+            fprintf(stderr, "framescope: compare stopped by %s during run %s\n",
+                    strsignal(stop_signal), run_names[i]);
+            status = 128 + stop_signal;
+            goto out_captures;
+        }
+        if (run_status != 0) {
+            fprintf(stderr, "framescope: compare: run %s ended with status %d; no comparison\n",
+                    run_names[i], run_status);
+            goto out_captures;
+        }
+    }
+    for (; loaded < 3; loaded++)
+        if (!capture_load(&caps[loaded], run_dirs[loaded]))
+            goto out_captures;
+    for (int i = 0; i < 3; i++) {
+        if (caps[i].frames < (double)runs_frames) {
+            fprintf(stderr, "framescope: compare: run %s recorded %.0f frames, fewer than "
+                    "--runs-frames %ld\n", run_names[i], caps[i].frames, runs_frames);
+            goto out_captures;
+        }
+    }
+    struct rows rows = { 0 };
+    if (rows_build(&rows, caps, 3)) {
+        if (json)
+            print_compare_json(&rows, caps, variants);
+        else
+            print_compare_text(&rows, caps, variants);
+        status = 0;
+    }
+    free(rows.items);
+out_captures:
+    for (int i = loaded - 1; i >= 0; i--)
+        capture_finish(&caps[i]);
+out:
+    free(a.storage);
+    free(b.storage);
+    return status;
+}
