@@ -700,7 +700,7 @@ static void ring_size_from_environment(void)
 static const char *const known_variables[] = {
     "FRAMESCOPE_LOG", "FRAMESCOPE_DETAIL", "FRAMESCOPE_RING_EVENTS", "FRAMESCOPE_SUMMARY",
     "FRAMESCOPE_OUTPUT", "FRAMESCOPE_GPU", "FRAMESCOPE_CAP", "FRAMESCOPE_PRESENT",
-    "FRAMESCOPE_TEST_FAULT",
+    "FRAMESCOPE_TEST_FAULT", "FRAMESCOPE_STATUS_FD",
 };
 
 static void warn_unknown_variables(void)

@@ -76,6 +76,7 @@ def test_demo_no_session(exe):
     check(s["frames"] == 300, f"demo presents 300 frames by default; counted {s['frames']}")
     check(s["verdict"]["run"] == "display", f"idle demo under FIFO: {s['verdict']}")
     check(f"capture in {out}" in r.stderr, "capture not pointed at")
+    check("warning" not in r.stderr, f"framescope run made the app warn:\n{r.stderr}")
     print(r.stderr)
 
 

@@ -53,7 +53,7 @@ static const char usage[] =
     "\n"
     "options for run:\n"
     "  -o, --output DIR     write the capture (summary.json, frames.csv, zones.csv,\n"
-    "                       trace.json) to DIR\n"
+    "                       trace.json, presentmon.csv, mangohud.csv, report.html) to DIR\n"
     "                       (default: ./framescope-APP-YYYYMMDD-HHMMSS)\n"
     "      --no-capture     print the summary only; write no capture\n"
     "      --summary WHERE  off, stderr (default) or a file path for the summary\n"
