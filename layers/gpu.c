@@ -479,6 +479,19 @@ static void read_all(struct device_data *dev)
     }
 }
 
+/* An absolute time ns (under a second) from now on clock, for the timed waits below. */
+static struct timespec deadline_after(clockid_t clock, long ns)
+{
+    struct timespec until;
+    clock_gettime(clock, &until);
+    until.tv_nsec += ns;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    return until;
+}
+
 static void *reader_main(void *arg)
 {
     struct device_data *dev = arg;
@@ -491,13 +504,7 @@ static void *reader_main(void *arg)
          * are idle, so a busy app makes no system call for us), or a while passes. */
         pthread_mutex_lock(&dev->reader_lock);
         atomic_store(&dev->reader_idle, true);
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += READER_WAIT_NS;
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000;
-        }
+        struct timespec until = deadline_after(CLOCK_MONOTONIC, READER_WAIT_NS);
         if (!atomic_load(&dev->reader_stop))
             pthread_cond_timedwait(&dev->reader_wake, &dev->reader_lock, &until);
         atomic_store(&dev->reader_idle, false);
@@ -567,13 +574,7 @@ void gpu_reader_stop_at_exit(struct device_data *dev)
     if (!dev->reader_started)
         return;
     reader_signal_stop(dev);
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += EXIT_JOIN_NS;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
-    }
+    struct timespec until = deadline_after(CLOCK_REALTIME, EXIT_JOIN_NS);
     if (pthread_timedjoin_np(dev->reader, NULL, &until) == 0) {
         dev->reader_started = false;
         read_all(dev);
@@ -646,18 +647,12 @@ static void slot_submitted(struct device_data *dev, struct queue_data *q)
 }
 
 /* Where there is no timeline semaphore, the slot's fence rides on the app's call when the app
- * passed none, else on an empty submission of ours right behind it. */
-static VkResult fence_fallback(struct device_data *dev, struct queue_data *q,
-                               struct gpu_slot *slot, VkFence app_fence, VkFence *ret_fence)
+ * passed none (*ret_fence), else on an empty submission of ours right behind it (true). */
+static bool fence_goes_separately(const struct queue_data *q, const struct gpu_slot *slot,
+                                  VkFence app_fence, VkFence *ret_fence)
 {
-    *ret_fence = app_fence;
-    if (q->timeline)
-        return VK_SUCCESS;
-    if (!app_fence) {
-        *ret_fence = slot->fence;
-        return VK_SUCCESS;
-    }
-    return VK_INCOMPLETE; /* the caller submits the fence on its own afterwards */
+    *ret_fence = !q->timeline && !app_fence ? slot->fence : app_fence;
+    return !q->timeline && app_fence;
 }
 
 /* After the app's batches and ours went down: the fallback fence follows if it must, and the
@@ -719,7 +714,7 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
         .pSignalSemaphores = &q->timeline,
     };
     VkFence call_fence;
-    bool separate_fence = fence_fallback(dev, q, slot, fence, &call_fence) == VK_INCOMPLETE;
+    bool separate_fence = fence_goes_separately(q, slot, fence, &call_fence);
     return after_submit(dev, q, slot, dev->vk.QueueSubmit(q->queue, count + 1, copy, call_fence),
                         separate_fence);
 }
@@ -772,7 +767,7 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
         .pSignalSemaphoreInfos = &signal,
     };
     VkFence call_fence;
-    bool separate_fence = fence_fallback(dev, q, slot, fence, &call_fence) == VK_INCOMPLETE;
+    bool separate_fence = fence_goes_separately(q, slot, fence, &call_fence);
     return after_submit(dev, q, slot, next(q->queue, count + 1, copy, call_fence),
                         separate_fence);
 }

@@ -235,7 +235,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_AcquireNextImageKHR(
     uint64_t start = fscope_block_begin(&loc_acquire);
     VkResult r = dev->vk.AcquireNextImageKHR(device, swapchain, timeout, semaphore, fence, index);
     charge_to_swapchain(dev, swapchain, FSCOPE_BLOCK_ACQUIRE, start,
-                        fscope_block_end_uncharged(start));
+                        fscope_block_end_uncharged());
     note_result(dev, r, "vkAcquireNextImageKHR");
     return r;
 }
@@ -247,7 +247,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_AcquireNextImage2KHR(
     uint64_t start = fscope_block_begin(&loc_acquire);
     VkResult r = dev->vk.AcquireNextImage2KHR(device, info, index);
     charge_to_swapchain(dev, info->swapchain, FSCOPE_BLOCK_ACQUIRE, start,
-                        fscope_block_end_uncharged(start));
+                        fscope_block_end_uncharged());
     note_result(dev, r, "vkAcquireNextImage2KHR");
     return r;
 }
@@ -261,7 +261,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_WaitForPresentKHR(VkDevice devi
     uint64_t start = fscope_block_begin(&loc_present_wait);
     VkResult r = dev->vk.WaitForPresentKHR(device, swapchain, present_id, timeout);
     charge_to_swapchain(dev, swapchain, FSCOPE_BLOCK_PRESENT_WAIT, start,
-                        fscope_block_end_uncharged(start));
+                        fscope_block_end_uncharged());
     note_result(dev, r, "vkWaitForPresentKHR");
     return r;
 }

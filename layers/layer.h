@@ -25,7 +25,6 @@
 #define MAX_SURFACES 64
 #define MAX_SWAPCHAINS 64
 #define GPU_SLOTS 64 /* submissions in flight per queue that can carry timestamps */
-#define MAX_APP_EXTENSIONS 8 /* device extensions whose functions we gate on the app's choice */
 
 /* The loader's dispatch pointer: a dispatchable handle's first word. Instances share it
  * with their physical devices; devices with their queues and command buffers. */
@@ -175,10 +174,10 @@ struct queue_data {
     struct gpu_calibration calibration; /* reader thread only */
     int64_t anchor_best_gap_ns;         /* uncalibrated re-anchoring, reader thread only */
     uint64_t anchor_best_ticks;
+    int64_t anchor_best_mono_ns;
     uint64_t last_begin_ticks; /* reader thread: catches a stale read */
     bool have_last_begin;
     uint64_t (*fault_laps)[2]; /* FRAMESCOPE_TEST_FAULT=stale-read only */
-    int64_t anchor_best_mono_ns;
     struct gpu_track *track; /* its row in the zone tree, its trace track and its span log */
     /* Scratch for rewritten submissions; grows, never shrinks. */
     void *scratch;

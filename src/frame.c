@@ -28,11 +28,8 @@ struct fscope_frame_log {
     struct fscope_wl_tracker *tracker;
     _Atomic uint32_t shown_refresh_mhz; /* of the output the latest presented frame was on */
     _Atomic uint64_t last_shown_ticks;
-    uint32_t output_refresh_mhz[16];     /* the outputs' modes when tracking started */
-    size_t output_count;
     bool tracked;          /* a tracker was ever running for this surface */
     char untracked_why[192];
-    bool have_final_counts;
     struct frame_log_tracker_counts final_counts;
 };
 
@@ -387,7 +384,6 @@ FSCOPE_EXPORT void fscope_frame_log_untrack(struct fscope_frame_log *log)
     log->final_counts.pending += c.pending;
     log->final_counts.lost += c.lost;
     log->final_counts.failed += c.failed;
-    log->have_final_counts = true;
 #else
     (void)log;
 #endif
@@ -508,8 +504,9 @@ static int span_compare(const void *a, const void *b)
 }
 
 /* The union of one device's GPU spans (every device's for device_id 0), sorted; spans on
- * several queues (and real GPUs) overlap. Returns the count; *ret is malloc'd (NULL if none). */
-static uint64_t device_busy_union(uint32_t device_id, struct gpu_span **ret)
+ * several queues (and real GPUs) overlap. Returns the count; *ret is malloc'd (NULL if none);
+ * ret_raw, if not NULL, gets how many spans went into the union. */
+static uint64_t device_busy_union(uint32_t device_id, struct gpu_span **ret, uint64_t *ret_raw)
 {
     uint64_t total = 0;
     unsigned logs = atomic_load_explicit(&span_log_count, memory_order_acquire);
@@ -528,6 +525,8 @@ static uint64_t device_busy_union(uint32_t device_id, struct gpu_span **ret)
                 spans[n++] = *sp;
         }
     }
+    if (ret_raw)
+        *ret_raw = n;
     qsort(spans, n, sizeof(*spans), span_compare);
     uint64_t merged = 0;
     for (uint64_t j = 0; j < n; j++) {
@@ -559,17 +558,11 @@ static uint64_t busy_within(const struct gpu_span *spans, uint64_t count, uint64
 void frames_device_gpu_totals(uint32_t device_id, uint64_t *ret_busy_ticks, uint64_t *ret_spans)
 {
     struct gpu_span *spans;
-    uint64_t n = device_busy_union(device_id, &spans);
-    uint64_t busy = 0, raw = 0;
+    uint64_t raw = 0;
+    uint64_t n = device_busy_union(device_id, &spans, &raw);
+    uint64_t busy = 0;
     for (uint64_t j = 0; j < n; j++)
         busy += spans[j].end - spans[j].begin;
-    unsigned logs = atomic_load_explicit(&span_log_count, memory_order_acquire);
-    for (unsigned i = 0; i < logs; i++) {
-        uint64_t count = chunked_count(&span_logs[i]->spans);
-        for (uint64_t j = 0; j < count; j++)
-            raw += ((const struct gpu_span *)chunked_at(&span_logs[i]->spans, j))->device_id ==
-                   device_id;
-    }
     free(spans);
     *ret_busy_ticks = busy;
     *ret_spans = raw;
@@ -590,7 +583,7 @@ void frames_compute_gpu_busy(void)
                 /* A surface keeps its device for most of its life: rebuild only on a change. */
                 free(spans);
                 device = frame->device_id;
-                merged = device_busy_union(device, &spans);
+                merged = device_busy_union(device, &spans, NULL);
                 lo = 0;
             }
             /* Frames of one log are in time order, so the search start only moves forward. */

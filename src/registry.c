@@ -112,7 +112,6 @@ static void collector_reset(struct fscope_collector *c)
     c->spans_clamped = 0;
     memset(c->block_ticks, 0, sizeof(c->block_ticks));
     c->block_span_count = 0;
-    c->block_spans_dropped = 0;
     c->record_begin_ticks = 0;
     c->frame_flags = 0;
     c->mark_log = NULL;
@@ -399,8 +398,6 @@ FSCOPE_EXPORT uint64_t fscope_block_end(enum fscope_block kind, uint64_t start)
     if (c->block_span_count < FSCOPE_THREAD_BLOCK_SPANS)
         c->block_spans[c->block_span_count++] =
             (struct fscope_block_span){ .start = start, .end = now, .kind = (uint8_t)kind };
-    else
-        c->block_spans_dropped++;
     switch (kind) {
     case FSCOPE_BLOCK_FENCE:
         fscope_collector_count(c, FSCOPE_COUNT_WAIT_FENCE_TICKS, now - start);
@@ -417,11 +414,10 @@ FSCOPE_EXPORT uint64_t fscope_block_end(enum fscope_block kind, uint64_t start)
     return now - start;
 }
 
-FSCOPE_EXPORT uint64_t fscope_block_end_uncharged(uint64_t start)
+FSCOPE_EXPORT uint64_t fscope_block_end_uncharged(void)
 {
     uint64_t now = fscope_now();
     struct fscope_collector *c = tls_collector;
-    (void)start;
     if (!c)
         return now;
     struct stack_entry *e = zone_pop(c);

@@ -64,7 +64,7 @@ struct fscope_block_span {
 };
 
 /* Block intervals a thread keeps between two frame closes; beyond that a block still counts
- * in block_ticks, only its interval is not kept (counted in block_spans_dropped). */
+ * in block_ticks, only its interval is not kept. */
 #define FSCOPE_THREAD_BLOCK_SPANS 32
 
 /* Per-thread event counters, summed over threads when a frame closes. */
@@ -113,7 +113,6 @@ struct fscope_collector {
     uint64_t block_ticks[FSCOPE_BLOCK_COUNT]; /* since this thread's last frame close */
     struct fscope_block_span block_spans[FSCOPE_THREAD_BLOCK_SPANS];
     uint32_t block_span_count;
-    uint64_t block_spans_dropped;
     struct fscope_frame_log *mark_log;        /* frames closed by fscope_frame_mark() */
     uint8_t frame_flags;                      /* CAP_FLAG_* since the last frame close */
     uint64_t record_begin_ticks;
@@ -149,7 +148,7 @@ FSCOPE_EXPORT uint64_t fscope_block_end(enum fscope_block kind, uint64_t start);
 /* Ends the block's zone without charging the calling thread: the caller charges it to the
  * frame it belongs to (an acquire to its swapchain's frame, whatever the thread). Returns the
  * end in ticks. */
-FSCOPE_EXPORT uint64_t fscope_block_end_uncharged(uint64_t start);
+FSCOPE_EXPORT uint64_t fscope_block_end_uncharged(void);
 
 /* Flags for the calling thread's next frame close (the cap's outcome). */
 FSCOPE_EXPORT void fscope_thread_add_frame_flags(uint8_t flags);

@@ -522,7 +522,7 @@ def test_bad_output_summary(exe):
             os.mkdir(path(name))
             os.chmod(path(name), mode)
         os.mkdir(path("notes"))
-        open(path("notes", "todo.txt"), "w").close()
+        open(path("notes", "letter.txt"), "w").close()
         open(path("file"), "w").close()
         os.symlink(path("mine"), path("link"))
         if os.geteuid() == 0:

@@ -9,8 +9,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vkharness import (SKIP, TestFailure, Weston, check, check_capture_consistent, main,
-                       run_app)
+from vkharness import (SKIP, TestFailure, Weston, check, check_capture_consistent, iters_for,
+                       light_frame_gpu_ms, main, run_app)
 
 VALIDATION = "VK_LAYER_FRAMESCOPE:VK_LAYER_KHRONOS_validation"  # ours above validation
 
@@ -68,12 +68,15 @@ def verdict_run(build, demo, args, want):
 
 
 def test_verdict_cpu(build, demo):
-    s = verdict_run(build, demo, ["--cpu-ms", "30", "--present-mode", "mailbox"], "cpu")
-    check(s["budget_ms"]["cpu"] >= 25, f"30 ms of CPU work per frame read as {s['budget_ms']['cpu']}")
+    cpu_ms = max(30.0, 4 * light_frame_gpu_ms(build, demo))
+    s = verdict_run(build, demo, ["--cpu-ms", f"{cpu_ms:.3f}", "--present-mode", "mailbox"], "cpu")
+    check(s["budget_ms"]["cpu"] >= 0.8 * cpu_ms,
+          f"{cpu_ms:.1f} ms of CPU work per frame read as {s['budget_ms']['cpu']}")
 
 
 def test_verdict_gpu(build, demo):
-    s = verdict_run(build, demo, ["--gpu-iters", "3000", "--present-mode", "mailbox"], "gpu")
+    s = verdict_run(build, demo, ["--gpu-iters", str(iters_for(build, demo, 8.0)),
+                                  "--present-mode", "mailbox"], "gpu")
     check(s["budget_ms"]["gpu_busy"] >= 0.8 * s["frame_ms"]["mean"], "GPU not saturated")
 
 

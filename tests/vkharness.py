@@ -264,6 +264,16 @@ def main(tests):
 LAVAPIPE_MAX_ITERS = 60000  # lavapipe caps all loops of a shader at 65535 iterations
 
 
+def light_frame_gpu_ms(build, demo):
+    """GPU time of the demo's frame with no added GPU work, measured here and now: CPU-bound
+    tests put several times this much CPU work in a frame, so the CPU dominates on any GPU."""
+    with Weston() as w:
+        r = run_app([demo, "--quiet", "--frames", "20", "--output", "offscreen"], w, build)
+    check(r.rc == 0, f"measuring run failed: {r.stderr[-2000:]}")
+    rows = r.frames()[2:]
+    return sum(ns(x["gpu_busy_ms"]) for x in rows) / max(1, len(rows)) / 1e6
+
+
 def gpu_ms_per_iter(build, demo):
     """GPU time of one --gpu-iters iteration of the demo, measured here and now (offscreen, so
     no display paces it): tests size GPU work from this, never from a fixed count."""
