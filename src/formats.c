@@ -11,47 +11,15 @@
 #include "registry.h"
 
 /* VkPresentModeKHR values (output does not include Vulkan). */
-enum { PRESENT_IMMEDIATE = 0, PRESENT_MAILBOX = 1, PRESENT_FIFO = 2, PRESENT_FIFO_RELAXED = 3 };
 
-/* The budget's parts as the report names them: CPU work, then the blocks in enum fscope_block
- * order (frames.csv's column names without _ms). */
-static const char *const block_names[FSCOPE_BLOCK_COUNT] = { "acquire", "present", "fence",
-                                                             "semaphore", "idle", "cap",
-                                                             "present_wait" };
 
 /* The report's charts draw at most this many columns: one per pixel of a wide chart. Longer
  * runs put several frames in a column (their mean, and the slowest). */
 #define REPORT_MAX_COLUMNS 2000
 
-static int64_t ticks_ns(uint64_t ticks)
-{
-    return (int64_t)llround(fscope_ticks_to_ns(ticks));
-}
-
 static int64_t ticks_between_ns(uint64_t from, uint64_t to)
 {
     return to >= from ? ticks_ns(to - from) : -ticks_ns(from - to);
-}
-
-/* ns as ms with six decimals (exact, as frames.csv writes them), after a comma. */
-static void write_ms(FILE *f, int64_t ns)
-{
-    uint64_t magnitude = ns < 0 ? (uint64_t)-ns : (uint64_t)ns;
-    fprintf(f, ",%s%llu.%06llu", ns < 0 ? "-" : "", (unsigned long long)(magnitude / 1000000),
-            (unsigned long long)(magnitude % 1000000));
-}
-
-/* Where frames.csv's start_ms counts from: the first frame of any surface. */
-static uint64_t capture_origin(void)
-{
-    uint64_t origin = UINT64_MAX;
-    unsigned logs = frame_logs_count();
-    for (unsigned l = 0; l < logs; l++) {
-        struct fscope_frame_log *log = frame_log_at(l);
-        if (fscope_frame_log_count(log) && frame_log_frame(log, 0)->start_ticks < origin)
-            origin = frame_log_frame(log, 0)->start_ticks;
-    }
-    return origin == UINT64_MAX ? 0 : origin;
 }
 
 /* Shown on a display, with a time to show: the frames frames.csv gives presented_ms. */
@@ -97,7 +65,7 @@ int formats_write_presentmon(FILE *f, const void *arg)
     fputs("Application,ProcessID,SwapChainAddress,PresentRuntime,SyncInterval,PresentFlags,"
           "AllowsTearing,PresentMode,CPUStartTime,FrameTime,CPUBusy,CPUWait,GPULatency,GPUTime,"
           "GPUBusy,GPUWait,DisplayLatency,DisplayedTime,AnimationError\n", f);
-    uint64_t origin = capture_origin();
+    uint64_t origin = frames_origin_ticks();
     unsigned logs = frame_logs_count();
     for (unsigned l = 0; l < logs; l++) {
         struct fscope_frame_log *log = frame_log_at(l);
@@ -120,16 +88,16 @@ int formats_write_presentmon(FILE *f, const void *arg)
             int64_t start_ns = ticks_ns(fr->start_ticks - origin);
             fprintf(f, ",%lld.%09lld", (long long)(start_ns / 1000000000),
                     (long long)(start_ns % 1000000000));
-            write_ms(f, b.frame);
-            write_ms(f, b.cpu);
-            write_ms(f, b.frame - b.cpu);
+            csv_write_ms(f, b.frame);
+            csv_write_ms(f, b.cpu);
+            csv_write_ms(f, b.frame - b.cpu);
             /* When the GPU started on the frame is not measured, only how long it was busy
              * within it; PresentMon's GPUTime is GPUBusy + GPUWait. */
             fputs(",NA", f);
             if (b.gpu_timed) {
-                write_ms(f, b.frame);
-                write_ms(f, b.gpu_busy);
-                write_ms(f, b.frame - b.gpu_busy);
+                csv_write_ms(f, b.frame);
+                csv_write_ms(f, b.gpu_busy);
+                csv_write_ms(f, b.frame - b.gpu_busy);
             } else {
                 fputs(",NA,NA,NA", f);
             }
@@ -137,21 +105,21 @@ int formats_write_presentmon(FILE *f, const void *arg)
                 fputs(",NA,NA,NA\n", f);
                 continue;
             }
-            write_ms(f, ticks_between_ns(fr->start_ticks, fr->presented_ticks));
+            csv_write_ms(f, ticks_between_ns(fr->start_ticks, fr->presented_ticks));
             if (next_shown <= i)
                 for (next_shown = i + 1; next_shown < count &&
                                          !frame_shown(frame_log_frame(log, next_shown), origin);
                      next_shown++)
                     ;
             if (next_shown < count)
-                write_ms(f, ticks_between_ns(fr->presented_ticks,
+                csv_write_ms(f, ticks_between_ns(fr->presented_ticks,
                                              frame_log_frame(log, next_shown)->presented_ticks));
             else
                 fputs(",NA", f);
             /* How far the time the frame was made for (its CPU start) moved, against how far
              * the display moved, since the previous frame shown. */
             if (previous_shown)
-                write_ms(f, ticks_between_ns(previous_shown->start_ticks, fr->start_ticks) -
+                csv_write_ms(f, ticks_between_ns(previous_shown->start_ticks, fr->start_ticks) -
                                 ticks_between_ns(previous_shown->presented_ticks,
                                                  fr->presented_ticks));
             else
@@ -204,7 +172,7 @@ int formats_write_mangohud(FILE *f, const void *arg)
           "gpu_vram_used,gpu_power,ram_used,elapsed\n", f);
     if (run->primary_log >= frame_logs_count())
         return 0;
-    uint64_t origin = capture_origin();
+    uint64_t origin = frames_origin_ticks();
     struct fscope_frame_log *log = frame_log_at(run->primary_log);
     uint64_t count = fscope_frame_log_count(log);
     for (uint64_t i = 0; i < count; i++) {
@@ -305,7 +273,7 @@ static struct report_column *report_columns(const struct formats_run *run, uint6
 
 static int write_report_data(FILE *f, const struct formats_run *run)
 {
-    uint64_t origin = capture_origin();
+    uint64_t origin = frames_origin_ticks();
     size_t column_count;
     struct report_column *columns = report_columns(run, origin, &column_count);
     char *zones = NULL;
@@ -352,7 +320,7 @@ static int write_report_data(FILE *f, const struct formats_run *run)
             "\"gpu_busy\": %.6f", frame_logs_count(), run->gpu_timed ? "true" : "false",
             run->budget_ms[0], run->budget_ms[1]);
     for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
-        fprintf(f, ", \"%s\": %.6f", block_names[k], run->budget_ms[2 + k]);
+        fprintf(f, ", \"%s\": %.6f", block_name(k), run->budget_ms[2 + k]);
     fputs("},\n\"columns\": {\"frames_per_column\": [", f);
     for (size_t c = 0; c < column_count; c++)
         fprintf(f, "%s%u", c ? "," : "", columns[c].frames_in_it);
@@ -369,7 +337,7 @@ static int write_report_data(FILE *f, const struct formats_run *run)
     write_column_series(f, "cpu", columns, column_count, SUM_CPU);
     for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++) {
         fputs(",\n", f);
-        write_column_series(f, block_names[k], columns, column_count, SUM_BLOCKS + (int)k);
+        write_column_series(f, block_name(k), columns, column_count, SUM_BLOCKS + (int)k);
     }
     fputs("}},\n\"presented_intervals_ms\": [", f);
     uint64_t frames = log ? fscope_frame_log_count(log) : 0;

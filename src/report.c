@@ -144,7 +144,12 @@ FSCOPE_EXPORT void fscope_report_note(const char *fmt, ...)
     pthread_mutex_unlock(&meta_lock);
 }
 
-static int64_t ticks_ns(uint64_t ticks)
+const char *block_name(enum fscope_block kind)
+{
+    return kind < FSCOPE_BLOCK_COUNT ? block_names[kind] : "unknown";
+}
+
+int64_t ticks_ns(uint64_t ticks)
 {
     return (int64_t)llround(fscope_ticks_to_ns(ticks));
 }
@@ -163,8 +168,6 @@ static double median_of(double *values, size_t n)
     return values[n / 2];
 }
 
-/* VkPresentModeKHR values (analysis does not include Vulkan). */
-enum { PRESENT_IMMEDIATE = 0, PRESENT_MAILBOX = 1, PRESENT_FIFO = 2, PRESENT_FIFO_RELAXED = 3 };
 
 static bool mode_is_fifo(int32_t mode)
 {
@@ -827,10 +830,23 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
     fputs("]\n}\n", f);
 }
 
-static void write_ms(FILE *f, int64_t ns)
+void csv_write_ms(FILE *f, int64_t ns)
 {
-    /* ns printed as ms with six decimals: exact, so columns sum exactly. */
-    fprintf(f, ",%lld.%06lld", (long long)(ns / 1000000), (long long)(ns % 1000000));
+    uint64_t magnitude = ns < 0 ? (uint64_t)-ns : (uint64_t)ns;
+    fprintf(f, ",%s%llu.%06llu", ns < 0 ? "-" : "", (unsigned long long)(magnitude / 1000000),
+            (unsigned long long)(magnitude % 1000000));
+}
+
+uint64_t frames_origin_ticks(void)
+{
+    uint64_t origin = UINT64_MAX;
+    unsigned logs = frame_logs_count();
+    for (unsigned l = 0; l < logs; l++) {
+        struct fscope_frame_log *log = frame_log_at(l);
+        if (fscope_frame_log_count(log) && frame_log_frame(log, 0)->start_ticks < origin)
+            origin = frame_log_frame(log, 0)->start_ticks;
+    }
+    return origin == UINT64_MAX ? 0 : origin;
 }
 
 static void write_frames_csv(FILE *f, const struct run_stats *s)
@@ -843,12 +859,7 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
           "output,device,display_gpu_ms,display_wait_ms,present_overhead_ms,waits_gpu_ms,"
           "waits_gpu_idle_ms,other_fence_ms,other_semaphore_ms,other_idle_ms\n", f);
     unsigned logs = frame_logs_count();
-    uint64_t origin = UINT64_MAX;
-    for (unsigned l = 0; l < logs; l++) {
-        struct fscope_frame_log *log = frame_log_at(l);
-        if (fscope_frame_log_count(log) && frame_log_frame(log, 0)->start_ticks < origin)
-            origin = frame_log_frame(log, 0)->start_ticks;
-    }
+    uint64_t origin = frames_origin_ticks();
     for (unsigned l = 0; l < logs; l++) {
         struct fscope_frame_log *log = frame_log_at(l);
         uint64_t count = fscope_frame_log_count(log);
@@ -856,18 +867,15 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
             struct fscope_frame *fr = frame_log_frame(log, i);
             struct frame_budget_ns b;
             frame_budget(fr, s->evidence ? &s->evidence[l] : NULL, &b);
-            /* ns printed as ms with six decimals: exact, so columns sum exactly. */
-            fprintf(f, "%llu,%u,%u,%.6f,%lld.%06lld,%lld.%06lld,%lld.%06lld", (unsigned long long)i,
-                    l, fr->swapchain_serial, fscope_ticks_to_ns(fr->start_ticks - origin) / 1e6,
-                    (long long)(b.frame / 1000000), (long long)(b.frame % 1000000),
-                    (long long)(b.cpu / 1000000), (long long)(b.cpu % 1000000),
-                    (long long)(b.gpu_busy / 1000000), (long long)(b.gpu_busy % 1000000));
+            fprintf(f, "%llu,%u,%u,%.6f", (unsigned long long)i, l, fr->swapchain_serial,
+                    fscope_ticks_to_ns(fr->start_ticks - origin) / 1e6);
+            csv_write_ms(f, b.frame);
+            csv_write_ms(f, b.cpu);
+            csv_write_ms(f, b.gpu_busy);
             for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
-                fprintf(f, ",%lld.%06lld", (long long)(b.block[k] / 1000000),
-                        (long long)(b.block[k] % 1000000));
-            int64_t record_ns = ticks_ns(fr->counts[FSCOPE_COUNT_RECORD_TICKS]);
-            fprintf(f, ",%lld.%06lld,%llu,%llu,%llu,%llu,%llu,%s,",
-                    (long long)(record_ns / 1000000), (long long)(record_ns % 1000000),
+                csv_write_ms(f, b.block[k]);
+            csv_write_ms(f, ticks_ns(fr->counts[FSCOPE_COUNT_RECORD_TICKS]));
+            fprintf(f, ",%llu,%llu,%llu,%llu,%llu,%s,",
                     (unsigned long long)fr->counts[FSCOPE_COUNT_SUBMITS],
                     (unsigned long long)fr->counts[FSCOPE_COUNT_COMMAND_BUFFERS],
                     (unsigned long long)fr->counts[FSCOPE_COUNT_DRAWS],
@@ -896,14 +904,14 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
                 fputs(",,,,,,,", f);
             }
             fprintf(f, ",%u", fr->device_id);
-            write_ms(f, b.block_gpu[FSCOPE_BLOCK_ACQUIRE] + b.block_gpu[FSCOPE_BLOCK_PRESENT] +
+            csv_write_ms(f, b.block_gpu[FSCOPE_BLOCK_ACQUIRE] + b.block_gpu[FSCOPE_BLOCK_PRESENT] +
                             b.block_gpu[FSCOPE_BLOCK_PRESENT_WAIT]);
-            write_ms(f, b.display_wait);
-            write_ms(f, b.present_overhead);
-            write_ms(f, b.gpu_in_waits);
-            write_ms(f, b.gpu_idle_in_waits);
+            csv_write_ms(f, b.display_wait);
+            csv_write_ms(f, b.present_overhead);
+            csv_write_ms(f, b.gpu_in_waits);
+            csv_write_ms(f, b.gpu_idle_in_waits);
             for (unsigned k = 0; k < 3; k++)
-                write_ms(f, b.other_wait[k]);
+                csv_write_ms(f, b.other_wait[k]);
             fputc('\n', f);
         }
     }

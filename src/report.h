@@ -61,4 +61,15 @@ const char *verdict_name(enum fscope_verdict v);
 
 void report_init(void);
 
+/* Shared by the capture's writers (report.c, formats.c). */
+/* VkPresentModeKHR values (analysis does not include Vulkan). */
+enum { PRESENT_IMMEDIATE = 0, PRESENT_MAILBOX = 1, PRESENT_FIFO = 2, PRESENT_FIFO_RELAXED = 3 };
+/* A block kind as frames.csv names its column, without _ms. */
+const char *block_name(enum fscope_block kind);
+int64_t ticks_ns(uint64_t ticks);
+/* ",ms" with six decimals: exact nanoseconds, so columns sum exactly; negative values too. */
+void csv_write_ms(FILE *f, int64_t ns);
+/* Where frames.csv's start_ms counts from: the first frame of any surface (0 with none). */
+uint64_t frames_origin_ticks(void);
+
 #endif
