@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "device_plan.h"
-#include "log.h"
+#include "util/log.h"
 
 static bool has_extension(const VkExtensionProperties *props, uint32_t count, const char *name)
 {

@@ -22,11 +22,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "gpu_clock.h"
+#include "record/clock.h"
+#include "record/gpu_clock.h"
 #include "layer.h"
-#include "log.h"
-#include "report.h"
+#include "util/log.h"
+#include "record/meta.h"
 
 struct gpu_stats gpu_stats;
 
@@ -193,21 +193,21 @@ void gpu_queue_init(struct device_data *dev, struct queue_data *q)
     const VkQueueFamilyProperties *family = &dev->families[q->family];
     uint32_t bits = family->timestampValidBits;
     if (bits == 0) {
-        fscope_report_note("queue family %u (%s) has no timestamps (timestampValidBits 0): its "
+        fscope_record_note("queue family %u (%s) has no timestamps (timestampValidBits 0): its "
                            "submissions are not GPU-timed", q->family,
                            family_kind(family->queueFlags));
         return;
     }
     if (!(family->queueFlags & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT |
                                 VK_QUEUE_TRANSFER_BIT))) {
-        fscope_report_note("queue family %u has neither graphics, compute nor transfer: its "
+        fscope_record_note("queue family %u has neither graphics, compute nor transfer: its "
                            "submissions are not GPU-timed", q->family);
         return;
     }
     q->valid_mask = gpu_valid_mask(bits);
     q->track = track_take();
     if (!q->track) {
-        fscope_report_note("more than %d queues timed at once: later queues are not GPU-timed",
+        fscope_record_note("more than %d queues timed at once: later queues are not GPU-timed",
                            MAX_TRACKS);
         return;
     }
@@ -293,7 +293,7 @@ error:
     q->query_pool = VK_NULL_HANDLE;
     track_give_back(q->track);
     q->track = NULL;
-    fscope_report_note("could not set up GPU timestamps on queue family %u: GPU not timed",
+    fscope_record_note("could not set up GPU timestamps on queue family %u: GPU not timed",
                        q->family);
 }
 
@@ -302,7 +302,7 @@ void gpu_device_lost(struct device_data *dev, const char *where)
     if (atomic_exchange(&dev->lost, true))
         return;
     atomic_fetch_add(&gpu_stats.device_lost, 1);
-    fscope_report_note("device lost (reported by %s): GPU timing stopped from there on", where);
+    fscope_record_note("device lost (reported by %s): GPU timing stopped from there on", where);
 }
 
 /* Called by the reader only, and by teardown after the reader stopped. */
@@ -533,7 +533,7 @@ void gpu_reader_start(struct device_data *dev)
     if (err != 0) {
         pthread_cond_destroy(&dev->reader_wake);
         pthread_mutex_destroy(&dev->reader_lock);
-        fscope_report_note("cannot start the GPU timestamp reader (%s): GPU not timed",
+        fscope_record_note("cannot start the GPU timestamp reader (%s): GPU not timed",
                            strerror(err));
         return;
     }
@@ -579,7 +579,7 @@ void gpu_reader_stop_at_exit(struct device_data *dev)
         dev->reader_started = false;
         read_all(dev);
     } else {
-        fscope_report_note("the GPU timestamp reader was still waiting on the driver at exit: "
+        fscope_record_note("the GPU timestamp reader was still waiting on the driver at exit: "
                            "the last submissions' GPU spans may be missing");
     }
 }
@@ -666,7 +666,7 @@ static VkResult after_submit(struct device_data *dev, struct queue_data *q, stru
         /* The work is on the queue but we cannot know when it ends: never reuse this slot's
          * command buffers blind. Stop timing this queue. */
         q->timing = false;
-        fscope_report_note("could not submit the layer's completion fence: GPU timing stopped "
+        fscope_record_note("could not submit the layer's completion fence: GPU timing stopped "
                            "on queue family %u", q->family);
         return r;
     }
@@ -780,28 +780,28 @@ void gpu_report_notes(void)
     uint64_t unreadable = atomic_load(&gpu_stats.unmeasured_unreadable);
     uint64_t in_flight = atomic_load(&gpu_stats.in_flight_at_teardown);
     if (!layer_config.gpu_timing) {
-        fscope_report_note("GPU timing off (FRAMESCOPE_GPU=off): no GPU busy time was measured");
+        fscope_record_note("GPU timing off (FRAMESCOPE_GPU=off): no GPU busy time was measured");
         return;
     }
-    fscope_report_note("GPU timing: %llu submissions timed; untimed: %llu (no free query slot), "
+    fscope_record_note("GPU timing: %llu submissions timed; untimed: %llu (no free query slot), "
                        "%llu (device-group or protected), %llu (unreadable), %llu (in flight at "
                        "teardown)", (unsigned long long)measured, (unsigned long long)no_slot,
                        (unsigned long long)unsupported, (unsigned long long)unreadable,
                        (unsigned long long)in_flight);
     if (atomic_load(&gpu_stats.calibrated_queues))
-        fscope_report_note("GPU clock mapped with VK_EXT_calibrated_timestamps, re-calibrated "
+        fscope_record_note("GPU clock mapped with VK_EXT_calibrated_timestamps, re-calibrated "
                            "every second");
     if (atomic_load(&gpu_stats.estimated_queues))
-        fscope_report_note("GPU clock not calibrated (no VK_EXT_calibrated_timestamps): span "
+        fscope_record_note("GPU clock not calibrated (no VK_EXT_calibrated_timestamps): span "
                            "durations are exact; placement is re-anchored every second from "
                            "when each span was seen complete");
     if (atomic_load(&gpu_stats.backwards))
-        fscope_report_note("%llu GPU spans began older than the one before on their queue: "
+        fscope_record_note("%llu GPU spans began older than the one before on their queue: "
                            "stale query results (a framescope bug, please report)",
                            (unsigned long long)atomic_load(&gpu_stats.backwards));
     if (atomic_load(&gpu_stats.clamped))
-        fscope_report_note("%llu GPU spans overlapped the previous one on their queue and were "
+        fscope_record_note("%llu GPU spans overlapped the previous one on their queue and were "
                            "clamped", (unsigned long long)atomic_load(&gpu_stats.clamped));
-    fscope_report_note("a submission's GPU span runs from its first command's start to its last "
+    fscope_record_note("a submission's GPU span runs from its first command's start to its last "
                        "command's end, so it includes any semaphore wait inside it");
 }

@@ -2,10 +2,10 @@
  * closes the surface's frame; command recording is counted per thread. */
 #include <string.h>
 
-#include "clock.h"
+#include "record/clock.h"
 #include "layer.h"
-#include "log.h"
-#include "report.h"
+#include "util/log.h"
+#include "record/meta.h"
 
 static const struct fscope_loc loc_acquire = { "vkAcquireNextImageKHR", __FILE__, __LINE__, 0, 0 };
 static const struct fscope_loc loc_present_wait = { "vkWaitForPresentKHR", __FILE__, __LINE__, 0,
@@ -452,7 +452,7 @@ void hooks_report_notes(void)
 {
     uint64_t full = atomic_load(&cb_table_full);
     if (full)
-        fscope_report_note("%llu draw/dispatch/render-pass records were not counted: more than "
+        fscope_record_note("%llu draw/dispatch/render-pass records were not counted: more than "
                            "%d command buffers in use at once", (unsigned long long)full,
                            CB_TABLE_SIZE);
 }

@@ -8,12 +8,13 @@
 
 #include <unistd.h>
 
-#include "clock.h"
-#include "config.h"
+#include "record/clock.h"
+#include "util/config.h"
 #include "device_plan.h"
 #include "layer.h"
-#include "log.h"
-#include "report.h"
+#include "util/log.h"
+#include "library.h"
+#include "record/meta.h"
 
 static struct table_entry instances[MAX_INSTANCES];
 static struct table_entry devices[MAX_DEVICES];
@@ -116,7 +117,7 @@ struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surfac
     s->wl_display = wl_display;
     s->wl_surface = wl_surface;
     if (!table_insert(surfaces, MAX_SURFACES, &tables_lock, (uint64_t)surface, s)) {
-        fscope_report_note("more than %d surfaces at once: later ones are not profiled",
+        fscope_record_note("more than %d surfaces at once: later ones are not profiled",
                            MAX_SURFACES);
         free(s);
         return NULL;
@@ -269,8 +270,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateInstance(
         *ret = VK_NULL_HANDLE;
         return VK_ERROR_OUT_OF_HOST_MEMORY;
     }
-    fscope_report_set_gpu_timing(layer_config.gpu_timing);
-    fscope_report_enable();
+    fscope_record_gpu_timing(layer_config.gpu_timing);
+    fscope_record_enable();
     return VK_SUCCESS;
 }
 
@@ -336,7 +337,7 @@ static void describe_device(struct instance_data *inst, VkPhysicalDevice phys,
         snprintf(driver, sizeof(driver), "version %u.%u.%u (vendor 0x%x)", VK_VERSION_MAJOR(v),
                  VK_VERSION_MINOR(v), VK_VERSION_PATCH(v), props.vendorID);
     }
-    fscope_report_add_device(dev->id, props.deviceName, driver);
+    fscope_record_device(dev->id, props.deviceName, driver);
     uint32_t count = 16;
     inst->vk.GetPhysicalDeviceQueueFamilyProperties(phys, &count, dev->families);
     dev->family_count = count;
@@ -385,7 +386,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     if (device_plan_changes_anything(plan, info) &&
         (r == VK_ERROR_EXTENSION_NOT_PRESENT || r == VK_ERROR_FEATURE_NOT_PRESENT)) {
         /* What we added is ours to lose, not the app's device: create it as asked. */
-        fscope_report_note("the driver refused the extensions or features framescope adds for "
+        fscope_record_note("the driver refused the extensions or features framescope adds for "
                            "GPU timing (%d); timing without them", r);
         fscope_log(FSCOPE_LOG_INFO, "the driver refused what GPU timing adds (%d); creating the "
                    "device as the app asked", r);
@@ -396,7 +397,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     if (r != VK_SUCCESS)
         goto error_plan;
     if (plan->unknown_struct)
-        fscope_report_note("device %u: its create chain holds a structure framescope cannot "
+        fscope_record_note("device %u: its create chain holds a structure framescope cannot "
                            "copy (sType %d) before the features it needs; GPU timing resets its "
                            "queries in the command buffer and waits on fences instead",
                            dev->id, plan->unknown_struct);
@@ -598,7 +599,7 @@ static void surface_first_swapchain(struct surface_data *surface)
     if (layer_config.cap_mode == CAP_FIXED)
         fscope_cap_target_hz(surface->cap, layer_config.cap_hz);
     else if (!layer_config.presentation || surface->kind != SURFACE_WAYLAND)
-        fscope_report_note("FRAMESCOPE_CAP=auto needs presentation feedback to learn the "
+        fscope_record_note("FRAMESCOPE_CAP=auto needs presentation feedback to learn the "
                            "output's refresh; %s has none, so it is not capped", label);
 }
 
@@ -625,7 +626,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateSwapchainKHR(
     sc->present_mode = (int32_t)info->presentMode;
     sc->device_id = dev->id;
     if (!table_insert(dev->swapchains, MAX_SWAPCHAINS, &dev->lock, (uint64_t)*ret, sc)) {
-        fscope_report_note("more than %d swapchains on one device: later ones are not "
+        fscope_record_note("more than %d swapchains on one device: later ones are not "
                            "profiled", MAX_SWAPCHAINS);
         free(sc);
     }

@@ -12,9 +12,9 @@
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
-#include "cap.h"
-#include "frame.h"
-#include "registry.h"
+#include "record/cap.h"
+#include "record/frame.h"
+#include "record/registry.h"
 
 #define LAYER_NAME "VK_LAYER_FRAMESCOPE"
 #define LAYER_EXPORT __attribute__((visibility("default")))

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "clock.h"
+#include "record/clock.h"
 #include "framescope.h"
 
 #define TRIALS 9

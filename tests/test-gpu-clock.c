@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "gpu_clock.h"
+#include "record/gpu_clock.h"
 
 #include "check.h"
 

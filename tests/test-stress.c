@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "framescope.h"
-#include "registry.h"
+#include "record/registry.h"
 
 #define THREADS 8
 #define DEPTH 6
@@ -76,13 +76,13 @@ int main(int argc, char **argv)
     fprintf(f, "ring_events %u\n", registry_ring_events());
     for (int i = 0; i < THREADS; i++) {
         struct fscope_collector *c = workers[i].collector;
-        uint32_t count = atomic_load(&c->node_count);
-        fprintf(f, "thread %d worker-%d written %llu state %d\n", c->tid, i,
-                (unsigned long long)atomic_load(&c->ring_head), atomic_load(&c->state));
+        uint32_t count = atomic_load(&c->rec.node_count);
+        fprintf(f, "thread %d worker-%d written %llu state %d\n", c->rec.tid, i,
+                (unsigned long long)atomic_load(&c->rec.ring_head), atomic_load(&c->rec.state));
         for (uint32_t n = 1; n < count; n++) {
             char path[256];
             registry_node_path(c, n, path, sizeof(path));
-            fprintf(f, "zone %d %s %llu\n", c->tid, path, (unsigned long long)c->nodes[n].calls);
+            fprintf(f, "zone %d %s %llu\n", c->rec.tid, path, (unsigned long long)c->nodes[n].calls);
         }
     }
     fclose(f);

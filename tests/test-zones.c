@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "framescope.h"
-#include "log.h"
-#include "registry.h"
+#include "util/log.h"
+#include "record/registry.h"
 
 #include "check.h"
 
@@ -18,7 +18,7 @@ static const struct zone_node *find(const char *path)
 {
     struct fscope_collector *c = fscope_thread_collector();
     char buf[256];
-    uint32_t count = atomic_load(&c->node_count);
+    uint32_t count = atomic_load(&c->rec.node_count);
     for (uint32_t i = 1; i < count; i++) {
         registry_node_path(c, i, buf, sizeof(buf));
         if (strcmp(buf, path) == 0)

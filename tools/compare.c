@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "util/config.h"
 #include "json.h"
 
 extern char **environ;

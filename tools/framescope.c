@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "compare.h"
-#include "config.h"
+#include "util/config.h"
 
 extern char **environ;
 

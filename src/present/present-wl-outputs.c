@@ -10,6 +10,7 @@
  */
 #include "present-wl.h"
 #include "present-wl-private.h"
+#include "record/meta.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -345,11 +346,22 @@ static void probe_into_cache_locked(int cancel_fd)
 	size_t count = 0;
 
 	if (probe_outputs(found, &count, cancel_fd)) {
+		struct rec_output recorded[MAX_OUTPUTS];
+
 		pthread_mutex_lock(&cache_lock);
 		memcpy(cache, found, count * sizeof(found[0]));
 		cache_count = count;
 		cache_valid = true;
 		pthread_mutex_unlock(&cache_lock);
+		/* The recording names them too: analysis may run in another process. */
+		for (size_t i = 0; i < count; i++) {
+			snprintf(recorded[i].name, sizeof(recorded[i].name), "%.63s", found[i].name);
+			recorded[i].width = found[i].width;
+			recorded[i].height = found[i].height;
+			recorded[i].refresh_mhz = found[i].refresh_mhz;
+			recorded[i].scale = found[i].scale;
+		}
+		record_outputs(recorded, count);
 	}
 }
 

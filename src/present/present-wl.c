@@ -54,7 +54,7 @@
 
 #include "presentation-time-client-protocol.h"
 
-#include "log.h"
+#include "util/log.h"
 
 /* Feedbacks in flight at once.  Weston discards a surface's pending feedback on the next
  * commit, so FIFO and MAILBOX keep two or three in flight; a compositor that holds

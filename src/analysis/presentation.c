@@ -5,14 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
 #include "stats.h"
 #include "trace.h"
-#ifdef FSCOPE_HAVE_WAYLAND
-#include "present/present-wl.h"
-#endif
 
-#define MAX_OUTPUTS 16
+#define MAX_OUTPUTS REC_MAX_OUTPUTS
 
 struct output {
     char name[64];
@@ -20,40 +16,35 @@ struct output {
     int32_t width, height, scale;
 };
 
-static unsigned outputs_known(struct output *out)
+static unsigned outputs_known(const struct recording *rec, struct output *out)
 {
-#ifdef FSCOPE_HAVE_WAYLAND
-    struct fscope_output_info info[MAX_OUTPUTS];
-    size_t n = fscope_wl_outputs(info, MAX_OUTPUTS);
-    for (size_t i = 0; i < n; i++) {
-        snprintf(out[i].name, sizeof(out[i].name), "%.63s", info[i].name[0] ? info[i].name : "?");
-        out[i].refresh_hz = info[i].refresh_mhz / 1000.0;
-        out[i].width = info[i].width;
-        out[i].height = info[i].height;
-        out[i].scale = info[i].scale;
+    for (unsigned i = 0; i < rec->output_count; i++) {
+        const struct rec_output *o = &rec->outputs[i];
+        snprintf(out[i].name, sizeof(out[i].name), "%.63s", o->name[0] ? o->name : "?");
+        out[i].refresh_hz = o->refresh_mhz / 1000.0;
+        out[i].width = o->width;
+        out[i].height = o->height;
+        out[i].scale = o->scale;
     }
-    return (unsigned)n;
-#else
-    (void)out;
-    return 0;
-#endif
+    return rec->output_count;
 }
 
-bool frame_recreation_discard(struct fscope_frame_log *log, uint64_t index)
+bool frame_recreation_discard(const struct recording_log *log, uint64_t index)
 {
-    struct fscope_frame *f = frame_log_frame(log, index);
-    if (f->present_state != FRAME_PRESENT_DISCARDED || index + 1 >= fscope_frame_log_count(log))
+    const struct fscope_frame *f = &log->frames[index];
+    if (f->present_state != FRAME_PRESENT_DISCARDED || index + 1 >= log->frame_count)
         return false;
-    return frame_log_frame(log, index + 1)->swapchain_serial != f->swapchain_serial;
+    return log->frames[index + 1].swapchain_serial != f->swapchain_serial;
 }
 
-const char *frame_present_state_name(const struct fscope_frame *f, struct fscope_frame_log *log)
+const char *frame_present_state_name(const struct fscope_frame *f, const struct recording_log *log)
 {
     switch (f->present_state) {
     case FRAME_PRESENT_PENDING: return "pending";
     case FRAME_PRESENT_PRESENTED: return "presented";
     case FRAME_PRESENT_DISCARDED:
-        return frame_recreation_discard(log, f->index) ? "discarded-recreation" : "discarded";
+        return frame_recreation_discard(log, (uint64_t)(f - log->frames)) ? "discarded-recreation"
+                                                                          : "discarded";
     case FRAME_PRESENT_REQUEST_FAILED: return "request-failed";
     case FRAME_PRESENT_CALL_FAILED: return "present-failed";
     default: return "untracked";
@@ -106,11 +97,11 @@ static int output_with_period(const struct output *outs, unsigned n, double peri
     return best;
 }
 
-bool presentation_pacing_output(double period_ms, char *ret_name, size_t name_len,
+bool presentation_pacing_output(const struct recording *rec, double period_ms, char *ret_name, size_t name_len,
                                 double *ret_hz)
 {
     struct output outs[MAX_OUTPUTS];
-    unsigned nout = outputs_known(outs);
+    unsigned nout = outputs_known(rec, outs);
     int pacing = period_ms > 0 ? output_with_period(outs, nout, period_ms) : -1;
     if (pacing < 0)
         return false;
@@ -119,9 +110,10 @@ bool presentation_pacing_output(double period_ms, char *ret_name, size_t name_le
     return true;
 }
 
-static void analyse_primary(struct presentation_stats *s, struct fscope_frame_log *log)
+static void analyse_primary(const struct recording *rec, struct presentation_stats *s,
+                            const struct recording_log *log)
 {
-    uint64_t count = fscope_frame_log_count(log);
+    uint64_t count = log->frame_count;
     double *app = calloc(count + 1, sizeof(double));
     double *shown = calloc(count + 1, sizeof(double));
     double *claimed = calloc(count + 1, sizeof(double));
@@ -133,8 +125,8 @@ static void analyse_primary(struct presentation_stats *s, struct fscope_frame_lo
     int output_votes[MAX_OUTPUTS + 1] = { 0 };
     uint64_t last_shown = 0;
     for (uint64_t i = 0; i < count; i++) {
-        struct fscope_frame *f = frame_log_frame(log, i);
-        app[napp++] = fscope_ticks_to_ns(f->end_ticks - f->start_ticks) / 1e6;
+        const struct fscope_frame *f = &log->frames[i];
+        app[napp++] = recording_ns(rec, f->end_ticks - f->start_ticks) / 1e6;
         if (f->present_state != FRAME_PRESENT_PRESENTED)
             continue;
         npresented++;
@@ -146,14 +138,14 @@ static void analyse_primary(struct presentation_stats *s, struct fscope_frame_lo
         if (f->output_ambiguous)
             s->shown_output_ambiguous = true;
         if (f->presented_ticks > f->end_ticks) {
-            lat[nlat] = fscope_ticks_to_ns(f->presented_ticks - f->end_ticks) / 1e6;
+            lat[nlat] = recording_ns(rec, f->presented_ticks - f->end_ticks) / 1e6;
             lat_ret[nlat++] = f->present_return_ticks && f->presented_ticks > f->present_return_ticks
-                                  ? fscope_ticks_to_ns(f->presented_ticks - f->present_return_ticks) / 1e6
+                                  ? recording_ns(rec, f->presented_ticks - f->present_return_ticks) / 1e6
                                   : 0;
         }
         /* Two frames shown at the same refresh are one presentation (the later replaces). */
         if (last_shown && f->presented_ticks > last_shown)
-            shown[nshown++] = fscope_ticks_to_ns(f->presented_ticks - last_shown) / 1e6;
+            shown[nshown++] = recording_ns(rec, f->presented_ticks - last_shown) / 1e6;
         if (f->presented_ticks > last_shown)
             last_shown = f->presented_ticks;
     }
@@ -206,10 +198,10 @@ out:
     free(lat_ret);
 }
 
-static void write_diagnoses(struct presentation_stats *s)
+static void write_diagnoses(const struct recording *rec, struct presentation_stats *s)
 {
     struct output outs[MAX_OUTPUTS];
-    unsigned nout = outputs_known(outs);
+    unsigned nout = outputs_known(rec, outs);
     const struct presentation_accounting *t = &s->total;
     uint64_t decided = t->presented + t->discarded;
     uint64_t pacing_losses = t->discarded - t->discarded_recreation;
@@ -247,11 +239,11 @@ static void write_diagnoses(struct presentation_stats *s)
     }
 }
 
-void presentation_account(struct fscope_frame_log *log, struct presentation_accounting *a)
+void presentation_account(const struct recording_log *log, struct presentation_accounting *a)
 {
-    uint64_t count = fscope_frame_log_count(log);
+    uint64_t count = log->frame_count;
     for (uint64_t i = 0; i < count; i++) {
-        struct fscope_frame *f = frame_log_frame(log, i);
+        const struct fscope_frame *f = &log->frames[i];
         switch (f->present_state) {
         case FRAME_PRESENT_PENDING: a->requested++; a->pending++; break;
         case FRAME_PRESENT_PRESENTED: a->requested++; a->presented++; break;
@@ -267,26 +259,27 @@ void presentation_account(struct fscope_frame_log *log, struct presentation_acco
     }
 }
 
-void presentation_compute(struct presentation_stats *s)
+void presentation_compute(const struct recording *rec, struct presentation_stats *s)
 {
     memset(s, 0, sizeof(*s));
     s->shown_output = -1;
-    unsigned logs = frame_logs_count();
-    struct fscope_frame_log *primary = NULL;
+    unsigned logs = rec->log_count;
+    const struct recording_log *primary = NULL;
     struct frame_log_tracker_counts tracker_total = { 0 };
     bool any_counts = false;
     for (unsigned l = 0; l < logs; l++) {
-        struct fscope_frame_log *log = frame_log_at(l);
-        fscope_frame_log_drain(log);
-        uint64_t count = fscope_frame_log_count(log);
-        if (frame_log_tracked(log)) {
+        const struct recording_log *log = &rec->logs[l];
+        uint64_t count = log->frame_count;
+        if (log->tracked) {
             s->tracked = true;
-            if (!primary || count > fscope_frame_log_count(primary))
+            if (!primary || count > primary->frame_count)
                 primary = log;
         }
         presentation_account(log, &s->total);
-        struct frame_log_tracker_counts c;
-        if (frame_log_tracker_counts(log, &c)) {
+        /* The tracker's tally is final only when the app reached its exit: a killed app's last
+         * snapshot may lag its frames. */
+        if (log->tracked && log->have_counts && rec->state == REC_STATE_ENDED) {
+            const struct frame_log_tracker_counts c = log->counts;
             any_counts = true;
             tracker_total.requested += c.requested;
             tracker_total.presented += c.presented;
@@ -314,19 +307,20 @@ void presentation_compute(struct presentation_stats *s)
                  (unsigned long long)tracker_total.discarded);
     }
     if (primary) {
-        analyse_primary(s, primary);
-        write_diagnoses(s);
+        analyse_primary(rec, s, primary);
+        write_diagnoses(rec, s);
     }
 }
 
-void presentation_write_text(FILE *f, const struct presentation_stats *s)
+void presentation_write_text(const struct recording *rec, FILE *f,
+                             const struct presentation_stats *s)
 {
-    unsigned logs = frame_logs_count();
+    unsigned logs = rec->log_count;
     for (unsigned l = 0; l < logs; l++) {
-        struct fscope_frame_log *log = frame_log_at(l);
-        if (!frame_log_tracked(log) && frame_log_untracked_why(log)[0])
+        const struct recording_log *log = &rec->logs[l];
+        if (!log->tracked && log->untracked_why[0])
             fprintf(f, "  display     %s: presentation feedback unavailable: %s\n",
-                    frame_log_label(log), frame_log_untracked_why(log));
+                    log->label, log->untracked_why);
     }
     if (!s->tracked)
         return;
@@ -343,7 +337,7 @@ void presentation_write_text(FILE *f, const struct presentation_stats *s)
         fprintf(f, "  ACCOUNTING MISMATCH (a framescope bug, please report): %s\n",
                 s->mismatch_text);
     struct output outs[MAX_OUTPUTS];
-    unsigned nout = outputs_known(outs);
+    unsigned nout = outputs_known(rec, outs);
     fprintf(f, "  cadence     app presents every %.3f ms; shown every %.3f ms; compositor claims "
             "%.3f ms refresh%s; refresh unit %.3f ms (%s)\n", s->app_interval_ms,
             s->presented_interval_ms, s->claimed_refresh_ms, s->vsync ? " (vsync)" : "",
@@ -371,7 +365,8 @@ void presentation_write_text(FILE *f, const struct presentation_stats *s)
         fprintf(f, "  diagnosis   %s\n", s->diagnoses[i]);
 }
 
-void presentation_write_json(FILE *f, const struct presentation_stats *s)
+void presentation_write_json(const struct recording *rec, FILE *f,
+                             const struct presentation_stats *s)
 {
     const struct presentation_accounting *t = &s->total;
     fprintf(f, "  \"presentation\": {\"tracked\": %s, \"requested\": %llu, \"presented\": %llu, "
@@ -402,7 +397,7 @@ void presentation_write_json(FILE *f, const struct presentation_stats *s)
             s->latency_ms[3], s->latency_return_ms[0], s->latency_return_ms[1],
             s->latency_return_ms[2], s->latency_return_ms[3]);
     struct output outs[MAX_OUTPUTS];
-    unsigned nout = s->tracked ? outputs_known(outs) : 0;
+    unsigned nout = s->tracked ? outputs_known(rec, outs) : 0;
     fputs("    \"outputs\": [", f);
     for (unsigned i = 0; i < nout; i++) {
         fputs(i ? ", {\"name\": " : "{\"name\": ", f);

@@ -1,5 +1,5 @@
 /* What the compositor did with the frames: shown or not, when, on which output, at what
- * cadence, and what paced them. Computed at report time from the frame logs. */
+ * cadence, and what paced them. Computed from a recording. */
 #ifndef FSCOPE_PRESENTATION_H
 #define FSCOPE_PRESENTATION_H
 
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "frame.h"
+#include "recording.h"
 
 #define MAX_DIAGNOSES 4
 
@@ -42,19 +42,21 @@ struct presentation_stats {
     unsigned diagnosis_count;
 };
 
-void presentation_compute(struct presentation_stats *ret);
+void presentation_compute(const struct recording *rec, struct presentation_stats *ret);
 /* Adds one surface's frames to ret. */
-void presentation_account(struct fscope_frame_log *log, struct presentation_accounting *ret);
-void presentation_write_text(FILE *f, const struct presentation_stats *s);
-void presentation_write_json(FILE *f, const struct presentation_stats *s);
+void presentation_account(const struct recording_log *log, struct presentation_accounting *ret);
+void presentation_write_text(const struct recording *rec, FILE *f,
+                             const struct presentation_stats *s);
+void presentation_write_json(const struct recording *rec, FILE *f,
+                             const struct presentation_stats *s);
 
 /* The known output whose refresh period matches period_ms within 3%: a display that can pace
  * an app presenting at that cadence. False when none does. */
-bool presentation_pacing_output(double period_ms, char *ret_name, size_t name_len,
+bool presentation_pacing_output(const struct recording *rec, double period_ms, char *ret_name, size_t name_len,
                                 double *ret_hz);
 
 /* A discarded frame that was the last present of a swapchain replaced by recreation. */
-bool frame_recreation_discard(struct fscope_frame_log *log, uint64_t index);
-const char *frame_present_state_name(const struct fscope_frame *f, struct fscope_frame_log *log);
+bool frame_recreation_discard(const struct recording_log *log, uint64_t index);
+const char *frame_present_state_name(const struct fscope_frame *f, const struct recording_log *log);
 
 #endif

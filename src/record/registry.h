@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "format.h"
 #include "framescope.h"
 
 #define FSCOPE_EXPORT __attribute__((visibility("default")))
@@ -18,43 +19,10 @@
 #define FSCOPE_MAX_SLOTS 256
 #define FSCOPE_MAX_DEPTH 64
 #define FSCOPE_TREE_NODES 4096
-#define FSCOPE_NODE_NONE UINT32_MAX
 #define FSCOPE_DEFAULT_DETAIL FSCOPE_LEVEL_PHASE
 #define FSCOPE_DEFAULT_RING_EVENTS 65536u
 
-/* One flight-recorder event: 16 bytes, no kind field. A NULL loc is the exit of the innermost
- * open zone; the reader keeps the stack. A loc with FSCOPE_LOC_INSTANT is a point in time. */
 struct fscope_frame_log;
-
-struct fscope_event {
-    uint64_t ticks;
-    const struct fscope_loc *loc;
-};
-
-struct zone_node {
-    const struct fscope_loc *loc; /* NULL for the root */
-    uint32_t parent;
-    uint32_t first_child;
-    uint32_t next_sibling;
-    uint32_t last_hit_child;     /* where the next lookup under this node starts */
-    _Atomic int32_t detail_override; /* -1: inherit; governs this node's children */
-    uint64_t calls;
-    uint64_t inclusive_ticks;
-    uint64_t child_ticks;
-    uint64_t max_ticks;
-};
-
-/* Time a thread spent blocked inside calls, by kind. The frame budget's blocks. */
-enum fscope_block {
-    FSCOPE_BLOCK_ACQUIRE,
-    FSCOPE_BLOCK_PRESENT,
-    FSCOPE_BLOCK_FENCE,
-    FSCOPE_BLOCK_SEMAPHORE,
-    FSCOPE_BLOCK_IDLE,
-    FSCOPE_BLOCK_CAP,
-    FSCOPE_BLOCK_PRESENT_WAIT, /* vkWaitForPresentKHR */
-    FSCOPE_BLOCK_COUNT,
-};
 
 /* One block as an interval, so that a report can tell which part of it the GPU was busy. */
 struct fscope_block_span {
@@ -67,22 +35,6 @@ struct fscope_block_span {
  * in block_ticks, only its interval is not kept. */
 #define FSCOPE_THREAD_BLOCK_SPANS 32
 
-/* Per-thread event counters, summed over threads when a frame closes. */
-enum fscope_counter {
-    FSCOPE_COUNT_SUBMITS,
-    FSCOPE_COUNT_COMMAND_BUFFERS,
-    FSCOPE_COUNT_DRAWS,
-    FSCOPE_COUNT_DISPATCHES,
-    FSCOPE_COUNT_RENDER_PASSES,
-    FSCOPE_COUNT_RECORD_TICKS,
-    /* Waits of every thread, whatever frame they are charged to (or none). */
-    FSCOPE_COUNT_WAIT_FENCE_TICKS,
-    FSCOPE_COUNT_WAIT_SEMAPHORE_TICKS,
-    FSCOPE_COUNT_WAIT_IDLE_TICKS,
-    FSCOPE_COUNT_COUNT,
-};
-
-enum slot_state { SLOT_FREE, SLOT_CLAIMING, SLOT_LIVE, SLOT_EXITED, SLOT_EXTERNAL };
 
 struct stack_entry {
     uint32_t node;           /* FSCOPE_NODE_NONE: gated off by level */
@@ -90,22 +42,17 @@ struct stack_entry {
     uint64_t start;
 };
 
+/* A thread's slot. The whole slot lives in the recording; readers see only rec (state, name,
+ * zone tree and ring through offsets), the rest is the recorder's working state. */
 struct fscope_collector {
-    _Atomic int state;
-    int tid;
-    char name[32];
-
-    struct zone_node *nodes;
-    _Atomic uint32_t node_count;
-    uint64_t nodes_exhausted;
+    struct rec_thread rec;
+    struct zone_node *nodes; /* rec.nodes_offset, in this process */
 
     struct stack_entry stack[FSCOPE_MAX_DEPTH];
     uint32_t depth;
     uint32_t depth_overflow;
 
-    struct fscope_event *ring;
-    uint64_t ring_mask;
-    _Atomic uint64_t ring_head; /* events ever written; the ring holds the last mask+1 */
+    struct fscope_event *ring; /* rec.ring_offset, in this process */
 
     uint64_t last_span_end; /* external slots: spans are kept in order */
     uint64_t spans_clamped;
@@ -183,7 +130,5 @@ uint64_t registry_ring_snapshot(struct fscope_collector *c, struct fscope_event 
 
 uint32_t registry_ring_events(void);
 
-/* The aggregated zone tree of every thread (and external track) as CSV. */
-void registry_write_zones_csv(FILE *f);
 
 #endif

@@ -10,14 +10,15 @@
 #include <x86intrin.h>
 
 #include "clock.h"
-#include "config.h"
-#include "log.h"
-#include "report.h"
+#include "recording.h"
+#include "util/config.h"
+#include "util/log.h"
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-static struct fscope_collector slots[FSCOPE_MAX_SLOTS];
+/* In the recording, so a reader sees every thread's tree and ring; NULL without one. */
+static struct fscope_collector *slots;
 static _Atomic unsigned slots_used; /* high-water mark of claimed slot indices */
 static pthread_key_t exit_key;
 static uint32_t ring_events = FSCOPE_DEFAULT_RING_EVENTS;
@@ -39,7 +40,7 @@ static pthread_mutex_t override_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct fscope_collector *registry_slot(unsigned index)
 {
-    return index < FSCOPE_MAX_SLOTS ? &slots[index] : NULL;
+    return slots && index < FSCOPE_MAX_SLOTS ? &slots[index] : NULL;
 }
 
 unsigned registry_slot_count(void)
@@ -94,7 +95,7 @@ static void node_apply_override(struct fscope_collector *c, uint32_t index)
 
 static void collector_reset(struct fscope_collector *c)
 {
-    atomic_store_explicit(&c->node_count, 1, memory_order_relaxed);
+    atomic_store_explicit(&c->rec.node_count, 1, memory_order_relaxed);
     memset(&c->nodes[0], 0, sizeof(c->nodes[0]));
     c->nodes[0].parent = FSCOPE_NODE_NONE;
     c->nodes[0].first_child = FSCOPE_NODE_NONE;
@@ -104,10 +105,10 @@ static void collector_reset(struct fscope_collector *c)
     const struct detail_override *root = override_find("");
     if (root)
         atomic_store(&c->nodes[0].detail_override, atomic_load(&root->level));
-    c->nodes_exhausted = 0;
+    c->rec.nodes_exhausted = 0;
     c->depth = 0;
     c->depth_overflow = 0;
-    atomic_store(&c->ring_head, 0);
+    atomic_store(&c->rec.ring_head, 0);
     c->last_span_end = 0;
     c->spans_clamped = 0;
     memset(c->block_ticks, 0, sizeof(c->block_ticks));
@@ -123,33 +124,41 @@ static void collector_reset(struct fscope_collector *c)
  * thing we may give up). Allocates the slot's tree and ring on first claim only. */
 static struct fscope_collector *slot_claim(int new_state)
 {
+    if (!slots)
+        return NULL;
     for (int pass = 0; pass < 2; pass++) {
         int want = pass == 0 ? SLOT_FREE : SLOT_EXITED;
         for (unsigned i = 0; i < FSCOPE_MAX_SLOTS; i++) {
             int expected = want;
-            if (!atomic_compare_exchange_strong(&slots[i].state, &expected, SLOT_CLAIMING))
+            if (!atomic_compare_exchange_strong(&slots[i].rec.state, &expected, SLOT_CLAIMING))
                 continue;
             struct fscope_collector *c = &slots[i];
             if (!c->nodes) {
-                c->nodes = calloc(FSCOPE_TREE_NODES, sizeof(*c->nodes));
-                c->ring = calloc(ring_events, sizeof(*c->ring));
-                if (!c->nodes || !c->ring) {
-                    free(c->nodes);
-                    free(c->ring);
-                    c->nodes = NULL;
-                    c->ring = NULL;
-                    atomic_store(&c->state, want);
+                /* Both in the recording; a reader finds them through the published rec. */
+                uint64_t nodes = recording_alloc(FSCOPE_TREE_NODES * sizeof(*c->nodes));
+                uint64_t ring = nodes ? recording_alloc(ring_events * sizeof(*c->ring)) : 0;
+                if (!ring) {
+                    atomic_store(&c->rec.state, want);
                     return NULL;
                 }
-                c->ring_mask = ring_events - 1;
+                c->nodes = recording_at(nodes);
+                c->ring = recording_at(ring);
+                c->rec.slot = i;
+                c->rec.nodes_offset = nodes;
+                c->rec.node_capacity = FSCOPE_TREE_NODES;
+                c->rec.ring_offset = ring;
+                c->rec.ring_mask = ring_events - 1;
+                recording_publish(REC_OBJ_THREAD,
+                                  (uint64_t)((char *)&c->rec - (char *)recording_header()),
+                                  sizeof(c->rec));
             }
             collector_reset(c);
-            c->name[0] = '\0';
-            c->tid = 0;
+            c->rec.name[0] = '\0';
+            c->rec.tid = 0;
             unsigned used = atomic_load(&slots_used);
             while (used < i + 1 && !atomic_compare_exchange_weak(&slots_used, &used, i + 1))
                 ;
-            atomic_store_explicit(&c->state, new_state, memory_order_release);
+            atomic_store_explicit(&c->rec.state, new_state, memory_order_release);
             return c;
         }
     }
@@ -159,7 +168,7 @@ static struct fscope_collector *slot_claim(int new_state)
 static void thread_exited(void *arg)
 {
     struct fscope_collector *c = arg;
-    atomic_store_explicit(&c->state, SLOT_EXITED, memory_order_release);
+    atomic_store_explicit(&c->rec.state, SLOT_EXITED, memory_order_release);
 }
 
 static struct fscope_collector *collector_attach(void)
@@ -172,9 +181,9 @@ static struct fscope_collector *collector_attach(void)
                        "threads are not recorded", FSCOPE_MAX_SLOTS);
         return NULL;
     }
-    c->tid = (int)gettid();
-    if (pthread_getname_np(pthread_self(), c->name, sizeof(c->name)) != 0)
-        snprintf(c->name, sizeof(c->name), "thread %d", c->tid);
+    c->rec.tid = (int)gettid();
+    if (pthread_getname_np(pthread_self(), c->rec.name, sizeof(c->rec.name)) != 0)
+        snprintf(c->rec.name, sizeof(c->rec.name), "thread %d", c->rec.tid);
     tls_collector = c;
     pthread_setspecific(exit_key, c);
     return c;
@@ -189,22 +198,23 @@ FSCOPE_EXPORT struct fscope_collector *fscope_thread_collector(void)
 static inline void ring_write(struct fscope_collector *c, uint64_t ticks,
                               const struct fscope_loc *loc)
 {
-    uint64_t head = atomic_load_explicit(&c->ring_head, memory_order_relaxed);
-    struct fscope_event *e = &c->ring[head & c->ring_mask];
+    uint64_t head = atomic_load_explicit(&c->rec.ring_head, memory_order_relaxed);
+    struct fscope_event *e = &c->ring[head & c->rec.ring_mask];
     e->ticks = ticks;
     e->loc = loc;
-    atomic_store_explicit(&c->ring_head, head + 1, memory_order_release);
+    atomic_store_explicit(&c->rec.ring_head, head + 1, memory_order_release);
 }
 
 /* Cold path: the first time a call path is seen. Uses preallocated nodes only. */
 static uint32_t __attribute__((noinline)) node_create(struct fscope_collector *c, uint32_t parent,
                                                       const struct fscope_loc *loc)
 {
-    uint32_t index = atomic_load_explicit(&c->node_count, memory_order_relaxed);
+    uint32_t index = atomic_load_explicit(&c->rec.node_count, memory_order_relaxed);
     if (index >= FSCOPE_TREE_NODES) {
-        c->nodes_exhausted++;
+        c->rec.nodes_exhausted++;
         return FSCOPE_NODE_NONE;
     }
+    recording_loc(loc);
     struct zone_node *n = &c->nodes[index];
     memset(n, 0, sizeof(*n));
     n->loc = loc;
@@ -214,7 +224,7 @@ static uint32_t __attribute__((noinline)) node_create(struct fscope_collector *c
     n->next_sibling = c->nodes[parent].first_child;
     atomic_store_explicit(&n->detail_override, -1, memory_order_relaxed);
     /* Publish the node before linking it, so a reader walking the tree sees it whole. */
-    atomic_store_explicit(&c->node_count, index + 1, memory_order_release);
+    atomic_store_explicit(&c->rec.node_count, index + 1, memory_order_release);
     c->nodes[parent].first_child = index;
     node_apply_override(c, index);
     return index;
@@ -473,8 +483,10 @@ FSCOPE_EXPORT uint8_t fscope_thread_take_frame_flags(void)
 FSCOPE_EXPORT void fscope_instant(const struct fscope_loc *loc, uint64_t ticks)
 {
     struct fscope_collector *c = fscope_thread_collector();
-    if (c)
+    if (c) {
+        recording_loc(loc);
         ring_write(c, ticks, loc);
+    }
 }
 
 FSCOPE_EXPORT void fscope_count(enum fscope_counter k, uint64_t n)
@@ -489,7 +501,7 @@ FSCOPE_EXPORT void fscope_count_totals(uint64_t ret[FSCOPE_COUNT_COUNT])
     memset(ret, 0, sizeof(uint64_t) * FSCOPE_COUNT_COUNT);
     unsigned n = registry_slot_count();
     for (unsigned i = 0; i < n; i++) {
-        int state = atomic_load_explicit(&slots[i].state, memory_order_acquire);
+        int state = atomic_load_explicit(&slots[i].rec.state, memory_order_acquire);
         if (state != SLOT_LIVE && state != SLOT_EXITED)
             continue;
         for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
@@ -501,14 +513,14 @@ FSCOPE_EXPORT void fscope_thread_name(const char *name)
 {
     struct fscope_collector *c = fscope_thread_collector();
     if (c && name)
-        snprintf(c->name, sizeof(c->name), "%s", name);
+        snprintf(c->rec.name, sizeof(c->rec.name), "%s", name);
 }
 
 FSCOPE_EXPORT struct fscope_collector *fscope_external_create(const char *name)
 {
     struct fscope_collector *c = slot_claim(SLOT_EXTERNAL);
     if (c)
-        snprintf(c->name, sizeof(c->name), "%s", name);
+        snprintf(c->rec.name, sizeof(c->rec.name), "%s", name);
     return c;
 }
 
@@ -536,13 +548,13 @@ FSCOPE_EXPORT void fscope_external_span(struct fscope_collector *c, const struct
 uint64_t registry_ring_snapshot(struct fscope_collector *c, struct fscope_event *out,
                                 uint64_t *ret_lost)
 {
-    uint64_t size = c->ring_mask + 1;
-    uint64_t head = atomic_load_explicit(&c->ring_head, memory_order_acquire);
+    uint64_t size = c->rec.ring_mask + 1;
+    uint64_t head = atomic_load_explicit(&c->rec.ring_head, memory_order_acquire);
     uint64_t first = head > size ? head - size : 0;
     for (uint64_t i = first; i < head; i++)
-        out[i - first] = c->ring[i & c->ring_mask];
+        out[i - first] = c->ring[i & c->rec.ring_mask];
     /* Events the writer overwrote while we copied are not trustworthy: drop them. */
-    uint64_t head_after = atomic_load_explicit(&c->ring_head, memory_order_acquire);
+    uint64_t head_after = atomic_load_explicit(&c->rec.ring_head, memory_order_acquire);
     uint64_t safe_first = head_after > size ? head_after - size : 0;
     uint64_t skip = safe_first > first ? safe_first - first : 0;
     if (skip > head - first)
@@ -553,37 +565,6 @@ uint64_t registry_ring_snapshot(struct fscope_collector *c, struct fscope_event 
     return head - first - skip;
 }
 
-void registry_write_zones_csv(FILE *f)
-{
-    fputs("thread_id,thread,path,level,calls,inclusive_ms,exclusive_ms,mean_ms,max_ms\n", f);
-    unsigned n = registry_slot_count();
-    char path[MAX_PATH_LEN];
-    for (unsigned s = 0; s < n; s++) {
-        struct fscope_collector *c = &slots[s];
-        int state = atomic_load_explicit(&c->state, memory_order_acquire);
-        if (state != SLOT_LIVE && state != SLOT_EXITED && state != SLOT_EXTERNAL)
-            continue;
-        int tid = state == SLOT_EXTERNAL ? 1000000 + (int)s : c->tid;
-        uint32_t count = atomic_load_explicit(&c->node_count, memory_order_acquire);
-        for (uint32_t i = 1; i < count; i++) {
-            const struct zone_node *node = &c->nodes[i];
-            registry_node_path(c, i, path, sizeof(path));
-            double inclusive = fscope_ticks_to_ns(node->inclusive_ticks) / 1e6;
-            uint64_t exclusive_ticks = node->inclusive_ticks > node->child_ticks
-                                           ? node->inclusive_ticks - node->child_ticks : 0;
-            /* Names are the program's own strings: quote them for CSV. */
-            fprintf(f, "%d,\"%s\",\"", tid, c->name);
-            for (const char *p = path; *p; p++)
-                fputs(*p == '"' ? "\"\"" : (char[]){ *p, 0 }, f);
-            fprintf(f, "\",%u,%llu,%.6f,%.6f,%.6f,%.6f\n", node->loc->level,
-                    (unsigned long long)node->calls, inclusive,
-                    fscope_ticks_to_ns(exclusive_ticks) / 1e6,
-                    node->calls ? inclusive / (double)node->calls : 0.0,
-                    fscope_ticks_to_ns(node->max_ticks) / 1e6);
-        }
-    }
-}
-
 /* Walks every node of every slot and applies the override for path. */
 static void overrides_apply_everywhere(const char *path, int32_t level)
 {
@@ -591,10 +572,10 @@ static void overrides_apply_everywhere(const char *path, int32_t level)
     char node_path[MAX_PATH_LEN];
     for (unsigned s = 0; s < n; s++) {
         struct fscope_collector *c = &slots[s];
-        int state = atomic_load_explicit(&c->state, memory_order_acquire);
+        int state = atomic_load_explicit(&c->rec.state, memory_order_acquire);
         if (state != SLOT_LIVE && state != SLOT_EXITED)
             continue;
-        uint32_t count = atomic_load_explicit(&c->node_count, memory_order_acquire);
+        uint32_t count = atomic_load_explicit(&c->rec.node_count, memory_order_acquire);
         for (uint32_t i = 0; i < count; i++) {
             registry_node_path(c, i, node_path, sizeof(node_path));
             if (strcmp(node_path, path) == 0)
@@ -696,7 +677,7 @@ static void ring_size_from_environment(void)
 static const char *const known_variables[] = {
     "FRAMESCOPE_LOG", "FRAMESCOPE_DETAIL", "FRAMESCOPE_RING_EVENTS", "FRAMESCOPE_SUMMARY",
     "FRAMESCOPE_OUTPUT", "FRAMESCOPE_GPU", "FRAMESCOPE_CAP", "FRAMESCOPE_PRESENT",
-    "FRAMESCOPE_TEST_FAULT", "FRAMESCOPE_STATUS_FD",
+    "FRAMESCOPE_TEST_FAULT", "FRAMESCOPE_RECORDING_FD",
 };
 
 static void warn_unknown_variables(void)
@@ -726,11 +707,14 @@ static void init_once_fn(void)
 {
     log_init();
     warn_unknown_variables();
+    if (recording_init()) {
+        uint64_t offset = recording_alloc(FSCOPE_MAX_SLOTS * sizeof(*slots));
+        slots = offset ? recording_at(offset) : NULL;
+    }
     clock_init();
     pthread_key_create(&exit_key, thread_exited);
     ring_size_from_environment();
     detail_from_environment();
-    report_init();
 }
 
 void registry_init(void)

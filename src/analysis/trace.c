@@ -5,17 +5,15 @@
  * closed at the last moment the thread is known to have been in them. So every B has its E. */
 #include "trace.h"
 
-#include "capture_dir.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "clock.h"
 #include "framescope.h"
-#include "registry.h"
+#include "zones.h"
+
+#define TRACE_MAX_DEPTH 64
 
 void json_write_string(FILE *f, const char *s)
 {
@@ -37,6 +35,7 @@ void json_write_string(FILE *f, const char *s)
 }
 
 struct trace_writer {
+    const struct recording *rec;
     FILE *f;
     int pid;
     int64_t base_ns;
@@ -45,21 +44,22 @@ struct trace_writer {
 
 static void event_prefix(struct trace_writer *w, const char *ph, int tid, uint64_t ticks)
 {
-    double us = (double)(fscope_ticks_to_mono_ns(ticks) - w->base_ns) / 1000.0;
+    double us = (double)(recording_mono_ns(w->rec, ticks) - w->base_ns) / 1000.0;
     fprintf(w->f, "%s\n{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f", w->first ? "" : ",",
             ph, w->pid, tid, us);
     w->first = false;
 }
 
-static void write_thread(struct trace_writer *w, struct fscope_collector *c, int tid,
-                         struct fscope_event *events, const struct fscope_event **stack)
+static void write_thread(struct trace_writer *w, const struct recording_thread *t,
+                         const struct fscope_event **stack)
 {
-    uint64_t lost;
-    uint64_t count = registry_ring_snapshot(c, events, &lost);
+    const struct fscope_event *events = t->events;
+    uint64_t count = t->event_count;
+    int tid = t->tid;
 
     fprintf(w->f, "%s\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
             "\"args\":{\"name\":", w->first ? "" : ",", w->pid, tid);
-    json_write_string(w->f, c->name[0] ? c->name : "thread");
+    json_write_string(w->f, t->name[0] ? t->name : "thread");
     fputs("}}", w->f);
     w->first = false;
 
@@ -71,20 +71,21 @@ static void write_thread(struct trace_writer *w, struct fscope_collector *c, int
         if (e->ticks < last)
             continue;
         last = e->ticks;
-        if (e->loc && (e->loc->flags & FSCOPE_LOC_INSTANT)) {
+        const struct rec_loc *loc = e->loc ? recording_loc_find(w->rec, e->loc) : NULL;
+        if (loc && (loc->flags & FSCOPE_LOC_INSTANT)) {
             event_prefix(w, "i", tid, e->ticks);
             fputs(",\"s\":\"t\",\"name\":", w->f);
-            json_write_string(w->f, e->loc->name);
+            json_write_string(w->f, loc->name);
             fputc('}', w->f);
         } else if (e->loc) {
-            if (depth >= FSCOPE_MAX_DEPTH) {
+            if (depth >= TRACE_MAX_DEPTH) {
                 overflow++;
                 continue;
             }
             stack[depth++] = &events[i];
             event_prefix(w, "B", tid, e->ticks);
             fputs(",\"name\":", w->f);
-            json_write_string(w->f, e->loc->name);
+            json_write_string(w->f, loc ? loc->name : "?");
             fputc('}', w->f);
         } else if (overflow) {
             overflow--;
@@ -100,49 +101,21 @@ static void write_thread(struct trace_writer *w, struct fscope_collector *c, int
         event_prefix(w, "E", tid, last);
         fputs(",\"args\":{\"open_at_dump\":true}}", w->f);
     }
-    (void)lost;
 }
 
-int trace_write(FILE *f)
+int trace_write(FILE *f, const struct recording *rec)
 {
-    uint32_t capacity = registry_ring_events();
-    struct fscope_event *events = malloc(sizeof(*events) * capacity);
-    const struct fscope_event **stack = malloc(sizeof(*stack) * FSCOPE_MAX_DEPTH);
-    if (!events || !stack) {
-        free(events);
-        free(stack);
+    const struct fscope_event **stack = malloc(sizeof(*stack) * TRACE_MAX_DEPTH);
+    if (!stack)
         return -ENOMEM;
-    }
-    struct trace_writer w = { .f = f, .pid = (int)getpid(), .first = true };
-    w.base_ns = 0;
+    struct trace_writer w = { .rec = rec, .f = f, .pid = rec->pid, .first = true };
+    char clock[160];
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":", f);
-    json_write_string(f, fscope_clock_describe());
+    json_write_string(f, recording_clock_describe(rec, clock, sizeof(clock)));
     fputs(",\"timestamps\":\"CLOCK_MONOTONIC microseconds\"},\"traceEvents\":[", f);
-    unsigned n = registry_slot_count();
-    for (unsigned i = 0; i < n; i++) {
-        struct fscope_collector *c = registry_slot(i);
-        int state = atomic_load_explicit(&c->state, memory_order_acquire);
-        if (state == SLOT_LIVE || state == SLOT_EXITED)
-            write_thread(&w, c, c->tid, events, stack);
-        else if (state == SLOT_EXTERNAL)
-            write_thread(&w, c, 1000000 + (int)i, events, stack); /* its own track */
-    }
+    for (unsigned i = 0; i < rec->thread_count; i++)
+        write_thread(&w, &rec->threads[i], stack);
     fputs("\n]}\n", f);
-    free(events);
     free(stack);
     return 0;
-}
-
-static int trace_writer(FILE *f, const void *arg)
-{
-    (void)arg;
-    return trace_write(f);
-}
-
-FSCOPE_EXPORT int fscope_trace_dump(const char *path)
-{
-    if (!path || !*path)
-        return -EINVAL;
-    /* An exclusive, unpredictable temporary name beside path, renamed when complete. */
-    return capture_write_file(path, trace_writer, NULL);
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "chunked.h"
+#include "format.h"
 
 #define FSCOPE_EXPORT __attribute__((visibility("default")))
 
@@ -19,19 +20,8 @@
 /* A deadline more than this many slices in the past is a stall (a load screen): resync. */
 #define CAP_RESYNC_SLICES 4
 
-/* Frame flags left on the calling thread by a wait, taken by the next frame close. */
-#define CAP_FLAG_CAPPED 0x1
-#define CAP_FLAG_MISSED 0x2 /* the work alone ran past the deadline */
-#define CAP_FLAG_RESYNC 0x4
-
-struct cap_event {
-    uint64_t release_ticks;
-    uint32_t target_ns;
-    uint8_t flags;
-};
-
 struct fscope_cap {
-    char label[64];
+    struct rec_cap *rec; /* label and the events, one per wait, for the accuracy report */
     _Atomic uint64_t target_ns; /* the slice; 0 = off. Set from any thread. */
     _Atomic uint64_t vblank_ticks; /* a known presentation time of the output paced to; 0 none */
     uint64_t slice_ns_in_use;
@@ -39,11 +29,11 @@ struct fscope_cap {
     uint64_t last_release_ticks;
     uint64_t oversleep_ns[32]; /* recent wake-up lateness, to size the spin */
     unsigned oversleep_next;
-    struct chunked events; /* one per wait, for the accuracy report */
     uint64_t resyncs, missed;
 };
 
-/* A cap owned by the caller (the layer has one per surface). Never freed: reports read it. */
+/* A cap owned by the caller (the layer has one per surface). Never freed: the recording keeps
+ * its events. */
 FSCOPE_EXPORT struct fscope_cap *fscope_cap_create(const char *label);
 /* 0 turns the cap off. Returns 0 or -EINVAL outside [CAP_MIN_HZ, CAP_MAX_HZ]. */
 FSCOPE_EXPORT int fscope_cap_target_hz(struct fscope_cap *cap, double hz);
@@ -54,9 +44,5 @@ FSCOPE_EXPORT int fscope_cap_target_hz(struct fscope_cap *cap, double hz);
 FSCOPE_EXPORT void fscope_cap_phase_lock(struct fscope_cap *cap, uint64_t vblank_ticks);
 /* Waits for the cap's next deadline; one caller at a time per cap. Returns at once when off. */
 FSCOPE_EXPORT void fscope_cap_pace(struct fscope_cap *cap);
-
-/* For reports. */
-unsigned caps_count(void);
-struct fscope_cap *cap_at(unsigned index);
 
 #endif

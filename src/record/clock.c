@@ -8,6 +8,8 @@
 #include <time.h>
 #include <x86intrin.h>
 
+#include "recording.h"
+
 struct clock_calibration {
     uint64_t base_ticks;
     int64_t base_ns;
@@ -87,6 +89,18 @@ static void calib_store(const struct clock_calibration *c)
     atomic_store_explicit(&calib.base_ns, c->base_ns, memory_order_relaxed);
     atomic_store_explicit(&calib.ns_per_tick_bits, bits, memory_order_relaxed);
     atomic_fetch_add_explicit(&calib_version, 1, memory_order_release);
+    /* The recording's copy, so its ticks can be read without this process. */
+    struct rec_header *h = recording_header();
+    if (h) {
+        struct rec_clock *rc = &h->clock;
+        atomic_fetch_add_explicit(&rc->seq, 1, memory_order_acq_rel);
+        atomic_thread_fence(memory_order_release);
+        rc->tsc = use_tsc;
+        atomic_store_explicit(&rc->base_ticks, c->base_ticks, memory_order_relaxed);
+        atomic_store_explicit(&rc->base_ns, c->base_ns, memory_order_relaxed);
+        atomic_store_explicit(&rc->ns_per_tick_bits, bits, memory_order_relaxed);
+        atomic_fetch_add_explicit(&rc->seq, 1, memory_order_release);
+    }
 }
 
 /* A (tsc, mono) pair read as close together as the machine allows: the tightest of a few. */

@@ -6,20 +6,16 @@
 #include <string.h>
 #include <sys/utsname.h>
 
-#include "clock.h"
-#include "frame.h"
-#include "registry.h"
-
-/* VkPresentModeKHR values (output does not include Vulkan). */
-
+#include "trace.h"
+#include "zones.h"
 
 /* The report's charts draw at most this many columns: one per pixel of a wide chart. Longer
  * runs put several frames in a column (their mean, and the slowest). */
 #define REPORT_MAX_COLUMNS 2000
 
-static int64_t ticks_between_ns(uint64_t from, uint64_t to)
+static int64_t ticks_between_ns(const struct recording *rec, uint64_t from, uint64_t to)
 {
-    return to >= from ? ticks_ns(to - from) : -ticks_ns(from - to);
+    return to >= from ? ticks_ns(rec, to - from) : -ticks_ns(rec, from - to);
 }
 
 /* Shown on a display, with a time to show: the frames frames.csv gives presented_ms. */
@@ -60,22 +56,23 @@ static int allows_tearing(int32_t present_mode)
 int formats_write_presentmon(FILE *f, const void *arg)
 {
     const struct formats_run *run = arg;
+    const struct recording *rec = run->rec;
     char app[64];
     csv_plain(run->app, app, sizeof(app));
     fputs("Application,ProcessID,SwapChainAddress,PresentRuntime,SyncInterval,PresentFlags,"
           "AllowsTearing,PresentMode,CPUStartTime,FrameTime,CPUBusy,CPUWait,GPULatency,GPUTime,"
           "GPUBusy,GPUWait,DisplayLatency,DisplayedTime,AnimationError\n", f);
-    uint64_t origin = frames_origin_ticks();
-    unsigned logs = frame_logs_count();
+    uint64_t origin = frames_origin_ticks(rec);
+    unsigned logs = rec->log_count;
     for (unsigned l = 0; l < logs; l++) {
-        struct fscope_frame_log *log = frame_log_at(l);
-        uint64_t count = fscope_frame_log_count(log);
+        const struct recording_log *log = &rec->logs[l];
+        uint64_t count = log->frame_count;
         const struct fscope_frame *previous_shown = NULL;
         uint64_t next_shown = 0; /* the first shown frame after the current one, or count */
         for (uint64_t i = 0; i < count; i++) {
-            const struct fscope_frame *fr = frame_log_frame(log, i);
+            const struct fscope_frame *fr = &log->frames[i];
             struct frame_budget_ns b;
-            frame_budget(fr, log_evidence(run, l), &b);
+            frame_budget(rec, fr, log_evidence(run, l), &b);
             /* There is no swapchain address to give: the surface's number and the swapchain's
              * serial (recreations) name it instead. */
             uint64_t swapchain = (uint64_t)(l + 1) << 32 | fr->swapchain_serial;
@@ -85,7 +82,7 @@ int formats_write_presentmon(FILE *f, const void *arg)
                     (unsigned long long)swapchain, sync_interval(fr->present_mode),
                     allows_tearing(fr->present_mode));
             /* Seconds since the first frame, as PresentMon's CPUStartTime by default. */
-            int64_t start_ns = ticks_ns(fr->start_ticks - origin);
+            int64_t start_ns = ticks_ns(rec, fr->start_ticks - origin);
             fprintf(f, ",%lld.%09lld", (long long)(start_ns / 1000000000),
                     (long long)(start_ns % 1000000000));
             csv_write_ms(f, b.frame);
@@ -105,22 +102,22 @@ int formats_write_presentmon(FILE *f, const void *arg)
                 fputs(",NA,NA,NA\n", f);
                 continue;
             }
-            csv_write_ms(f, ticks_between_ns(fr->start_ticks, fr->presented_ticks));
+            csv_write_ms(f, ticks_between_ns(rec, fr->start_ticks, fr->presented_ticks));
             if (next_shown <= i)
                 for (next_shown = i + 1; next_shown < count &&
-                                         !frame_shown(frame_log_frame(log, next_shown), origin);
+                                         !frame_shown(&log->frames[next_shown], origin);
                      next_shown++)
                     ;
             if (next_shown < count)
-                csv_write_ms(f, ticks_between_ns(fr->presented_ticks,
-                                             frame_log_frame(log, next_shown)->presented_ticks));
+                csv_write_ms(f, ticks_between_ns(rec, fr->presented_ticks,
+                                             log->frames[next_shown].presented_ticks));
             else
                 fputs(",NA", f);
             /* How far the time the frame was made for (its CPU start) moved, against how far
              * the display moved, since the previous frame shown. */
             if (previous_shown)
-                csv_write_ms(f, ticks_between_ns(previous_shown->start_ticks, fr->start_ticks) -
-                                ticks_between_ns(previous_shown->presented_ticks,
+                csv_write_ms(f, ticks_between_ns(rec, previous_shown->start_ticks, fr->start_ticks) -
+                                ticks_between_ns(rec, previous_shown->presented_ticks,
                                                  fr->presented_ticks));
             else
                 fputs(",NA", f);
@@ -155,6 +152,7 @@ static void read_field(const char *path, const char *prefix, char *ret, size_t l
 int formats_write_mangohud(FILE *f, const void *arg)
 {
     const struct formats_run *run = arg;
+    const struct recording *rec = run->rec;
     char os[128], cpu[128], gpu[128], ram[32], kernel[128], driver[128], scheduler[64];
     read_field("/etc/os-release", "PRETTY_NAME=", os, sizeof(os));
     read_field("/proc/cpuinfo", "model name", cpu, sizeof(cpu));
@@ -170,15 +168,15 @@ int formats_write_mangohud(FILE *f, const void *arg)
             ram, kernel, driver, scheduler);
     fputs("fps,frametime,cpu_load,gpu_load,cpu_temp,gpu_temp,gpu_core_clock,gpu_mem_clock,"
           "gpu_vram_used,gpu_power,ram_used,elapsed\n", f);
-    if (run->primary_log >= frame_logs_count())
+    if (run->primary_log >= rec->log_count)
         return 0;
-    uint64_t origin = frames_origin_ticks();
-    struct fscope_frame_log *log = frame_log_at(run->primary_log);
-    uint64_t count = fscope_frame_log_count(log);
+    uint64_t origin = frames_origin_ticks(rec);
+    const struct recording_log *log = &rec->logs[run->primary_log];
+    uint64_t count = log->frame_count;
     for (uint64_t i = 0; i < count; i++) {
-        const struct fscope_frame *fr = frame_log_frame(log, i);
+        const struct fscope_frame *fr = &log->frames[i];
         struct frame_budget_ns b;
-        frame_budget(fr, log_evidence(run, run->primary_log), &b);
+        frame_budget(rec, fr, log_evidence(run, run->primary_log), &b);
         long long gpu_load = b.gpu_timed && b.frame > 0
                                  ? llround(100.0 * (double)b.gpu_busy / (double)b.frame) : 0;
         /* MangoHud 0.6.8 (Debian 12's) writes frametime in microseconds and elapsed in
@@ -187,7 +185,7 @@ int formats_write_mangohud(FILE *f, const void *arg)
          * a sensor it cannot read. */
         fprintf(f, "%g,%lld.%03lld,0,%lld,0,0,0,0,0,0,0,%lld\n",
                 b.frame > 0 ? 1e9 / (double)b.frame : 0.0, (long long)(b.frame / 1000),
-                (long long)(b.frame % 1000), gpu_load, (long long)ticks_ns(fr->end_ticks - origin));
+                (long long)(b.frame % 1000), gpu_load, (long long)ticks_ns(rec, fr->end_ticks - origin));
     }
     return 0;
 }
@@ -242,22 +240,23 @@ static void write_column_series(FILE *f, const char *name, const struct report_c
 static struct report_column *report_columns(const struct formats_run *run, uint64_t origin,
                                             size_t *ret_count)
 {
+    const struct recording *rec = run->rec;
     *ret_count = 0;
-    struct fscope_frame_log *log = run->primary_log < frame_logs_count()
-                                       ? frame_log_at(run->primary_log) : NULL;
-    uint64_t frames = log ? fscope_frame_log_count(log) : 0;
+    const struct recording_log *log = run->primary_log < rec->log_count
+                                       ? &rec->logs[run->primary_log] : NULL;
+    uint64_t frames = log ? log->frame_count : 0;
     uint64_t per_column = (frames + REPORT_MAX_COLUMNS - 1) / REPORT_MAX_COLUMNS;
     size_t count = per_column ? (size_t)((frames + per_column - 1) / per_column) : 0;
     struct report_column *columns = calloc(count ? count : 1, sizeof(*columns));
     if (!columns)
         return NULL;
     for (uint64_t i = 0; i < frames; i++) {
-        const struct fscope_frame *fr = frame_log_frame(log, i);
+        const struct fscope_frame *fr = &log->frames[i];
         struct frame_budget_ns b;
-        frame_budget(fr, log_evidence(run, run->primary_log), &b);
+        frame_budget(rec, fr, log_evidence(run, run->primary_log), &b);
         struct report_column *column = &columns[i / per_column];
         if (!column->frames_in_it)
-            column->start_ns = ticks_ns(fr->start_ticks - origin);
+            column->start_ns = ticks_ns(rec, fr->start_ticks - origin);
         column->frames_in_it++;
         if (b.frame > column->frame_max_ns)
             column->frame_max_ns = b.frame;
@@ -273,14 +272,15 @@ static struct report_column *report_columns(const struct formats_run *run, uint6
 
 static int write_report_data(FILE *f, const struct formats_run *run)
 {
-    uint64_t origin = frames_origin_ticks();
+    const struct recording *rec = run->rec;
+    uint64_t origin = frames_origin_ticks(rec);
     size_t column_count;
     struct report_column *columns = report_columns(run, origin, &column_count);
     char *zones = NULL;
     size_t zones_len = 0;
     FILE *zones_file = open_memstream(&zones, &zones_len);
     if (zones_file) {
-        registry_write_zones_csv(zones_file);
+        zones_write_csv(zones_file, rec);
         if (fclose(zones_file) != 0) {
             free(zones);
             zones = NULL;
@@ -313,11 +313,11 @@ static int write_report_data(FILE *f, const struct formats_run *run)
         fprintf(f, "%s\"%s\": %.6f", v ? ", " : "", verdict_name((enum fscope_verdict)v),
                 finite_or_zero(run->verdict_share[v]));
     fputs("},\n\"surface\": ", f);
-    struct fscope_frame_log *log = run->primary_log < frame_logs_count()
-                                       ? frame_log_at(run->primary_log) : NULL;
-    html_json_string(f, log ? frame_log_label(log) : "");
+    const struct recording_log *log = run->primary_log < rec->log_count
+                                       ? &rec->logs[run->primary_log] : NULL;
+    html_json_string(f, log ? log->label : "");
     fprintf(f, ", \"surfaces\": %u, \"gpu_timed\": %s,\n\"budget_ms\": {\"cpu\": %.6f, "
-            "\"gpu_busy\": %.6f", frame_logs_count(), run->gpu_timed ? "true" : "false",
+            "\"gpu_busy\": %.6f", rec->log_count, run->gpu_timed ? "true" : "false",
             run->budget_ms[0], run->budget_ms[1]);
     for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
         fprintf(f, ", \"%s\": %.6f", block_name(k), run->budget_ms[2 + k]);
@@ -340,16 +340,16 @@ static int write_report_data(FILE *f, const struct formats_run *run)
         write_column_series(f, block_name(k), columns, column_count, SUM_BLOCKS + (int)k);
     }
     fputs("}},\n\"presented_intervals_ms\": [", f);
-    uint64_t frames = log ? fscope_frame_log_count(log) : 0;
+    uint64_t frames = log ? log->frame_count : 0;
     uint64_t last_shown = 0;
     bool first = true;
     for (uint64_t i = 0; i < frames; i++) {
-        const struct fscope_frame *fr = frame_log_frame(log, i);
+        const struct fscope_frame *fr = &log->frames[i];
         if (!frame_shown(fr, origin))
             continue;
         if (last_shown && fr->presented_ticks > last_shown) {
             fprintf(f, "%s%.4f", first ? "" : ",",
-                    fscope_ticks_to_ns(fr->presented_ticks - last_shown) / 1e6);
+                    recording_ns(rec, fr->presented_ticks - last_shown) / 1e6);
             first = false;
         }
         last_shown = fr->presented_ticks;

@@ -2,48 +2,23 @@
 
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "cap.h"
 #include "capture_dir.h"
-#include "config.h"
 #include "formats.h"
-#include "log.h"
 #include "presentation.h"
 #include "stats.h"
 #include "trace.h"
+#include "util/log.h"
+#include "zones.h"
 
-#define MAX_NOTES 24
-
-static _Atomic bool enabled;
-static _Atomic bool finished;
-#define MAX_DEVICE_NAMES 8 /* distinct device/driver pairs named in the summary */
-
-static _Atomic bool disowned;
-static _Atomic bool gpu_timing = true;
-static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Devices by name and driver; a program that creates one device a hundred times names it once,
- * with the count and the ids it had. */
-struct device_name {
-    char name[256], driver[256];
-    uint32_t first_id, last_id, count;
-};
-static struct device_name device_names[MAX_DEVICE_NAMES];
-static unsigned device_name_count;
-static char notes[MAX_NOTES][256];
-static unsigned note_count;
-
-enum summary_target { SUMMARY_STDERR, SUMMARY_OFF, SUMMARY_PATH };
-static enum summary_target summary_target = SUMMARY_STDERR;
-static char summary_path[1024];
-static char output_dir[1024];
+static void write_recording_notes(FILE *f, const struct recording *rec);
 
 static const char *const verdict_names[FSCOPE_VERDICT_COUNT] = { "cpu", "gpu", "display", "cap",
                                                                   "sync" };
@@ -56,102 +31,14 @@ const char *verdict_name(enum fscope_verdict v)
     return v < FSCOPE_VERDICT_COUNT ? verdict_names[v] : "unknown";
 }
 
-/* A forked child has none of the parent's threads and must not write the parent's summary or
- * capture when it exits: the run being profiled is the parent's. */
-static void forked_child(void)
-{
-    atomic_store(&disowned, true);
-}
-
-void report_init(void)
-{
-    pthread_atfork(NULL, NULL, forked_child);
-    const char *summary = secure_getenv("FRAMESCOPE_SUMMARY");
-    if (summary && *summary) {
-        char shown[FSCOPE_ESCAPE_SIZE];
-        if (fscope_config_keyword(summary, "off")) {
-            summary_target = SUMMARY_OFF;
-        } else if (fscope_config_keyword(summary, "stderr")) {
-            summary_target = SUMMARY_STDERR;
-        } else if (fscope_config_is_path(summary) && strlen(summary) < sizeof(summary_path)) {
-            summary_target = SUMMARY_PATH;
-            snprintf(summary_path, sizeof(summary_path), "%s", summary);
-        } else if (fscope_config_is_path(summary)) {
-            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_SUMMARY='%s' is longer than %zu bytes; "
-                       "using stderr", fscope_config_escape(summary, shown, sizeof(shown)),
-                       sizeof(summary_path) - 1);
-        } else {
-            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_SUMMARY='%s' is not off, stderr or a path "
-                       "starting with / or ./; using stderr",
-                       fscope_config_escape(summary, shown, sizeof(shown)));
-        }
-    }
-    const char *out = secure_getenv("FRAMESCOPE_OUTPUT");
-    if (out && *out) {
-        if (strlen(out) >= sizeof(output_dir) - 32)
-            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_OUTPUT is too long; no capture is written");
-        else
-            snprintf(output_dir, sizeof(output_dir), "%s", out);
-    }
-}
-
-FSCOPE_EXPORT void fscope_report_enable(void)
-{
-    atomic_store(&enabled, true);
-}
-
-FSCOPE_EXPORT void fscope_report_add_device(uint32_t id, const char *device, const char *driver)
-{
-    device = device ? device : "";
-    driver = driver ? driver : "";
-    pthread_mutex_lock(&meta_lock);
-    struct device_name *d = NULL;
-    for (unsigned i = 0; i < device_name_count && !d; i++)
-        if (strcmp(device_names[i].name, device) == 0 && strcmp(device_names[i].driver, driver) == 0)
-            d = &device_names[i];
-    if (!d && device_name_count < MAX_DEVICE_NAMES) {
-        d = &device_names[device_name_count++];
-        snprintf(d->name, sizeof(d->name), "%s", device);
-        snprintf(d->driver, sizeof(d->driver), "%s", driver);
-        d->first_id = id;
-    }
-    if (d) {
-        d->count++;
-        d->last_id = id;
-    }
-    pthread_mutex_unlock(&meta_lock);
-}
-
-FSCOPE_EXPORT void fscope_report_set_gpu_timing(bool on)
-{
-    atomic_store(&gpu_timing, on);
-}
-
-
-FSCOPE_EXPORT void fscope_report_note(const char *fmt, ...)
-{
-    char line[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    pthread_mutex_lock(&meta_lock);
-    bool seen = false;
-    for (unsigned i = 0; i < note_count && !seen; i++)
-        seen = strcmp(notes[i], line) == 0;
-    if (!seen && note_count < MAX_NOTES)
-        memcpy(notes[note_count++], line, sizeof(line));
-    pthread_mutex_unlock(&meta_lock);
-}
-
 const char *block_name(enum fscope_block kind)
 {
     return kind < FSCOPE_BLOCK_COUNT ? block_names[kind] : "unknown";
 }
 
-int64_t ticks_ns(uint64_t ticks)
+int64_t ticks_ns(const struct recording *rec, uint64_t ticks)
 {
-    return (int64_t)llround(fscope_ticks_to_ns(ticks));
+    return (int64_t)llround(recording_ns(rec, ticks));
 }
 
 static int compare_double(const void *a, const void *b)
@@ -183,11 +70,12 @@ static bool mode_is_mailbox_like(int32_t mode)
 /* The display paces a surface's frames only on evidence (DESIGN.md, "The frame"): shown at
  * the app's own cadence without discards (presentation feedback), or, without feedback, a
  * FIFO swapchain on a surface a display shows. An app that outruns the display never is. */
-void display_evidence_compute(struct fscope_frame_log *log, struct display_evidence *ret)
+void display_evidence_compute(const struct recording *rec, const struct recording_log *log,
+                              struct display_evidence *ret)
 {
     memset(ret, 0, sizeof(*ret));
-    uint64_t count = fscope_frame_log_count(log);
-    enum frame_surface surface = frame_log_surface(log);
+    uint64_t count = log->frame_count;
+    enum frame_surface surface = log->surface;
     if (surface == FRAME_SURFACE_NONE || surface == FRAME_SURFACE_HEADLESS || !count) {
         snprintf(ret->why, sizeof(ret->why), "%s",
                  surface == FRAME_SURFACE_HEADLESS ? "a headless surface: no display shows it"
@@ -199,14 +87,14 @@ void display_evidence_compute(struct fscope_frame_log *log, struct display_evide
     size_t napp = 0, nshown = 0;
     uint64_t presented = 0, discarded = 0, fifo = 0, last_shown = 0;
     for (uint64_t i = 0; i < count; i++) {
-        const struct fscope_frame *f = frame_log_frame(log, i);
+        const struct fscope_frame *f = &log->frames[i];
         fifo += mode_is_fifo(f->present_mode);
         if (app)
-            app[napp++] = fscope_ticks_to_ns(f->end_ticks - f->start_ticks) / 1e6;
+            app[napp++] = recording_ns(rec, f->end_ticks - f->start_ticks) / 1e6;
         if (f->present_state == FRAME_PRESENT_PRESENTED) {
             presented++;
             if (last_shown && f->presented_ticks > last_shown && shown)
-                shown[nshown++] = fscope_ticks_to_ns(f->presented_ticks - last_shown) / 1e6;
+                shown[nshown++] = recording_ns(rec, f->presented_ticks - last_shown) / 1e6;
             last_shown = f->presented_ticks;
         } else if (f->present_state == FRAME_PRESENT_DISCARDED &&
                    !frame_recreation_discard(log, i)) {
@@ -218,7 +106,7 @@ void display_evidence_compute(struct fscope_frame_log *log, struct display_evide
     free(app);
     free(shown);
     uint64_t decided = presented + discarded;
-    if (frame_log_tracked(log) && decided >= 4 && nshown >= 2) {
+    if (log->tracked && decided >= 4 && nshown >= 2) {
         ret->confirmed = true;
         ret->discard_share = (double)discarded / (double)decided;
         bool keeps_up = ret->app_interval_ms >= DISPLAY_MIN_CADENCE_RATIO * ret->shown_interval_ms;
@@ -232,7 +120,7 @@ void display_evidence_compute(struct fscope_frame_log *log, struct display_evide
          * app, only not the one it is on (the mixed-refresh trap). Waiting in present is then
          * a display wait, whatever the discards. */
         if (!ret->paces && fifo * 2 > count &&
-            presentation_pacing_output(ret->app_interval_ms, output, sizeof(output), &hz)) {
+            presentation_pacing_output(rec, ret->app_interval_ms, output, sizeof(output), &hz)) {
             ret->paces = true;
             snprintf(ret->why, sizeof(ret->why), "FIFO paced every %.2f ms by output %s "
                      "(%.0f Hz), not the output showing it (every %.2f ms, %.1f%% discarded)",
@@ -247,26 +135,26 @@ void display_evidence_compute(struct fscope_frame_log *log, struct display_evide
              ret->paces ? "FIFO" : "non-FIFO");
 }
 
-void frame_budget(const struct fscope_frame *f, const struct display_evidence *ev,
-                  struct frame_budget_ns *ret)
+void frame_budget(const struct recording *rec, const struct fscope_frame *f,
+                  const struct display_evidence *ev, struct frame_budget_ns *ret)
 {
     memset(ret, 0, sizeof(*ret));
-    ret->frame = ticks_ns(f->end_ticks - f->start_ticks);
+    ret->frame = ticks_ns(rec, f->end_ticks - f->start_ticks);
     int64_t blocked = 0;
     for (unsigned b = 0; b < FSCOPE_BLOCK_COUNT; b++) {
-        ret->block[b] = ticks_ns(f->block_ticks[b]);
+        ret->block[b] = ticks_ns(rec, f->block_ticks[b]);
         if (blocked + ret->block[b] > ret->frame)
             ret->block[b] = ret->frame - blocked; /* rounding never breaks the partition */
         blocked += ret->block[b];
-        ret->block_gpu[b] = ticks_ns(f->block_gpu_ticks[b]);
+        ret->block_gpu[b] = ticks_ns(rec, f->block_gpu_ticks[b]);
         if (ret->block_gpu[b] > ret->block[b])
             ret->block_gpu[b] = ret->block[b];
     }
     ret->cpu = ret->frame - blocked;
-    ret->gpu_busy = ticks_ns(f->gpu_busy_ticks);
+    ret->gpu_busy = ticks_ns(rec, f->gpu_busy_ticks);
     if (ret->gpu_busy > ret->frame)
         ret->gpu_busy = ret->frame;
-    ret->gpu_timed = atomic_load(&gpu_timing);
+    ret->gpu_timed = rec->gpu_timing;
     static const unsigned display_blocks[] = { FSCOPE_BLOCK_ACQUIRE, FSCOPE_BLOCK_PRESENT,
                                                FSCOPE_BLOCK_PRESENT_WAIT };
     int64_t idle_in_display = 0;
@@ -282,7 +170,7 @@ void frame_budget(const struct fscope_frame *f, const struct display_evidence *e
     for (unsigned i = 0; i < 3; i++) {
         ret->gpu_in_waits += ret->block_gpu[wait_blocks[i]];
         ret->gpu_idle_in_waits += ret->block[wait_blocks[i]] - ret->block_gpu[wait_blocks[i]];
-        ret->other_wait[i] = ticks_ns(f->other_wait_ticks[i]);
+        ret->other_wait[i] = ticks_ns(rec, f->other_wait_ticks[i]);
     }
 }
 
@@ -331,6 +219,7 @@ static int compare_i64(const void *a, const void *b)
 }
 
 struct run_stats {
+    const struct recording *rec;
     struct presentation_stats presentation;
     uint64_t frames;
     double duration_s, fps;
@@ -364,12 +253,12 @@ static double low_fps(const int64_t *sorted, uint64_t n, double share)
 }
 
 /* Display evidence of every log, in log order; NULL entries when memory ran out. */
-static struct display_evidence *evidence_all(void)
+static struct display_evidence *evidence_all(const struct recording *rec)
 {
-    unsigned logs = frame_logs_count();
+    unsigned logs = rec->log_count;
     struct display_evidence *ev = calloc(logs ? logs : 1, sizeof(*ev));
     for (unsigned l = 0; ev && l < logs; l++)
-        display_evidence_compute(frame_log_at(l), &ev[l]);
+        display_evidence_compute(rec, &rec->logs[l], &ev[l]);
     return ev;
 }
 
@@ -436,22 +325,23 @@ static void run_reason(struct run_stats *s)
 #undef PCT
 }
 
-static void compute_stats(struct run_stats *s)
+static void compute_stats(const struct recording *rec, struct run_stats *s)
 {
     memset(s, 0, sizeof(*s));
-    presentation_compute(&s->presentation);
-    s->evidence = evidence_all();
-    unsigned logs = frame_logs_count();
+    s->rec = rec;
+    presentation_compute(rec, &s->presentation);
+    s->evidence = evidence_all(rec);
+    unsigned logs = rec->log_count;
     uint64_t most = 0;
     for (unsigned l = 0; l < logs; l++) {
-        uint64_t count = fscope_frame_log_count(frame_log_at(l));
+        uint64_t count = rec->logs[l].frame_count;
         s->frames += count;
         if (count > most) {
             most = count;
             s->primary_log = l;
         }
     }
-    s->total.gpu_timed = atomic_load(&gpu_timing);
+    s->total.gpu_timed = rec->gpu_timing;
     if (!s->frames)
         return;
     int64_t *times = malloc(s->frames * sizeof(*times));
@@ -460,12 +350,12 @@ static void compute_stats(struct run_stats *s)
     int64_t verdict_ns[FSCOPE_VERDICT_COUNT] = { 0 };
     struct frame_budget_ns *total = &s->total;
     for (unsigned l = 0; l < logs; l++) {
-        struct fscope_frame_log *log = frame_log_at(l);
-        uint64_t count = fscope_frame_log_count(log);
+        const struct recording_log *log = &rec->logs[l];
+        uint64_t count = log->frame_count;
         for (uint64_t i = 0; i < count; i++) {
-            struct fscope_frame *f = frame_log_frame(log, i);
+            const struct fscope_frame *f = &log->frames[i];
             struct frame_budget_ns b;
-            frame_budget(f, s->evidence ? &s->evidence[l] : NULL, &b);
+            frame_budget(rec, f, s->evidence ? &s->evidence[l] : NULL, &b);
             if (times && n < s->frames)
                 times[n++] = b.frame;
             sum_ms += (double)b.frame / 1e6;
@@ -494,7 +384,7 @@ static void compute_stats(struct run_stats *s)
         }
     }
     double frames = (double)s->frames;
-    s->duration_s = fscope_ticks_to_ns(last - first) / 1e9;
+    s->duration_s = recording_ns(rec, last - first) / 1e9;
     s->fps = s->duration_s > 0 ? frames / s->duration_s : 0;
     s->mean_ms = sum_ms / frames;
     if (times) {
@@ -523,19 +413,8 @@ static void compute_stats(struct run_stats *s)
     run_reason(s);
 }
 
-static void app_name(char *buf, size_t len)
-{
-    FILE *f = fopen("/proc/self/comm", "re");
-    buf[0] = '\0';
-    if (f) {
-        if (fgets(buf, (int)len, f))
-            buf[strcspn(buf, "\n")] = '\0';
-        fclose(f);
-    }
-}
-
 struct cap_stats {
-    struct fscope_cap *cap;
+    const struct recording_cap *cap;
     double target_hz;
     uint64_t waits, intervals;
     double mean_interval_ms;
@@ -546,12 +425,12 @@ struct cap_stats {
 
 /* Accuracy over intervals between two releases at the same target, where the second release
  * waited (a missed deadline or a resync is reported separately: it was not the cap's doing). */
-static bool cap_compute(struct fscope_cap *cap, const struct display_evidence *evidence,
-                        struct cap_stats *ret)
+static bool cap_compute(const struct recording *rec, const struct recording_cap *cap,
+                        const struct display_evidence *evidence, struct cap_stats *ret)
 {
     memset(ret, 0, sizeof(*ret));
     ret->cap = cap;
-    uint64_t n = chunked_count(&cap->events);
+    uint64_t n = cap->event_count;
     if (!n)
         return false;
     double *errs = malloc(n * sizeof(double));
@@ -559,17 +438,17 @@ static bool cap_compute(struct fscope_cap *cap, const struct display_evidence *e
         return false;
     double sum_ms = 0;
     for (uint64_t i = 0; i < n; i++) {
-        const struct cap_event *e = chunked_at(&cap->events, i);
+        const struct cap_event *e = &cap->events[i];
         ret->waits++;
         ret->target_hz = 1e9 / e->target_ns;
         ret->resyncs += (e->flags & CAP_FLAG_RESYNC) != 0;
         ret->missed += (e->flags & CAP_FLAG_MISSED) != 0;
         if (i == 0 || (e->flags & (CAP_FLAG_MISSED | CAP_FLAG_RESYNC)))
             continue;
-        const struct cap_event *prev = chunked_at(&cap->events, i - 1);
+        const struct cap_event *prev = &cap->events[i - 1];
         if (prev->target_ns != e->target_ns)
             continue;
-        double interval_ns = fscope_ticks_to_ns(e->release_ticks - prev->release_ticks);
+        double interval_ns = recording_ns(rec, e->release_ticks - prev->release_ticks);
         sum_ms += interval_ns / 1e6;
         errs[ret->intervals++] = fabs(interval_ns - e->target_ns) / 1e3;
     }
@@ -582,15 +461,15 @@ static bool cap_compute(struct fscope_cap *cap, const struct display_evidence *e
     }
     free(errs);
     /* What the frames that missed were bound by instead. */
-    unsigned logs = frame_logs_count();
+    unsigned logs = rec->log_count;
     for (unsigned l = 0; l < logs; l++) {
-        struct fscope_frame_log *log = frame_log_at(l);
-        uint64_t count = fscope_frame_log_count(log);
+        const struct recording_log *log = &rec->logs[l];
+        uint64_t count = log->frame_count;
         for (uint64_t i = 0; i < count; i++) {
-            struct fscope_frame *f = frame_log_frame(log, i);
+            const struct fscope_frame *f = &log->frames[i];
             if (f->cap_flags & CAP_FLAG_MISSED) {
                 struct frame_budget_ns b;
-                frame_budget(f, evidence ? &evidence[l] : NULL, &b);
+                frame_budget(rec, f, evidence ? &evidence[l] : NULL, &b);
                 ret->missed_by_verdict[frame_verdict(&b)]++;
             }
         }
@@ -600,10 +479,11 @@ static bool cap_compute(struct fscope_cap *cap, const struct display_evidence *e
 
 static void write_caps_text(FILE *f, const struct run_stats *s)
 {
-    unsigned n = caps_count();
+    const struct recording *rec = s->rec;
+    unsigned n = rec->cap_count;
     for (unsigned i = 0; i < n; i++) {
         struct cap_stats c;
-        if (!cap_compute(cap_at(i), s->evidence, &c))
+        if (!cap_compute(rec, &rec->caps[i], s->evidence, &c))
             continue;
         fprintf(f, "  cap         %s: target %.3f Hz (%.3f ms); achieved mean interval %.3f ms; "
                 "|interval - target| p50 %.1f  p99 %.1f  max %.1f us over %llu intervals; "
@@ -625,11 +505,12 @@ static void write_caps_text(FILE *f, const struct run_stats *s)
 static void write_caps_json(FILE *f, const struct run_stats *s)
 {
     fputs("  \"caps\": [", f);
-    unsigned n = caps_count();
+    const struct recording *rec = s->rec;
+    unsigned n = rec->cap_count;
     bool first = true;
     for (unsigned i = 0; i < n; i++) {
         struct cap_stats c;
-        if (!cap_compute(cap_at(i), s->evidence, &c))
+        if (!cap_compute(rec, &rec->caps[i], s->evidence, &c))
             continue;
         fputs(first ? "{\"label\": " : ", {\"label\": ", f);
         first = false;
@@ -650,20 +531,18 @@ static void write_caps_json(FILE *f, const struct run_stats *s)
 
 static void write_summary_text(FILE *f, const struct run_stats *s)
 {
-    char app[64];
-    app_name(app, sizeof(app));
-    fprintf(f, "framescope: summary for %s (pid %d)\n", app, (int)getpid());
-    pthread_mutex_lock(&meta_lock);
-    for (unsigned i = 0; i < device_name_count; i++) {
-        const struct device_name *d = &device_names[i];
+    const struct recording *rec = s->rec;
+    char clock[160];
+    fprintf(f, "framescope: summary for %s (pid %d)\n", rec->app, rec->pid);
+    for (unsigned i = 0; i < rec->device_count; i++) {
+        const struct rec_device *d = &rec->devices[i];
         if (d->count == 1)
             fprintf(f, "  device      #%u %s, driver %s\n", d->first_id, d->name, d->driver);
         else
             fprintf(f, "  device      #%u..#%u %s, driver %s (%u devices created)\n",
                     d->first_id, d->last_id, d->name, d->driver, d->count);
     }
-    pthread_mutex_unlock(&meta_lock);
-    fprintf(f, "  clock       %s\n", fscope_clock_describe());
+    fprintf(f, "  clock       %s\n", recording_clock_describe(rec, clock, sizeof(clock)));
     if (!s->frames) {
         fprintf(f, "  frames      0 (nothing was presented and no frame was marked)\n");
     } else {
@@ -704,28 +583,26 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
                     100.0 * (double)s->verdict_frames[v] / (double)s->frames);
         fputc('\n', f);
     }
-    presentation_write_text(f, &s->presentation);
+    presentation_write_text(rec, f, &s->presentation);
     write_caps_text(f, s);
-    pthread_mutex_lock(&meta_lock);
-    for (unsigned i = 0; i < note_count; i++)
-        fprintf(f, "  note        %s\n", notes[i]);
-    pthread_mutex_unlock(&meta_lock);
+    write_recording_notes(f, rec);
+    for (unsigned i = 0; i < rec->note_count; i++)
+        fprintf(f, "  note        %s\n", rec->notes[i]);
 }
 
 static void write_summary_json(FILE *f, const struct run_stats *s)
 {
-    char app[64];
-    app_name(app, sizeof(app));
+    const struct recording *rec = s->rec;
+    char clock[160];
     fputs("{\n  \"schema\": \"framescope-summary-1\",\n  \"app\": ", f);
-    json_write_string(f, app);
-    fprintf(f, ",\n  \"pid\": %d,\n  \"device\": ", (int)getpid());
-    pthread_mutex_lock(&meta_lock);
-    json_write_string(f, device_name_count ? device_names[0].name : "");
+    json_write_string(f, rec->app);
+    fprintf(f, ",\n  \"pid\": %d,\n  \"device\": ", rec->pid);
+    json_write_string(f, rec->device_count ? rec->devices[0].name : "");
     fputs(",\n  \"driver\": ", f);
-    json_write_string(f, device_name_count ? device_names[0].driver : "");
+    json_write_string(f, rec->device_count ? rec->devices[0].driver : "");
     fputs(",\n  \"devices\": [", f);
-    for (unsigned i = 0; i < device_name_count; i++) {
-        const struct device_name *d = &device_names[i];
+    for (unsigned i = 0; i < rec->device_count; i++) {
+        const struct rec_device *d = &rec->devices[i];
         fputs(i ? ", {\"name\": " : "{\"name\": ", f);
         json_write_string(f, d->name);
         fputs(", \"driver\": ", f);
@@ -734,26 +611,22 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
                 d->last_id, d->count);
     }
     fputs("]", f);
-    uint32_t last_id = 0;
-    for (unsigned i = 0; i < device_name_count; i++)
-        if (device_names[i].last_id > last_id)
-            last_id = device_names[i].last_id;
-    pthread_mutex_unlock(&meta_lock);
+    uint32_t last_id = rec->max_device_id;
     /* GPU time per device, kept apart: a frame's GPU busy is its presenting device's. */
     fputs(",\n  \"device_gpu\": [", f);
     bool first_gpu = true;
     for (uint32_t id = 1; id <= last_id; id++) {
         uint64_t busy, spans;
-        frames_device_gpu_totals(id, &busy, &spans);
+        device_gpu_totals(rec, id, &busy, &spans);
         if (!spans)
             continue;
         fprintf(f, "%s{\"id\": %u, \"spans\": %llu, \"busy_ms\": %.6f}", first_gpu ? "" : ", ",
-                id, (unsigned long long)spans, fscope_ticks_to_ns(busy) / 1e6);
+                id, (unsigned long long)spans, recording_ns(rec, busy) / 1e6);
         first_gpu = false;
     }
     fputs("]", f);
     fputs(",\n  \"clock\": ", f);
-    json_write_string(f, fscope_clock_describe());
+    json_write_string(f, recording_clock_describe(rec, clock, sizeof(clock)));
     fprintf(f, ",\n  \"frames\": %llu,\n  \"duration_s\": %.6f,\n  \"fps\": %.3f,\n",
             (unsigned long long)s->frames, s->duration_s, s->fps);
     fprintf(f, "  \"frame_ms\": {\"mean\": %.6f, \"p50\": %.6f, \"p95\": %.6f, \"p99\": %.6f, "
@@ -793,24 +666,24 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
         fprintf(f, "%s\"%s\": %.6f", v ? ", " : "", verdict_names[v],
                 s->frames ? (double)s->verdict_frames[v] / (double)s->frames : 0.0);
     fputs("}},\n", f);
-    presentation_write_json(f, &s->presentation);
+    presentation_write_json(rec, f, &s->presentation);
     write_caps_json(f, s);
     fputs("  \"surfaces\": [", f);
-    unsigned logs = frame_logs_count();
+    unsigned logs = rec->log_count;
     for (unsigned l = 0; l < logs; l++) {
         fputs(l ? ", {\"label\": " : "{\"label\": ", f);
-        struct fscope_frame_log *log = frame_log_at(l);
-        json_write_string(f, frame_log_label(log));
+        const struct recording_log *log = &rec->logs[l];
+        json_write_string(f, log->label);
         struct presentation_accounting a = { 0 };
         presentation_account(log, &a);
         fprintf(f, ", \"frames\": %llu, \"presentation_tracked\": %s, \"requested\": %llu, "
                 "\"presented\": %llu, \"discarded\": %llu, \"discarded_recreation\": %llu, "
                 "\"pending\": %llu, \"untracked_reason\": ",
-                (unsigned long long)fscope_frame_log_count(log),
-                frame_log_tracked(log) ? "true" : "false", (unsigned long long)a.requested,
+                (unsigned long long)log->frame_count,
+                log->tracked ? "true" : "false", (unsigned long long)a.requested,
                 (unsigned long long)a.presented, (unsigned long long)a.discarded,
                 (unsigned long long)a.discarded_recreation, (unsigned long long)a.pending);
-        json_write_string(f, frame_log_untracked_why(log));
+        json_write_string(f, log->untracked_why);
         if (s->evidence) {
             const struct display_evidence *ev = &s->evidence[l];
             fprintf(f, ", \"display_paces\": %s, \"display_confirmed\": %s, \"display_evidence\": ",
@@ -820,14 +693,33 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
         fputc('}', f);
     }
     fputs("],\n  \"notes\": [", f);
-    pthread_mutex_lock(&meta_lock);
-    for (unsigned i = 0; i < note_count; i++) {
+    for (unsigned i = 0; i < rec->note_count; i++) {
         if (i)
             fputs(", ", f);
-        json_write_string(f, notes[i]);
+        json_write_string(f, rec->notes[i]);
     }
-    pthread_mutex_unlock(&meta_lock);
     fputs("]\n}\n", f);
+}
+
+/* How the run ended and what the recording lost, when it says so. */
+static void write_recording_notes(FILE *f, const struct recording *rec)
+{
+    if (rec->state != REC_STATE_ENDED) {
+        if (rec->end_signal)
+            fprintf(f, "  ended       killed by signal %d (%s) before its exit: the recording "
+                    "holds what it had written until then\n", rec->end_signal,
+                    strsignal(rec->end_signal));
+        else if (rec->end_status)
+            fprintf(f, "  ended       exited (status %d) without reaching framescope's exit "
+                    "handler: the recording holds what it had written until then\n",
+                    rec->end_status - 1);
+        else
+            fprintf(f, "  ended       still running or cut short: the recording holds what it "
+                    "had written until then\n");
+    }
+    if (rec->items_dropped || rec->alloc_failures)
+        fprintf(f, "  recording   full: %llu frames, GPU spans or cap waits were not recorded\n",
+                (unsigned long long)rec->items_dropped);
 }
 
 void csv_write_ms(FILE *f, int64_t ns)
@@ -837,20 +729,21 @@ void csv_write_ms(FILE *f, int64_t ns)
             (unsigned long long)(magnitude % 1000000));
 }
 
-uint64_t frames_origin_ticks(void)
+uint64_t frames_origin_ticks(const struct recording *rec)
 {
     uint64_t origin = UINT64_MAX;
-    unsigned logs = frame_logs_count();
+    unsigned logs = rec->log_count;
     for (unsigned l = 0; l < logs; l++) {
-        struct fscope_frame_log *log = frame_log_at(l);
-        if (fscope_frame_log_count(log) && frame_log_frame(log, 0)->start_ticks < origin)
-            origin = frame_log_frame(log, 0)->start_ticks;
+        const struct recording_log *log = &rec->logs[l];
+        if (log->frame_count && log->frames[0].start_ticks < origin)
+            origin = log->frames[0].start_ticks;
     }
     return origin == UINT64_MAX ? 0 : origin;
 }
 
 static void write_frames_csv(FILE *f, const struct run_stats *s)
 {
+    const struct recording *rec = s->rec;
     fputs("frame,surface,swapchain,start_ms,frame_ms,cpu_ms,gpu_busy_ms", f);
     for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
         fprintf(f, ",%s_ms", block_names[k]);
@@ -858,23 +751,23 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
           "cap,present,presented_ms,latency_ms,latency_from_return_ms,refresh_ms,seq,flags,"
           "output,device,display_gpu_ms,display_wait_ms,present_overhead_ms,waits_gpu_ms,"
           "waits_gpu_idle_ms,other_fence_ms,other_semaphore_ms,other_idle_ms\n", f);
-    unsigned logs = frame_logs_count();
-    uint64_t origin = frames_origin_ticks();
+    unsigned logs = rec->log_count;
+    uint64_t origin = frames_origin_ticks(rec);
     for (unsigned l = 0; l < logs; l++) {
-        struct fscope_frame_log *log = frame_log_at(l);
-        uint64_t count = fscope_frame_log_count(log);
+        const struct recording_log *log = &rec->logs[l];
+        uint64_t count = log->frame_count;
         for (uint64_t i = 0; i < count; i++) {
-            struct fscope_frame *fr = frame_log_frame(log, i);
+            const struct fscope_frame *fr = &log->frames[i];
             struct frame_budget_ns b;
-            frame_budget(fr, s->evidence ? &s->evidence[l] : NULL, &b);
+            frame_budget(rec, fr, s->evidence ? &s->evidence[l] : NULL, &b);
             fprintf(f, "%llu,%u,%u,%.6f", (unsigned long long)i, l, fr->swapchain_serial,
-                    fscope_ticks_to_ns(fr->start_ticks - origin) / 1e6);
+                    recording_ns(rec, fr->start_ticks - origin) / 1e6);
             csv_write_ms(f, b.frame);
             csv_write_ms(f, b.cpu);
             csv_write_ms(f, b.gpu_busy);
             for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
                 csv_write_ms(f, b.block[k]);
-            csv_write_ms(f, ticks_ns(fr->counts[FSCOPE_COUNT_RECORD_TICKS]));
+            csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_RECORD_TICKS]));
             fprintf(f, ",%llu,%llu,%llu,%llu,%llu,%s,",
                     (unsigned long long)fr->counts[FSCOPE_COUNT_SUBMITS],
                     (unsigned long long)fr->counts[FSCOPE_COUNT_COMMAND_BUFFERS],
@@ -889,15 +782,15 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
             fputs(frame_present_state_name(fr, log), f);
             if (fr->present_state == FRAME_PRESENT_PRESENTED && fr->presented_ticks > origin) {
                 double latency = fr->presented_ticks > fr->end_ticks
-                                     ? fscope_ticks_to_ns(fr->presented_ticks - fr->end_ticks) / 1e6
-                                     : -fscope_ticks_to_ns(fr->end_ticks - fr->presented_ticks) / 1e6;
+                                     ? recording_ns(rec, fr->presented_ticks - fr->end_ticks) / 1e6
+                                     : -recording_ns(rec, fr->end_ticks - fr->presented_ticks) / 1e6;
                 double from_return = fr->presented_ticks > fr->present_return_ticks
-                                         ? fscope_ticks_to_ns(fr->presented_ticks -
+                                         ? recording_ns(rec, fr->presented_ticks -
                                                               fr->present_return_ticks) / 1e6
-                                         : -fscope_ticks_to_ns(fr->present_return_ticks -
+                                         : -recording_ns(rec, fr->present_return_ticks -
                                                                fr->presented_ticks) / 1e6;
                 fprintf(f, ",%.6f,%.6f,%.6f,%.6f,%llu,%u,%d",
-                        fscope_ticks_to_ns(fr->presented_ticks - origin) / 1e6, latency,
+                        recording_ns(rec, fr->presented_ticks - origin) / 1e6, latency,
                         from_return, fr->refresh_ns / 1e6, (unsigned long long)fr->present_seq,
                         fr->present_flags, fr->output_index);
             } else {
@@ -931,38 +824,38 @@ static int csv_writer(FILE *f, const void *arg)
 
 static int zones_writer(FILE *f, const void *arg)
 {
-    (void)arg;
-    registry_write_zones_csv(f);
+    const struct run_stats *s = arg;
+    zones_write_csv(f, s->rec);
     return 0;
 }
 
 static int trace_writer(FILE *f, const void *arg)
 {
-    (void)arg;
-    return trace_write(f);
+    const struct run_stats *s = arg;
+    return trace_write(f, s->rec);
 }
 
-/* The names a struct formats_run points to. */
-struct formats_names {
-    char app[64], device[256], driver[256];
+static int text_writer(FILE *f, const void *arg)
+{
+    write_summary_text(f, arg);
+    return 0;
+}
+
+struct report {
+    struct run_stats stats;
+    struct formats_run run;
 };
 
-/* What the other formats (src/formats.h) need of the run. */
-static void formats_run_fill(const struct run_stats *s, struct formats_names *names,
-                             struct formats_run *ret)
+/* What the other formats (formats.h) need of the run. */
+static void formats_run_fill(const struct run_stats *s, struct formats_run *ret)
 {
+    const struct recording *rec = s->rec;
     memset(ret, 0, sizeof(*ret));
-    app_name(names->app, sizeof(names->app));
-    pthread_mutex_lock(&meta_lock);
-    snprintf(names->device, sizeof(names->device), "%s",
-             device_name_count ? device_names[0].name : "");
-    snprintf(names->driver, sizeof(names->driver), "%s",
-             device_name_count ? device_names[0].driver : "");
-    pthread_mutex_unlock(&meta_lock);
-    ret->app = names->app;
-    ret->device = names->device;
-    ret->driver = names->driver;
-    ret->pid = (int)getpid();
+    ret->rec = rec;
+    ret->app = rec->app;
+    ret->device = rec->device_count ? rec->devices[0].name : "";
+    ret->driver = rec->device_count ? rec->devices[0].driver : "";
+    ret->pid = rec->pid;
     ret->evidence = s->evidence;
     ret->primary_log = s->primary_log;
     ret->verdict = s->frames ? verdict_name(s->run_verdict) : "none";
@@ -980,126 +873,132 @@ static void formats_run_fill(const struct run_stats *s, struct formats_names *na
     memcpy(ret->budget_ms, s->budget_ms, sizeof(ret->budget_ms));
 }
 
-/* All of the capture or none of it (src/capture_dir.h). Returns 0 or -errno. */
-static int write_capture(const struct run_stats *s, FILE *summary)
+struct report *report_create(struct recording *rec)
 {
-    struct formats_names names;
-    struct formats_run run;
-    formats_run_fill(s, &names, &run);
-    const struct {
-        const char *name;
-        capture_writer writer;
-        const void *arg;
-    } files[] = {
-        { "summary.json", summary_writer, s },
-        { "frames.csv", csv_writer, s },
-        { "zones.csv", zones_writer, s },
-        { "trace.json", trace_writer, s },
-        { "presentmon.csv", formats_write_presentmon, &run },
-        { "mangohud.csv", formats_write_mangohud, &run },
-        { "report.html", formats_write_report_html, &run },
-    };
+    struct report *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    recording_compute_gpu_busy(rec);
+    compute_stats(rec, &r->stats);
+    formats_run_fill(&r->stats, &r->run);
+    return r;
+}
+
+void report_destroy(struct report *r)
+{
+    if (!r)
+        return;
+    free(r->stats.evidence);
+    free(r);
+}
+
+bool report_has_frames(const struct report *r)
+{
+    return r->stats.frames > 0;
+}
+
+static const struct {
+    const char *name;  /* for --format */
+    const char *file;  /* in a capture */
+    capture_writer writer;
+    bool uses_run;     /* takes the formats_run, else the run_stats */
+} formats[REPORT_FORMAT_COUNT] = {
+    [REPORT_TEXT] = { "text", NULL, text_writer, false },
+    [REPORT_JSON] = { "json", "summary.json", summary_writer, false },
+    [REPORT_CSV] = { "csv", "frames.csv", csv_writer, false },
+    [REPORT_ZONES] = { "zones", "zones.csv", zones_writer, false },
+    [REPORT_TRACE] = { "trace", "trace.json", trace_writer, false },
+    [REPORT_PRESENTMON] = { "presentmon", "presentmon.csv", formats_write_presentmon, true },
+    [REPORT_MANGOHUD] = { "mangohud", "mangohud.csv", formats_write_mangohud, true },
+    [REPORT_HTML] = { "html", "report.html", formats_write_report_html, true },
+};
+
+bool report_format_parse(const char *name, enum report_format *ret)
+{
+    for (unsigned i = 0; i < REPORT_FORMAT_COUNT; i++) {
+        if (strcasecmp(name, formats[i].name) == 0) {
+            *ret = (enum report_format)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *report_format_name(enum report_format format)
+{
+    return format < REPORT_FORMAT_COUNT ? formats[format].name : "?";
+}
+
+int report_write(FILE *f, const struct report *r, enum report_format format)
+{
+    if (format >= REPORT_FORMAT_COUNT)
+        return -EINVAL;
+    int e = formats[format].writer(f, formats[format].uses_run ? (const void *)&r->run
+                                                               : (const void *)&r->stats);
+    if (e == 0 && (fflush(f) != 0 || ferror(f)))
+        e = -(errno ? errno : EIO);
+    return e;
+}
+
+struct bytes {
+    const void *data;
+    size_t len;
+};
+
+static int bytes_writer(FILE *f, const void *arg)
+{
+    const struct bytes *b = arg;
+    return fwrite(b->data, 1, b->len, f) == b->len ? 0 : -(errno ? errno : EIO);
+}
+
+void report_write_capture_line(FILE *f, const char *dir)
+{
+    fprintf(f, "  capture     %s (%s", dir, REPORT_RECORDING_FILE);
+    for (unsigned i = 0; i < REPORT_FORMAT_COUNT; i++)
+        if (formats[i].file)
+            fprintf(f, ", %s", formats[i].file);
+    fputs(")\n", f);
+}
+
+int report_write_capture(const struct report *r, const void *recording, size_t recording_len,
+                         const char *output_dir, FILE *summary)
+{
     struct capture_dir dir;
     const char *why = "";
     const char *failed = NULL;
-    int r = capture_dir_begin(&dir, output_dir, &why);
-    for (unsigned i = 0; r == 0 && i < sizeof(files) / sizeof(files[0]); i++) {
-        r = capture_dir_write(&dir, files[i].name, files[i].writer, files[i].arg);
-        if (r != 0)
-            failed = files[i].name;
+    struct bytes raw = { recording, recording_len };
+    int e = capture_dir_begin(&dir, output_dir, &why);
+    if (e == 0) {
+        e = capture_dir_write(&dir, REPORT_RECORDING_FILE, bytes_writer, &raw);
+        if (e != 0)
+            failed = REPORT_RECORDING_FILE;
     }
-    if (r == 0)
-        r = capture_dir_commit(&dir);
+    for (unsigned i = 0; e == 0 && i < REPORT_FORMAT_COUNT; i++) {
+        if (!formats[i].file)
+            continue;
+        e = capture_dir_write(&dir, formats[i].file, formats[i].writer,
+                              formats[i].uses_run ? (const void *)&r->run
+                                                  : (const void *)&r->stats);
+        if (e != 0)
+            failed = formats[i].file;
+    }
+    if (e == 0)
+        e = capture_dir_commit(&dir);
     else
         capture_dir_abort(&dir);
-    if (r != 0) {
+    if (e != 0) {
         char what[96] = "";
         if (why[0])
             snprintf(what, sizeof(what), " (%s)", why);
         else if (failed)
             snprintf(what, sizeof(what), " (writing %s)", failed);
-        fscope_log(FSCOPE_LOG_ERROR, "could not write the capture to FRAMESCOPE_OUTPUT=%s%s: "
-                   "%s; nothing of this run was written there", output_dir, what, strerror(-r));
+        fscope_log(FSCOPE_LOG_ERROR, "could not write the capture to %s%s: %s; nothing of this "
+                   "run was written there", output_dir, what, strerror(-e));
         if (summary)
             fprintf(summary, "  capture     NOT written to %s%s: %s\n", output_dir, what,
-                    strerror(-r));
+                    strerror(-e));
     } else if (summary) {
-        fprintf(summary, "  capture     %s (summary.json, frames.csv, zones.csv, trace.json, "
-                "presentmon.csv, mangohud.csv, report.html)\n", output_dir);
+        report_write_capture_line(summary, output_dir);
     }
-    return r;
-}
-
-/* `framescope run` passes a pipe in FRAMESCOPE_STATUS_FD and exits non-zero when the capture
- * failed. Anything but a pipe there is ignored: the variable may be inherited by a process
- * that was never meant to write to that descriptor. */
-static void tell_observer(int capture_result)
-{
-    const char *text = secure_getenv("FRAMESCOPE_STATUS_FD");
-    long fd;
-    struct stat st;
-    if (!text || !fscope_config_parse_long(text, 3, 1 << 20, &fd) || fstat((int)fd, &st) != 0 ||
-        !S_ISFIFO(st.st_mode))
-        return;
-    char line[160];
-    int n = capture_result == 0 ? snprintf(line, sizeof(line), "written\n")
-                                : snprintf(line, sizeof(line), "failed %s\n",
-                                           strerror(-capture_result));
-    if (write((int)fd, line, (size_t)n) < 0) {
-        /* The observer is gone: nobody to tell. */
-    }
-}
-
-static int text_writer(FILE *f, const void *arg)
-{
-    fputs(arg, f);
-    return 0;
-}
-
-FSCOPE_EXPORT void fscope_report_finish(void)
-{
-    unsigned logs = frame_logs_count();
-    bool any_frames = false;
-    for (unsigned l = 0; l < logs && !any_frames; l++)
-        any_frames = fscope_frame_log_count(frame_log_at(l)) > 0;
-    if (!any_frames && !atomic_load(&enabled))
-        return;
-    if (atomic_load(&disowned) || atomic_exchange(&finished, true))
-        return;
-    clock_refine();
-    frames_compute_gpu_busy();
-    struct run_stats stats;
-    compute_stats(&stats);
-
-    /* The summary goes where FRAMESCOPE_SUMMARY says; to a path it is written whole (and the
-     * capture line with it) or, on failure, printed here with the error. */
-    char *text = NULL;
-    size_t text_len = 0;
-    FILE *summary = summary_target == SUMMARY_OFF ? NULL
-                    : summary_target == SUMMARY_PATH ? open_memstream(&text, &text_len)
-                                                      : stderr;
-    if (summary_target == SUMMARY_PATH && !summary)
-        summary = stderr; /* out of memory: here rather than nowhere */
-    if (summary)
-        write_summary_text(summary, &stats);
-    if (output_dir[0])
-        tell_observer(write_capture(&stats, summary));
-    if (summary == stderr) {
-        fflush(stderr);
-    } else if (summary) {
-        fclose(summary);
-        int r = capture_write_file(summary_path, text_writer, text);
-        if (r != 0) {
-            fscope_log(FSCOPE_LOG_ERROR, "cannot write the summary to %s (%s); printing it here",
-                       summary_path, strerror(-r));
-            fputs(text, stderr);
-        }
-        free(text);
-    }
-    free(stats.evidence);
-}
-
-__attribute__((destructor)) static void report_destructor(void)
-{
-    fscope_report_finish();
+    return e;
 }

@@ -11,8 +11,10 @@
 #include <x86intrin.h>
 
 #include "clock.h"
+#include "recording.h"
 #include "registry.h"
 
+/* The recording's directory has room for this many. */
 #define MAX_CAPS 64
 /* The spin covers the sleep's lateness: the largest of the last 32 wake-ups plus 20 us, kept
  * within [100 us, 2 ms]. Measured on the 2-core CI VM with the timer slack at 1 ns, a 1 ms
@@ -22,28 +24,24 @@
 #define SPIN_MAX_NS 2000000
 #define SPIN_PAD_NS 20000
 
-static struct fscope_cap *caps[MAX_CAPS];
 static _Atomic unsigned cap_count;
-static pthread_mutex_t caps_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct fscope_loc loc_cap = { "cap", __FILE__, __LINE__, 0, 0 };
 
 FSCOPE_EXPORT struct fscope_cap *fscope_cap_create(const char *label)
 {
-    struct fscope_cap *cap = calloc(1, sizeof(*cap));
-    if (!cap)
+    if (atomic_fetch_add(&cap_count, 1) >= MAX_CAPS)
         return NULL;
-    snprintf(cap->label, sizeof(cap->label), "%s", label);
-    chunked_init(&cap->events, sizeof(struct cap_event));
-    pthread_mutex_lock(&caps_lock);
-    unsigned n = atomic_load(&cap_count);
-    if (n >= MAX_CAPS) {
-        pthread_mutex_unlock(&caps_lock);
+    struct fscope_cap *cap = calloc(1, sizeof(*cap));
+    uint64_t offset;
+    struct rec_cap *rec = cap ? recording_object_new(sizeof(*rec), &offset) : NULL;
+    if (!rec) {
         free(cap);
         return NULL;
     }
-    caps[n] = cap;
-    atomic_store_explicit(&cap_count, n + 1, memory_order_release);
-    pthread_mutex_unlock(&caps_lock);
+    cap->rec = rec;
+    snprintf(rec->label, sizeof(rec->label), "%s", label);
+    chunked_init(&rec->events, sizeof(struct cap_event));
+    recording_publish(REC_OBJ_CAP, offset, sizeof(*rec));
     return cap;
 }
 
@@ -75,16 +73,6 @@ static void phase_correct(struct fscope_cap *cap, uint64_t slice)
     int64_t limit = (int64_t)slice / 8;
     int64_t correction = error > limit ? limit : error < -limit ? -limit : error;
     cap->deadline_ticks -= (uint64_t)correction;
-}
-
-unsigned caps_count(void)
-{
-    return atomic_load_explicit(&cap_count, memory_order_acquire);
-}
-
-struct fscope_cap *cap_at(unsigned index)
-{
-    return caps[index];
 }
 
 static uint64_t spin_margin_ns(const struct fscope_cap *cap)
@@ -157,12 +145,12 @@ FSCOPE_EXPORT void fscope_cap_pace(struct fscope_cap *cap)
     /* Accumulate: the next deadline is one slice after this one, not after now. */
     cap->deadline_ticks += slice;
     cap->last_release_ticks = release;
-    struct cap_event *e = chunked_next(&cap->events);
+    struct cap_event *e = chunked_next(&cap->rec->events);
     if (e) {
         e->release_ticks = release;
         e->target_ns = (uint32_t)target;
         e->flags = flags;
-        chunked_publish(&cap->events);
+        chunked_publish(&cap->rec->events);
     }
 }
 

@@ -7,20 +7,22 @@
 
 #include "chunked.h"
 #include "clock.h"
-#include "log.h"
+#include "recording.h"
+#include "util/log.h"
 #ifdef FSCOPE_HAVE_WAYLAND
 #include "present/present-wl.h"
 #endif
 
+/* The writers' limits; the recording's directory has room for every one of them. */
 #define MAX_FRAME_LOGS 64
 #define MAX_SPAN_LOGS 64
 
+/* The recorded part is rec (label, surface, tally, frames); the rest is the recorder's. */
 struct fscope_frame_log {
-    char label[64];
-    struct chunked frames;
+    struct rec_frame_log *rec;
+    struct chunked *frames; /* &rec->frames */
     uint64_t last_close_ticks;
     uint64_t last_counts[FSCOPE_COUNT_COUNT];
-    enum frame_surface surface;
     /* Serialises drains: two swapchains of one surface (old and new) may be presented and
      * destroyed on different threads. Only ever try-locked on the present path. */
     pthread_mutex_t drain_lock;
@@ -28,46 +30,39 @@ struct fscope_frame_log {
     struct fscope_wl_tracker *tracker;
     _Atomic uint32_t shown_refresh_mhz; /* of the output the latest presented frame was on */
     _Atomic uint64_t last_shown_ticks;
-    bool tracked;          /* a tracker was ever running for this surface */
-    char untracked_why[192];
-    struct frame_log_tracker_counts final_counts;
-};
-
-struct gpu_span {
-    uint64_t begin, end;
-    uint32_t device_id;
+    struct frame_log_tracker_counts final_counts; /* of trackers already torn down */
 };
 
 struct fscope_span_log {
-    struct chunked spans;
+    struct rec_span_log *rec;
 };
 
-static struct fscope_frame_log *frame_logs[MAX_FRAME_LOGS];
-static _Atomic unsigned frame_log_count;
-static struct fscope_span_log *span_logs[MAX_SPAN_LOGS];
-static _Atomic unsigned span_log_count;
-static pthread_mutex_t logs_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic unsigned frame_log_count, span_log_count;
+static void counts_snapshot(struct fscope_frame_log *log);
+static struct fscope_frame_log *_Atomic frame_logs[MAX_FRAME_LOGS];
 
 FSCOPE_EXPORT struct fscope_frame_log *fscope_frame_log_create(const char *label)
 {
-    struct fscope_frame_log *log = calloc(1, sizeof(*log));
-    if (!log)
-        return NULL;
-    snprintf(log->label, sizeof(log->label), "%s", label ? label : "frames");
-    chunked_init(&log->frames, sizeof(struct fscope_frame));
-    pthread_mutex_init(&log->drain_lock, NULL);
-    pthread_mutex_lock(&logs_lock);
-    unsigned n = atomic_load(&frame_log_count);
-    if (n >= MAX_FRAME_LOGS) {
-        pthread_mutex_unlock(&logs_lock);
-        free(log);
+    unsigned index = atomic_fetch_add(&frame_log_count, 1);
+    if (index >= MAX_FRAME_LOGS) {
         fscope_log(FSCOPE_LOG_WARN, "more than %d surfaces; frames of '%s' are not recorded",
                    MAX_FRAME_LOGS, label);
         return NULL;
     }
-    frame_logs[n] = log;
-    atomic_store_explicit(&frame_log_count, n + 1, memory_order_release);
-    pthread_mutex_unlock(&logs_lock);
+    struct fscope_frame_log *log = calloc(1, sizeof(*log));
+    uint64_t offset;
+    struct rec_frame_log *rec = log ? recording_object_new(sizeof(*rec), &offset) : NULL;
+    if (!rec) {
+        free(log);
+        return NULL;
+    }
+    log->rec = rec;
+    log->frames = &rec->frames;
+    snprintf(rec->label, sizeof(rec->label), "%s", label ? label : "frames");
+    chunked_init(log->frames, sizeof(struct fscope_frame));
+    pthread_mutex_init(&log->drain_lock, NULL);
+    recording_publish(REC_OBJ_FRAME_LOG, offset, sizeof(*rec));
+    atomic_store(&frame_logs[index], log);
     return log;
 }
 
@@ -188,9 +183,9 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
 
     struct fscope_frame *frame = NULL;
     if (log->last_close_ticks && now_ticks >= log->last_close_ticks) {
-        frame = chunked_next(&log->frames);
+        frame = chunked_next(log->frames);
         if (frame) {
-            frame->index = chunked_count(&log->frames);
+            frame->index = chunked_count(log->frames);
             frame->output_index = -1;
             frame->start_ticks = log->last_close_ticks;
             frame->end_ticks = now_ticks;
@@ -217,7 +212,7 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
                 switch (fscope_wl_tracker_request(log->tracker, frame->index)) {
                 case FSCOPE_WL_REQUESTED:
                     frame->present_state = FRAME_PRESENT_PENDING;
-                    log->tracked = true;
+                    atomic_store_explicit(&log->rec->tracked, 1, memory_order_relaxed);
                     break;
                 case FSCOPE_WL_NOT_READY:
                     /* Its set-up runs on its own thread: not done yet (or failed). */
@@ -228,7 +223,7 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
                 }
             }
 #endif
-            chunked_publish(&log->frames);
+            chunked_publish(log->frames);
         }
     }
     log->last_close_ticks = now_ticks;
@@ -241,18 +236,19 @@ FSCOPE_EXPORT void fscope_frame_log_set_surface(struct fscope_frame_log *log,
                                                 enum frame_surface kind)
 {
     if (log)
-        log->surface = kind;
+        atomic_store(&log->rec->surface, kind);
 }
 
-enum frame_surface frame_log_surface(const struct fscope_frame_log *log)
+/* The reason a surface's presentation is not known, for readers. */
+static void set_untracked_why(struct fscope_frame_log *log, const char *why)
 {
-    return log->surface;
+    snprintf(log->rec->untracked_why, sizeof(log->rec->untracked_why), "%s", why);
 }
 
 FSCOPE_EXPORT void fscope_frame_log_untrackable(struct fscope_frame_log *log, const char *why)
 {
-    if (log && !log->untracked_why[0])
-        snprintf(log->untracked_why, sizeof(log->untracked_why), "%s", why);
+    if (log && !log->rec->untracked_why[0])
+        set_untracked_why(log, why);
 }
 
 FSCOPE_EXPORT bool fscope_frame_log_track_wayland(struct fscope_frame_log *log,
@@ -270,7 +266,7 @@ FSCOPE_EXPORT bool fscope_frame_log_track_wayland(struct fscope_frame_log *log,
     }
     /* Returns at once; set-up runs on the tracker's thread. tracked is set by the first
      * feedback actually requested; until then the tracker's why() is the surface's. */
-    log->untracked_why[0] = '\0';
+    log->rec->untracked_why[0] = '\0';
     return true;
 #else
     (void)display;
@@ -283,9 +279,9 @@ FSCOPE_EXPORT bool fscope_frame_log_track_wayland(struct fscope_frame_log *log,
 #ifdef FSCOPE_HAVE_WAYLAND
 static void apply_feedback(struct fscope_frame_log *log, const struct fscope_present_feedback *fb)
 {
-    if (fb->present_id >= chunked_count(&log->frames))
+    if (fb->present_id >= chunked_count(log->frames))
         return;
-    struct fscope_frame *f = chunked_at(&log->frames, fb->present_id);
+    struct fscope_frame *f = chunked_at(log->frames, fb->present_id);
     f->present_state = fb->outcome == FSCOPE_PRESENT_PRESENTED ? FRAME_PRESENT_PRESENTED
                        : fb->outcome == FSCOPE_PRESENT_DISCARDED ? FRAME_PRESENT_DISCARDED
                                                                  : FRAME_PRESENT_PENDING;
@@ -329,9 +325,14 @@ FSCOPE_EXPORT void fscope_frame_log_drain(struct fscope_frame_log *log)
     /* Whoever holds the lock drains; a present that finds it taken drains next time. */
     if (pthread_mutex_trylock(&log->drain_lock) != 0)
         return;
-    while ((n = fscope_wl_tracker_drain(log->tracker, fbs, 32)) > 0)
+    bool any = false;
+    while ((n = fscope_wl_tracker_drain(log->tracker, fbs, 32)) > 0) {
         for (size_t i = 0; i < n; i++)
             apply_feedback(log, &fbs[i]);
+        any = true;
+    }
+    if (any)
+        counts_snapshot(log);
     pthread_mutex_unlock(&log->drain_lock);
 #else
     (void)log;
@@ -356,78 +357,91 @@ FSCOPE_EXPORT void fscope_frame_log_presented(struct fscope_frame_log *log,
     fscope_frame_log_drain(log);
 }
 
+#ifdef FSCOPE_HAVE_WAYLAND
+static void counts_add(struct frame_log_tracker_counts *sum, const struct fscope_wl_counts *c)
+{
+    /* An orphaned request (fscope_wl_tracker_present_failed) belongs to a present that
+     * failed: it is counted apart, as its CALL_FAILED frame is in the frames' tally. */
+    sum->requested += c->requested - c->orphaned;
+    sum->orphaned += c->orphaned;
+    sum->presented += c->presented;
+    sum->discarded += c->discarded;
+    sum->pending += c->pending;
+    sum->lost += c->lost;
+    sum->failed += c->failed;
+}
+#endif
+
+/* Copies the tracker's tally (of torn-down trackers plus the live one) into the recording,
+ * for readers: a seqlock, so a reader after a kill mid-store knows the copy is torn. */
+static void counts_snapshot(struct fscope_frame_log *log)
+{
+#ifdef FSCOPE_HAVE_WAYLAND
+    struct frame_log_tracker_counts sum = log->final_counts;
+    if (log->tracker) {
+        struct fscope_wl_counts c;
+        fscope_wl_tracker_counts(log->tracker, &c);
+        counts_add(&sum, &c);
+        /* A tracker that is not ready (set-up failed or unfinished) says why. */
+        if (!atomic_load_explicit(&log->rec->tracked, memory_order_relaxed))
+            fscope_wl_tracker_why(log->tracker, log->rec->untracked_why,
+                                  sizeof(log->rec->untracked_why));
+    }
+    struct rec_frame_log *rec = log->rec;
+    atomic_fetch_add_explicit(&rec->counts_seq, 1, memory_order_acq_rel);
+    atomic_thread_fence(memory_order_release);
+    rec->counts = sum;
+    atomic_store_explicit(&rec->counts_valid, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rec->counts_seq, 1, memory_order_release);
+#else
+    (void)log;
+#endif
+}
+
 FSCOPE_EXPORT void fscope_frame_log_untrack(struct fscope_frame_log *log)
 {
 #ifdef FSCOPE_HAVE_WAYLAND
     if (!log || !log->tracker)
         return;
     fscope_frame_log_drain(log);
-    char why[sizeof(log->untracked_why)];
+    char why[sizeof(log->rec->untracked_why)];
     bool stopped = fscope_wl_tracker_why(log->tracker, why, sizeof(why));
     struct fscope_wl_counts c;
+    pthread_mutex_lock(&log->drain_lock);
     fscope_wl_tracker_destroy_with_counts(log->tracker, &c);
     log->tracker = NULL;
     /* Never ready (set-up failed or unfinished): the tracker's reason is the surface's. */
-    if (!log->tracked && stopped)
-        snprintf(log->untracked_why, sizeof(log->untracked_why), "%s", why);
+    if (!atomic_load(&log->rec->tracked) && stopped)
+        set_untracked_why(log, why);
     if (c.display_gone)
         fscope_log(FSCOPE_LOG_WARN, "%s: the app disconnected its Wayland display before "
                    "destroying the surface; %llu presentation feedback(s) left pending",
-                   log->label, (unsigned long long)c.pending);
-    /* Several trackers over a surface's life (recreated surfaces) add up. An orphaned request
-     * (fscope_wl_tracker_present_failed) belongs to a present that failed: it is counted apart,
-     * as its CALL_FAILED frame is in the frames' tally. */
-    log->final_counts.requested += c.requested - c.orphaned;
-    log->final_counts.orphaned += c.orphaned;
-    log->final_counts.presented += c.presented;
-    log->final_counts.discarded += c.discarded;
-    log->final_counts.pending += c.pending;
-    log->final_counts.lost += c.lost;
-    log->final_counts.failed += c.failed;
+                   log->rec->label, (unsigned long long)c.pending);
+    /* Several trackers over a surface's life (recreated surfaces) add up. */
+    counts_add(&log->final_counts, &c);
+    counts_snapshot(log);
+    pthread_mutex_unlock(&log->drain_lock);
 #else
     (void)log;
 #endif
 }
 
-bool frame_log_tracked(const struct fscope_frame_log *log)
+void frame_logs_finish(void)
 {
-    return log->tracked;
-}
-
-const char *frame_log_untracked_why(const struct fscope_frame_log *log)
-{
-    return log->untracked_why;
-}
-
-bool frame_log_tracker_counts(struct fscope_frame_log *log, struct frame_log_tracker_counts *ret)
-{
-#ifdef FSCOPE_HAVE_WAYLAND
-    /* At report time: a tracker that never became ready says why (its set-up is async). */
-    if (!log->tracked && log->tracker)
-        fscope_wl_tracker_why(log->tracker, log->untracked_why, sizeof(log->untracked_why));
-#endif
-    if (!log->tracked)
-        return false;
-    *ret = log->final_counts;
-#ifdef FSCOPE_HAVE_WAYLAND
-    if (log->tracker) {
-        struct fscope_wl_counts c;
-        fscope_wl_tracker_counts(log->tracker, &c);
-        ret->requested += c.requested - c.orphaned;
-        ret->orphaned += c.orphaned;
-        ret->presented += c.presented;
-        ret->discarded += c.discarded;
-        ret->pending += c.pending;
-        ret->lost += c.lost;
-        ret->failed += c.failed;
+    for (unsigned i = 0; i < MAX_FRAME_LOGS; i++) {
+        struct fscope_frame_log *log = atomic_load(&frame_logs[i]);
+        if (!log)
+            continue;
+        fscope_frame_log_drain(log);
+        pthread_mutex_lock(&log->drain_lock);
+        counts_snapshot(log);
+        pthread_mutex_unlock(&log->drain_lock);
     }
-#endif
-    return true;
 }
 
 FSCOPE_EXPORT uint64_t fscope_frame_log_count(const struct fscope_frame_log *log)
 {
-    return log ? chunked_count(&log->frames) : 0;
+    return log ? chunked_count(log->frames) : 0;
 }
 
 FSCOPE_EXPORT void fscope_frame_mark(void)
@@ -438,7 +452,7 @@ FSCOPE_EXPORT void fscope_frame_mark(void)
         return;
     if (!c->mark_log) {
         char label[64];
-        snprintf(label, sizeof(label), "frame marks (%s)", c->name[0] ? c->name : "thread");
+        snprintf(label, sizeof(label), "frame marks (%s)", c->rec.name[0] ? c->rec.name : "thread");
         c->mark_log = fscope_frame_log_create(label);
     }
     fscope_frame_log_close(c->mark_log, now, NULL);
@@ -446,20 +460,18 @@ FSCOPE_EXPORT void fscope_frame_mark(void)
 
 FSCOPE_EXPORT struct fscope_span_log *fscope_span_log_create(void)
 {
-    struct fscope_span_log *log = calloc(1, sizeof(*log));
-    if (!log)
+    if (atomic_fetch_add(&span_log_count, 1) >= MAX_SPAN_LOGS)
         return NULL;
-    chunked_init(&log->spans, sizeof(struct gpu_span));
-    pthread_mutex_lock(&logs_lock);
-    unsigned n = atomic_load(&span_log_count);
-    if (n >= MAX_SPAN_LOGS) {
-        pthread_mutex_unlock(&logs_lock);
+    struct fscope_span_log *log = calloc(1, sizeof(*log));
+    uint64_t offset;
+    struct rec_span_log *rec = log ? recording_object_new(sizeof(*rec), &offset) : NULL;
+    if (!rec) {
         free(log);
         return NULL;
     }
-    span_logs[n] = log;
-    atomic_store_explicit(&span_log_count, n + 1, memory_order_release);
-    pthread_mutex_unlock(&logs_lock);
+    log->rec = rec;
+    chunked_init(&rec->spans, sizeof(struct gpu_span));
+    recording_publish(REC_OBJ_SPAN_LOG, offset, sizeof(*rec));
     return log;
 }
 
@@ -468,140 +480,11 @@ FSCOPE_EXPORT void fscope_span_log_add(struct fscope_span_log *log, uint32_t dev
 {
     if (!log || end_ticks <= begin_ticks)
         return;
-    struct gpu_span *s = chunked_next(&log->spans);
+    struct gpu_span *s = chunked_next(&log->rec->spans);
     if (!s)
         return;
     s->begin = begin_ticks;
     s->end = end_ticks;
     s->device_id = device_id;
-    chunked_publish(&log->spans);
-}
-
-unsigned frame_logs_count(void)
-{
-    return atomic_load_explicit(&frame_log_count, memory_order_acquire);
-}
-
-struct fscope_frame_log *frame_log_at(unsigned index)
-{
-    return frame_logs[index];
-}
-
-const char *frame_log_label(const struct fscope_frame_log *log)
-{
-    return log->label;
-}
-
-struct fscope_frame *frame_log_frame(struct fscope_frame_log *log, uint64_t index)
-{
-    return chunked_at(&log->frames, index);
-}
-
-static int span_compare(const void *a, const void *b)
-{
-    const struct gpu_span *x = a, *y = b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin;
-}
-
-/* The union of one device's GPU spans (every device's for device_id 0), sorted; spans on
- * several queues (and real GPUs) overlap. Returns the count; *ret is malloc'd (NULL if none);
- * ret_raw, if not NULL, gets how many spans went into the union. */
-static uint64_t device_busy_union(uint32_t device_id, struct gpu_span **ret, uint64_t *ret_raw)
-{
-    uint64_t total = 0;
-    unsigned logs = atomic_load_explicit(&span_log_count, memory_order_acquire);
-    for (unsigned i = 0; i < logs; i++)
-        total += chunked_count(&span_logs[i]->spans);
-    *ret = NULL;
-    struct gpu_span *spans = total ? malloc(total * sizeof(*spans)) : NULL;
-    if (!spans)
-        return 0;
-    uint64_t n = 0;
-    for (unsigned i = 0; i < logs; i++) {
-        uint64_t count = chunked_count(&span_logs[i]->spans);
-        for (uint64_t j = 0; j < count && n < total; j++) {
-            const struct gpu_span *sp = chunked_at(&span_logs[i]->spans, j);
-            if (device_id == 0 || sp->device_id == device_id)
-                spans[n++] = *sp;
-        }
-    }
-    if (ret_raw)
-        *ret_raw = n;
-    qsort(spans, n, sizeof(*spans), span_compare);
-    uint64_t merged = 0;
-    for (uint64_t j = 0; j < n; j++) {
-        if (merged && spans[j].begin <= spans[merged - 1].end) {
-            if (spans[j].end > spans[merged - 1].end)
-                spans[merged - 1].end = spans[j].end;
-        } else {
-            spans[merged++] = spans[j];
-        }
-    }
-    *ret = spans;
-    return merged;
-}
-
-/* Busy time of the sorted, disjoint spans[lo..] inside [begin, end). */
-static uint64_t busy_within(const struct gpu_span *spans, uint64_t count, uint64_t lo,
-                            uint64_t begin, uint64_t end)
-{
-    uint64_t busy = 0;
-    for (uint64_t j = lo; j < count && spans[j].begin < end; j++) {
-        uint64_t b = spans[j].begin > begin ? spans[j].begin : begin;
-        uint64_t e = spans[j].end < end ? spans[j].end : end;
-        if (e > b)
-            busy += e - b;
-    }
-    return busy;
-}
-
-void frames_device_gpu_totals(uint32_t device_id, uint64_t *ret_busy_ticks, uint64_t *ret_spans)
-{
-    struct gpu_span *spans;
-    uint64_t raw = 0;
-    uint64_t n = device_busy_union(device_id, &spans, &raw);
-    uint64_t busy = 0;
-    for (uint64_t j = 0; j < n; j++)
-        busy += spans[j].end - spans[j].begin;
-    free(spans);
-    *ret_busy_ticks = busy;
-    *ret_spans = raw;
-}
-
-void frames_compute_gpu_busy(void)
-{
-    unsigned flogs = frame_logs_count();
-    for (unsigned l = 0; l < flogs; l++) {
-        struct fscope_frame_log *log = frame_logs[l];
-        uint64_t count = chunked_count(&log->frames);
-        uint32_t device = UINT32_MAX;
-        struct gpu_span *spans = NULL;
-        uint64_t merged = 0, lo = 0;
-        for (uint64_t f = 0; f < count; f++) {
-            struct fscope_frame *frame = frame_log_frame(log, f);
-            if (frame->device_id != device) {
-                /* A surface keeps its device for most of its life: rebuild only on a change. */
-                free(spans);
-                device = frame->device_id;
-                merged = device_busy_union(device, &spans, NULL);
-                lo = 0;
-            }
-            /* Frames of one log are in time order, so the search start only moves forward. */
-            while (lo < merged && spans[lo].end <= frame->start_ticks)
-                lo++;
-            frame->gpu_busy_ticks = busy_within(spans, merged, lo, frame->start_ticks,
-                                                frame->end_ticks);
-            memset(frame->block_gpu_ticks, 0, sizeof(frame->block_gpu_ticks));
-            for (unsigned i = 0; i < frame->block_span_count; i++) {
-                unsigned kind = frame->block_span_kind[i];
-                frame->block_gpu_ticks[kind] +=
-                    busy_within(spans, merged, lo, frame->block_span_start[i],
-                                frame->block_span_end[i]);
-            }
-            for (unsigned b = 0; b < FSCOPE_BLOCK_COUNT; b++)
-                if (frame->block_gpu_ticks[b] > frame->block_ticks[b])
-                    frame->block_gpu_ticks[b] = frame->block_ticks[b];
-        }
-        free(spans);
-    }
+    chunked_publish(&log->rec->spans);
 }

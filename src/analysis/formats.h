@@ -12,6 +12,7 @@
 
 /* What the writers need of the run beyond the frame logs; the report fills it. */
 struct formats_run {
+    const struct recording *rec;
     const char *app; /* the process name: PresentMon's Application */
     int pid;
     const char *device, *driver; /* the first device */

@@ -1,0 +1,454 @@
+#include "recording.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct reader {
+    const unsigned char *bytes;
+    size_t len;
+    char *why;
+    size_t why_len;
+};
+
+static int malformed(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int malformed(struct reader *r, const char *fmt, ...)
+{
+    if (r->why_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->why, r->why_len, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
+/* Whether [offset, offset + size) lies inside the bytes. */
+static bool inside(const struct reader *r, uint64_t offset, uint64_t size)
+{
+    return offset <= r->len && size <= r->len - offset;
+}
+
+static void copy_string(char *dst, size_t dst_len, const char *src, size_t src_len)
+{
+    size_t n = strnlen(src, src_len);
+    if (n >= dst_len)
+        n = dst_len - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* Copies a chunked array's count items out into *ret (malloc'd; NULL for none). */
+static int read_chunked(struct reader *r, const struct chunked *a, uint32_t item_size,
+                        const char *what, void **ret, uint64_t *ret_count)
+{
+    *ret = NULL;
+    *ret_count = 0;
+    uint64_t count = atomic_load_explicit(&a->count, memory_order_acquire);
+    if (!count)
+        return 0;
+    uint64_t capacity = atomic_load_explicit(&a->table_capacity, memory_order_acquire);
+    uint64_t table_offset = atomic_load_explicit(&a->table_offset, memory_order_acquire);
+    uint64_t chunk_items = a->chunk_items;
+    if (a->item_size != item_size)
+        return malformed(r, "%s: items of %u bytes, expected %u", what, a->item_size, item_size);
+    /* Items the writer published lie in distinct chunks of the arena: they fit in it. */
+    if (chunk_items == 0 || count > r->len / item_size ||
+        (uint64_t)chunk_items > r->len / item_size)
+        return malformed(r, "%s: %llu items in chunks of %llu do not fit in the recording", what,
+                         (unsigned long long)count, (unsigned long long)chunk_items);
+    uint64_t chunks = (count + chunk_items - 1) / chunk_items;
+    if (chunks > capacity || capacity > r->len / sizeof(uint64_t) ||
+        !inside(r, table_offset, capacity * sizeof(uint64_t)))
+        return malformed(r, "%s: its chunk table is outside the recording", what);
+    unsigned char *items = malloc(count * item_size);
+    if (!items)
+        return -ENOMEM;
+    for (uint64_t c = 0; c < chunks; c++) {
+        uint64_t chunk_offset;
+        memcpy(&chunk_offset, r->bytes + table_offset + c * sizeof(uint64_t), sizeof(chunk_offset));
+        uint64_t first = c * chunk_items;
+        uint64_t n = count - first < chunk_items ? count - first : chunk_items;
+        if (!inside(r, chunk_offset, chunk_items * item_size) || chunk_offset == 0) {
+            free(items);
+            return malformed(r, "%s: chunk %llu is outside the recording", what,
+                             (unsigned long long)c);
+        }
+        memcpy(items + first * item_size, r->bytes + chunk_offset, n * item_size);
+    }
+    *ret = items;
+    *ret_count = count;
+    return 0;
+}
+
+static int check_frame(struct reader *r, const struct recording_log *log, uint64_t i)
+{
+    const struct fscope_frame *f = &log->frames[i];
+    bool ok = f->block_span_count <= FRAME_BLOCK_SPANS && f->present_state < FRAME_PRESENT_STATE_COUNT &&
+              f->end_ticks >= f->start_ticks;
+    for (unsigned s = 0; ok && s < f->block_span_count; s++)
+        ok = f->block_span_kind[s] < FSCOPE_BLOCK_COUNT &&
+             f->block_span_end[s] >= f->block_span_start[s];
+    if (!ok)
+        return malformed(r, "frame %llu of surface '%s' is malformed", (unsigned long long)i,
+                         log->label);
+    return 0;
+}
+
+static int read_frame_log(struct reader *r, struct recording *rec, const struct rec_frame_log *src)
+{
+    struct recording_log *log = &rec->logs[rec->log_count];
+    memset(log, 0, sizeof(*log));
+    copy_string(log->label, sizeof(log->label), src->label, sizeof(src->label));
+    uint32_t surface = atomic_load(&src->surface);
+    if (surface > FRAME_SURFACE_OTHER)
+        return malformed(r, "surface '%s' has an unknown kind %u", log->label, surface);
+    log->surface = (enum frame_surface)surface;
+    log->tracked = atomic_load(&src->tracked) != 0;
+    copy_string(log->untracked_why, sizeof(log->untracked_why), src->untracked_why,
+                sizeof(src->untracked_why));
+    uint32_t seq = atomic_load(&src->counts_seq);
+    log->counts = src->counts;
+    log->have_counts = atomic_load(&src->counts_valid) && !(seq & 1) &&
+                       atomic_load(&src->counts_seq) == seq;
+    void *frames;
+    int e = read_chunked(r, &src->frames, sizeof(struct fscope_frame), log->label, &frames,
+                         &log->frame_count);
+    if (e)
+        return e;
+    log->frames = frames;
+    rec->log_count++;
+    rec->items_dropped += src->frames.dropped;
+    for (uint64_t i = 0; i < log->frame_count; i++) {
+        log->frames[i].gpu_busy_ticks = 0;
+        memset(log->frames[i].block_gpu_ticks, 0, sizeof(log->frames[i].block_gpu_ticks));
+        if ((e = check_frame(r, log, i)))
+            return e;
+    }
+    return 0;
+}
+
+static int read_spans(struct reader *r, struct recording *rec, const struct rec_span_log *src)
+{
+    void *spans;
+    uint64_t count;
+    int e = read_chunked(r, &src->spans, sizeof(struct gpu_span), "GPU spans", &spans, &count);
+    if (e || !count)
+        return e;
+    struct gpu_span *all = realloc(rec->spans, (rec->span_count + count) * sizeof(*all));
+    if (!all) {
+        free(spans);
+        return -ENOMEM;
+    }
+    memcpy(all + rec->span_count, spans, count * sizeof(*all));
+    free(spans);
+    for (uint64_t i = rec->span_count; i < rec->span_count + count; i++) {
+        if (all[i].end < all[i].begin) {
+            rec->spans = all;
+            return malformed(r, "a GPU span ends before it begins");
+        }
+        if (all[i].device_id > rec->max_device_id)
+            rec->max_device_id = all[i].device_id;
+    }
+    rec->spans = all;
+    rec->span_count += count;
+    rec->items_dropped += src->spans.dropped;
+    return 0;
+}
+
+static int read_cap(struct reader *r, struct recording *rec, const struct rec_cap *src)
+{
+    struct recording_cap *cap = &rec->caps[rec->cap_count];
+    memset(cap, 0, sizeof(*cap));
+    copy_string(cap->label, sizeof(cap->label), src->label, sizeof(src->label));
+    void *events;
+    int e = read_chunked(r, &src->events, sizeof(struct cap_event), cap->label, &events,
+                         &cap->event_count);
+    if (e)
+        return e;
+    cap->events = events;
+    rec->cap_count++;
+    rec->items_dropped += src->events.dropped;
+    for (uint64_t i = 0; i < cap->event_count; i++)
+        if (cap->events[i].target_ns == 0)
+            return malformed(r, "cap '%s' has an event with no target", cap->label);
+    return 0;
+}
+
+static int read_thread(struct reader *r, struct recording *rec, const struct rec_thread *src)
+{
+    int state = atomic_load(&src->state);
+    if (state != SLOT_LIVE && state != SLOT_EXITED && state != SLOT_EXTERNAL)
+        return 0; /* free or being claimed: nothing to show */
+    struct recording_thread *t = &rec->threads[rec->thread_count];
+    memset(t, 0, sizeof(*t));
+    t->state = state;
+    copy_string(t->name, sizeof(t->name), src->name, sizeof(src->name));
+    t->tid = state == SLOT_EXTERNAL ? 1000000 + (int)src->slot : src->tid;
+    uint32_t nodes = atomic_load_explicit(&src->node_count, memory_order_acquire);
+    uint64_t ring_size = src->ring_mask + 1;
+    if (nodes == 0 || nodes > src->node_capacity ||
+        !inside(r, src->nodes_offset, (uint64_t)src->node_capacity * sizeof(struct zone_node)) ||
+        src->ring_mask == UINT64_MAX || (src->ring_mask & ring_size) != 0 ||
+        ring_size > r->len / sizeof(struct fscope_event) ||
+        !inside(r, src->ring_offset, ring_size * sizeof(struct fscope_event)))
+        return malformed(r, "thread '%s': its zone tree or ring is outside the recording", t->name);
+    t->nodes = malloc(nodes * sizeof(*t->nodes));
+    if (!t->nodes)
+        return -ENOMEM;
+    memcpy(t->nodes, r->bytes + src->nodes_offset, nodes * sizeof(*t->nodes));
+    t->node_count = nodes;
+    rec->thread_count++;
+    /* Nodes are created after their parents: a parent always has a smaller index. */
+    for (uint32_t i = 1; i < nodes; i++)
+        if (t->nodes[i].parent >= i)
+            return malformed(r, "thread '%s': zone %u has a parent after it", t->name, i);
+    uint64_t head = atomic_load_explicit(&src->ring_head, memory_order_acquire);
+    uint64_t first = head > ring_size ? head - ring_size : 0;
+    t->event_count = head - first;
+    t->events = malloc((t->event_count ? t->event_count : 1) * sizeof(*t->events));
+    if (!t->events)
+        return -ENOMEM;
+    const struct fscope_event *ring = (const void *)(r->bytes + src->ring_offset);
+    for (uint64_t i = first; i < head; i++)
+        t->events[i - first] = ring[i & src->ring_mask];
+    return 0;
+}
+
+static int loc_compare(const void *a, const void *b)
+{
+    uint64_t x = ((const struct rec_loc *)a)->address, y = ((const struct rec_loc *)b)->address;
+    return x < y ? -1 : x > y;
+}
+
+static int read_locs(struct reader *r, struct recording *rec, const struct rec_locs *src)
+{
+    (void)r;
+    free(rec->locs);
+    rec->locs = calloc(REC_LOC_CAPACITY, sizeof(*rec->locs));
+    if (!rec->locs)
+        return -ENOMEM;
+    rec->loc_count = 0;
+    for (unsigned i = 0; i < REC_LOC_CAPACITY; i++) {
+        const struct rec_loc *e = &src->entries[i];
+        if (!atomic_load(&e->ready) || !atomic_load(&e->address))
+            continue;
+        struct rec_loc *l = &rec->locs[rec->loc_count++];
+        atomic_store(&l->address, atomic_load(&e->address));
+        l->line = e->line;
+        l->level = e->level;
+        l->flags = e->flags;
+        copy_string(l->name, sizeof(l->name), e->name, sizeof(e->name));
+    }
+    qsort(rec->locs, rec->loc_count, sizeof(*rec->locs), loc_compare);
+    rec->locs_dropped = atomic_load(&src->dropped);
+    return 0;
+}
+
+static void read_meta(struct recording *rec, const struct rec_meta *m)
+{
+    rec->enabled = atomic_load(&m->enabled) != 0;
+    rec->gpu_timing = atomic_load(&m->gpu_timing) != 0;
+    rec->device_count = atomic_load(&m->device_count);
+    if (rec->device_count > REC_MAX_DEVICES)
+        rec->device_count = REC_MAX_DEVICES;
+    for (unsigned i = 0; i < rec->device_count; i++) {
+        struct rec_device *d = &rec->devices[i];
+        *d = m->devices[i];
+        d->name[sizeof(d->name) - 1] = d->driver[sizeof(d->driver) - 1] = '\0';
+    }
+    rec->note_count = atomic_load(&m->note_count);
+    if (rec->note_count > REC_MAX_NOTES)
+        rec->note_count = REC_MAX_NOTES;
+    for (unsigned i = 0; i < rec->note_count; i++)
+        copy_string(rec->notes[i], sizeof(rec->notes[i]), m->notes[i], sizeof(m->notes[i]));
+    rec->output_count = atomic_load(&m->output_count);
+    if (rec->output_count > REC_MAX_OUTPUTS)
+        rec->output_count = REC_MAX_OUTPUTS;
+    for (unsigned i = 0; i < rec->output_count; i++) {
+        rec->outputs[i] = m->outputs[i];
+        rec->outputs[i].name[sizeof(rec->outputs[i].name) - 1] = '\0';
+    }
+}
+
+static const uint64_t object_sizes[REC_OBJ_TYPE_COUNT] = {
+    [REC_OBJ_META] = sizeof(struct rec_meta),
+    [REC_OBJ_LOCS] = sizeof(struct rec_locs),
+    [REC_OBJ_THREAD] = sizeof(struct rec_thread),
+    [REC_OBJ_FRAME_LOG] = sizeof(struct rec_frame_log),
+    [REC_OBJ_SPAN_LOG] = sizeof(struct rec_span_log),
+    [REC_OBJ_CAP] = sizeof(struct rec_cap),
+};
+
+static int read_objects(struct reader *r, struct recording *rec, const struct rec_header *h)
+{
+    uint32_t entries = atomic_load(&h->dir_count);
+    if (entries > REC_DIR_ENTRIES)
+        entries = REC_DIR_ENTRIES;
+    rec->logs = calloc(entries + 1, sizeof(*rec->logs));
+    rec->caps = calloc(entries + 1, sizeof(*rec->caps));
+    rec->threads = calloc(entries + 1, sizeof(*rec->threads));
+    if (!rec->logs || !rec->caps || !rec->threads)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < entries; i++) {
+        uint32_t type = atomic_load_explicit(&h->dir[i].type, memory_order_acquire);
+        uint64_t offset = h->dir[i].offset, size = h->dir[i].size;
+        if (type == REC_OBJ_NONE)
+            continue; /* reserved by a writer that died before publishing it */
+        if (type >= REC_OBJ_TYPE_COUNT || size != object_sizes[type] ||
+            offset < h->header_size || offset % 8 || !inside(r, offset, size))
+            return malformed(r, "directory entry %u (type %u, %llu bytes at %llu) is not a "
+                             "valid object", i, type, (unsigned long long)size,
+                             (unsigned long long)offset);
+        const void *object = r->bytes + offset;
+        int e = 0;
+        switch (type) {
+        case REC_OBJ_META: read_meta(rec, object); break;
+        case REC_OBJ_LOCS: e = read_locs(r, rec, object); break;
+        case REC_OBJ_THREAD: e = read_thread(r, rec, object); break;
+        case REC_OBJ_FRAME_LOG: e = read_frame_log(r, rec, object); break;
+        case REC_OBJ_SPAN_LOG: e = read_spans(r, rec, object); break;
+        case REC_OBJ_CAP: e = read_cap(r, rec, object); break;
+        }
+        if (e)
+            return e;
+    }
+    return 0;
+}
+
+int recording_read(const void *bytes, size_t len, struct recording **ret, char *why,
+                   size_t why_len)
+{
+    struct reader r = { bytes, len, why, why_len };
+    if (why_len)
+        why[0] = '\0';
+    const struct rec_header *h = bytes;
+    if (len < sizeof(*h) || memcmp(h->magic, REC_MAGIC, 8) != 0)
+        return malformed(&r, "not a framescope recording");
+    if (h->version != REC_VERSION || h->header_size != sizeof(*h))
+        return malformed(&r, "a recording of format %u; this framescope reads format %u",
+                         h->version, REC_VERSION);
+    uint64_t used = atomic_load(&h->used);
+    if (used < h->header_size || used > len)
+        return malformed(&r, "the recording claims %llu bytes but holds %zu",
+                         (unsigned long long)used, len);
+    r.len = (size_t)used;
+    struct recording *rec = calloc(1, sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    copy_string(rec->app, sizeof(rec->app), h->app, sizeof(h->app));
+    rec->pid = atomic_load(&h->owner_pid);
+    uint32_t state = atomic_load(&h->state);
+    rec->state = state <= REC_STATE_ENDED ? (enum rec_state)state : REC_STATE_RECORDING;
+    rec->end_status = h->end_status;
+    rec->end_signal = h->end_signal;
+    rec->clock_tsc = h->clock.tsc != 0;
+    rec->clock_base_ticks = atomic_load(&h->clock.base_ticks);
+    rec->clock_base_ns = atomic_load(&h->clock.base_ns);
+    uint64_t bits = atomic_load(&h->clock.ns_per_tick_bits);
+    memcpy(&rec->ns_per_tick, &bits, sizeof(bits));
+    rec->alloc_failures = atomic_load(&h->alloc_failures);
+    rec->gpu_timing = true;
+    int e = 0;
+    if (!isfinite(rec->ns_per_tick) || rec->ns_per_tick <= 0 || rec->ns_per_tick > 1e6)
+        e = malformed(&r, "the recording's clock rate is not a rate");
+    if (!e)
+        e = read_objects(&r, rec, h);
+    if (e) {
+        recording_free(rec);
+        return e;
+    }
+    *ret = rec;
+    return 0;
+}
+
+int recording_read_fd(int fd, struct recording **ret, char *why, size_t why_len)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -errno;
+    if (why_len)
+        why[0] = '\0';
+    if ((uint64_t)st.st_size < sizeof(struct rec_header)) {
+        snprintf(why, why_len, "not a framescope recording (%lld bytes)", (long long)st.st_size);
+        return -EINVAL;
+    }
+    /* The header says how much of the (sparse) arena is in use: map only that. */
+    struct rec_header h;
+    if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+        return -EIO;
+    uint64_t used = atomic_load(&h.used);
+    size_t len = used >= sizeof(h) && used <= (uint64_t)st.st_size ? (size_t)used
+                                                                    : (size_t)st.st_size;
+    void *bytes = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (bytes == MAP_FAILED)
+        return -errno;
+    int e = recording_read(bytes, len, ret, why, why_len);
+    munmap(bytes, len);
+    return e;
+}
+
+void recording_free(struct recording *rec)
+{
+    if (!rec)
+        return;
+    for (unsigned i = 0; rec->logs && i < rec->log_count; i++)
+        free(rec->logs[i].frames);
+    for (unsigned i = 0; rec->caps && i < rec->cap_count; i++)
+        free(rec->caps[i].events);
+    for (unsigned i = 0; rec->threads && i < rec->thread_count; i++) {
+        free(rec->threads[i].nodes);
+        free(rec->threads[i].events);
+    }
+    free(rec->logs);
+    free(rec->caps);
+    free(rec->threads);
+    free(rec->locs);
+    free(rec->spans);
+    free(rec);
+}
+
+double recording_ns(const struct recording *rec, uint64_t ticks)
+{
+    return (double)ticks * rec->ns_per_tick;
+}
+
+int64_t recording_mono_ns(const struct recording *rec, uint64_t ticks)
+{
+    return rec->clock_base_ns +
+           (int64_t)((double)(int64_t)(ticks - rec->clock_base_ticks) * rec->ns_per_tick);
+}
+
+const char *recording_clock_describe(const struct recording *rec, char *buf, size_t len)
+{
+    if (!rec->clock_tsc)
+        snprintf(buf, len, "clock_gettime(CLOCK_MONOTONIC) (no invariant TSC: readings carry "
+                 "its cost)");
+    else
+        snprintf(buf, len, "tsc (invariant, %.4f GHz calibrated against CLOCK_MONOTONIC)",
+                 1.0 / rec->ns_per_tick);
+    return buf;
+}
+
+const struct rec_loc *recording_loc_find(const struct recording *rec, const void *address)
+{
+    uint64_t key = (uint64_t)(uintptr_t)address;
+    size_t lo = 0, hi = rec->loc_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t a = atomic_load_explicit(&rec->locs[mid].address, memory_order_relaxed);
+        if (a == key)
+            return &rec->locs[mid];
+        if (a < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}

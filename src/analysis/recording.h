@@ -1,0 +1,85 @@
+/* A recording read back (src/record/format.h): every byte checked, everything copied out, so
+ * analysis never touches the arena and a malformed or hostile recording is an error message,
+ * never a crash. The model is what every analysis and output function takes. */
+#ifndef FSCOPE_ANALYSIS_RECORDING_H
+#define FSCOPE_ANALYSIS_RECORDING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record/format.h"
+
+struct recording_log {
+    char label[64];
+    enum frame_surface surface;
+    bool tracked;
+    char untracked_why[192];
+    bool have_counts; /* the tracker's own tally was recorded whole */
+    struct frame_log_tracker_counts counts;
+    uint64_t frame_count;
+    struct fscope_frame *frames; /* gpu_busy_ticks and block_gpu_ticks filled by analysis */
+};
+
+struct recording_cap {
+    char label[64];
+    uint64_t event_count;
+    struct cap_event *events;
+};
+
+struct recording_thread {
+    int state; /* SLOT_LIVE, SLOT_EXITED or SLOT_EXTERNAL */
+    int tid;   /* external tracks: 1000000 + slot */
+    char name[32];
+    uint32_t node_count;
+    struct zone_node *nodes;   /* [0] is the root */
+    uint64_t event_count;      /* the ring's readable window, oldest first */
+    struct fscope_event *events;
+};
+
+struct recording {
+    char app[64];
+    int pid;
+    enum rec_state state;
+    int end_status; /* exit status + 1; 0 unknown */
+    int end_signal;
+    bool clock_tsc;
+    uint64_t clock_base_ticks;
+    int64_t clock_base_ns;
+    double ns_per_tick;
+    bool enabled, gpu_timing;
+    unsigned device_count, note_count, output_count;
+    struct rec_device devices[REC_MAX_DEVICES];
+    char notes[REC_MAX_NOTES][REC_NOTE_SIZE];
+    struct rec_output outputs[REC_MAX_OUTPUTS];
+    unsigned log_count, cap_count, thread_count, loc_count;
+    struct recording_log *logs;
+    struct recording_cap *caps;
+    struct recording_thread *threads;
+    struct rec_loc *locs; /* sorted by address */
+    uint64_t span_count;
+    struct gpu_span *spans; /* every span log's, in log order */
+    uint64_t items_dropped;  /* frames, spans and cap events the full arena refused */
+    uint64_t alloc_failures; /* the arena refused an allocation */
+    uint64_t locs_dropped;
+    uint32_t max_device_id;
+};
+
+/* Reads a recording from len bytes. Returns 0 and *ret (free with recording_free), or -EINVAL
+ * (malformed: why says what, in a sentence) or -ENOMEM. */
+int recording_read(const void *bytes, size_t len, struct recording **ret, char *why,
+                   size_t why_len);
+/* Reads the recording in fd (a memfd or a capture's recording file) from offset 0. */
+int recording_read_fd(int fd, struct recording **ret, char *why, size_t why_len);
+void recording_free(struct recording *rec);
+
+/* The recording's clock: a duration in ticks as nanoseconds, and a time as CLOCK_MONOTONIC
+ * nanoseconds. */
+double recording_ns(const struct recording *rec, uint64_t ticks);
+int64_t recording_mono_ns(const struct recording *rec, uint64_t ticks);
+/* "tsc (invariant, 2.1000 GHz calibrated against CLOCK_MONOTONIC)" or the fallback's. */
+const char *recording_clock_describe(const struct recording *rec, char *buf, size_t len);
+/* The location recorded for an address the app used, or NULL when the table lacked it. */
+const struct rec_loc *recording_loc_find(const struct recording *rec, const void *address);
+
+#endif

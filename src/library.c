@@ -1,0 +1,179 @@
+/* The library's exit, and the one file that joins recording and analysis: with no observer
+ * (only VK_INSTANCE_LAYERS, or the library linked in), the app analyses its own recording at
+ * exit with the same code `framescope run` uses after it. Under an observer the app only
+ * flushes and marks its recording ended; the observer does the rest, however the app ends. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/capture_dir.h"
+#include "analysis/recording.h"
+#include "analysis/report.h"
+#include "analysis/trace.h"
+#include "library.h"
+#include "record/clock.h"
+#include "record/frame.h"
+#include "record/meta.h"
+#include "record/recording.h"
+#include "util/config.h"
+#include "util/log.h"
+#ifdef FSCOPE_HAVE_WAYLAND
+#include "present/present-wl.h"
+#endif
+
+#define FSCOPE_EXPORT __attribute__((visibility("default")))
+
+enum summary_target { SUMMARY_STDERR, SUMMARY_OFF, SUMMARY_PATH };
+static enum summary_target summary_target = SUMMARY_STDERR;
+static char summary_path[1024];
+static char output_dir[1024];
+static _Atomic bool finished, disowned;
+
+/* A forked child has none of the parent's threads and must not write the parent's summary or
+ * capture when it exits: the run being profiled is the parent's. */
+static void forked_child(void)
+{
+    atomic_store(&disowned, true);
+}
+
+__attribute__((constructor)) static void library_init(void)
+{
+    pthread_atfork(NULL, NULL, forked_child);
+    const char *summary = secure_getenv("FRAMESCOPE_SUMMARY");
+    if (summary && *summary) {
+        char shown[FSCOPE_ESCAPE_SIZE];
+        if (fscope_config_keyword(summary, "off")) {
+            summary_target = SUMMARY_OFF;
+        } else if (fscope_config_keyword(summary, "stderr")) {
+            summary_target = SUMMARY_STDERR;
+        } else if (fscope_config_is_path(summary) && strlen(summary) < sizeof(summary_path)) {
+            summary_target = SUMMARY_PATH;
+            snprintf(summary_path, sizeof(summary_path), "%s", summary);
+        } else if (fscope_config_is_path(summary)) {
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_SUMMARY='%s' is longer than %zu bytes; "
+                       "using stderr", fscope_config_escape(summary, shown, sizeof(shown)),
+                       sizeof(summary_path) - 1);
+        } else {
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_SUMMARY='%s' is not off, stderr or a path "
+                       "starting with / or ./; using stderr",
+                       fscope_config_escape(summary, shown, sizeof(shown)));
+        }
+    }
+    const char *out = secure_getenv("FRAMESCOPE_OUTPUT");
+    if (out && *out) {
+        if (strlen(out) >= sizeof(output_dir) - 32)
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_OUTPUT is too long; no capture is written");
+        else
+            snprintf(output_dir, sizeof(output_dir), "%s", out);
+    }
+}
+
+/* This process's own recording, read back. NULL (logged) when it cannot be. */
+static struct recording *read_own(size_t *ret_len)
+{
+    struct rec_header *h = recording_header();
+    if (!h)
+        return NULL;
+    size_t len = (size_t)atomic_load(&h->used);
+    struct recording *rec = NULL;
+    char why[256];
+    int e = recording_read(h, len, &rec, why, sizeof(why));
+    if (e) {
+        fscope_log(FSCOPE_LOG_ERROR, "cannot read this run's recording back: %s",
+                   why[0] ? why : strerror(-e));
+        return NULL;
+    }
+    *ret_len = len;
+    return rec;
+}
+
+static int text_writer(FILE *f, const void *arg)
+{
+    fputs(arg, f);
+    return 0;
+}
+
+/* Prints the summary where FRAMESCOPE_SUMMARY says and writes the capture. To a path, the
+ * summary is written whole (the capture line with it) or, on failure, printed here. */
+static void deliver(const struct report *r, const void *bytes, size_t len)
+{
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *summary = summary_target == SUMMARY_OFF    ? NULL
+                    : summary_target == SUMMARY_PATH ? open_memstream(&text, &text_len)
+                                                     : stderr;
+    if (summary_target == SUMMARY_PATH && !summary)
+        summary = stderr; /* out of memory: here rather than nowhere */
+    if (summary)
+        report_write(summary, r, REPORT_TEXT);
+    if (output_dir[0])
+        report_write_capture(r, bytes, len, output_dir, summary);
+    if (summary == stderr) {
+        fflush(stderr);
+    } else if (summary) {
+        fclose(summary);
+        int e = capture_write_file(summary_path, text_writer, text);
+        if (e != 0) {
+            fscope_log(FSCOPE_LOG_ERROR, "cannot write the summary to %s (%s); printing it here",
+                       summary_path, strerror(-e));
+            fputs(text, stderr);
+        }
+        free(text);
+    }
+}
+
+FSCOPE_EXPORT void fscope_report_finish(void)
+{
+    if (atomic_load(&disowned) || atomic_exchange(&finished, true))
+        return;
+    struct rec_header *h = recording_header();
+    if (!h)
+        return;
+    clock_refine();
+    frame_logs_finish();
+#ifdef FSCOPE_HAVE_WAYLAND
+    /* The compositor's outputs, for the presentation analysis, if not learned yet. */
+    struct rec_meta *meta = recording_meta();
+    if (meta && atomic_load(&meta->enabled) && secure_getenv("WAYLAND_DISPLAY"))
+        fscope_wl_outputs(NULL, 0);
+#endif
+    recording_end();
+    if (recording_observed())
+        return; /* framescope run analyses the recording once this process is gone */
+    size_t len;
+    struct recording *rec = read_own(&len);
+    if (!rec)
+        return;
+    struct report *r = report_create(rec);
+    if (r && (report_has_frames(r) || rec->enabled))
+        deliver(r, h, len);
+    report_destroy(r);
+    recording_free(rec);
+}
+
+static int trace_file_writer(FILE *f, const void *arg)
+{
+    return trace_write(f, arg);
+}
+
+FSCOPE_EXPORT int fscope_trace_dump(const char *path)
+{
+    if (!path || !*path)
+        return -EINVAL;
+    size_t len;
+    struct recording *rec = read_own(&len);
+    if (!rec)
+        return -ENODATA;
+    /* An exclusive, unpredictable temporary name beside path, renamed when complete. */
+    int e = capture_write_file(path, trace_file_writer, rec);
+    recording_free(rec);
+    return e;
+}
+
+__attribute__((destructor)) static void library_exit(void)
+{
+    fscope_report_finish();
+}

@@ -1,0 +1,316 @@
+/* The recording: what the app writes and what analysis reads, laid out in one shared-memory
+ * arena (a memfd). This header is the contract between the two sides and the only thing they
+ * share; the reader (src/analysis/recording.c) trusts none of it and checks every offset, size
+ * and count against the bytes it was given.
+ *
+ * Layout: a header at offset 0, then objects bump-allocated from the arena. Objects are found
+ * through the header's directory (type, offset, size), published once initialised. Items that
+ * grow (frames, GPU spans, cap events) live in chunked arrays whose chunks are arena offsets.
+ * Offsets, never pointers, cross from writer to reader; the two addresses that do appear (a
+ * zone's location, in zone nodes and ring events) are keys into the location table.
+ *
+ * Everything here is little-endian x86-64 with natural alignment; REC_VERSION changes with any
+ * change of layout, and a reader refuses other versions. */
+#ifndef FSCOPE_RECORD_FORMAT_H
+#define FSCOPE_RECORD_FORMAT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define REC_MAGIC "FSCOPREC"
+#define REC_VERSION 1u
+/* Objects and chunks start at multiples of this: a cache line, so no two writers share one. */
+#define REC_ALIGN 64u
+/* Objects the directory can name: 64 frame logs, 64 span logs, 64 caps and 256 thread slots
+ * (the writer's own limits) plus the metadata and location table, with room to spare. */
+#define REC_DIR_ENTRIES 1024u
+
+enum rec_object_type {
+    REC_OBJ_NONE = 0, /* a directory entry reserved but not yet published */
+    REC_OBJ_META,
+    REC_OBJ_LOCS,
+    REC_OBJ_THREAD,
+    REC_OBJ_FRAME_LOG,
+    REC_OBJ_SPAN_LOG,
+    REC_OBJ_CAP,
+    REC_OBJ_TYPE_COUNT,
+};
+
+/* Where the app is in its life, as the app last said. */
+enum rec_state {
+    REC_STATE_EMPTY = 0, /* created by an observer; no app has claimed it */
+    REC_STATE_RECORDING,
+    REC_STATE_ENDED, /* the app reached its exit and flushed what it had */
+};
+
+struct rec_dir_entry {
+    _Atomic uint32_t type; /* enum rec_object_type; stored last (release) */
+    uint32_t reserved;
+    uint64_t offset, size;
+};
+
+/* The clock the recording's ticks are in: ns = base_ns + (ticks - base_ticks) * ns_per_tick.
+ * A seqlock: the app refines the rate while it runs; an odd seq is a store in progress. */
+struct rec_clock {
+    _Atomic uint32_t seq;
+    uint32_t tsc; /* ticks are TSC cycles (else CLOCK_MONOTONIC ns) */
+    _Atomic uint64_t base_ticks;
+    _Atomic int64_t base_ns;
+    _Atomic uint64_t ns_per_tick_bits; /* a double's bits */
+};
+
+struct rec_header {
+    char magic[8];
+    uint32_t version;
+    uint32_t header_size;
+    uint64_t size;          /* the arena's bytes, header included */
+    _Atomic uint64_t used;  /* bump pointer: bytes allocated so far */
+    _Atomic int32_t owner_pid; /* the process recording into it; 0: none yet */
+    _Atomic uint32_t state;    /* enum rec_state */
+    /* How the app ended, filled by whoever saw it end (the observer). 0: not known. */
+    int32_t end_status;     /* exit status + 1, so 0 means unknown */
+    int32_t end_signal;     /* the signal that killed it */
+    char app[64];           /* /proc/self/comm of the owner */
+    struct rec_clock clock;
+    _Atomic uint64_t alloc_failures; /* allocations refused: the arena was full */
+    uint64_t reserved[8];
+    _Atomic uint32_t dir_count; /* entries reserved, some maybe not yet published */
+    uint32_t dir_capacity;
+    struct rec_dir_entry dir[REC_DIR_ENTRIES];
+};
+
+/* An append-only array of fixed-size items: chunks of chunk_items reached through a table of
+ * arena offsets that is replaced by a bigger copy when full (the old one stays valid). */
+struct chunked {
+    uint32_t item_size, chunk_items;
+    _Atomic uint64_t count;        /* items published */
+    uint64_t dropped;              /* appends lost: the arena was full */
+    _Atomic uint64_t table_offset; /* uint64_t[table_capacity] chunk offsets, 0: none yet */
+    _Atomic uint64_t table_capacity;
+};
+
+/* A zone's location as the app gave it, keyed by its address in the app. */
+#define REC_LOC_CAPACITY 4096u
+#define REC_LOC_NAME 94
+struct rec_loc {
+    _Atomic uint64_t address; /* 0: free */
+    _Atomic uint32_t ready;   /* the fields below are written */
+    uint32_t line;
+    uint8_t level, flags;     /* FSCOPE_LEVEL_*, FSCOPE_LOC_* */
+    char name[REC_LOC_NAME];  /* truncated */
+};
+struct rec_locs {
+    _Atomic uint64_t dropped; /* locations that found the table full */
+    struct rec_loc entries[REC_LOC_CAPACITY];
+};
+
+/* One flight-recorder event: 16 bytes, no kind field. A loc of 0 is the exit of the innermost
+ * open zone; the reader keeps the stack. A location flagged FSCOPE_LOC_INSTANT is a point in
+ * time. loc is the app's address of its struct fscope_loc: a key into rec_locs. */
+struct fscope_event {
+    uint64_t ticks;
+    const struct fscope_loc *loc;
+};
+
+#define FSCOPE_NODE_NONE UINT32_MAX
+struct zone_node {
+    const struct fscope_loc *loc; /* a key into rec_locs; NULL for the root */
+    uint32_t parent;
+    uint32_t first_child;
+    uint32_t next_sibling;
+    uint32_t last_hit_child;         /* where the next lookup under this node starts */
+    _Atomic int32_t detail_override; /* -1: inherit; governs this node's children */
+    uint64_t calls;
+    uint64_t inclusive_ticks;
+    uint64_t child_ticks;
+    uint64_t max_ticks;
+};
+
+enum slot_state { SLOT_FREE, SLOT_CLAIMING, SLOT_LIVE, SLOT_EXITED, SLOT_EXTERNAL };
+
+/* What the recording shows of one thread slot (or external track such as a GPU queue). */
+struct rec_thread {
+    _Atomic int state; /* enum slot_state */
+    int tid;
+    char name[32];
+    uint32_t slot;     /* external tracks are named by it */
+    _Atomic uint32_t node_count;
+    uint32_t node_capacity;
+    uint32_t reserved;
+    uint64_t nodes_offset; /* struct zone_node[node_capacity] */
+    uint64_t ring_offset;  /* struct fscope_event[ring_mask + 1] */
+    uint64_t ring_mask;
+    _Atomic uint64_t ring_head; /* events ever written; the ring holds the last mask+1 */
+    uint64_t nodes_exhausted;
+};
+
+/* Time a thread spent blocked inside calls, by kind. The frame budget's blocks. */
+enum fscope_block {
+    FSCOPE_BLOCK_ACQUIRE,
+    FSCOPE_BLOCK_PRESENT,
+    FSCOPE_BLOCK_FENCE,
+    FSCOPE_BLOCK_SEMAPHORE,
+    FSCOPE_BLOCK_IDLE,
+    FSCOPE_BLOCK_CAP,
+    FSCOPE_BLOCK_PRESENT_WAIT, /* vkWaitForPresentKHR */
+    FSCOPE_BLOCK_COUNT,
+};
+
+/* Per-thread event counters, summed over threads when a frame closes. */
+enum fscope_counter {
+    FSCOPE_COUNT_SUBMITS,
+    FSCOPE_COUNT_COMMAND_BUFFERS,
+    FSCOPE_COUNT_DRAWS,
+    FSCOPE_COUNT_DISPATCHES,
+    FSCOPE_COUNT_RENDER_PASSES,
+    FSCOPE_COUNT_RECORD_TICKS,
+    /* Waits of every thread, whatever frame they are charged to (or none). */
+    FSCOPE_COUNT_WAIT_FENCE_TICKS,
+    FSCOPE_COUNT_WAIT_SEMAPHORE_TICKS,
+    FSCOPE_COUNT_WAIT_IDLE_TICKS,
+    FSCOPE_COUNT_COUNT,
+};
+
+/* What kind of surface a frame log presents to: whether a display can pace it at all. */
+enum frame_surface {
+    FRAME_SURFACE_NONE = 0, /* frames marked by the app (fscope_frame_mark), no swapchain */
+    FRAME_SURFACE_WAYLAND,
+    FRAME_SURFACE_HEADLESS, /* VK_EXT_headless_surface: no display behind it */
+    FRAME_SURFACE_OTHER,    /* XCB, Xlib, display: a display, but no presentation feedback */
+};
+
+/* What became of a frame's present, from the compositor's presentation feedback. */
+enum frame_present_state {
+    FRAME_PRESENT_UNTRACKED = 0, /* no feedback was asked for (not Wayland, tracker off) */
+    FRAME_PRESENT_PENDING,       /* asked for, no answer (yet, or ever: torn down first) */
+    FRAME_PRESENT_PRESENTED,
+    FRAME_PRESENT_DISCARDED,
+    FRAME_PRESENT_REQUEST_FAILED, /* the tracker could not ask */
+    FRAME_PRESENT_CALL_FAILED,    /* vkQueuePresentKHR returned an error: nothing was shown */
+    FRAME_PRESENT_STATE_COUNT,
+};
+
+/* Block intervals a frame keeps for the report (which part of each block the GPU was busy). */
+#define FRAME_BLOCK_SPANS 8
+
+struct fscope_frame {
+    uint64_t index;
+    uint64_t start_ticks;  /* the previous present call (or mark) */
+    uint64_t end_ticks;    /* this present call (or mark) */
+    uint64_t block_ticks[FSCOPE_BLOCK_COUNT]; /* the partition: never more than the frame */
+    uint64_t counts[FSCOPE_COUNT_COUNT];
+    /* Fence, semaphore and idle waits of threads other than the presenting one, ended during
+     * this frame. Not in the partition: they overlap the presenting thread's time. */
+    uint64_t other_wait_ticks[3];
+    uint64_t block_span_start[FRAME_BLOCK_SPANS], block_span_end[FRAME_BLOCK_SPANS];
+    uint8_t block_span_kind[FRAME_BLOCK_SPANS];
+    uint8_t block_span_count;
+    /* Left 0 by the app; analysis fills them in its copy from the device's GPU spans. */
+    uint64_t gpu_busy_ticks;                      /* union of GPU spans inside the frame */
+    uint64_t block_gpu_ticks[FSCOPE_BLOCK_COUNT]; /* part of each block the GPU was busy */
+    uint32_t swapchain_serial;
+    uint32_t device_id;
+    int32_t present_mode;
+
+    /* Presentation (Wayland surfaces with wp_presentation). */
+    uint64_t present_return_ticks; /* when the present call returned */
+    uint64_t presented_ticks;      /* when the compositor says it was shown */
+    uint64_t present_seq;
+    uint32_t refresh_ns;           /* as the compositor claims */
+    uint8_t present_state;         /* enum frame_present_state */
+    uint8_t present_flags;         /* FSCOPE_PRESENT_FLAG_* */
+    int16_t output_index;          /* into the recording's outputs; -1 unknown */
+    bool output_ambiguous;
+    uint8_t cap_flags;             /* CAP_FLAG_* of the cap wait in this frame */
+};
+
+/* The presentation tracker's own tally for a surface, to check the frames' against. */
+struct frame_log_tracker_counts {
+    uint64_t requested, presented, discarded, pending, lost, failed;
+    uint64_t orphaned; /* requested for presents that then failed: never counted as shown */
+};
+
+struct rec_frame_log {
+    char label[64];
+    _Atomic uint32_t surface; /* enum frame_surface */
+    _Atomic uint32_t tracked; /* a tracker asked for feedback at least once */
+    char untracked_why[192];
+    /* The tracker's tally as of its last snapshot: a seqlock (odd: being stored). */
+    _Atomic uint32_t counts_seq;
+    _Atomic uint32_t counts_valid;
+    struct frame_log_tracker_counts counts;
+    struct chunked frames; /* struct fscope_frame */
+};
+
+struct gpu_span {
+    uint64_t begin, end;
+    uint32_t device_id;
+    uint32_t reserved;
+};
+
+struct rec_span_log {
+    struct chunked spans; /* struct gpu_span */
+};
+
+/* Frame flags left on the calling thread by a cap wait, taken by the next frame close. */
+#define CAP_FLAG_CAPPED 0x1
+#define CAP_FLAG_MISSED 0x2 /* the work alone ran past the deadline */
+#define CAP_FLAG_RESYNC 0x4
+
+struct cap_event {
+    uint64_t release_ticks;
+    uint32_t target_ns;
+    uint8_t flags;
+};
+
+struct rec_cap {
+    char label[64];
+    struct chunked events; /* struct cap_event */
+};
+
+#define REC_MAX_DEVICES 8 /* distinct device/driver pairs named in the summary */
+#define REC_MAX_NOTES 24
+#define REC_NOTE_SIZE 256
+#define REC_MAX_OUTPUTS 16
+
+/* Devices by name and driver; a program that creates one device a hundred times names it
+ * once, with the count and the ids it had. */
+struct rec_device {
+    char name[256], driver[256];
+    uint32_t first_id, last_id, count;
+};
+
+struct rec_output {
+    char name[64];
+    int32_t width, height;
+    uint32_t refresh_mhz; /* 0: the compositor gave none */
+    int32_t scale;
+};
+
+struct rec_meta {
+    _Atomic uint32_t enabled;    /* the Vulkan layer is in: summarise even with no frames */
+    _Atomic uint32_t gpu_timing; /* GPU time was measured (FRAMESCOPE_GPU) */
+    _Atomic uint32_t device_count;
+    _Atomic uint32_t note_count;
+    _Atomic uint32_t output_count;
+    uint32_t reserved;
+    struct rec_device devices[REC_MAX_DEVICES];
+    char notes[REC_MAX_NOTES][REC_NOTE_SIZE];
+    struct rec_output outputs[REC_MAX_OUTPUTS];
+};
+
+/* Lays out an empty arena of size bytes: for the app that makes its own and for an observer
+ * that makes one to hand over. */
+static inline void rec_header_init(struct rec_header *h, uint64_t size)
+{
+    for (unsigned i = 0; i < 8; i++)
+        h->magic[i] = REC_MAGIC[i];
+    h->version = REC_VERSION;
+    h->header_size = (uint32_t)sizeof(*h);
+    h->size = size;
+    h->dir_capacity = REC_DIR_ENTRIES;
+    atomic_store(&h->used, (sizeof(*h) + REC_ALIGN - 1) & ~(uint64_t)(REC_ALIGN - 1));
+}
+
+#endif

@@ -1,0 +1,249 @@
+#include "recording.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "framescope.h"
+#include "util/config.h"
+#include "util/log.h"
+
+static struct rec_header *header;
+static uint64_t arena_size;
+static int arena_fd = -1;
+static bool observed;
+static struct rec_meta *meta;
+static struct rec_locs *locs;
+
+struct rec_header *recording_header(void)
+{
+    return header;
+}
+
+bool recording_observed(void)
+{
+    return observed;
+}
+
+int recording_fd(void)
+{
+    return arena_fd;
+}
+
+void *recording_at(uint64_t offset)
+{
+    return (char *)header + offset;
+}
+
+static uint64_t align_up(uint64_t v)
+{
+    return (v + REC_ALIGN - 1) & ~(uint64_t)(REC_ALIGN - 1);
+}
+
+uint64_t recording_alloc(uint64_t size)
+{
+    if (!header || !size)
+        return 0;
+    size = align_up(size);
+    uint64_t used = atomic_load_explicit(&header->used, memory_order_relaxed);
+    do {
+        if (size > arena_size - used) {
+            atomic_fetch_add_explicit(&header->alloc_failures, 1, memory_order_relaxed);
+            return 0;
+        }
+    } while (!atomic_compare_exchange_weak_explicit(&header->used, &used, used + size,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    return used;
+}
+
+void *recording_object_new(uint64_t size, uint64_t *ret_offset)
+{
+    uint64_t offset = recording_alloc(size);
+    if (!offset)
+        return NULL;
+    *ret_offset = offset;
+    return recording_at(offset);
+}
+
+bool recording_publish(enum rec_object_type type, uint64_t offset, uint64_t size)
+{
+    if (!header)
+        return false;
+    uint32_t index = atomic_fetch_add_explicit(&header->dir_count, 1, memory_order_relaxed);
+    if (index >= header->dir_capacity) {
+        atomic_fetch_add_explicit(&header->alloc_failures, 1, memory_order_relaxed);
+        return false;
+    }
+    header->dir[index].offset = offset;
+    header->dir[index].size = size;
+    atomic_store_explicit(&header->dir[index].type, type, memory_order_release);
+    return true;
+}
+
+struct rec_meta *recording_meta(void)
+{
+    return meta;
+}
+
+static uint64_t loc_hash(uint64_t address)
+{
+    address ^= address >> 33;
+    address *= 0xff51afd7ed558ccdull;
+    address ^= address >> 33;
+    return address;
+}
+
+void recording_loc(const struct fscope_loc *loc)
+{
+    if (!locs || !loc)
+        return;
+    uint64_t address = (uint64_t)(uintptr_t)loc;
+    uint64_t start = loc_hash(address);
+    for (uint32_t probe = 0; probe < REC_LOC_CAPACITY; probe++) {
+        struct rec_loc *e = &locs->entries[(start + probe) % REC_LOC_CAPACITY];
+        uint64_t seen = atomic_load_explicit(&e->address, memory_order_acquire);
+        if (seen == address)
+            return;
+        if (seen == 0) {
+            uint64_t expected = 0;
+            if (!atomic_compare_exchange_strong(&e->address, &expected, address)) {
+                if (expected == address)
+                    return;
+                continue;
+            }
+            e->line = loc->line;
+            e->level = loc->level;
+            e->flags = loc->flags;
+            snprintf(e->name, sizeof(e->name), "%s", loc->name ? loc->name : "");
+            atomic_store_explicit(&e->ready, 1, memory_order_release);
+            return;
+        }
+    }
+    atomic_fetch_add_explicit(&locs->dropped, 1, memory_order_relaxed);
+}
+
+/* An arena the observer made: its header must be ours and unclaimed. */
+static bool attach_observer(const char *text)
+{
+    char shown[FSCOPE_ESCAPE_SIZE];
+    long fd;
+    struct stat st;
+    if (!fscope_config_parse_long(text, 3, 1 << 20, &fd) || fstat((int)fd, &st) != 0 ||
+        !S_ISREG(st.st_mode) || (uint64_t)st.st_size < sizeof(struct rec_header)) {
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_RECORDING_FD='%s' is not a recording framescope "
+                   "run made; recording on our own",
+                   fscope_config_escape(text, shown, sizeof(shown)));
+        return false;
+    }
+    void *base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_NORESERVE, (int)fd, 0);
+    if (base == MAP_FAILED)
+        return false;
+    struct rec_header *h = base;
+    int32_t nobody = 0;
+    if (memcmp(h->magic, REC_MAGIC, 8) != 0 || h->version != REC_VERSION ||
+        h->size != (uint64_t)st.st_size ||
+        !atomic_compare_exchange_strong(&h->owner_pid, &nobody, (int32_t)getpid())) {
+        /* Another process of the run (a launcher's child) holds it: this one keeps its own. */
+        munmap(base, (size_t)st.st_size);
+        return false;
+    }
+    /* Programs this one starts get their own recording, not this descriptor. */
+    fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+    header = h;
+    arena_size = (uint64_t)st.st_size;
+    arena_fd = (int)fd;
+    observed = true;
+    return true;
+}
+
+static bool create_own(void)
+{
+    uint64_t size = RECORDING_OWN_SIZE;
+    int fd = memfd_create("framescope-recording", MFD_CLOEXEC);
+    void *base = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, (off_t)size) == 0)
+        base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    if (base == MAP_FAILED) {
+        /* No memfd (a sandbox): anonymous memory, still readable by our own analysis. */
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+        size = 1ull << 30;
+        base = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (base == MAP_FAILED)
+            return false;
+    }
+    header = base;
+    arena_size = size;
+    arena_fd = fd;
+    rec_header_init(header, size);
+    atomic_store(&header->owner_pid, (int32_t)getpid());
+    return true;
+}
+
+/* A forked child keeps the parent's address space but must never write the parent's
+ * recording: its view of the arena becomes a private copy. */
+static void forked_child(void)
+{
+    if (!header)
+        return;
+    void *remapped = arena_fd >= 0 ? mmap(header, arena_size, PROT_READ | PROT_WRITE,
+                                          MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, arena_fd, 0)
+                                   : MAP_FAILED;
+    if (remapped == MAP_FAILED) {
+        /* Anonymous shared memory cannot be made private in place: stop using it. The
+         * pointers the child's recorders hold stay valid; the child's analysis is disowned. */
+        return;
+    }
+    observed = false;
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static bool init_ok;
+
+static void init_once_fn(void)
+{
+    const char *text = secure_getenv("FRAMESCOPE_RECORDING_FD");
+    if (!(text && *text && attach_observer(text)) && !create_own()) {
+        fscope_log(FSCOPE_LOG_WARN, "cannot map memory for the recording: nothing is recorded");
+        return;
+    }
+    FILE *comm = fopen("/proc/self/comm", "re");
+    if (comm) {
+        if (fgets(header->app, sizeof(header->app), comm))
+            header->app[strcspn(header->app, "\n")] = '\0';
+        fclose(comm);
+    }
+    uint64_t offset;
+    meta = recording_object_new(sizeof(*meta), &offset);
+    if (meta) {
+        atomic_store(&meta->gpu_timing, 1);
+        recording_publish(REC_OBJ_META, offset, sizeof(*meta));
+    }
+    locs = recording_object_new(sizeof(*locs), &offset);
+    if (locs)
+        recording_publish(REC_OBJ_LOCS, offset, sizeof(*locs));
+    atomic_store_explicit(&header->state, REC_STATE_RECORDING, memory_order_release);
+    pthread_atfork(NULL, NULL, forked_child);
+    init_ok = true;
+}
+
+bool recording_init(void)
+{
+    pthread_once(&init_once, init_once_fn);
+    return init_ok;
+}
+
+void recording_end(void)
+{
+    if (header)
+        atomic_store_explicit(&header->state, REC_STATE_ENDED, memory_order_release);
+}

@@ -1,0 +1,53 @@
+/* The app's side of the recording (src/record/format.h): the shared-memory arena every
+ * recorder writes into. `framescope run` creates the arena and hands it over in
+ * FRAMESCOPE_RECORDING_FD, so it outlives the app however the app ends; without an observer
+ * the app makes its own and analyses it at exit. Nothing here reads the recording back.
+ *
+ * Allocation is a bump of an atomic offset: no lock, no system call (pages fault in as they
+ * are first written, as they would from malloc). */
+#ifndef FSCOPE_RECORD_RECORDING_H
+#define FSCOPE_RECORD_RECORDING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+
+struct fscope_loc;
+
+/* The arena of a recording the app makes for itself: virtual address space only (a sparse
+ * memfd), pages are used as they are written. */
+#define RECORDING_OWN_SIZE (16ull << 30)
+
+/* Attaches to the observer's arena or creates one. Idempotent; run by the library's
+ * start-up before the clock. False when no arena could be made: nothing is recorded. */
+bool recording_init(void);
+
+/* The arena's header, or NULL when there is none. */
+struct rec_header *recording_header(void);
+/* Whether an observer (framescope run) holds the arena and will analyse it. */
+bool recording_observed(void);
+/* The arena's memfd, or -1 (an anonymous mapping, or none). */
+int recording_fd(void);
+
+/* Reserves size zeroed bytes aligned to REC_ALIGN; returns their offset, or 0 when the arena
+ * is full (counted in the header). */
+uint64_t recording_alloc(uint64_t size);
+/* The address of an offset in this process. */
+void *recording_at(uint64_t offset);
+/* Allocates and zeroes an object; *ret_offset gets its offset. NULL when full. Publish it
+ * once initialised. */
+void *recording_object_new(uint64_t size, uint64_t *ret_offset);
+/* Makes an initialised object visible to readers. False when the directory is full. */
+bool recording_publish(enum rec_object_type type, uint64_t offset, uint64_t size);
+
+/* The run's metadata object (devices, notes, outputs, switches). NULL without an arena. */
+struct rec_meta *recording_meta(void);
+/* Enters loc in the location table so readers can name it. Lock-free; idempotent. */
+void recording_loc(const struct fscope_loc *loc);
+
+/* The app has flushed what it had at exit: analysis may rely on final tallies. */
+void recording_end(void);
+
+#endif
