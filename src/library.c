@@ -26,8 +26,7 @@
 
 #define FSCOPE_EXPORT __attribute__((visibility("default")))
 
-enum summary_target { SUMMARY_STDERR, SUMMARY_OFF, SUMMARY_PATH };
-static enum summary_target summary_target = SUMMARY_STDERR;
+static enum report_summary summary_target = REPORT_SUMMARY_STDERR;
 static char summary_path[1024];
 static char output_dir[1024];
 static _Atomic bool finished, disowned;
@@ -46,11 +45,11 @@ __attribute__((constructor)) static void library_init(void)
     if (summary && *summary) {
         char shown[FSCOPE_ESCAPE_SIZE];
         if (fscope_config_keyword(summary, "off")) {
-            summary_target = SUMMARY_OFF;
+            summary_target = REPORT_SUMMARY_OFF;
         } else if (fscope_config_keyword(summary, "stderr")) {
-            summary_target = SUMMARY_STDERR;
+            summary_target = REPORT_SUMMARY_STDERR;
         } else if (fscope_config_is_path(summary) && strlen(summary) < sizeof(summary_path)) {
-            summary_target = SUMMARY_PATH;
+            summary_target = REPORT_SUMMARY_PATH;
             snprintf(summary_path, sizeof(summary_path), "%s", summary);
         } else if (fscope_config_is_path(summary)) {
             fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_SUMMARY='%s' is longer than %zu bytes; "
@@ -90,41 +89,6 @@ static struct recording *read_own(size_t *ret_len)
     return rec;
 }
 
-static int text_writer(FILE *f, const void *arg)
-{
-    fputs(arg, f);
-    return 0;
-}
-
-/* Prints the summary where FRAMESCOPE_SUMMARY says and writes the capture. To a path, the
- * summary is written whole (the capture line with it) or, on failure, printed here. */
-static void deliver(const struct report *r, const void *bytes, size_t len)
-{
-    char *text = NULL;
-    size_t text_len = 0;
-    FILE *summary = summary_target == SUMMARY_OFF    ? NULL
-                    : summary_target == SUMMARY_PATH ? open_memstream(&text, &text_len)
-                                                     : stderr;
-    if (summary_target == SUMMARY_PATH && !summary)
-        summary = stderr; /* out of memory: here rather than nowhere */
-    if (summary)
-        report_write(summary, r, REPORT_TEXT);
-    if (output_dir[0])
-        report_write_capture(r, bytes, len, output_dir, summary);
-    if (summary == stderr) {
-        fflush(stderr);
-    } else if (summary) {
-        fclose(summary);
-        int e = capture_write_file(summary_path, text_writer, text);
-        if (e != 0) {
-            fscope_log(FSCOPE_LOG_ERROR, "cannot write the summary to %s (%s); printing it here",
-                       summary_path, strerror(-e));
-            fputs(text, stderr);
-        }
-        free(text);
-    }
-}
-
 FSCOPE_EXPORT void fscope_report_finish(void)
 {
     if (atomic_load(&disowned) || atomic_exchange(&finished, true))
@@ -149,7 +113,7 @@ FSCOPE_EXPORT void fscope_report_finish(void)
         return;
     struct report *r = report_create(rec);
     if (r && (report_has_frames(r) || rec->enabled))
-        deliver(r, h, len);
+        report_deliver(r, h, len, summary_target, summary_path, output_dir);
     report_destroy(r);
     recording_free(rec);
 }

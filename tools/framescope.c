@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/mman.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -28,7 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/recording.h"
+#include "analysis/report.h"
 #include "compare.h"
+#include "record/format.h"
 #include "util/config.h"
 
 extern char **environ;
@@ -701,6 +705,90 @@ static bool check_summary_file(const char *path)
     return parent_writable("summary file", path);
 }
 
+/* The recording run hands to the command (src/record/format.h): a memfd the command's
+ * framescope writes into and we keep, so we can analyse it however the command ends. */
+struct observed_recording {
+    int fd;       /* ours, close-on-exec */
+    int child_fd; /* the command's copy, named in FRAMESCOPE_RECORDING_FD */
+    struct rec_header *header;
+};
+
+static int recording_create(struct observed_recording *r)
+{
+    r->fd = memfd_create("framescope-recording", MFD_CLOEXEC);
+    r->child_fd = -1;
+    r->header = MAP_FAILED;
+    if (r->fd < 0 || ftruncate(r->fd, (off_t)REC_ARENA_SIZE) != 0)
+        return -errno;
+    r->header = mmap(NULL, sizeof(*r->header), PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+    if (r->header == MAP_FAILED)
+        return -errno;
+    rec_header_init(r->header, REC_ARENA_SIZE);
+    r->child_fd = fcntl(r->fd, F_DUPFD, 3); /* without close-on-exec: the command inherits it */
+    if (r->child_fd < 0)
+        return -errno;
+    char fd_text[16];
+    snprintf(fd_text, sizeof(fd_text), "%d", r->child_fd);
+    return setenv("FRAMESCOPE_RECORDING_FD", fd_text, 1) == 0 ? 0 : -errno;
+}
+
+static void recording_close(struct observed_recording *r)
+{
+    if (r->header != MAP_FAILED)
+        munmap(r->header, sizeof(*r->header));
+    if (r->child_fd >= 0)
+        close(r->child_fd);
+    if (r->fd >= 0)
+        close(r->fd);
+}
+
+/* Analyses the command's recording once it has ended (exit status, or the signal that killed
+ * it): the summary and the capture, as the command would have written them at its own exit.
+ * Returns 0, 1 when the capture or summary could not be written (said on stderr), or 3 when
+ * there was nothing to analyse. */
+static int recording_analyse(struct observed_recording *r, int exit_status, int signal,
+                             enum report_summary where, const char *summary_path,
+                             const char *output)
+{
+    struct rec_header *h = r->header;
+    if (atomic_load(&h->owner_pid) == 0)
+        return 3;
+    h->end_status = signal ? 0 : exit_status + 1;
+    h->end_signal = signal;
+    uint64_t used = atomic_load(&h->used);
+    if (used < sizeof(*h) || used > REC_ARENA_SIZE) {
+        fprintf(stderr, "framescope: the command's recording is damaged (%llu bytes in use)\n",
+                (unsigned long long)used);
+        return 1;
+    }
+    void *bytes = mmap(NULL, (size_t)used, PROT_READ, MAP_SHARED, r->fd, 0);
+    if (bytes == MAP_FAILED) {
+        fprintf(stderr, "framescope: cannot map the command's recording: %s\n", strerror(errno));
+        return 1;
+    }
+    struct recording *rec = NULL;
+    char why[256];
+    int e = recording_read(bytes, (size_t)used, &rec, why, sizeof(why));
+    int status = 0;
+    if (e) {
+        fprintf(stderr, "framescope: cannot read the command's recording: %s\n",
+                why[0] ? why : strerror(-e));
+        status = 1;
+    } else {
+        struct report *report = report_create(rec);
+        if (!report)
+            status = 1;
+        else if (!report_has_frames(report) && !rec->enabled)
+            status = 3; /* framescope loaded (the library) but nothing to report */
+        else if (report_deliver(report, bytes, (size_t)used, where, summary_path, output) != 0)
+            status = 1;
+        report_destroy(report);
+    }
+    recording_free(rec);
+    munmap(bytes, (size_t)used);
+    return status;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     enum { OPT_NO_CAPTURE = 256, OPT_SUMMARY, OPT_COMPOSITOR, OPT_CAP };
@@ -713,7 +801,7 @@ static int cmd_run(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    const char *output = NULL;
+    const char *output = NULL, *summary_option = NULL;
     bool capture = true, compositor_auto = true;
     int opt;
     /* '+': stop at the first non-option so the command's own options stay its own. */
@@ -745,7 +833,7 @@ static int cmd_run(int argc, char **argv)
                         fscope_config_escape(optarg, shown, sizeof(shown)));
                 return 2;
             }
-            setenv("FRAMESCOPE_SUMMARY", summary, 1);
+            summary_option = summary;
             break;
         }
         case OPT_COMPOSITOR:
@@ -818,25 +906,26 @@ static int cmd_run(int argc, char **argv)
     if (output && !check_output(output == default_output ? "capture directory" : "--output",
                                 output))
         return 2;
-    const char *summary_target = getenv("FRAMESCOPE_SUMMARY");
-    if (summary_target && fscope_config_is_path(summary_target) &&
-        !check_summary_file(summary_target))
+    /* The summary goes where --summary says, else where an inherited FRAMESCOPE_SUMMARY does
+     * (read as the layer reads it). */
+    const char *summary_text = summary_option ? summary_option : getenv("FRAMESCOPE_SUMMARY");
+    enum report_summary where = REPORT_SUMMARY_STDERR;
+    if (summary_text && fscope_config_keyword(summary_text, "off"))
+        where = REPORT_SUMMARY_OFF;
+    else if (summary_text && fscope_config_is_path(summary_text))
+        where = REPORT_SUMMARY_PATH;
+    if (where == REPORT_SUMMARY_PATH && !check_summary_file(summary_text))
         return 2;
-    if (output)
-        setenv("FRAMESCOPE_OUTPUT", output, 1);
-    else
-        unsetenv("FRAMESCOPE_OUTPUT"); /* --no-capture over an inherited one */
-    /* The profiled process says through this pipe whether its capture was written: a full
-     * disk or a refused directory must not end in exit status 0. */
-    int status_pipe[2] = { -1, -1 };
-    if (output && pipe(status_pipe) == 0) {
-        fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);
-        fcntl(status_pipe[0], F_SETFL, O_NONBLOCK);
-        char fd_text[16];
-        snprintf(fd_text, sizeof(fd_text), "%d", status_pipe[1]);
-        setenv("FRAMESCOPE_STATUS_FD", fd_text, 1);
-    } else {
-        unsetenv("FRAMESCOPE_STATUS_FD");
+    /* We write the summary and the capture from the recording; a process of the command that
+     * does not record into it (one it starts) prints its own summary and writes no capture. */
+    unsetenv("FRAMESCOPE_SUMMARY");
+    unsetenv("FRAMESCOPE_OUTPUT");
+    struct observed_recording recording;
+    int e = recording_create(&recording);
+    if (e != 0) {
+        fprintf(stderr, "framescope: cannot create the recording: %s\n", strerror(-e));
+        recording_close(&recording);
+        return 125;
     }
 
     if (enable_layer() != 0) {
@@ -858,31 +947,23 @@ static int cmd_run(int argc, char **argv)
     else
         status = run_command(command, &command_signal, &ran);
     compositor_stop(&compositor);
-    char capture_status[256] = "";
-    if (status_pipe[0] >= 0) {
-        close(status_pipe[1]);
-        ssize_t n = read(status_pipe[0], capture_status, sizeof(capture_status) - 1);
-        capture_status[n > 0 ? n : 0] = '\0';
-        close(status_pipe[0]);
-    }
-    if (output && ran && strncmp(capture_status, "failed", 6) == 0) {
-        capture_status[strcspn(capture_status, "\n")] = '\0';
-        fprintf(stderr, "framescope: the capture was NOT written to %s (%s)\n", output,
-                capture_status + 7);
+    int analysed = ran ? recording_analyse(&recording, command_signal ? 0 : status,
+                                           command_signal, where, summary_text, output)
+                       : 3;
+    recording_close(&recording);
+    if (ran && analysed == 3) {
+        fprintf(stderr, "framescope: the command recorded nothing (did it use Vulkan?)%s\n",
+                output ? "; no capture written" : "");
+    } else if (ran && analysed == 1) {
         if (status == 0)
-            status = 1;
+            status = 1; /* said on stderr: the run's capture or summary is lost */
     } else if (output && ran) {
-        char summary[PATH_MAX + 32];
-        snprintf(summary, sizeof(summary), "%s/summary.json", output);
-        if (file_exists(summary))
-            fprintf(stderr, "framescope: capture in %s (open trace.json in ui.perfetto.dev)\n",
-                    output);
-        else if (command_signal)
-            fprintf(stderr, "framescope: the command died of signal %d (%s) and wrote no "
-                    "capture to %s\n", command_signal, strsignal(command_signal), output);
+        if (command_signal)
+            fprintf(stderr, "framescope: the command died of signal %d (%s); its capture, up "
+                    "to then, is in %s\n", command_signal, strsignal(command_signal), output);
         else
-            fprintf(stderr, "framescope: the command wrote no capture to %s (did it use "
-                    "Vulkan?)\n", output);
+            fprintf(stderr, "framescope: capture in %s (open trace.json in ui.perfetto.dev, "
+                    "report.html in a browser)\n", output);
     }
     return status;
 }

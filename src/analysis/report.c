@@ -1002,3 +1002,42 @@ int report_write_capture(const struct report *r, const void *recording, size_t r
     }
     return e;
 }
+
+static int summary_text_writer(FILE *f, const void *arg)
+{
+    fputs(arg, f);
+    return 0;
+}
+
+int report_deliver(const struct report *r, const void *recording, size_t recording_len,
+                   enum report_summary where, const char *summary_path, const char *output_dir)
+{
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *summary = where == REPORT_SUMMARY_OFF    ? NULL
+                    : where == REPORT_SUMMARY_PATH ? open_memstream(&text, &text_len)
+                                                   : stderr;
+    if (where == REPORT_SUMMARY_PATH && !summary)
+        summary = stderr; /* out of memory: here rather than nowhere */
+    if (summary)
+        report_write(summary, r, REPORT_TEXT);
+    int e = 0;
+    if (output_dir && output_dir[0])
+        e = report_write_capture(r, recording, recording_len, output_dir, summary);
+    if (summary == stderr) {
+        fflush(stderr);
+    } else if (summary) {
+        fclose(summary);
+        /* Written whole (the capture line with it) or, on failure, printed here. */
+        int w = capture_write_file(summary_path, summary_text_writer, text);
+        if (w != 0) {
+            fscope_log(FSCOPE_LOG_ERROR, "cannot write the summary to %s (%s); printing it here",
+                       summary_path, strerror(-w));
+            fputs(text, stderr);
+            if (e == 0)
+                e = w;
+        }
+        free(text);
+    }
+    return e;
+}

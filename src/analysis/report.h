@@ -70,6 +70,15 @@ int report_write_capture(const struct report *r, const void *recording, size_t r
 /* The summary's line for a capture written to dir. */
 void report_write_capture_line(FILE *f, const char *dir);
 
+enum report_summary { REPORT_SUMMARY_STDERR, REPORT_SUMMARY_OFF, REPORT_SUMMARY_PATH };
+
+/* A run's end, the same in the app and in framescope run: the summary where asked (a file is
+ * written whole, the capture line with it, or printed on stderr with the error), and the
+ * capture when output_dir is set. Returns 0, or -errno of the capture (else of the summary
+ * file) that failed. */
+int report_deliver(const struct report *r, const void *recording, size_t recording_len,
+                   enum report_summary where, const char *summary_path, const char *output_dir);
+
 /* Whether a surface's display paces its frames: evidence, not assumption. */
 struct display_evidence {
     bool paces;          /* a block in present/acquire with the GPU idle is a display wait */

@@ -22,6 +22,9 @@
 #define REC_VERSION 1u
 /* Objects and chunks start at multiples of this: a cache line, so no two writers share one. */
 #define REC_ALIGN 64u
+/* The arena's size: virtual address space only (a sparse memfd, mapped without reserve), so
+ * it costs the pages actually written. */
+#define REC_ARENA_SIZE (16ull << 30)
 /* Objects the directory can name: 64 frame logs, 64 span logs, 64 caps and 256 thread slots
  * (the writer's own limits) plus the metadata and location table, with room to spare. */
 #define REC_DIR_ENTRIES 1024u

@@ -134,8 +134,16 @@ static bool attach_observer(const char *text)
     char shown[FSCOPE_ESCAPE_SIZE];
     long fd;
     struct stat st;
-    if (!fscope_config_parse_long(text, 3, 1 << 20, &fd) || fstat((int)fd, &st) != 0 ||
-        !S_ISREG(st.st_mode) || (uint64_t)st.st_size < sizeof(struct rec_header)) {
+    bool number = fscope_config_parse_long(text, 3, 1 << 20, &fd);
+    if (number && fcntl((int)fd, F_GETFD) < 0) {
+        /* Closed: this program was started by the one that claimed the recording (which
+         * closes it on exec). It records on its own. */
+        fscope_log(FSCOPE_LOG_DEBUG, "FRAMESCOPE_RECORDING_FD=%ld is closed here: the recording "
+                   "belongs to the process that started this one", fd);
+        return false;
+    }
+    if (!number || fstat((int)fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size < sizeof(struct rec_header)) {
         fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_RECORDING_FD='%s' is not a recording framescope "
                    "run made; recording on our own",
                    fscope_config_escape(text, shown, sizeof(shown)));
@@ -165,7 +173,7 @@ static bool attach_observer(const char *text)
 
 static bool create_own(void)
 {
-    uint64_t size = RECORDING_OWN_SIZE;
+    uint64_t size = REC_ARENA_SIZE;
     int fd = memfd_create("framescope-recording", MFD_CLOEXEC);
     void *base = MAP_FAILED;
     if (fd >= 0 && ftruncate(fd, (off_t)size) == 0)

@@ -16,10 +16,6 @@
 
 struct fscope_loc;
 
-/* The arena of a recording the app makes for itself: virtual address space only (a sparse
- * memfd), pages are used as they are written. */
-#define RECORDING_OWN_SIZE (16ull << 30)
-
 /* Attaches to the observer's arena or creates one. Idempotent; run by the library's
  * start-up before the clock. False when no arena could be made: nothing is recorded. */
 bool recording_init(void);
