@@ -32,6 +32,7 @@
 #include "analysis/recording.h"
 #include "analysis/report.h"
 #include "compare.h"
+#include "report.h"
 #include "record/format.h"
 #include "util/config.h"
 
@@ -46,6 +47,7 @@ extern char **environ;
 
 static const char usage[] =
     "usage: framescope run [OPTIONS] [--] [COMMAND [ARGS...]]\n"
+    "       framescope report [--format FORMAT] DIR\n"
     "       framescope diff [--format text|json] A B\n"
     "       framescope compare [--runs-frames N] [--a 'VAR=VALUE ...'] [--b 'VAR=VALUE ...']\n"
     "                          [-o DIR] [--format text|json] -- COMMAND [ARGS...]\n"
@@ -56,8 +58,9 @@ static const char usage[] =
     "the verdict. With no COMMAND, profiles the bundled demo workload (framescope-demo).\n"
     "\n"
     "options for run:\n"
-    "  -o, --output DIR     write the capture (summary.json, frames.csv, zones.csv,\n"
-    "                       trace.json, presentmon.csv, mangohud.csv, report.html) to DIR\n"
+    "  -o, --output DIR     write the capture (recording.fsr, summary.json, frames.csv,\n"
+    "                       zones.csv, trace.json, presentmon.csv, mangohud.csv, report.html)\n"
+    "                       to DIR\n"
     "                       (default: ./framescope-APP-YYYYMMDD-HHMMSS)\n"
     "      --no-capture     print the summary only; write no capture\n"
     "      --summary WHERE  off, stderr (default) or a file path for the summary\n"
@@ -67,6 +70,13 @@ static const char usage[] =
     "                       Wayland session is reachable; never: do not start one\n"
     "  -h, --help           this text\n"
     "\n"
+    "The command records into shared memory that framescope keeps: when it ends, however it\n"
+    "ends (a crash or SIGKILL included), framescope analyses the recording, prints the summary\n"
+    "and writes the capture.\n"
+    "\n"
+    "report: recomputes an output of a capture from its recording.fsr: FORMAT is text (the\n"
+    "summary, byte for byte as printed when the run ended; default), json, csv, zones, trace,\n"
+    "presentmon, mangohud or html.\n"
     "diff: two captures side by side, per metric (fps, frame_ms, budget_ms, verdict shares)\n"
     "and per zone (thread and path), each difference marked when it exceeds the run-to-run\n"
     "noise, 2*sqrt(seA^2 + seB^2) with standard errors from frames.csv.\n"
@@ -986,6 +996,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "run") == 0)
         return cmd_run(argc - 1, argv + 1);
+    if (strcmp(argv[1], "report") == 0)
+        return cmd_report(argc - 1, argv + 1);
     if (strcmp(argv[1], "diff") == 0)
         return cmd_diff(argc - 1, argv + 1);
     if (strcmp(argv[1], "compare") == 0)

@@ -1,0 +1,97 @@
+/* framescope report DIR [--format F]: every output of a capture, recomputed from the recording
+ * it keeps (recording.fsr) by the same analysis that wrote it. */
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/recording.h"
+#include "analysis/report.h"
+#include "util/config.h"
+
+static const char report_usage[] =
+    "usage: framescope report [--format text|json|csv|zones|trace|presentmon|mangohud|html] DIR\n"
+    "Recomputes an output of the capture in DIR from its recording (recording.fsr): text (the\n"
+    "default) is the summary as printed when the run ended, byte for byte; json, csv, zones,\n"
+    "trace, presentmon, mangohud and html are summary.json, frames.csv, zones.csv, trace.json,\n"
+    "presentmon.csv, mangohud.csv and report.html. Written to stdout. Exit status 0, 1 when\n"
+    "the output could not be written, 2 for a bad argument or an unreadable recording.\n";
+
+int cmd_report(int argc, char **argv)
+{
+    static const struct option options[] = {
+        { "format", required_argument, NULL, 'f' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    enum report_format format = REPORT_TEXT;
+    char shown[FSCOPE_ESCAPE_SIZE];
+    int opt;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "f:h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'f':
+            if (!report_format_parse(optarg, &format)) {
+                fprintf(stderr, "framescope: --format takes text, json, csv, zones, trace, "
+                        "presentmon, mangohud or html (got '%s')\n",
+                        fscope_config_escape(optarg, shown, sizeof(shown)));
+                return 2;
+            }
+            break;
+        case 'h':
+            fputs(report_usage, stdout);
+            return 0;
+        default:
+            fprintf(stderr, "framescope: report: unknown option '%s'\n",
+                    fscope_config_escape(argv[optind - 1], shown, sizeof(shown)));
+            return 2;
+        }
+    }
+    if (argc - optind != 1) {
+        fprintf(stderr, "framescope: report takes one capture directory (got %d)\n",
+                argc - optind);
+        return 2;
+    }
+    const char *dir = argv[optind];
+    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = dir_fd < 0 ? -1 : openat(dir_fd, REPORT_RECORDING_FILE,
+                                      O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int open_errno = errno;
+    if (dir_fd >= 0)
+        close(dir_fd);
+    if (fd < 0) {
+        fprintf(stderr, "framescope: %s: %s%s\n", fscope_config_escape(dir, shown, sizeof(shown)),
+                dir_fd < 0 ? "" : REPORT_RECORDING_FILE ": ", strerror(open_errno));
+        return 2;
+    }
+    struct recording *rec = NULL;
+    char why[256];
+    int e = recording_read_fd(fd, &rec, why, sizeof(why));
+    close(fd);
+    if (e) {
+        fprintf(stderr, "framescope: %s/%s: %s\n", fscope_config_escape(dir, shown, sizeof(shown)),
+                REPORT_RECORDING_FILE, why[0] ? why : strerror(-e));
+        return 2;
+    }
+    struct report *report = report_create(rec);
+    int status = 1;
+    if (report) {
+        e = report_write(stdout, report, format);
+        /* The summary as printed at the end of the run names the capture it was written to. */
+        if (e == 0 && format == REPORT_TEXT)
+            report_write_capture_line(stdout, dir);
+        if (e == 0 && (fflush(stdout) != 0 || ferror(stdout)))
+            e = -EIO;
+        if (e)
+            fprintf(stderr, "framescope: cannot write the %s report: %s\n",
+                    report_format_name(format), strerror(-e));
+        status = e ? 1 : 0;
+    }
+    report_destroy(report);
+    recording_free(rec);
+    return status;
+}
