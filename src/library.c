@@ -112,8 +112,9 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     if (!rec)
         return;
     struct report *r = report_create(rec);
+    int capture_error;
     if (r && (report_has_frames(r) || rec->enabled))
-        report_deliver(r, h, len, summary_target, summary_path, output_dir);
+        report_deliver(r, h, len, summary_target, summary_path, output_dir, &capture_error);
     report_destroy(r);
     recording_free(rec);
 }

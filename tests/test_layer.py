@@ -229,6 +229,11 @@ def test_bad_input(build, demo):
           "reported")
 
 
+def capture_kib(path):
+    """What a capture takes on disk (its recording is sparse), in KiB."""
+    return sum(os.stat(os.path.join(path, f)).st_blocks for f in os.listdir(path)) // 2
+
+
 def test_capture_safety(build, demo):
     """Captures are all of one run or nothing, never written through a directory another user
     controls, and a full disk leaves the previous capture whole with the error named."""
@@ -281,21 +286,25 @@ def test_capture_safety(build, demo):
     check("symbolic link" in r.stderr, f"a link as the capture directory not refused: {r.stderr}")
 
     # A full disk: the error named, the previous capture left whole, nothing half-written.
+    # The disk holds twice a 3-frame capture (measured here), never a 600-frame one.
+    small = {"FRAMESCOPE_RING_EVENTS": "64"}
+    probe = os.path.join(base, "probe")
+    check(run(3, probe, small).rc == 0, "the 3-frame probe capture failed")
+    disk_kib = max(2 * capture_kib(probe), 64)
     disk = os.path.join(base, "tiny")
     os.mkdir(disk)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", disk],
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={disk_kib}k", "tmpfs", disk],
                              capture_output=True).returncode == 0
     if mounted:
         try:
             out = os.path.join(disk, "capture")
-            small = {"FRAMESCOPE_RING_EVENTS": "64"}
             r = run(3, out, small)
             check(r.rc == 0 and os.path.exists(os.path.join(out, "frames.csv")),
-                  f"a small capture did not fit in 128 KiB: {r.stderr[-800:]}")
-            before = {f: open(os.path.join(out, f)).read() for f in os.listdir(out)}
+                  f"a small capture did not fit in {disk_kib} KiB: {r.stderr[-800:]}")
+            before = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
             r = run(600, out, small)
             check("No space left on device" in r.stderr, f"ENOSPC not named:\n{r.stderr[-1500:]}")
-            after = {f: open(os.path.join(out, f)).read() for f in os.listdir(out)}
+            after = {f: open(os.path.join(out, f), "rb").read() for f in os.listdir(out)}
             check(after == before, "the previous capture changed after a failed write")
             check(os.listdir(disk) == ["capture"], f"left behind: {os.listdir(disk)}")
         finally:

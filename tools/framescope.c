@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/capture_dir.h"
 #include "analysis/recording.h"
 #include "analysis/report.h"
 #include "compare.h"
@@ -616,13 +617,10 @@ static bool parent_writable(const char *what, const char *path)
     }
 }
 
-/* What a capture holds (src/capture_dir.c): the layer replaces a directory holding nothing
- * else and refuses one that does. */
+/* What a capture holds (src/analysis/capture_dir.c): a directory holding nothing else is
+ * replaced, one that does is refused. */
 static bool holds_only_capture(int dir_fd)
 {
-    static const char *const capture_files[] = { "summary.json", "frames.csv", "zones.csv",
-                                                 "trace.json", "presentmon.csv", "mangohud.csv",
-                                                 "report.html" };
     DIR *dir = fdopendir(dir_fd);
     if (!dir) {
         close(dir_fd);
@@ -631,10 +629,8 @@ static bool holds_only_capture(int dir_fd)
     bool only_capture = true;
     struct dirent *e;
     while (only_capture && (e = readdir(dir))) {
-        bool known = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
-        for (unsigned i = 0; i < sizeof(capture_files) / sizeof(capture_files[0]); i++)
-            known = known || strcmp(e->d_name, capture_files[i]) == 0;
-        only_capture = known;
+        only_capture = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+                       capture_is_file_name(e->d_name);
     }
     closedir(dir);
     return only_capture;
@@ -779,7 +775,7 @@ static int recording_analyse(struct observed_recording *r, int exit_status, int 
     struct recording *rec = NULL;
     char why[256];
     int e = recording_read(bytes, (size_t)used, &rec, why, sizeof(why));
-    int status = 0;
+    int status = 0, capture_error = 0;
     if (e) {
         fprintf(stderr, "framescope: cannot read the command's recording: %s\n",
                 why[0] ? why : strerror(-e));
@@ -790,8 +786,12 @@ static int recording_analyse(struct observed_recording *r, int exit_status, int 
             status = 1;
         else if (!report_has_frames(report) && !rec->enabled)
             status = 3; /* framescope loaded (the library) but nothing to report */
-        else if (report_deliver(report, bytes, (size_t)used, where, summary_path, output) != 0)
+        else if (report_deliver(report, bytes, (size_t)used, where, summary_path, output,
+                                &capture_error) != 0)
             status = 1;
+        if (capture_error)
+            fprintf(stderr, "framescope: the capture was NOT written to %s (%s)\n", output,
+                    strerror(-capture_error));
         report_destroy(report);
     }
     recording_free(rec);

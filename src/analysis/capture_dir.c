@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 /* What a capture holds; a target holding anything else is not ours to replace. */
-static const char *const capture_files[] = { "summary.json", "frames.csv", "zones.csv",
-                                             "trace.json", "presentmon.csv", "mangohud.csv",
-                                             "report.html" };
+static const char *const capture_files[] = { "recording.fsr", "summary.json", "frames.csv",
+                                             "zones.csv", "trace.json", "presentmon.csv",
+                                             "mangohud.csv", "report.html" };
 
-static bool is_capture_file(const char *name)
+bool capture_is_file_name(const char *name)
 {
     for (unsigned i = 0; i < sizeof(capture_files) / sizeof(capture_files[0]); i++)
         if (strcmp(name, capture_files[i]) == 0)
@@ -113,7 +113,7 @@ static int check_target(int parent_fd, const char *name, const char **why)
     int r = 0;
     struct dirent *e;
     while (r == 0 && (e = readdir(dir))) {
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && !is_capture_file(e->d_name)) {
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && !capture_is_file_name(e->d_name)) {
             *why = "it holds files that are not a framescope capture";
             r = -EEXIST;
         }

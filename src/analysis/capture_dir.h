@@ -10,6 +10,7 @@
 #ifndef FSCOPE_CAPTURE_DIR_H
 #define FSCOPE_CAPTURE_DIR_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 /* Writes one file's contents; returns 0 or -errno. */
@@ -33,6 +34,9 @@ int capture_dir_write(struct capture_dir *c, const char *name, capture_writer wr
 int capture_dir_commit(struct capture_dir *c);
 /* Removes the fresh directory and what was written in it. Accepts a failed begin. */
 void capture_dir_abort(struct capture_dir *c);
+
+/* Whether name is one of the files a capture holds. */
+bool capture_is_file_name(const char *name);
 
 /* Writes one file at path (a summary, a trace) the same way: an exclusive temporary name in
  * its directory (which must exist), renamed when complete. Returns 0 or -errno. */

@@ -945,10 +945,27 @@ struct bytes {
     size_t len;
 };
 
+/* The recording, with holes where it is zero: the arena is sparse (pages never written, a
+ * thread's unused ring and tree), and the file stays as small on disk as the data in it. */
 static int bytes_writer(FILE *f, const void *arg)
 {
+    enum { BLOCK = 4096 };
+    static const unsigned char zeros[BLOCK];
     const struct bytes *b = arg;
-    return fwrite(b->data, 1, b->len, f) == b->len ? 0 : -(errno ? errno : EIO);
+    const unsigned char *data = b->data;
+    for (size_t at = 0; at < b->len; at += BLOCK) {
+        size_t n = b->len - at < BLOCK ? b->len - at : BLOCK;
+        if (memcmp(data + at, zeros, n) == 0) {
+            if (fseeko(f, (off_t)n, SEEK_CUR) != 0)
+                return -(errno ? errno : EIO);
+        } else if (fwrite(data + at, 1, n, f) != n) {
+            return -(errno ? errno : EIO);
+        }
+    }
+    /* A hole at the end is made by the file's length. */
+    if (fflush(f) != 0 || ftruncate(fileno(f), (off_t)b->len) != 0)
+        return -(errno ? errno : EIO);
+    return 0;
 }
 
 void report_write_capture_line(FILE *f, const char *dir)
@@ -1010,8 +1027,10 @@ static int summary_text_writer(FILE *f, const void *arg)
 }
 
 int report_deliver(const struct report *r, const void *recording, size_t recording_len,
-                   enum report_summary where, const char *summary_path, const char *output_dir)
+                   enum report_summary where, const char *summary_path, const char *output_dir,
+                   int *ret_capture_error)
 {
+    *ret_capture_error = 0;
     char *text = NULL;
     size_t text_len = 0;
     FILE *summary = where == REPORT_SUMMARY_OFF    ? NULL
@@ -1023,7 +1042,8 @@ int report_deliver(const struct report *r, const void *recording, size_t recordi
         report_write(summary, r, REPORT_TEXT);
     int e = 0;
     if (output_dir && output_dir[0])
-        e = report_write_capture(r, recording, recording_len, output_dir, summary);
+        *ret_capture_error = e = report_write_capture(r, recording, recording_len, output_dir,
+                                                      summary);
     if (summary == stderr) {
         fflush(stderr);
     } else if (summary) {

@@ -75,9 +75,10 @@ enum report_summary { REPORT_SUMMARY_STDERR, REPORT_SUMMARY_OFF, REPORT_SUMMARY_
 /* A run's end, the same in the app and in framescope run: the summary where asked (a file is
  * written whole, the capture line with it, or printed on stderr with the error), and the
  * capture when output_dir is set. Returns 0, or -errno of the capture (else of the summary
- * file) that failed. */
+ * file) that failed; *ret_capture_error is the capture's alone. */
 int report_deliver(const struct report *r, const void *recording, size_t recording_len,
-                   enum report_summary where, const char *summary_path, const char *output_dir);
+                   enum report_summary where, const char *summary_path, const char *output_dir,
+                   int *ret_capture_error);
 
 /* Whether a surface's display paces its frames: evidence, not assumption. */
 struct display_evidence {
