@@ -3,9 +3,11 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "demo.h"
 
@@ -94,6 +96,10 @@ static const char usage_text[] =
     "                          destroyed but before vkDestroySurfaceKHR; wayland only, not\n"
     "                          with --no-destroy. Mesa's own Wayland WSI crashes in that\n"
     "                          vkDestroySurfaceKHR (seen with 22.3 lavapipe, Debian 12)\n"
+    "  --die SIGNAL            after the last of --frames N frames was presented, die of\n"
+    "                          SIGNAL (kill, term, int, segv: a real invalid write, abrt)\n"
+    "                          with its default action: no clean-up, as a killed or crashed\n"
+    "                          game ends\n"
     "  --fork-child            after the 10th frame, fork(); the child calls exit(0) at once\n"
     "                          and the parent waits for it, then goes on (needs --frames 0\n"
     "                          or at least 10)\n"
@@ -135,6 +141,7 @@ enum option_id {
     OPTION_SECOND_DEVICE_GPU_ITERS,
     OPTION_DISCONNECT_EARLY,
     OPTION_FORK_CHILD,
+    OPTION_DIE,
     OPTION_SELF_TIMESTAMPS,
     OPTION_TRANSFER_QUEUE,
 };
@@ -169,6 +176,7 @@ static const struct option long_options[] = {
     { "second-device-gpu-iters", required_argument, NULL, OPTION_SECOND_DEVICE_GPU_ITERS },
     { "disconnect-early", no_argument, NULL, OPTION_DISCONNECT_EARLY },
     { "fork-child", no_argument, NULL, OPTION_FORK_CHILD },
+    { "die", required_argument, NULL, OPTION_DIE },
     { "self-timestamps", no_argument, NULL, OPTION_SELF_TIMESTAMPS },
     { "transfer-queue", no_argument, NULL, OPTION_TRANSFER_QUEUE },
     { NULL, 0, NULL, 0 },
@@ -310,6 +318,10 @@ static bool check_combinations(const struct demo_options *options, bool frames_i
     }
     if (options->transfer_queue && options->thread_split) {
         fprintf(stderr, DEMO_NAME ": --transfer-queue: not with --thread-split\n");
+        return false;
+    }
+    if (options->die_signal && options->frames == 0) {
+        fprintf(stderr, DEMO_NAME ": --die: dies after --frames N, so needs N > 0\n");
         return false;
     }
     if (options->fork_child && options->frames > 0 && options->frames < 10) {
@@ -495,6 +507,22 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
         case OPTION_FORK_CHILD:
             options.fork_child = true;
             break;
+        case OPTION_DIE: {
+            static const struct { const char *name; int signo; } signals[] = {
+                { "kill", SIGKILL }, { "term", SIGTERM }, { "int", SIGINT },
+                { "segv", SIGSEGV }, { "abrt", SIGABRT },
+            };
+            options.die_signal = 0;
+            for (unsigned i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+                if (strcasecmp(optarg, signals[i].name) == 0)
+                    options.die_signal = signals[i].signo;
+            if (!options.die_signal) {
+                fprintf(stderr, DEMO_NAME ": --die takes kill, term, int, segv or abrt (got "
+                        "'%s')\n", optarg);
+                return DEMO_PARSE_EXIT_USAGE;
+            }
+            break;
+        }
         case OPTION_SELF_TIMESTAMPS:
             options.self_timestamps = true;
             break;

@@ -55,6 +55,7 @@ struct demo_options {
     uint32_t second_device_gpu_iters;
     bool disconnect_early;
     bool fork_child;
+    int die_signal; /* 0: exit normally after --frames */
     bool self_timestamps;
     bool transfer_queue;
 };

@@ -967,6 +967,20 @@ static void tear_down(struct demo *demo)
         dlclose(demo->framescope_library);
 }
 
+/* --die: ends the process as a killed or crashed game ends, with the signal's default action
+ * and no clean-up. Says first how many frames were presented, for the test to compare. */
+static void die(int signo, uint64_t frames)
+{
+    fprintf(stderr, DEMO_NAME ": presented %" PRIu64 " frames; dying of %s\n", frames,
+            strsignal(signo));
+    signal(signo, SIG_DFL);
+    if (signo == SIGSEGV) {
+        volatile int *nowhere = NULL;
+        *nowhere = 1; /* a real crash, not a raised signal */
+    }
+    raise(signo);
+}
+
 int main(int argc, char **argv)
 {
     static struct demo demo;
@@ -987,6 +1001,8 @@ int main(int argc, char **argv)
     uint64_t start_ns = now_ns();
     if (ok)
         ok = run_frames(&demo);
+    if (ok && demo.options.die_signal)
+        die(demo.options.die_signal, demo.frames_rendered);
     double seconds = (double)(now_ns() - start_ns) / 1e9;
     /* The second device renders for exactly as long as the measured frames. */
     if (!second_device_stop(&demo.second)) {

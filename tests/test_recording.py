@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""The recording outlives the app: `framescope run` analyses it however the app ends, the
+capture keeps it, `framescope report` recomputes every output from it, a bad one is refused.
+
+usage: test_recording.py TEST BUILD_DIR"""
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vkharness import Result, Weston, check, check_capture_consistent, layer_env, main
+
+# A bound on how long a run may take, so a broken build fails instead of hanging.
+PATIENCE_S = 240
+FORMATS = {"json": "summary.json", "csv": "frames.csv", "zones": "zones.csv",
+           "trace": "trace.json", "presentmon": "presentmon.csv", "html": "report.html"}
+
+
+def tools(build):
+    return (os.path.join(build, "tools", "framescope"),
+            os.path.join(build, "tools", "demo", "framescope-demo"))
+
+
+def clean_env(extra=None):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("FRAMESCOPE") and k not in ("WAYLAND_DISPLAY", "VK_INSTANCE_LAYERS")}
+    env["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="fscope-rt-")  # no session: run starts Weston
+    env.update(extra or {})
+    return env
+
+
+def framescope_run(build, out, *demo_args, summary=None):
+    """The demo under `framescope run`, captured to out."""
+    exe, demo = tools(build)
+    args = [exe, "run", "--output", out]
+    if summary:
+        args += ["--summary", summary]
+    proc = subprocess.run(args + ["--", demo, "--quiet", *demo_args], capture_output=True,
+                          text=True, env=clean_env(), timeout=PATIENCE_S)
+    return Result(proc, out)
+
+
+def summary_block(text):
+    """The summary as printed: from its first line to the capture line, inclusive."""
+    m = re.search(r"^framescope: summary for .*?^  capture .*?\n", text, re.M | re.S)
+    return m.group(0) if m else None
+
+
+def report(build, directory, fmt=None):
+    exe, _ = tools(build)
+    args = [exe, "report"] + (["--format", fmt] if fmt else []) + [directory]
+    return subprocess.run(args, capture_output=True, timeout=PATIENCE_S)
+
+
+def check_report_reproduces(build, out, printed):
+    """`framescope report` gives the summary printed at the end of the run byte for byte, and
+    every file of the capture."""
+    r = report(build, out)
+    check(r.returncode == 0, f"report failed: {r.stderr.decode()}")
+    check(r.stdout.decode() == printed,
+          f"report differs from the summary printed at exit:\n{r.stdout.decode()}\n---\n{printed}")
+    for fmt, name in FORMATS.items():
+        r = report(build, out, fmt)
+        check(r.returncode == 0, f"report --format {fmt} failed: {r.stderr.decode()}")
+        check(r.stdout == open(os.path.join(out, name), "rb").read(),
+              f"report --format {fmt} differs from {name}")
+
+
+def test_death(build, signal_name):
+    """The app dies mid-run, with no clean-up of its own (a signal's default action, or a real
+    invalid write): the capture is whole and holds exactly the frames it presented."""
+    signo = {"kill": signal.SIGKILL, "term": signal.SIGTERM, "int": signal.SIGINT,
+             "segv": signal.SIGSEGV}[signal_name]
+    out = os.path.join(tempfile.mkdtemp(prefix="fscope-death-"), "capture")
+    frames = 45
+    r = framescope_run(build, out, "--frames", str(frames), "--die", signal_name)
+    check(r.rc == 128 + signo, f"exit status {r.rc}, expected {128 + signo}:\n{r.stderr[-2000:]}")
+    m = re.search(r"presented (\d+) frames; dying", r.stderr)
+    check(m and int(m.group(1)) == frames, f"the demo did not die as asked:\n{r.stderr[-2000:]}")
+    check(f"killed by signal {int(signo)}" in (r.summary_line("ended") or ""),
+          f"the summary does not say how the run ended:\n{r.stderr[-2000:]}")
+    check(f"died of signal {int(signo)}" in r.stderr and out in r.stderr, r.stderr[-800:])
+    check_capture_consistent(r, expected_frames=frames)
+    printed = summary_block(r.stderr)
+    check(printed, f"no summary printed:\n{r.stderr[-2000:]}")
+    check_report_reproduces(build, out, printed)
+    print(f"{signal_name}: exit {r.rc}, {frames} frames presented, {frames} in the capture, "
+          f"report reproduces it")
+
+
+def test_external_kill(build):
+    """SIGKILL from outside at a moment nobody chose: every frame the capture holds is whole,
+    and the frames add up."""
+    exe, demo = tools(build)
+    out = os.path.join(tempfile.mkdtemp(prefix="fscope-kill-"), "capture")
+    proc = subprocess.Popen([exe, "run", "--output", out, "--", demo, "--frames", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=clean_env({"FRAMESCOPE_LOG": "info"}))
+    # The layer says when presentation tracking is on: frames are being presented then.
+    line = ""
+    while "presentation tracking is on" not in line:
+        line = proc.stderr.readline()
+        check(line, "the demo ended before presenting")
+    demo_pid = next(int(p) for p in os.listdir("/proc") if p.isdigit() and
+                    open(f"/proc/{p}/comm").read().strip() == "framescope-demo" and
+                    int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1]) == proc.pid)
+    # Some frames after tracking started, measured by the frames themselves: wait for the
+    # recording to hold a few presents' worth of time (at most PATIENCE_S).
+    import time
+    time.sleep(1.0)
+    os.kill(demo_pid, signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=PATIENCE_S)
+    r = Result(subprocess.CompletedProcess(proc.args, proc.returncode, stdout, line + stderr), out)
+    check(r.rc == 128 + signal.SIGKILL, f"exit status {r.rc}:\n{r.stderr[-1500:]}")
+    summary, rows, _, _ = check_capture_consistent(r)
+    check(summary["frames"] > 0, "no frames in the capture of a killed app")
+    check("killed by signal 9" in (r.summary_line("ended") or ""), r.stderr[-1500:])
+    print(f"killed from outside after {summary['frames']} frames: the capture adds up")
+
+
+def test_reproduce(build):
+    """Without an observer (only VK_INSTANCE_LAYERS), the app analyses its own recording at
+    exit with the same code: its capture keeps the recording and `report` reproduces the
+    summary file byte for byte."""
+    _, demo = tools(build)
+    base = tempfile.mkdtemp(prefix="fscope-self-")
+    out = os.path.join(base, "capture")
+    summary_file = os.path.join(base, "summary.txt")
+    with Weston() as w:
+        env = dict(os.environ)
+        env.update(w.env())
+        env.update(layer_env(build))
+        env.update({"FRAMESCOPE_OUTPUT": out, "FRAMESCOPE_SUMMARY": summary_file})
+        proc = subprocess.run([demo, "--quiet", "--frames", "30"], env=env, capture_output=True,
+                              text=True, timeout=PATIENCE_S)
+    check(proc.returncode == 0, proc.stderr[-1500:])
+    printed = open(summary_file).read()
+    check(printed.startswith("framescope: summary for framescope-demo") and
+          "  ended" not in printed, printed)
+    check_report_reproduces(build, out, printed)
+    # And under framescope run, with the summary to a file.
+    out = os.path.join(base, "observed")
+    summary_file = os.path.join(base, "observed.txt")
+    r = framescope_run(build, out, "--frames", "30", summary=summary_file)
+    check(r.rc == 0, r.stderr[-1500:])
+    check_report_reproduces(build, out, open(summary_file).read())
+    print("report reproduces the exit summary and every file, with and without an observer")
+
+
+def test_fork_and_launch(build):
+    """A forked child never writes the parent's recording or capture; a program the recorded
+    app starts records on its own and writes no capture over the run's."""
+    exe, demo = tools(build)
+    out = os.path.join(tempfile.mkdtemp(prefix="fscope-fork-"), "capture")
+    r = framescope_run(build, out, "--frames", "30", "--fork-child")
+    check(r.rc == 0, r.stderr[-1500:])
+    check(len(r.summaries()) == 1, f"{len(r.summaries())} summaries:\n{r.stderr[-2000:]}")
+    summary, _, _, _ = check_capture_consistent(r, expected_frames=30)
+    # A launcher: the first demo records into the run's recording, the second (started after
+    # it by the same shell) records on its own and says so in its own summary.
+    out = os.path.join(tempfile.mkdtemp(prefix="fscope-launch-"), "capture")
+    script = f'"{demo}" --quiet --frames 12 && "{demo}" --quiet --frames 20'
+    proc = subprocess.run([exe, "run", "--output", out, "--", "sh", "-c", script],
+                          capture_output=True, text=True, env=clean_env(), timeout=PATIENCE_S)
+    r = Result(proc, out)
+    check(r.rc == 0, r.stderr[-2000:])
+    frames = re.findall(r"^  frames\s+(\d+) in", r.stderr, re.M)
+    check(sorted(frames) == ["12", "20"], f"two summaries expected (12 and 20): {frames}")
+    check(r.json()["frames"] == 12, f"the capture holds {r.json()['frames']} frames, not the "
+          f"first program's 12")
+    print("fork: one summary, 30 frames; launcher: the capture is the first program's")
+
+
+def mutations(data, rng):
+    """Recordings broken the ways a reader must survive: cut, wrong magic or version, sizes
+    and offsets that point outside, and random bytes changed."""
+    header_used = 24  # offset of `used` in struct rec_header
+    directory = 224   # of its directory: entries of 24 bytes (type, reserved, offset, size)
+    yield "empty", b""
+    yield "truncated header", data[:100]
+    yield "bad magic", b"NOTAREC!" + data[8:]
+    yield "next version", data[:8] + (2).to_bytes(4, "little") + data[12:]
+    yield "used beyond the file", data[:header_used] + (1 << 40).to_bytes(8, "little") + \
+        data[header_used + 8:]
+    yield "cut in half", data[:len(data) // 2]
+    # Each word of the directory's first 16 entries (the ones a run uses) made huge in turn.
+    for at in range(directory, directory + 16 * 24, 8):
+        yield f"word {at} huge", data[:at] + (0xFFFFFFFFFFFF).to_bytes(8, "little") + data[at + 8:]
+    for i in range(60):
+        mutated = bytearray(data)
+        for _ in range(rng.randint(1, 64)):
+            at = rng.randrange(len(mutated))
+            mutated[at] = rng.randrange(256)
+        yield f"random bytes {i}", bytes(mutated)
+
+
+def test_malformed(build):
+    """A recording that is not what the reader expects is refused with one clear line; no
+    input crashes `framescope report`."""
+    out = os.path.join(tempfile.mkdtemp(prefix="fscope-bad-"), "capture")
+    r = framescope_run(build, out, "--frames", "20", summary="off")
+    check(r.rc == 0, r.stderr[-1500:])
+    data = open(os.path.join(out, "recording.fsr"), "rb").read()
+    rng = random.Random(9)  # fixed: a failure reproduces
+    refused = 0
+    must_refuse = {"empty": "not a framescope recording", "bad magic": "not a framescope recording",
+                   "truncated header": "not a framescope recording", "next version": "format 2",
+                   "used beyond the file": "holds"}
+    for name, broken in mutations(data, rng):
+        with open(os.path.join(out, "recording.fsr"), "wb") as f:
+            f.write(broken)
+        for fmt in (None, "html"):
+            res = report(build, out, fmt)
+            check(res.returncode in (0, 2), f"{name}: report exit status {res.returncode} "
+                  f"(a crash?): {res.stderr.decode()[-500:]}")
+            if res.returncode == 2:
+                lines = res.stderr.decode().strip().splitlines()
+                check(len(lines) == 1 and lines[0].startswith("framescope: "),
+                      f"{name}: not one error line: {lines}")
+                refused += 1
+            if name in must_refuse:
+                check(res.returncode == 2 and must_refuse[name] in res.stderr.decode(),
+                      f"{name}: not refused as such: {res.returncode} {res.stderr.decode()}")
+    check(refused >= 12, f"only {refused} broken recordings refused")
+    print(f"{refused} broken recordings refused with one line, none crashed report")
+
+
+main({
+    "death_kill": lambda b: test_death(b, "kill"),
+    "death_term": lambda b: test_death(b, "term"),
+    "death_int": lambda b: test_death(b, "int"),
+    "death_segv": lambda b: test_death(b, "segv"),
+    "external_kill": test_external_kill,
+    "reproduce": test_reproduce,
+    "fork_and_launch": test_fork_and_launch,
+    "malformed": test_malformed,
+})
