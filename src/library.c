@@ -18,6 +18,7 @@
 #include "record/frame.h"
 #include "record/meta.h"
 #include "record/recording.h"
+#include "record/stream.h"
 #include "util/config.h"
 #include "util/log.h"
 #ifdef FSCOPE_HAVE_WAYLAND
@@ -104,9 +105,21 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     if (meta && atomic_load(&meta->enabled) && secure_getenv("WAYLAND_DISPLAY"))
         fscope_wl_outputs(NULL, 0);
 #endif
+    stream_stop();
     recording_end();
     if (recording_observed())
         return; /* framescope run analyses the recording once this process is gone */
+    /* What the stream thread moved to disk comes back for the analysis (at exit, memory the
+     * run no longer needs for anything else). */
+    char why[256];
+    int fd = recording_stream_fd();
+    int e = fd >= 0 ? recording_unstream(h, (size_t)atomic_load(&h->used), fd, why, sizeof(why))
+                    : 0;
+    if (e) {
+        fscope_log(FSCOPE_LOG_ERROR, "cannot read back the recording streamed to disk: %s",
+                   why[0] ? why : strerror(-e));
+        return;
+    }
     size_t len;
     struct recording *rec = read_own(&len);
     if (!rec)

@@ -176,6 +176,43 @@ def test_fork_and_launch(build):
     print("fork: one summary, 30 frames; launcher: the capture is the first program's")
 
 
+def test_bounded_memory(build):
+    """A long run streams its frames to disk: the recording's memory at the end grows far less
+    than the frames it holds (the stream thread wakes once a second, so at most about a
+    second of frames and two chunks per array stay in memory)."""
+    exe, demo = tools(build)
+    frame_bytes = 440 + 24  # a frame record and its GPU span (src/record/format.h)
+
+    def run(frames):
+        out = os.path.join(tempfile.mkdtemp(prefix="fscope-long-"), "capture")
+        proc = subprocess.run([exe, "run", "--summary", "off", "--output", out, "--", demo,
+                               "--frames", str(frames), "--present-mode", "mailbox",
+                               "--width", "64", "--height", "64"],
+                              capture_output=True, text=True, timeout=PATIENCE_S,
+                              env=clean_env({"FRAMESCOPE_LOG": "debug",
+                                             "FRAMESCOPE_RING_EVENTS": "64"}))
+        check(proc.returncode == 0, proc.stderr[-1500:])
+        m = re.search(r"held (\d+) KiB in memory at the end, (\d+) KiB streamed", proc.stderr)
+        fps = re.search(r"frames, [\d.]+ s, ([\d.]+) fps", proc.stdout)
+        check(m and fps, f"no memory figures:\n{proc.stderr[-1500:]}")
+        check(json.load(open(os.path.join(out, "summary.json")))["frames"] == frames,
+              "the capture lost frames")
+        return int(m.group(1)) * 1024, int(m.group(2)) * 1024, float(fps.group(1))
+
+    short_frames = 1500
+    short_memory, _, fps = run(short_frames)
+    # Long enough that a second of frames is a small part of it, on any machine.
+    long_frames = max(6 * short_frames, int(fps * 8))
+    long_memory, streamed, _ = run(long_frames)
+    grown = long_memory - short_memory
+    data = (long_frames - short_frames) * frame_bytes
+    check(streamed > data / 2, f"only {streamed} bytes streamed of {data} more")
+    check(grown < data / 2, f"memory grew {grown} bytes for {data} bytes more frames")
+    print(f"{short_frames} frames: {short_memory // 1024} KiB in memory; {long_frames} frames: "
+          f"{long_memory // 1024} KiB in memory, {streamed // 1024} KiB streamed "
+          f"(+{grown // 1024} KiB for +{data // 1024} KiB of frames)")
+
+
 def mutations(data, rng):
     """Recordings broken the ways a reader must survive: cut, wrong magic or version, sizes
     and offsets that point outside, and random bytes changed."""
@@ -239,4 +276,5 @@ main({
     "reproduce": test_reproduce,
     "fork_and_launch": test_fork_and_launch,
     "malformed": test_malformed,
+    "bounded_memory": test_bounded_memory,
 })

@@ -36,6 +36,7 @@
 #include "report.h"
 #include "record/format.h"
 #include "util/config.h"
+#include "util/log.h"
 
 extern char **environ;
 
@@ -716,13 +717,31 @@ static bool check_summary_file(const char *path)
 struct observed_recording {
     int fd;       /* ours, close-on-exec */
     int child_fd; /* the command's copy, named in FRAMESCOPE_RECORDING_FD */
+    /* The unnamed file the command streams sealed chunks to (src/record/stream.c). */
+    int stream_fd, child_stream_fd;
     struct rec_header *header;
 };
+
+/* An unnamed file on disk: in $TMPDIR, else /var/tmp (on disk in Debian, where /tmp may be a
+ * tmpfs, i.e. memory again), else /tmp. -1 when there is none: nothing is streamed. */
+static int stream_file_create(void)
+{
+    const char *dirs[] = { getenv("TMPDIR"), "/var/tmp", "/tmp" };
+    for (unsigned i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        if (!dirs[i] || dirs[i][0] != '/')
+            continue;
+        int fd = open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            return fd;
+    }
+    return -1;
+}
 
 static int recording_create(struct observed_recording *r)
 {
     r->fd = memfd_create("framescope-recording", MFD_CLOEXEC);
-    r->child_fd = -1;
+    r->child_fd = r->child_stream_fd = -1;
+    r->stream_fd = stream_file_create();
     r->header = MAP_FAILED;
     if (r->fd < 0 || ftruncate(r->fd, (off_t)REC_ARENA_SIZE) != 0)
         return -errno;
@@ -733,6 +752,10 @@ static int recording_create(struct observed_recording *r)
     r->child_fd = fcntl(r->fd, F_DUPFD, 3); /* without close-on-exec: the command inherits it */
     if (r->child_fd < 0)
         return -errno;
+    if (r->stream_fd >= 0) {
+        r->child_stream_fd = fcntl(r->stream_fd, F_DUPFD, 3);
+        r->header->stream_fd = r->child_stream_fd; /* the number the command sees */
+    }
     char fd_text[16];
     snprintf(fd_text, sizeof(fd_text), "%d", r->child_fd);
     return setenv("FRAMESCOPE_RECORDING_FD", fd_text, 1) == 0 ? 0 : -errno;
@@ -746,6 +769,10 @@ static void recording_close(struct observed_recording *r)
         close(r->child_fd);
     if (r->fd >= 0)
         close(r->fd);
+    if (r->child_stream_fd >= 0)
+        close(r->child_stream_fd);
+    if (r->stream_fd >= 0)
+        close(r->stream_fd);
 }
 
 /* Analyses the command's recording once it has ended (exit status, or the signal that killed
@@ -767,14 +794,23 @@ static int recording_analyse(struct observed_recording *r, int exit_status, int 
                 (unsigned long long)used);
         return 1;
     }
-    void *bytes = mmap(NULL, (size_t)used, PROT_READ, MAP_SHARED, r->fd, 0);
+    void *bytes = mmap(NULL, (size_t)used, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
     if (bytes == MAP_FAILED) {
         fprintf(stderr, "framescope: cannot map the command's recording: %s\n", strerror(errno));
         return 1;
     }
+    struct stat memory, streamed;
+    if (fstat(r->fd, &memory) == 0 && r->stream_fd >= 0 && fstat(r->stream_fd, &streamed) == 0)
+        fscope_log(FSCOPE_LOG_DEBUG, "the recording held %lld KiB in memory at the end, %lld KiB "
+                   "streamed to disk", (long long)memory.st_blocks / 2,
+                   (long long)streamed.st_blocks / 2);
     struct recording *rec = NULL;
     char why[256];
-    int e = recording_read(bytes, (size_t)used, &rec, why, sizeof(why));
+    int e = r->stream_fd >= 0 ? recording_unstream(bytes, (size_t)used, r->stream_fd, why,
+                                                   sizeof(why))
+                              : 0;
+    if (e == 0)
+        e = recording_read(bytes, (size_t)used, &rec, why, sizeof(why));
     int status = 0, capture_error = 0;
     if (e) {
         fprintf(stderr, "framescope: cannot read the command's recording: %s\n",
@@ -981,6 +1017,7 @@ static int cmd_run(int argc, char **argv)
 int main(int argc, char **argv)
 {
     find_self_dir();
+    log_init();
     if (argc < 2) {
         fputs(usage, stderr);
         return 2;

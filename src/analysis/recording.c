@@ -67,13 +67,24 @@ static int read_chunked(struct reader *r, const struct chunked *a, uint32_t item
     if (chunks > capacity || capacity > r->len / sizeof(uint64_t) ||
         !inside(r, table_offset, capacity * sizeof(uint64_t)))
         return malformed(r, "%s: its chunk table is outside the recording", what);
+    /* Chunks still in the stream file (a recording read while its app runs, for a trace) are
+     * not here: the items start after them. */
+    uint64_t streamed = atomic_load_explicit(&a->streamed_chunks, memory_order_acquire);
+    if (streamed > chunks)
+        streamed = chunks;
+    uint64_t skipped = streamed * chunk_items;
+    if (skipped >= count) {
+        *ret_count = 0;
+        return 0;
+    }
+    count -= skipped;
     unsigned char *items = malloc(count * item_size);
     if (!items)
         return -ENOMEM;
-    for (uint64_t c = 0; c < chunks; c++) {
+    for (uint64_t c = streamed; c < chunks; c++) {
         uint64_t chunk_offset;
         memcpy(&chunk_offset, r->bytes + table_offset + c * sizeof(uint64_t), sizeof(chunk_offset));
-        uint64_t first = c * chunk_items;
+        uint64_t first = c * chunk_items - skipped;
         uint64_t n = count - first < chunk_items ? count - first : chunk_items;
         if (!inside(r, chunk_offset, chunk_items * item_size) || chunk_offset == 0) {
             free(items);
@@ -451,4 +462,68 @@ const struct rec_loc *recording_loc_find(const struct recording *rec, const void
             hi = mid;
     }
     return NULL;
+}
+
+/* Brings one array's streamed chunks back from the stream file into bytes. */
+static int unstream_array(struct reader *r, struct chunked *a, int stream_fd)
+{
+    uint64_t streamed = atomic_load(&a->streamed_chunks);
+    if (!streamed)
+        return 0;
+    uint64_t capacity = atomic_load(&a->table_capacity);
+    uint64_t table_offset = atomic_load(&a->table_offset);
+    uint64_t chunk_bytes = (uint64_t)a->chunk_items * a->item_size;
+    if (streamed > capacity || capacity > r->len / sizeof(uint64_t) ||
+        !inside(r, table_offset, capacity * sizeof(uint64_t)) || chunk_bytes == 0 ||
+        chunk_bytes > r->len)
+        return malformed(r, "a streamed array's chunk table is outside the recording");
+    for (uint64_t c = 0; c < streamed; c++) {
+        uint64_t offset;
+        memcpy(&offset, r->bytes + table_offset + c * sizeof(uint64_t), sizeof(offset));
+        if (offset == 0 || !inside(r, offset, chunk_bytes))
+            return malformed(r, "streamed chunk %llu is outside the recording",
+                             (unsigned long long)c);
+        unsigned char *to = (unsigned char *)r->bytes + offset;
+        for (uint64_t done = 0; done < chunk_bytes;) {
+            ssize_t n = pread(stream_fd, to + done, chunk_bytes - done, (off_t)(offset + done));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return n < 0 ? -errno : malformed(r, "the stream file ends inside chunk %llu",
+                                                  (unsigned long long)c);
+            done += (uint64_t)n;
+        }
+    }
+    atomic_store(&a->streamed_chunks, 0);
+    return 0;
+}
+
+int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t why_len)
+{
+    struct reader r = { bytes, len, why, why_len };
+    if (why_len)
+        why[0] = '\0';
+    struct rec_header *h = bytes;
+    if (len < sizeof(*h) || memcmp(h->magic, REC_MAGIC, 8) != 0 || h->version != REC_VERSION ||
+        h->header_size != sizeof(*h))
+        return malformed(&r, "not a framescope recording of this version");
+    uint32_t entries = atomic_load(&h->dir_count);
+    if (entries > REC_DIR_ENTRIES)
+        entries = REC_DIR_ENTRIES;
+    for (uint32_t i = 0; i < entries; i++) {
+        uint32_t type = atomic_load(&h->dir[i].type);
+        uint64_t offset = h->dir[i].offset, size = h->dir[i].size;
+        if (type != REC_OBJ_FRAME_LOG && type != REC_OBJ_SPAN_LOG && type != REC_OBJ_CAP)
+            continue;
+        if (size != object_sizes[type] || offset % 8 || !inside(&r, offset, size))
+            return malformed(&r, "directory entry %u is not a valid object", i);
+        void *object = (unsigned char *)bytes + offset;
+        struct chunked *a = type == REC_OBJ_FRAME_LOG ? &((struct rec_frame_log *)object)->frames
+                            : type == REC_OBJ_SPAN_LOG ? &((struct rec_span_log *)object)->spans
+                                                       : &((struct rec_cap *)object)->events;
+        int e = unstream_array(&r, a, stream_fd);
+        if (e)
+            return e;
+    }
+    return 0;
 }

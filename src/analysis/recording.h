@@ -73,6 +73,11 @@ int recording_read(const void *bytes, size_t len, struct recording **ret, char *
 int recording_read_fd(int fd, struct recording **ret, char *why, size_t why_len);
 void recording_free(struct recording *rec);
 
+/* Makes a recording whole again before it is read or saved: copies the chunks its app
+ * streamed to stream_fd (src/record/stream.c) back into bytes, len of them, writable. Checks
+ * what it follows as recording_read does. Returns 0, -EINVAL (why says what) or -errno. */
+int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t why_len);
+
 /* The recording's clock: a duration in ticks as nanoseconds, and a time as CLOCK_MONOTONIC
  * nanoseconds. */
 double recording_ns(const struct recording *rec, uint64_t ticks);

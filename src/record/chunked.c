@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "recording.h"
+#include "stream.h"
 
 void chunked_init(struct chunked *a, uint32_t item_size)
 {
@@ -42,6 +43,9 @@ void *chunked_next(struct chunked *a)
             return NULL;
         }
         atomic_store_explicit((_Atomic uint64_t *)&chunks[chunk], offset, memory_order_release);
+        /* A first chunk filled: from here the recording grows, so it streams (once). */
+        if (chunk == 1)
+            stream_kick();
     }
     char *item = recording_at(chunks[chunk]);
     item += (n % a->chunk_items) * a->item_size;

@@ -77,7 +77,12 @@ struct rec_header {
     char app[64];           /* /proc/self/comm of the owner */
     struct rec_clock clock;
     _Atomic uint64_t alloc_failures; /* allocations refused: the arena was full */
-    uint64_t reserved[8];
+    /* The file sealed chunks are streamed to, as a descriptor of the owner (framescope run
+     * passes it; the app makes its own otherwise); -1: none, nothing is streamed. */
+    int32_t stream_fd;
+    uint32_t reserved32;
+    _Atomic uint64_t streamed_bytes;
+    uint64_t reserved[6];
     _Atomic uint32_t dir_count; /* entries reserved, some maybe not yet published */
     uint32_t dir_capacity;
     struct rec_dir_entry dir[REC_DIR_ENTRIES];
@@ -91,6 +96,9 @@ struct chunked {
     uint64_t dropped;              /* appends lost: the arena was full */
     _Atomic uint64_t table_offset; /* uint64_t[table_capacity] chunk offsets, 0: none yet */
     _Atomic uint64_t table_capacity;
+    /* Chunks [0, streamed_chunks) were written to the stream file at their own arena offsets
+     * and their memory given back: read them from there (src/record/stream.c). */
+    _Atomic uint64_t streamed_chunks;
 };
 
 /* A zone's location as the app gave it, keyed by its address in the app. */
@@ -313,6 +321,7 @@ static inline void rec_header_init(struct rec_header *h, uint64_t size)
     h->header_size = (uint32_t)sizeof(*h);
     h->size = size;
     h->dir_capacity = REC_DIR_ENTRIES;
+    h->stream_fd = -1;
     atomic_store(&h->used, (sizeof(*h) + REC_ALIGN - 1) & ~(uint64_t)(REC_ALIGN - 1));
 }
 

@@ -36,6 +36,11 @@ int recording_fd(void)
     return arena_fd;
 }
 
+int recording_stream_fd(void)
+{
+    return header && arena_fd >= 0 ? header->stream_fd : -1;
+}
+
 void *recording_at(uint64_t offset)
 {
     return (char *)header + offset;
@@ -162,13 +167,35 @@ static bool attach_observer(const char *text)
         munmap(base, (size_t)st.st_size);
         return false;
     }
-    /* Programs this one starts get their own recording, not this descriptor. */
+    /* Programs this one starts get their own recording, not these descriptors. */
     fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+    struct stat stream_st;
+    if (h->stream_fd >= 0 && fstat(h->stream_fd, &stream_st) == 0 && S_ISREG(stream_st.st_mode))
+        fcntl(h->stream_fd, F_SETFD, FD_CLOEXEC);
+    else
+        h->stream_fd = -1;
     header = h;
     arena_size = (uint64_t)st.st_size;
     arena_fd = (int)fd;
     observed = true;
     return true;
+}
+
+/* An unnamed file on disk for the chunks the stream thread moves out of memory: in $TMPDIR,
+ * else /var/tmp (kept on disk by Debian, unlike a tmpfs /tmp), else /tmp. -1 when none. */
+static int stream_file_create(void)
+{
+    const char *dirs[] = { secure_getenv("TMPDIR"), "/var/tmp", "/tmp" };
+    for (unsigned i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        if (!dirs[i] || dirs[i][0] != '/')
+            continue;
+        int fd = open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            return fd;
+    }
+    fscope_log(FSCOPE_LOG_INFO, "no directory for an unnamed file (O_TMPFILE in $TMPDIR, "
+               "/var/tmp, /tmp): the recording stays in memory");
+    return -1;
 }
 
 static bool create_own(void)
@@ -194,6 +221,8 @@ static bool create_own(void)
     arena_fd = fd;
     rec_header_init(header, size);
     atomic_store(&header->owner_pid, (int32_t)getpid());
+    if (fd >= 0)
+        header->stream_fd = stream_file_create();
     return true;
 }
 

@@ -26,6 +26,8 @@ struct rec_header *recording_header(void);
 bool recording_observed(void);
 /* The arena's memfd, or -1 (an anonymous mapping, or none). */
 int recording_fd(void);
+/* The file sealed chunks are streamed to, or -1 (then nothing is streamed). */
+int recording_stream_fd(void);
 
 /* Reserves size zeroed bytes aligned to REC_ALIGN; returns their offset, or 0 when the arena
  * is full (counted in the header). */

@@ -1,0 +1,233 @@
+#include "stream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef FSCOPE_HAVE_LIBURING
+#include <liburing.h>
+#endif
+
+#include "recording.h"
+#include "util/log.h"
+
+/* Chunks written (and then holes punched) per io_uring submission. */
+#define STREAM_BATCH 32
+/* How often the thread looks for sealed chunks: a frame chunk fills in ~10 s at 60 fps. */
+#define STREAM_PERIOD_NS 1000000000LL
+
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+static pthread_t thread;
+static bool running;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static bool stopping;
+
+struct pending {
+    struct chunked *array;
+    uint64_t chunk, offset, bytes;
+};
+
+#ifdef FSCOPE_HAVE_LIBURING
+/* Runs n operations of one kind (writes, then hole punches) in one submission and waits for
+ * all of them. Returns 0 or the first -errno. */
+static int uring_batch(struct io_uring *ring, const struct pending *p, unsigned n, bool punch,
+                       int stream_fd, int arena_fd)
+{
+    for (unsigned i = 0; i < n; i++) {
+        struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+        if (punch)
+            io_uring_prep_fallocate(sqe, arena_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                    (off_t)p[i].offset, (off_t)p[i].bytes);
+        else
+            io_uring_prep_write(sqe, stream_fd, recording_at(p[i].offset),
+                                (unsigned)p[i].bytes, p[i].offset);
+    }
+    int e = io_uring_submit_and_wait(ring, n);
+    if (e < 0)
+        return e;
+    int first = 0;
+    for (unsigned i = 0; i < n; i++) {
+        struct io_uring_cqe *cqe;
+        if ((e = io_uring_wait_cqe(ring, &cqe)) < 0)
+            return e;
+        /* A short write of a regular file is the disk filling up. */
+        if (!first && (cqe->res < 0 || (!punch && (uint64_t)cqe->res != p[i].bytes)))
+            first = cqe->res < 0 ? cqe->res : -ENOSPC;
+        io_uring_cqe_seen(ring, cqe);
+    }
+    return first;
+}
+#endif
+
+static int plain_batch(const struct pending *p, unsigned n, bool punch, int stream_fd,
+                       int arena_fd)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (punch) {
+            if (fallocate(arena_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                          (off_t)p[i].offset, (off_t)p[i].bytes) != 0)
+                return -errno;
+        } else {
+            ssize_t w = pwrite(stream_fd, recording_at(p[i].offset), p[i].bytes,
+                               (off_t)p[i].offset);
+            if (w != (ssize_t)p[i].bytes)
+                return w < 0 ? -errno : -ENOSPC;
+        }
+    }
+    return 0;
+}
+
+struct streamer {
+    int stream_fd, arena_fd;
+#ifdef FSCOPE_HAVE_LIBURING
+    struct io_uring ring;
+    bool have_ring;
+#endif
+    bool failed;
+};
+
+static int batch(struct streamer *s, const struct pending *p, unsigned n, bool punch)
+{
+#ifdef FSCOPE_HAVE_LIBURING
+    if (s->have_ring)
+        return uring_batch(&s->ring, p, n, punch, s->stream_fd, s->arena_fd);
+#endif
+    return plain_batch(p, n, punch, s->stream_fd, s->arena_fd);
+}
+
+/* Writes a batch of sealed chunks, marks them streamed, then gives their memory back: in that
+ * order, so a reader after a kill at any point finds each chunk in the file or in memory. */
+static void flush(struct streamer *s, struct pending *p, unsigned n)
+{
+    if (!n || s->failed)
+        return;
+    int e = batch(s, p, n, false);
+    if (e == 0) {
+        struct rec_header *h = recording_header();
+        for (unsigned i = 0; i < n; i++) {
+            atomic_store_explicit(&p[i].array->streamed_chunks, p[i].chunk + 1,
+                                  memory_order_release);
+            atomic_fetch_add_explicit(&h->streamed_bytes, p[i].bytes, memory_order_relaxed);
+        }
+        e = batch(s, p, n, true);
+    }
+    if (e != 0) {
+        /* The recording still holds everything: it only stops shrinking. */
+        s->failed = true;
+        fscope_log(FSCOPE_LOG_WARN, "cannot stream the recording to disk (%s): it stays in "
+                   "memory from here on", strerror(-e));
+    }
+}
+
+/* Queues the sealed chunks of one array, flushing full batches. */
+static void stream_array(struct streamer *s, struct chunked *a, uint64_t lag_chunks,
+                         struct pending *p, unsigned *n)
+{
+    uint64_t count = atomic_load_explicit(&a->count, memory_order_acquire);
+    uint64_t sealed = count / a->chunk_items;
+    sealed = sealed > lag_chunks ? sealed - lag_chunks : 0;
+    uint64_t from = atomic_load_explicit(&a->streamed_chunks, memory_order_relaxed);
+    const uint64_t *table = recording_at(atomic_load_explicit(&a->table_offset,
+                                                              memory_order_acquire));
+    for (uint64_t c = from; c < sealed && !s->failed; c++) {
+        p[*n] = (struct pending){ a, c, table[c], (uint64_t)a->chunk_items * a->item_size };
+        if (++*n == STREAM_BATCH) {
+            flush(s, p, *n);
+            *n = 0;
+        }
+    }
+}
+
+static void stream_pass(struct streamer *s)
+{
+    struct rec_header *h = recording_header();
+    struct pending p[STREAM_BATCH];
+    unsigned n = 0;
+    uint32_t entries = atomic_load(&h->dir_count);
+    for (uint32_t i = 0; i < entries && i < h->dir_capacity && !s->failed; i++) {
+        uint32_t type = atomic_load_explicit(&h->dir[i].type, memory_order_acquire);
+        void *object = recording_at(h->dir[i].offset);
+        if (type == REC_OBJ_FRAME_LOG)
+            stream_array(s, &((struct rec_frame_log *)object)->frames, 1, p, &n);
+        else if (type == REC_OBJ_SPAN_LOG)
+            stream_array(s, &((struct rec_span_log *)object)->spans, 0, p, &n);
+        else if (type == REC_OBJ_CAP)
+            stream_array(s, &((struct rec_cap *)object)->events, 0, p, &n);
+    }
+    flush(s, p, n);
+}
+
+static void *stream_main(void *arg)
+{
+    (void)arg;
+    prctl(PR_SET_NAME, "fscope-stream");
+    struct streamer s = { .stream_fd = recording_stream_fd(), .arena_fd = recording_fd() };
+#ifdef FSCOPE_HAVE_LIBURING
+    s.have_ring = io_uring_queue_init(STREAM_BATCH, &s.ring, 0) == 0;
+    if (!s.have_ring)
+        fscope_log(FSCOPE_LOG_INFO, "io_uring unavailable: the recording streams with pwrite");
+#endif
+    pthread_mutex_lock(&lock);
+    while (!stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += STREAM_PERIOD_NS / 1000000000LL;
+        while (!stopping && pthread_cond_timedwait(&wake, &lock, &until) != ETIMEDOUT)
+            ;
+        if (stopping)
+            break;
+        pthread_mutex_unlock(&lock);
+        stream_pass(&s);
+        pthread_mutex_lock(&lock);
+    }
+    pthread_mutex_unlock(&lock);
+#ifdef FSCOPE_HAVE_LIBURING
+    if (s.have_ring)
+        io_uring_queue_exit(&s.ring);
+#endif
+    return NULL;
+}
+
+static void start(void)
+{
+    if (recording_stream_fd() < 0 || recording_fd() < 0)
+        return;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_destroy(&wake);
+    pthread_cond_init(&wake, &attr);
+    pthread_condattr_destroy(&attr);
+    /* Signals are the app's business: none lands on this thread. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    running = pthread_create(&thread, NULL, stream_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!running)
+        fscope_log(FSCOPE_LOG_WARN, "cannot start the recording's stream thread: the recording "
+                   "stays in memory");
+}
+
+void stream_kick(void)
+{
+    pthread_once(&start_once, start);
+}
+
+void stream_stop(void)
+{
+    pthread_mutex_lock(&lock);
+    stopping = true;
+    pthread_cond_signal(&wake);
+    bool join = running;
+    running = false;
+    pthread_mutex_unlock(&lock);
+    if (join)
+        pthread_join(thread, NULL);
+}
