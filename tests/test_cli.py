@@ -103,7 +103,8 @@ def test_capture_failure(exe):
         r = run(exe, "run", "--output", out, "--", demo, "--quiet", "--frames", "3", env=env)
         check(r.returncode == 0 and f"capture in {out}" in r.stderr, r.stderr[-2000:])
         before = open(os.path.join(out, "frames.csv")).read()
-        r = run(exe, "run", "--output", out, "--", demo, "--quiet", "--frames", "600", env=env)
+        r = run(exe, "run", "--output", out, "--", demo, "--quiet", "--frames", "600",
+                "--present-mode", "mailbox", env=env)
         check(r.returncode == 1, f"exit status {r.returncode} after a failed capture")
         check("capture was NOT written" in r.stderr and "No space left on device" in r.stderr,
               f"the failure is not named:\n{r.stderr[-2000:]}")

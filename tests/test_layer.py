@@ -243,8 +243,10 @@ def test_capture_safety(build, demo):
     base = tempfile.mkdtemp(prefix="fscope-safety-")
 
     def run(frames, out, extra=None):
+        # MAILBOX: the frame count matters here, not the display's pace.
         with Weston() as w:
-            return run_app([demo, "--quiet", "--frames", str(frames)], w, build, capture=False,
+            return run_app([demo, "--quiet", "--frames", str(frames), "--present-mode",
+                            "mailbox"], w, build, capture=False,
                            extra_env=dict({"FRAMESCOPE_OUTPUT": out}, **(extra or {})))
 
     # A second run into the same directory replaces the whole capture, nothing mixed.
