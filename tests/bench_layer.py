@@ -131,4 +131,5 @@ def main():
                    "start-up included)", rows)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -1044,7 +1044,7 @@ static bool variant_parse(struct variant *v, const char *flag, const char *text)
         }
         size_t name_len = (size_t)(equals - word);
         if ((name_len == 17 && strncmp(word, "FRAMESCOPE_OUTPUT", 17) == 0) ||
-            (name_len == 20 && strncmp(word, "FRAMESCOPE_STATUS_FD", 20) == 0)) {
+            (name_len == 23 && strncmp(word, "FRAMESCOPE_RECORDING_FD", 23) == 0)) {
             fprintf(stderr, "framescope: %s: compare sets %.*s for each run itself\n", flag,
                     (int)name_len, word);
             return false;

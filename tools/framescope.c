@@ -901,7 +901,7 @@ static int cmd_run(int argc, char **argv)
                 cap = "auto";
             else if (fscope_config_keyword(optarg, "off"))
                 cap = "off";
-            else if (fscope_config_parse_double(optarg, 1, 1000, &hz)) /* src/cap.h's limits */
+            else if (fscope_config_parse_double(optarg, 1, 1000, &hz)) /* src/record/cap.h's limits */
                 cap = optarg;
             if (!cap) {
                 char shown[FSCOPE_ESCAPE_SIZE];

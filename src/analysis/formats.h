@@ -29,7 +29,7 @@ struct formats_run {
     double budget_ms[2 + FSCOPE_BLOCK_COUNT]; /* means: cpu, gpu busy, blocks in enum order */
 };
 
-/* Writers for capture_dir_write() (src/capture_dir.h); run is a struct formats_run. Each
+/* Writers for capture_dir_write() (capture_dir.h); run is a struct formats_run. Each
  * returns 0 or -errno. */
 /* presentmon.csv: PresentMon 2.x columns, one row per frame, in frames.csv order. */
 int formats_write_presentmon(FILE *f, const void *run);
