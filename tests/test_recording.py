@@ -40,8 +40,11 @@ def framescope_run(build, out, *demo_args, summary=None):
     args = [exe, "run", "--output", out]
     if summary:
         args += ["--summary", summary]
+    # In a sanitizer build a crash is the crash, not AddressSanitizer's report of it.
+    sanitizers = {name: os.environ.get(name, "") + ":handle_segv=0"
+                  for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS")}
     proc = subprocess.run(args + ["--", demo, "--quiet", *demo_args], capture_output=True,
-                          text=True, env=clean_env(), timeout=PATIENCE_S)
+                          text=True, timeout=PATIENCE_S, env=clean_env(sanitizers))
     return Result(proc, out)
 
 

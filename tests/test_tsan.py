@@ -36,12 +36,20 @@ def test_threads(build, demo, stress, sanitize):
     check(out.returncode == 0 and "ThreadSanitizer" not in out.stderr,
           f"test-stress under TSan: rc {out.returncode}\n{out.stderr[-4000:]}")
     env.update(layer_env(build))
-    for args in CASES:
-        argv = [demo, "--quiet", "--frames", "60", "--output", "offscreen"] + args
+    # Enough frames to fill several chunks: the recording's stream thread moves them to disk
+    # while worker threads record, in the app's own recording and in one framescope run made.
+    framescope = os.path.join(build, "tools", "framescope")
+    streaming = ["--frames", "2500", "--threads", "2"]
+    runs = [[demo, "--quiet", "--frames", "60", "--output", "offscreen"] + args for args in CASES]
+    runs += [[demo, "--quiet", "--output", "offscreen"] + streaming,
+             [framescope, "run", "--compositor", "never", "--no-capture", "--summary", "off",
+              "--", demo, "--quiet", "--output", "offscreen"] + streaming]
+    for argv in runs:
         out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+        what = " ".join(os.path.basename(a) for a in argv)
         check(out.returncode == 0 and "ThreadSanitizer" not in out.stderr,
-              f"{' '.join(args)}: rc {out.returncode}\n{out.stderr[-4000:]}")
-        print(f"{' '.join(args)}: no ThreadSanitizer report")
+              f"{what}: rc {out.returncode}\n{out.stderr[-4000:]}")
+        print(f"{what}: no ThreadSanitizer report")
 
 
 if __name__ == "__main__":
