@@ -325,14 +325,9 @@ FSCOPE_EXPORT void fscope_frame_log_drain(struct fscope_frame_log *log)
     /* Whoever holds the lock drains; a present that finds it taken drains next time. */
     if (pthread_mutex_trylock(&log->drain_lock) != 0)
         return;
-    bool any = false;
-    while ((n = fscope_wl_tracker_drain(log->tracker, fbs, 32)) > 0) {
+    while ((n = fscope_wl_tracker_drain(log->tracker, fbs, 32)) > 0)
         for (size_t i = 0; i < n; i++)
             apply_feedback(log, &fbs[i]);
-        any = true;
-    }
-    if (any)
-        counts_snapshot(log);
     pthread_mutex_unlock(&log->drain_lock);
 #else
     (void)log;
@@ -373,7 +368,9 @@ static void counts_add(struct frame_log_tracker_counts *sum, const struct fscope
 #endif
 
 /* Copies the tracker's tally (of torn-down trackers plus the live one) into the recording,
- * for readers: a seqlock, so a reader after a kill mid-store knows the copy is torn. */
+ * for readers: a seqlock, so a reader after a kill mid-store knows the copy is torn. Only at
+ * teardown and exit, never on the present path: the tally is a cross-check of a run that
+ * ended, and a killed run's is not cross-checked. */
 static void counts_snapshot(struct fscope_frame_log *log)
 {
 #ifdef FSCOPE_HAVE_WAYLAND
