@@ -152,6 +152,8 @@ def test_bad_input(build, demo):
         "FRAMESCOPE_CAP": " 60",
         "FRAMESCOPE_TEST_FAULT": "everything",
         "FRAMESCOPE_TYPO": "1",
+        # Not a descriptor: the app records on its own (the capture below is whole).
+        "FRAMESCOPE_RECORDING_FD": "0x5",
     }
     with Weston() as w:
         r = run_app([demo, "--quiet", "--frames", "20"], w, build, extra_env=bad)
