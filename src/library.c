@@ -21,6 +21,7 @@
 #include "record/stream.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/system.h"
 #ifdef FSCOPE_HAVE_WAYLAND
 #include "present/present-wl.h"
 #endif
@@ -99,9 +100,9 @@ FSCOPE_EXPORT void fscope_report_finish(void)
         return;
     clock_refine();
     frame_logs_finish();
+    struct rec_meta *meta = recording_meta();
 #ifdef FSCOPE_HAVE_WAYLAND
     /* The compositor's outputs, for the presentation analysis, if not learned yet. */
-    struct rec_meta *meta = recording_meta();
     if (meta && atomic_load(&meta->enabled) && secure_getenv("WAYLAND_DISPLAY"))
         fscope_wl_outputs(NULL, 0);
 #endif
@@ -109,6 +110,12 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     recording_end();
     if (recording_observed())
         return; /* framescope run analyses the recording once this process is gone */
+    /* The machine the run ended on, kept for a report made elsewhere later (framescope run
+     * records it itself). */
+    if (meta) {
+        system_describe(&meta->system);
+        atomic_store(&meta->system_known, 1);
+    }
     /* What the stream thread moved to disk comes back for the analysis (at exit, memory the
      * run no longer needs for anything else). */
     char why[256];

@@ -37,6 +37,7 @@
 #include "record/format.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/system.h"
 
 extern char **environ;
 
@@ -809,6 +810,11 @@ static int recording_analyse(struct observed_recording *r, int exit_status, int 
     int e = r->stream_fd >= 0 ? recording_unstream(bytes, (size_t)used, r->stream_fd, why,
                                                    sizeof(why))
                               : 0;
+    /* The machine the run ended on, kept for a report made elsewhere later. */
+    struct rec_system system;
+    system_describe(&system);
+    if (e == 0)
+        e = recording_set_system(bytes, (size_t)used, &system, why, sizeof(why));
     if (e == 0)
         e = recording_read(bytes, (size_t)used, &rec, why, sizeof(why));
     int status = 0, capture_error = 0;

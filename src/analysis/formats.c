@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #include "trace.h"
 #include "zones.h"
@@ -129,39 +128,18 @@ int formats_write_presentmon(FILE *f, const void *arg)
 }
 
 /* The first line of a file that starts with prefix, the rest of it, unquoted; "" if none. */
-static void read_field(const char *path, const char *prefix, char *ret, size_t len)
-{
-    ret[0] = '\0';
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return;
-    char line[512];
-    size_t prefix_len = strlen(prefix);
-    while (fgets(line, sizeof(line), f)) {
-        if (strncmp(line, prefix, prefix_len) != 0)
-            continue;
-        char *value = line + prefix_len;
-        value += strspn(value, " \t:\"");
-        value[strcspn(value, "\"\n")] = '\0';
-        csv_plain(value, ret, len);
-        break;
-    }
-    fclose(f);
-}
-
 int formats_write_mangohud(FILE *f, const void *arg)
 {
     const struct formats_run *run = arg;
     const struct recording *rec = run->rec;
+    /* The machine the run was on, as recorded (not the one reading the recording). */
+    const struct rec_system *sys = &rec->system;
     char os[128], cpu[128], gpu[128], ram[32], kernel[128], driver[128], scheduler[64];
-    read_field("/etc/os-release", "PRETTY_NAME=", os, sizeof(os));
-    read_field("/proc/cpuinfo", "model name", cpu, sizeof(cpu));
-    read_field("/proc/meminfo", "MemTotal:", ram, sizeof(ram));
-    ram[strspn(ram, "0123456789")] = '\0'; /* kB, as MangoHud writes it */
-    read_field("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "", scheduler,
-               sizeof(scheduler));
-    struct utsname uts;
-    csv_plain(uname(&uts) == 0 ? uts.release : "", kernel, sizeof(kernel));
+    csv_plain(sys->os, os, sizeof(os));
+    csv_plain(sys->cpu, cpu, sizeof(cpu));
+    csv_plain(sys->ram_kib, ram, sizeof(ram));
+    csv_plain(sys->kernel, kernel, sizeof(kernel));
+    csv_plain(sys->scheduler, scheduler, sizeof(scheduler));
     csv_plain(run->device, gpu, sizeof(gpu));
     csv_plain(run->driver, driver, sizeof(driver));
     fprintf(f, "os,cpu,gpu,ram,kernel,driver,cpuscheduler\n%s,%s,%s,%s,%s,%s,%s\n", os, cpu, gpu,

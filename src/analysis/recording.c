@@ -286,6 +286,16 @@ static void read_meta(struct recording *rec, const struct rec_meta *m)
         rec->outputs[i] = m->outputs[i];
         rec->outputs[i].name[sizeof(rec->outputs[i].name) - 1] = '\0';
     }
+    if (atomic_load(&m->system_known)) {
+        const struct rec_system *s = &m->system;
+        copy_string(rec->system.os, sizeof(rec->system.os), s->os, sizeof(s->os));
+        copy_string(rec->system.cpu, sizeof(rec->system.cpu), s->cpu, sizeof(s->cpu));
+        copy_string(rec->system.ram_kib, sizeof(rec->system.ram_kib), s->ram_kib,
+                    sizeof(s->ram_kib));
+        copy_string(rec->system.kernel, sizeof(rec->system.kernel), s->kernel, sizeof(s->kernel));
+        copy_string(rec->system.scheduler, sizeof(rec->system.scheduler), s->scheduler,
+                    sizeof(s->scheduler));
+    }
 }
 
 static const uint64_t object_sizes[REC_OBJ_TYPE_COUNT] = {
@@ -524,6 +534,34 @@ int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t
         int e = unstream_array(&r, a, stream_fd);
         if (e)
             return e;
+    }
+    return 0;
+}
+
+int recording_set_system(void *bytes, size_t len, const struct rec_system *sys, char *why,
+                         size_t why_len)
+{
+    struct reader r = { bytes, len, why, why_len };
+    if (why_len)
+        why[0] = '\0';
+    struct rec_header *h = bytes;
+    if (len < sizeof(*h) || memcmp(h->magic, REC_MAGIC, 8) != 0 || h->version != REC_VERSION ||
+        h->header_size != sizeof(*h))
+        return malformed(&r, "not a framescope recording of this version");
+    uint32_t entries = atomic_load(&h->dir_count);
+    for (uint32_t i = 0; i < entries && i < REC_DIR_ENTRIES; i++) {
+        uint64_t offset = h->dir[i].offset;
+        if (atomic_load(&h->dir[i].type) != REC_OBJ_META)
+            continue;
+        if (h->dir[i].size != sizeof(struct rec_meta) || offset % 8 ||
+            !inside(&r, offset, sizeof(struct rec_meta)))
+            return malformed(&r, "directory entry %u is not a valid object", i);
+        struct rec_meta *m = (void *)((unsigned char *)bytes + offset);
+        if (!atomic_load(&m->system_known)) {
+            m->system = *sys;
+            atomic_store(&m->system_known, 1);
+        }
+        return 0;
     }
     return 0;
 }

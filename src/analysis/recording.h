@@ -52,6 +52,7 @@ struct recording {
     struct rec_device devices[REC_MAX_DEVICES];
     char notes[REC_MAX_NOTES][REC_NOTE_SIZE];
     struct rec_output outputs[REC_MAX_OUTPUTS];
+    struct rec_system system; /* all "" when not recorded */
     unsigned log_count, cap_count, thread_count, loc_count;
     struct recording_log *logs;
     struct recording_cap *caps;
@@ -77,6 +78,10 @@ void recording_free(struct recording *rec);
  * streamed to stream_fd (src/record/stream.c) back into bytes, len of them, writable. Checks
  * what it follows as recording_read does. Returns 0, -EINVAL (why says what) or -errno. */
 int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t why_len);
+/* Records the machine the run ended on into bytes (a recording, writable) unless it holds it
+ * already. Returns 0 or -EINVAL (why says what). */
+int recording_set_system(void *bytes, size_t len, const struct rec_system *sys, char *why,
+                         size_t why_len);
 
 /* The recording's clock: a duration in ticks as nanoseconds, and a time as CLOCK_MONOTONIC
  * nanoseconds. */

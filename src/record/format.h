@@ -299,6 +299,17 @@ struct rec_output {
     int32_t scale;
 };
 
+/* The machine the run was on, for the formats that name it (MangoHud's log): written once the
+ * run has ended, by whoever saw it end there (the app at its exit, or framescope run), so a
+ * report made elsewhere later says the same. Strings are as read, NUL-terminated. */
+struct rec_system {
+    char os[128];       /* PRETTY_NAME of /etc/os-release */
+    char cpu[128];      /* the first "model name" of /proc/cpuinfo */
+    char ram_kib[32];   /* MemTotal of /proc/meminfo */
+    char kernel[128];   /* uname's release */
+    char scheduler[64]; /* cpu0's cpufreq governor */
+};
+
 struct rec_meta {
     _Atomic uint32_t enabled;    /* the Vulkan layer is in: summarise even with no frames */
     _Atomic uint32_t gpu_timing; /* GPU time was measured (FRAMESCOPE_GPU) */
@@ -309,6 +320,9 @@ struct rec_meta {
     struct rec_device devices[REC_MAX_DEVICES];
     char notes[REC_MAX_NOTES][REC_NOTE_SIZE];
     struct rec_output outputs[REC_MAX_OUTPUTS];
+    _Atomic uint32_t system_known;
+    uint32_t reserved2;
+    struct rec_system system;
 };
 
 /* Lays out an empty arena of size bytes: for the app that makes its own and for an observer
