@@ -46,10 +46,18 @@ def test_usage(exe):
                        (("run", "--compositor", "maybe"), "bad --compositor"),
                        (("run", "--output", ""), "empty --output"),
                        (("run", "--cap", "0"), "--cap 0"), (("run", "--cap", "fast"), "--cap fast"),
-                       (("run", "--frobnicate"), "unknown option")]:
+                       (("run", "--frobnicate"), "unknown option"),
+                       (("report",), "report without a directory"),
+                       (("report", "--format", "xml", "/"), "report --format xml"),
+                       (("report", "/nonexistent"), "report of a missing directory"),
+                       (("report", "/"), "report of a directory with no recording")]:
         r = run(exe, *args)
         check(r.returncode == 2, f"{what}: exit {r.returncode}, expected 2")
         check(r.stderr.strip(), f"{what}: no error message")
+        if args[:1] == ("report",):
+            lines = r.stderr.strip().splitlines()
+            check(len(lines) == 1 and lines[0].startswith("framescope: "),
+                  f"{what}: not one error line: {r.stderr!r}")
     r = run(exe, "run", "--no-capture", "--compositor", "never", "--", "/nonexistent/app")
     check(r.returncode == 125 and "cannot run" in r.stderr, "missing command not reported")
     r = run(exe, "run", "--no-capture", "--compositor", "never", "--", "sh", "-c", "exit 7")
