@@ -286,6 +286,10 @@ static void read_meta(struct recording *rec, const struct rec_meta *m)
         rec->outputs[i] = m->outputs[i];
         rec->outputs[i].name[sizeof(rec->outputs[i].name) - 1] = '\0';
     }
+    uint32_t kernel = atomic_load(&m->kernel_state);
+    rec->kernel_state = kernel <= REC_KERNEL_UNAVAILABLE ? (enum rec_kernel_state)kernel
+                                                         : REC_KERNEL_UNKNOWN;
+    copy_string(rec->kernel_why, sizeof(rec->kernel_why), m->kernel_why, sizeof(m->kernel_why));
     if (atomic_load(&m->system_known)) {
         const struct rec_system *s = &m->system;
         copy_string(rec->system.os, sizeof(rec->system.os), s->os, sizeof(s->os));

@@ -53,6 +53,8 @@ struct recording {
     char notes[REC_MAX_NOTES][REC_NOTE_SIZE];
     struct rec_output outputs[REC_MAX_OUTPUTS];
     struct rec_system system; /* all "" when not recorded */
+    enum rec_kernel_state kernel_state;
+    char kernel_why[192];
     unsigned log_count, cap_count, thread_count, loc_count;
     struct recording_log *logs;
     struct recording_cap *caps;

@@ -172,6 +172,19 @@ void frame_budget(const struct recording *rec, const struct fscope_frame *f,
         ret->gpu_idle_in_waits += ret->block[wait_blocks[i]] - ret->block_gpu[wait_blocks[i]];
         ret->other_wait[i] = ticks_ns(rec, f->other_wait_ticks[i]);
     }
+    if (f->kernel_valid) {
+        ret->kernel = true;
+        int64_t oncpu = (int64_t)f->kernel_oncpu_ns, runnable = (int64_t)f->kernel_runnable_ns;
+        ret->oncpu = oncpu < ret->frame ? oncpu : ret->frame;
+        ret->runnable = runnable < ret->frame - ret->oncpu ? runnable : ret->frame - ret->oncpu;
+        ret->asleep = ret->frame - ret->oncpu - ret->runnable;
+        int64_t blocks = ret->frame - ret->cpu;
+        int64_t outside = ret->asleep - blocks;
+        ret->cpu_blocked = outside < 0 ? 0 : outside > ret->cpu ? ret->cpu : outside;
+        int64_t left = ret->cpu - ret->cpu_blocked;
+        ret->cpu_starved = ret->runnable < left ? ret->runnable : left;
+        ret->cpu_busy = left - ret->cpu_starved;
+    }
 }
 
 /* The order is what makes the answer trustworthy: a saturated GPU is the ceiling whichever
@@ -228,9 +241,13 @@ struct run_stats {
     double budget_ms[2 + FSCOPE_BLOCK_COUNT]; /* cpu, gpu_busy, blocks... (means) */
     struct frame_budget_ns total;             /* sums over every frame */
     double count_mean[FSCOPE_COUNT_COUNT];
+    /* The kernel's split of the CPU part, summed over the frames that have it. */
+    uint64_t kernel_frames;
+    int64_t cpu_busy, cpu_starved, cpu_blocked, oncpu, runnable, asleep, kernel_cpu;
+    int kernel_tid; /* the thread that closed most of them */
     uint64_t verdict_frames[FSCOPE_VERDICT_COUNT];
     enum fscope_verdict run_verdict;
-    char reason[640];
+    char reason[1024];
     struct display_evidence *evidence; /* per log, in log order */
     unsigned primary_log;              /* the log with the most frames */
 };
@@ -265,6 +282,19 @@ static struct display_evidence *evidence_all(const struct recording *rec)
 static double ms_per_frame(int64_t total_ns, uint64_t frames)
 {
     return (double)total_ns / 1e6 / (double)frames;
+}
+
+/* "name (tid N)" of a thread the recording knows, else "tid N". Returns buf. */
+static const char *thread_label(const struct recording *rec, int tid, char *buf, size_t len)
+{
+    for (unsigned i = 0; i < rec->thread_count; i++) {
+        if (rec->threads[i].tid == tid && rec->threads[i].state != SLOT_EXTERNAL) {
+            snprintf(buf, len, "%s (tid %d)", rec->threads[i].name, tid);
+            return buf;
+        }
+    }
+    snprintf(buf, len, "tid %d", tid);
+    return buf;
 }
 
 static void run_reason(struct run_stats *s)
@@ -318,8 +348,17 @@ static void run_reason(struct run_stats *s)
             snprintf(overhead, sizeof(overhead), ", present overhead %.1f%% (driver/compositor "
                      "work in acquire/present, not a display wait: %s)", PCT(t->present_overhead),
                      ev ? ev->why : "no display evidence");
+        char split[256] = "", thread[64];
+        if (s->kernel_frames && s->kernel_cpu > 0) {
+            double cpu = (double)s->kernel_cpu;
+            snprintf(split, sizeof(split), "; of the CPU part, on thread %s: busy %.1f%%, "
+                     "starved (runnable, no CPU) %.1f%%, blocked outside Vulkan %.1f%%",
+                     thread_label(s->rec, s->kernel_tid, thread, sizeof(thread)),
+                     100.0 * (double)s->cpu_busy / cpu,
+                     100.0 * (double)s->cpu_starved / cpu, 100.0 * (double)s->cpu_blocked / cpu);
+        }
         snprintf(s->reason, sizeof(s->reason), "CPU work %.1f%% of the frame%s, %s, blocked "
-                 "%.1f%%", PCT(t->cpu), overhead, busy, PCT(t->frame - t->cpu));
+                 "%.1f%%%s", PCT(t->cpu), overhead, busy, PCT(t->frame - t->cpu), split);
     }
     }
 #undef PCT
@@ -378,6 +417,17 @@ static void compute_stats(const struct recording *rec, struct run_stats *s)
                 total->other_wait[k] += b.other_wait[k];
             for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
                 s->count_mean[k] += (double)f->counts[k];
+            if (b.kernel) {
+                s->kernel_frames++;
+                s->cpu_busy += b.cpu_busy;
+                s->cpu_starved += b.cpu_starved;
+                s->cpu_blocked += b.cpu_blocked;
+                s->kernel_cpu += b.cpu;
+                s->oncpu += b.oncpu;
+                s->runnable += b.runnable;
+                s->asleep += b.asleep;
+                s->kernel_tid = f->kernel_tid;
+            }
             enum fscope_verdict v = frame_verdict(&b);
             s->verdict_frames[v]++;
             verdict_ns[v] += b.frame;
@@ -529,6 +579,37 @@ static void write_caps_json(FILE *f, const struct run_stats *s)
     fputs("],\n", f);
 }
 
+static const char *kernel_state_name(enum rec_kernel_state state)
+{
+    switch (state) {
+    case REC_KERNEL_ON: return "on";
+    case REC_KERNEL_OFF: return "off";
+    case REC_KERNEL_UNAVAILABLE: return "unavailable";
+    default: return "unknown";
+    }
+}
+
+/* The kernel's split of the CPU part, per frame, over the frames that have it. */
+static void write_kernel_text(FILE *f, const struct run_stats *s)
+{
+    const struct recording *rec = s->rec;
+    if (rec->kernel_state == REC_KERNEL_OFF || rec->kernel_state == REC_KERNEL_UNAVAILABLE) {
+        fprintf(f, "  kernel      not measured: %s\n", rec->kernel_why);
+        return;
+    }
+    if (!s->kernel_frames)
+        return;
+    char thread[64];
+    uint64_t n = s->kernel_frames;
+    fprintf(f, "  kernel      thread %s: CPU part %.3f = busy %.3f + starved %.3f + blocked "
+            "outside Vulkan %.3f ms per frame; whole frame: on CPU %.3f, runnable %.3f, asleep "
+            "%.3f ms (%llu frames)\n", thread_label(rec, s->kernel_tid, thread, sizeof(thread)),
+            ms_per_frame(s->kernel_cpu, n), ms_per_frame(s->cpu_busy, n),
+            ms_per_frame(s->cpu_starved, n), ms_per_frame(s->cpu_blocked, n),
+            ms_per_frame(s->oncpu, n), ms_per_frame(s->runnable, n), ms_per_frame(s->asleep, n),
+            (unsigned long long)n);
+}
+
 static void write_summary_text(FILE *f, const struct run_stats *s)
 {
     const struct recording *rec = s->rec;
@@ -572,6 +653,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
                 "per frame (not in the budget: they overlap the presenting thread)\n",
                 ms_per_frame(t->other_wait[0], s->frames), ms_per_frame(t->other_wait[1], s->frames),
                 ms_per_frame(t->other_wait[2], s->frames));
+        write_kernel_text(f, s);
         fprintf(f, "  work        %.1f submits, %.1f command buffers, %.1f draws, %.1f dispatches, "
                 "%.1f render passes per frame\n", s->count_mean[FSCOPE_COUNT_SUBMITS],
                 s->count_mean[FSCOPE_COUNT_COMMAND_BUFFERS], s->count_mean[FSCOPE_COUNT_DRAWS],
@@ -652,6 +734,24 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
             ms_per_frame(t->other_wait[0], nf), ms_per_frame(t->other_wait[1], nf),
             ms_per_frame(t->other_wait[2], nf));
     fprintf(f, "  \"gpu_timed\": %s,\n", t->gpu_timed ? "true" : "false");
+    {
+        char thread[64];
+        uint64_t kn = s->kernel_frames ? s->kernel_frames : 1;
+        fputs("  \"kernel\": {\"state\": ", f);
+        json_write_string(f, kernel_state_name(rec->kernel_state));
+        fputs(", \"why\": ", f);
+        json_write_string(f, rec->kernel_why);
+        fputs(", \"thread\": ", f);
+        json_write_string(f, s->kernel_frames ? thread_label(rec, s->kernel_tid, thread,
+                                                              sizeof(thread)) : "");
+        fprintf(f, ", \"frames\": %llu, \"cpu_ms\": %.6f, \"cpu_busy_ms\": %.6f, "
+                "\"cpu_starved_ms\": %.6f, \"cpu_blocked_ms\": %.6f, \"oncpu_ms\": %.6f, "
+                "\"runnable_ms\": %.6f, \"asleep_ms\": %.6f},\n",
+                (unsigned long long)s->kernel_frames, ms_per_frame(s->kernel_cpu, kn),
+                ms_per_frame(s->cpu_busy, kn), ms_per_frame(s->cpu_starved, kn),
+                ms_per_frame(s->cpu_blocked, kn), ms_per_frame(s->oncpu, kn),
+                ms_per_frame(s->runnable, kn), ms_per_frame(s->asleep, kn));
+    }
     fprintf(f, "  \"per_frame\": {\"submits\": %.3f, \"command_buffers\": %.3f, \"draws\": %.3f, "
             "\"dispatches\": %.3f, \"render_passes\": %.3f},\n",
             s->count_mean[FSCOPE_COUNT_SUBMITS], s->count_mean[FSCOPE_COUNT_COMMAND_BUFFERS],
@@ -750,7 +850,8 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
     fputs(",record_ms,submits,command_buffers,draws,dispatches,render_passes,verdict,"
           "cap,present,presented_ms,latency_ms,latency_from_return_ms,refresh_ms,seq,flags,"
           "output,device,display_gpu_ms,display_wait_ms,present_overhead_ms,waits_gpu_ms,"
-          "waits_gpu_idle_ms,other_fence_ms,other_semaphore_ms,other_idle_ms\n", f);
+          "waits_gpu_idle_ms,other_fence_ms,other_semaphore_ms,other_idle_ms,cpu_busy_ms,"
+          "cpu_starved_ms,cpu_blocked_ms,oncpu_ms,runnable_ms,asleep_ms,kernel_tid\n", f);
     unsigned logs = rec->log_count;
     uint64_t origin = frames_origin_ticks(rec);
     for (unsigned l = 0; l < logs; l++) {
@@ -805,6 +906,15 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
             csv_write_ms(f, b.gpu_idle_in_waits);
             for (unsigned k = 0; k < 3; k++)
                 csv_write_ms(f, b.other_wait[k]);
+            if (b.kernel) {
+                const int64_t kernel[] = { b.cpu_busy, b.cpu_starved, b.cpu_blocked, b.oncpu,
+                                           b.runnable, b.asleep };
+                for (unsigned k = 0; k < 6; k++)
+                    csv_write_ms(f, kernel[k]);
+                fprintf(f, ",%d", fr->kernel_tid);
+            } else {
+                fputs(",,,,,,,", f);
+            }
             fputc('\n', f);
         }
     }

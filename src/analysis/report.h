@@ -100,6 +100,13 @@ struct frame_budget_ns {
     int64_t gpu_in_waits, gpu_idle_in_waits; /* of fence, semaphore and idle waits */
     int64_t other_wait[3];    /* fence, semaphore, idle waits of other threads */
     bool gpu_timed;
+    /* The CPU part split by the kernel's view of the closing thread (kernel true only when
+     * the frame has it): cpu_busy + cpu_starved + cpu_blocked == cpu exactly. The thread is
+     * taken to sleep through its Vulkan blocks first, so sleep beyond them is blocking
+     * outside Vulkan (a lock, another thread, I/O, a page fault). */
+    bool kernel;
+    int64_t cpu_busy, cpu_starved, cpu_blocked;
+    int64_t oncpu, runnable, asleep; /* the whole frame's, as the kernel counted it */
 };
 
 /* Splits a frame into nanoseconds so that cpu + blocks == frame exactly, and splits its

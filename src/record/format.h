@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define REC_MAGIC "FSCOPREC"
-#define REC_VERSION 1u
+#define REC_VERSION 2u
 /* Objects and chunks start at multiples of this: a cache line, so no two writers share one. */
 #define REC_ALIGN 64u
 /* The arena's size: virtual address space only (a sparse memfd, mapped without reserve), so
@@ -234,6 +234,13 @@ struct fscope_frame {
     int16_t output_index;          /* into the recording's outputs; -1 unknown */
     bool output_ambiguous;
     uint8_t cap_flags;             /* CAP_FLAG_* of the cap wait in this frame */
+
+    /* The kernel's view of the thread that closed the frame, over the frame (its schedstat:
+     * time on a CPU, time runnable but waiting for one); valid only when the same thread
+     * closed the frame before (else the deltas would mix two threads). */
+    uint8_t kernel_valid;
+    int32_t kernel_tid;
+    uint64_t kernel_oncpu_ns, kernel_runnable_ns;
 };
 
 /* The presentation tracker's own tally for a surface, to check the frames' against. */
@@ -310,6 +317,13 @@ struct rec_system {
     char scheduler[64]; /* cpu0's cpufreq governor */
 };
 
+enum rec_kernel_state {
+    REC_KERNEL_UNKNOWN = 0, /* no frame closed yet */
+    REC_KERNEL_ON,          /* schedstat read at every frame close */
+    REC_KERNEL_OFF,         /* FRAMESCOPE_KERNEL=off */
+    REC_KERNEL_UNAVAILABLE, /* kernel_why says why */
+};
+
 struct rec_meta {
     _Atomic uint32_t enabled;    /* the Vulkan layer is in: summarise even with no frames */
     _Atomic uint32_t gpu_timing; /* GPU time was measured (FRAMESCOPE_GPU) */
@@ -321,8 +335,9 @@ struct rec_meta {
     char notes[REC_MAX_NOTES][REC_NOTE_SIZE];
     struct rec_output outputs[REC_MAX_OUTPUTS];
     _Atomic uint32_t system_known;
-    uint32_t reserved2;
+    _Atomic uint32_t kernel_state; /* enum rec_kernel_state */
     struct rec_system system;
+    char kernel_why[192]; /* what is missing and why, when not REC_KERNEL_ON */
 };
 
 /* Lays out an empty arena of size bytes: for the app that makes its own and for an observer

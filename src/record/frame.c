@@ -7,6 +7,7 @@
 
 #include "chunked.h"
 #include "clock.h"
+#include "kernel.h"
 #include "recording.h"
 #include "util/log.h"
 #ifdef FSCOPE_HAVE_WAYLAND
@@ -23,6 +24,9 @@ struct fscope_frame_log {
     struct chunked *frames; /* &rec->frames */
     uint64_t last_close_ticks;
     uint64_t last_counts[FSCOPE_COUNT_COUNT];
+    /* The closing thread's schedstat at the last close, for the next frame's deltas. */
+    int last_kernel_tid;
+    uint64_t last_oncpu_ns, last_runnable_ns;
     /* Serialises drains: two swapchains of one surface (old and new) may be presented and
      * destroyed on different threads. Only ever try-locked on the present path. */
     pthread_mutex_t drain_lock;
@@ -180,6 +184,10 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
     uint8_t flags = fscope_thread_take_frame_flags();
     uint64_t counts[FSCOPE_COUNT_COUNT];
     fscope_count_totals(counts);
+    struct fscope_collector *self = fscope_thread_collector();
+    uint64_t oncpu_ns = 0, runnable_ns = 0;
+    bool kernel = kernel_thread_times(self, &oncpu_ns, &runnable_ns);
+    int tid = self ? self->rec.tid : 0;
 
     struct fscope_frame *frame = NULL;
     if (log->last_close_ticks && now_ticks >= log->last_close_ticks) {
@@ -206,6 +214,14 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
                 uint64_t all = frame->counts[wait_count[k]], own = blocks[wait_block[k]];
                 frame->other_wait_ticks[k] = all > own ? all - own : 0;
             }
+            /* Deltas only when the same thread closed the previous frame. */
+            if (kernel && log->last_kernel_tid == tid && oncpu_ns >= log->last_oncpu_ns &&
+                runnable_ns >= log->last_runnable_ns) {
+                frame->kernel_valid = 1;
+                frame->kernel_tid = tid;
+                frame->kernel_oncpu_ns = oncpu_ns - log->last_oncpu_ns;
+                frame->kernel_runnable_ns = runnable_ns - log->last_runnable_ns;
+            }
 #ifdef FSCOPE_HAVE_WAYLAND
             /* Right before the present goes down: the feedback binds to its commit. */
             if (log->tracker) {
@@ -228,6 +244,9 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
     }
     log->last_close_ticks = now_ticks;
     memcpy(log->last_counts, counts, sizeof(counts));
+    log->last_kernel_tid = kernel ? tid : 0;
+    log->last_oncpu_ns = oncpu_ns;
+    log->last_runnable_ns = runnable_ns;
     clock_refine();
     return frame;
 }

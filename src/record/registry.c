@@ -10,6 +10,7 @@
 #include <x86intrin.h>
 
 #include "clock.h"
+#include "kernel.h"
 #include "recording.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -116,6 +117,7 @@ static void collector_reset(struct fscope_collector *c)
     c->record_begin_ticks = 0;
     c->frame_flags = 0;
     c->mark_log = NULL;
+    c->schedstat_fd = -1;
     for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
         atomic_store(&c->counters[k], 0);
 }
@@ -168,6 +170,7 @@ static struct fscope_collector *slot_claim(int new_state)
 static void thread_exited(void *arg)
 {
     struct fscope_collector *c = arg;
+    kernel_thread_exit(c);
     atomic_store_explicit(&c->rec.state, SLOT_EXITED, memory_order_release);
 }
 
@@ -677,7 +680,7 @@ static void ring_size_from_environment(void)
 static const char *const known_variables[] = {
     "FRAMESCOPE_LOG", "FRAMESCOPE_DETAIL", "FRAMESCOPE_RING_EVENTS", "FRAMESCOPE_SUMMARY",
     "FRAMESCOPE_OUTPUT", "FRAMESCOPE_GPU", "FRAMESCOPE_CAP", "FRAMESCOPE_PRESENT",
-    "FRAMESCOPE_TEST_FAULT", "FRAMESCOPE_RECORDING_FD",
+    "FRAMESCOPE_TEST_FAULT", "FRAMESCOPE_RECORDING_FD", "FRAMESCOPE_KERNEL",
 };
 
 static void warn_unknown_variables(void)
@@ -715,6 +718,7 @@ static void init_once_fn(void)
     pthread_key_create(&exit_key, thread_exited);
     ring_size_from_environment();
     detail_from_environment();
+    kernel_init();
 }
 
 void registry_init(void)

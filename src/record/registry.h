@@ -63,6 +63,7 @@ struct fscope_collector {
     struct fscope_frame_log *mark_log;        /* frames closed by fscope_frame_mark() */
     uint8_t frame_flags;                      /* CAP_FLAG_* since the last frame close */
     uint64_t record_begin_ticks;
+    int schedstat_fd; /* /proc/thread-self/schedstat, opened at its first frame close; -1 */
     _Atomic uint64_t counters[FSCOPE_COUNT_COUNT];
 };
 

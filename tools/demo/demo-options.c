@@ -20,6 +20,11 @@ static const char usage_text[] =
     "  --frames N              render N frames, then exit (default 300; 0 = until SIGINT\n"
     "                          or SIGTERM, which end the loop and tear down cleanly)\n"
     "  --cpu-ms F              busy-loop F ms on CLOCK_MONOTONIC in every frame (default 0)\n"
+    "  --lock-wait-ms F        every frame, wait on a mutex a worker thread holds for F ms\n"
+    "                          (sleeping outside Vulkan, as a render thread waits for a\n"
+    "                          worker's lock)\n"
+    "  --cpu-hog               a thread that spins for the whole run (run the demo under\n"
+    "                          taskset -c N to make it compete for one CPU)\n"
     "  --gpu-iters N           fragment shader loops N ALU iterations on 1/16 of the pixels\n"
     "                          (default 0; lavapipe caps all loops of a shader\n"
     "                          at 65535 iterations in total)\n"
@@ -142,6 +147,8 @@ enum option_id {
     OPTION_DISCONNECT_EARLY,
     OPTION_FORK_CHILD,
     OPTION_DIE,
+    OPTION_LOCK_WAIT_MS,
+    OPTION_CPU_HOG,
     OPTION_SELF_TIMESTAMPS,
     OPTION_TRANSFER_QUEUE,
 };
@@ -149,6 +156,8 @@ enum option_id {
 static const struct option long_options[] = {
     { "frames", required_argument, NULL, OPTION_FRAMES },
     { "cpu-ms", required_argument, NULL, OPTION_CPU_MS },
+    { "lock-wait-ms", required_argument, NULL, OPTION_LOCK_WAIT_MS },
+    { "cpu-hog", no_argument, NULL, OPTION_CPU_HOG },
     { "gpu-iters", required_argument, NULL, OPTION_GPU_ITERS },
     { "present-mode", required_argument, NULL, OPTION_PRESENT_MODE },
     { "output", required_argument, NULL, OPTION_OUTPUT },
@@ -506,6 +515,13 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
             break;
         case OPTION_FORK_CHILD:
             options.fork_child = true;
+            break;
+        case OPTION_LOCK_WAIT_MS:
+            if (!parse_ms(name, optarg, 60000.0, &options.lock_wait_ms))
+                return DEMO_PARSE_EXIT_USAGE;
+            break;
+        case OPTION_CPU_HOG:
+            options.cpu_hog = true;
             break;
         case OPTION_DIE: {
             static const struct { const char *name; int signo; } signals[] = {

@@ -29,6 +29,8 @@ enum demo_output {
 struct demo_options {
     uint64_t frames;            /* 0: until SIGINT or SIGTERM */
     double cpu_ms;
+    double lock_wait_ms; /* --lock-wait-ms: each frame waits this long on a worker's mutex */
+    bool cpu_hog;        /* --cpu-hog: a thread that spins for the whole run */
     uint32_t gpu_iters;
     VkPresentModeKHR present_mode;
     enum demo_output output;

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,10 +123,80 @@ static void sleep_ms(double ms)
         ;
 }
 
-/* The CPU side of a frame's load: --cpu-ms every frame, --stall-ms once. */
+/* --lock-wait-ms: a worker takes the lock when asked and holds it for the time given; the
+ * frame then waits for it, asleep in pthread_mutex_lock (no Vulkan call involved). */
+static struct {
+    pthread_mutex_t lock, state_lock;
+    pthread_cond_t changed;
+    uint64_t asked, taken;
+    double hold_ms;
+    bool started;
+} lock_worker = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+                  PTHREAD_COND_INITIALIZER, 0, 0, 0, false };
+
+static void *lock_worker_main(void *arg)
+{
+    (void)arg;
+    uint64_t done = 0;
+    for (;;) {
+        pthread_mutex_lock(&lock_worker.state_lock);
+        while (lock_worker.asked == done)
+            pthread_cond_wait(&lock_worker.changed, &lock_worker.state_lock);
+        done = lock_worker.asked;
+        pthread_mutex_lock(&lock_worker.lock);
+        lock_worker.taken = done;
+        pthread_cond_broadcast(&lock_worker.changed);
+        pthread_mutex_unlock(&lock_worker.state_lock);
+        sleep_ms(lock_worker.hold_ms);
+        pthread_mutex_unlock(&lock_worker.lock);
+    }
+    return NULL;
+}
+
+static void wait_for_worker_lock(double ms)
+{
+    if (!lock_worker.started) {
+        pthread_t thread;
+        lock_worker.hold_ms = ms;
+        lock_worker.started = pthread_create(&thread, NULL, lock_worker_main, NULL) == 0;
+        if (!lock_worker.started)
+            return;
+        pthread_setname_np(thread, "demo-lock-holder");
+        pthread_detach(thread);
+    }
+    pthread_mutex_lock(&lock_worker.state_lock);
+    uint64_t ask = ++lock_worker.asked;
+    pthread_cond_broadcast(&lock_worker.changed);
+    while (lock_worker.taken != ask)
+        pthread_cond_wait(&lock_worker.changed, &lock_worker.state_lock);
+    pthread_mutex_unlock(&lock_worker.state_lock);
+    pthread_mutex_lock(&lock_worker.lock); /* asleep until the worker lets go */
+    pthread_mutex_unlock(&lock_worker.lock);
+}
+
+static void *cpu_hog_main(void *arg)
+{
+    (void)arg;
+    for (volatile uint64_t spins = 0;; spins++)
+        ;
+    return NULL;
+}
+
+/* The CPU side of a frame's load: --cpu-ms and --lock-wait-ms every frame, --stall-ms once. */
 static void run_cpu_load(const struct demo_options *options, uint64_t frame)
 {
+    static bool hog_started;
+    if (options->cpu_hog && !hog_started) {
+        pthread_t thread;
+        hog_started = pthread_create(&thread, NULL, cpu_hog_main, NULL) == 0;
+        if (hog_started) {
+            pthread_setname_np(thread, "demo-cpu-hog");
+            pthread_detach(thread);
+        }
+    }
     burn_cpu(options->cpu_ms);
+    if (options->lock_wait_ms > 0)
+        wait_for_worker_lock(options->lock_wait_ms);
     if ((int64_t)frame == options->stall_at)
         sleep_ms(options->stall_ms);
 }

@@ -1,0 +1,22 @@
+/* The kernel's view of the threads that close frames: at each frame close, the closing thread
+ * reads its own schedstat (one pread of a file it opened once): time on a CPU and time
+ * runnable but waiting for one, so analysis can split the frame's CPU part into work,
+ * starvation and sleep outside Vulkan. FRAMESCOPE_KERNEL=off turns it off; a kernel without
+ * schedstat (or no /proc) is said once in the summary. */
+#ifndef FSCOPE_RECORD_KERNEL_H
+#define FSCOPE_RECORD_KERNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct fscope_collector;
+
+/* Reads FRAMESCOPE_KERNEL (library start-up). */
+void kernel_init(void);
+/* The calling thread's totals since it started, in ns. False when off or unavailable. */
+bool kernel_thread_times(struct fscope_collector *c, uint64_t *ret_oncpu_ns,
+                         uint64_t *ret_runnable_ns);
+/* Closes the thread's file (at its exit). */
+void kernel_thread_exit(struct fscope_collector *c);
+
+#endif
