@@ -225,7 +225,8 @@ def mutations(data, rng):
     yield "empty", b""
     yield "truncated header", data[:100]
     yield "bad magic", b"NOTAREC!" + data[8:]
-    yield "next version", data[:8] + (2).to_bytes(4, "little") + data[12:]
+    version = int.from_bytes(data[8:12], "little")
+    yield "next version", data[:8] + (version + 1).to_bytes(4, "little") + data[12:]
     yield "used beyond the file", data[:header_used] + (1 << 40).to_bytes(8, "little") + \
         data[header_used + 8:]
     yield "cut in half", data[:len(data) // 2]
@@ -250,7 +251,7 @@ def test_malformed(build):
     rng = random.Random(9)  # fixed: a failure reproduces
     refused = 0
     must_refuse = {"empty": "not a framescope recording", "bad magic": "not a framescope recording",
-                   "truncated header": "not a framescope recording", "next version": "format 2",
+                   "truncated header": "not a framescope recording", "next version": "this framescope reads",
                    "used beyond the file": "holds"}
     for name, broken in mutations(data, rng):
         with open(os.path.join(out, "recording.fsr"), "wb") as f:

@@ -197,6 +197,12 @@ def check_capture_consistent(result, expected_frames=None, gpu_track=True):
         check(ns(row["waits_gpu_ms"]) + ns(row["waits_gpu_idle_ms"]) == waits,
               f"frame {row['frame']}: wait split != fence + semaphore + idle")
         check(ns(row["gpu_busy_ms"]) <= ns(row["frame_ms"]), f"frame {row['frame']}: gpu busy > frame")
+        # The kernel's split of the CPU part, and of the whole frame, add up exactly too.
+        if row.get("cpu_busy_ms"):
+            split = sum(ns(row[c]) for c in ("cpu_busy_ms", "cpu_starved_ms", "cpu_blocked_ms"))
+            check(split == ns(row["cpu_ms"]), f"frame {row['frame']}: kernel split {split} != cpu")
+            whole = sum(ns(row[c]) for c in ("oncpu_ms", "runnable_ms", "asleep_ms"))
+            check(whole == ns(row["frame_ms"]), f"frame {row['frame']}: kernel {whole} != frame")
     n = len(rows)
     if n:
         mean = lambda col: sum(ns(r[col]) for r in rows) / n / 1e6
