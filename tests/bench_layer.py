@@ -91,6 +91,22 @@ def offscreen(build, demo, frames):
                                dict(base, **extra), frames, demo_fps)
             rows.append((label, fps, err))
         report(f"framescope-demo, offscreen {' '.join(extra_args)}, {frames} frames", rows)
+    kernel_view(demo, ["--output", "offscreen"] + extra_args, frames, base, layer, demo_fps)
+
+
+def kernel_view(demo, args, frames, base, layer, demo_fps, rounds=2):
+    """The kernel's view of the thread closing frames (a schedstat read per frame close):
+    framescope with it off, on, off again."""
+    off = dict(layer, FRAMESCOPE_KERNEL="off")
+    for _ in range(rounds):
+        rows = []
+        for label, extra in [("A (kernel off)", off), ("X (kernel on)", layer),
+                             ("A (kernel off, again)", off)]:
+            fps, err = measure([demo, "--frames", str(frames)] + args, dict(base, **extra), frames,
+                               demo_fps)
+            rows.append((label, fps, err))
+        report(f"kernel view per frame: framescope-demo {' '.join(args)}, {frames} frames", rows,
+               "A (kernel off)", "X (kernel on)", "A (kernel off, again)", "the kernel view")
 
 
 def main():
@@ -121,6 +137,7 @@ def main():
         report(f"presentation tracker per present: framescope-demo, mailbox, {frames} frames",
                rows, "A (tracker off)", "X (tracker on)", "A (tracker off, again)",
                "the tracker")
+        kernel_view(demo, ["--present-mode", "mailbox"], frames, base, layer, demo_fps)
         if shutil.which("vkcube-wayland"):
             rows = []
             for label, extra in variants(build):
