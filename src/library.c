@@ -16,6 +16,7 @@
 #include "library.h"
 #include "record/clock.h"
 #include "record/frame.h"
+#include "record/kernel.h"
 #include "record/meta.h"
 #include "record/recording.h"
 #include "record/stream.h"
@@ -106,6 +107,7 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     if (meta && atomic_load(&meta->enabled) && secure_getenv("WAYLAND_DISPLAY"))
         fscope_wl_outputs(NULL, 0);
 #endif
+    kernel_sampler_stop();
     stream_stop();
     recording_end();
     if (recording_observed())

@@ -302,6 +302,30 @@ static void read_meta(struct recording *rec, const struct rec_meta *m)
     }
 }
 
+static int read_kernel(struct reader *r, struct recording *rec, const struct rec_kernel *src)
+{
+    struct recording_kernel *k = &rec->kernel;
+    if (k->present)
+        return malformed(r, "two kernel sampler objects");
+    k->present = true;
+    k->tick_ms = src->tick_ms;
+    k->thread_count = atomic_load(&src->thread_count);
+    if (k->thread_count > REC_KERNEL_THREADS)
+        k->thread_count = REC_KERNEL_THREADS;
+    for (unsigned i = 0; i < k->thread_count; i++) {
+        k->threads[i].tid = src->threads[i].tid;
+        copy_string(k->threads[i].name, sizeof(k->threads[i].name), src->threads[i].name,
+                    sizeof(src->threads[i].name));
+    }
+    copy_string(k->perf_why, sizeof(k->perf_why), src->perf_why, sizeof(src->perf_why));
+    void *samples;
+    int e = read_chunked(r, &src->samples, sizeof(struct kernel_sample), "kernel samples",
+                         &samples, &k->sample_count);
+    k->samples = samples;
+    rec->items_dropped += src->samples.dropped;
+    return e;
+}
+
 static const uint64_t object_sizes[REC_OBJ_TYPE_COUNT] = {
     [REC_OBJ_META] = sizeof(struct rec_meta),
     [REC_OBJ_LOCS] = sizeof(struct rec_locs),
@@ -309,6 +333,7 @@ static const uint64_t object_sizes[REC_OBJ_TYPE_COUNT] = {
     [REC_OBJ_FRAME_LOG] = sizeof(struct rec_frame_log),
     [REC_OBJ_SPAN_LOG] = sizeof(struct rec_span_log),
     [REC_OBJ_CAP] = sizeof(struct rec_cap),
+    [REC_OBJ_KERNEL] = sizeof(struct rec_kernel),
 };
 
 static int read_objects(struct reader *r, struct recording *rec, const struct rec_header *h)
@@ -340,6 +365,7 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
         case REC_OBJ_FRAME_LOG: e = read_frame_log(r, rec, object); break;
         case REC_OBJ_SPAN_LOG: e = read_spans(r, rec, object); break;
         case REC_OBJ_CAP: e = read_cap(r, rec, object); break;
+        case REC_OBJ_KERNEL: e = read_kernel(r, rec, object); break;
         }
         if (e)
             return e;
@@ -436,6 +462,7 @@ void recording_free(struct recording *rec)
     free(rec->threads);
     free(rec->locs);
     free(rec->spans);
+    free(rec->kernel.samples);
     free(rec);
 }
 
@@ -527,13 +554,15 @@ int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t
     for (uint32_t i = 0; i < entries; i++) {
         uint32_t type = atomic_load(&h->dir[i].type);
         uint64_t offset = h->dir[i].offset, size = h->dir[i].size;
-        if (type != REC_OBJ_FRAME_LOG && type != REC_OBJ_SPAN_LOG && type != REC_OBJ_CAP)
+        if (type != REC_OBJ_FRAME_LOG && type != REC_OBJ_SPAN_LOG && type != REC_OBJ_CAP &&
+            type != REC_OBJ_KERNEL)
             continue;
         if (size != object_sizes[type] || offset % 8 || !inside(&r, offset, size))
             return malformed(&r, "directory entry %u is not a valid object", i);
         void *object = (unsigned char *)bytes + offset;
         struct chunked *a = type == REC_OBJ_FRAME_LOG ? &((struct rec_frame_log *)object)->frames
                             : type == REC_OBJ_SPAN_LOG ? &((struct rec_span_log *)object)->spans
+                            : type == REC_OBJ_KERNEL   ? &((struct rec_kernel *)object)->samples
                                                        : &((struct rec_cap *)object)->events;
         int e = unstream_array(&r, a, stream_fd);
         if (e)

@@ -37,6 +37,17 @@ struct recording_thread {
     struct fscope_event *events;
 };
 
+/* What the kernel sampler saw (src/record/kernel.c). */
+struct recording_kernel {
+    bool present;
+    uint32_t tick_ms;
+    unsigned thread_count;
+    struct rec_kernel_thread threads[REC_KERNEL_THREADS];
+    char perf_why[192];
+    uint64_t sample_count;
+    struct kernel_sample *samples; /* in the sampler's order: by tick, then thread */
+};
+
 struct recording {
     char app[64];
     int pid;
@@ -54,6 +65,7 @@ struct recording {
     struct rec_output outputs[REC_MAX_OUTPUTS];
     struct rec_system system; /* all "" when not recorded */
     enum rec_kernel_state kernel_state;
+    struct recording_kernel kernel;
     char kernel_why[192];
     unsigned log_count, cap_count, thread_count, loc_count;
     struct recording_log *logs;

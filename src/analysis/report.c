@@ -16,6 +16,7 @@
 #include "stats.h"
 #include "trace.h"
 #include "util/log.h"
+#include "threads.h"
 #include "zones.h"
 
 static void write_recording_notes(FILE *f, const struct recording *rec);
@@ -654,6 +655,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
                 ms_per_frame(t->other_wait[0], s->frames), ms_per_frame(t->other_wait[1], s->frames),
                 ms_per_frame(t->other_wait[2], s->frames));
         write_kernel_text(f, s);
+        threads_write_text(f, rec);
         fprintf(f, "  work        %.1f submits, %.1f command buffers, %.1f draws, %.1f dispatches, "
                 "%.1f render passes per frame\n", s->count_mean[FSCOPE_COUNT_SUBMITS],
                 s->count_mean[FSCOPE_COUNT_COMMAND_BUFFERS], s->count_mean[FSCOPE_COUNT_DRAWS],
@@ -767,6 +769,7 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
                 s->frames ? (double)s->verdict_frames[v] / (double)s->frames : 0.0);
     fputs("}},\n", f);
     presentation_write_json(rec, f, &s->presentation);
+    threads_write_json(f, rec);
     write_caps_json(f, s);
     fputs("  \"surfaces\": [", f);
     unsigned logs = rec->log_count;
@@ -945,6 +948,12 @@ static int trace_writer(FILE *f, const void *arg)
     return trace_write(f, s->rec);
 }
 
+static int threads_writer(FILE *f, const void *arg)
+{
+    const struct run_stats *s = arg;
+    return threads_write_csv(f, s->rec);
+}
+
 static int text_writer(FILE *f, const void *arg)
 {
     write_summary_text(f, arg);
@@ -1018,6 +1027,7 @@ static const struct {
     [REPORT_CSV] = { "csv", "frames.csv", csv_writer, false },
     [REPORT_ZONES] = { "zones", "zones.csv", zones_writer, false },
     [REPORT_TRACE] = { "trace", "trace.json", trace_writer, false },
+    [REPORT_THREADS] = { "threads", "threads.csv", threads_writer, false },
     [REPORT_PRESENTMON] = { "presentmon", "presentmon.csv", formats_write_presentmon, true },
     [REPORT_MANGOHUD] = { "mangohud", "mangohud.csv", formats_write_mangohud, true },
     [REPORT_HTML] = { "html", "report.html", formats_write_report_html, true },

@@ -42,6 +42,7 @@ enum report_format {
     REPORT_CSV,   /* frames.csv */
     REPORT_ZONES, /* zones.csv */
     REPORT_TRACE, /* trace.json */
+    REPORT_THREADS, /* threads.csv */
     REPORT_PRESENTMON,
     REPORT_MANGOHUD,
     REPORT_HTML,

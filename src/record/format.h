@@ -37,6 +37,7 @@ enum rec_object_type {
     REC_OBJ_FRAME_LOG,
     REC_OBJ_SPAN_LOG,
     REC_OBJ_CAP,
+    REC_OBJ_KERNEL,
     REC_OBJ_TYPE_COUNT,
 };
 
@@ -285,6 +286,33 @@ struct cap_event {
 struct rec_cap {
     char label[64];
     struct chunked events; /* struct cap_event */
+};
+
+/* One thread at one tick of the kernel sampler (src/record/kernel.c): its totals since it
+ * started. */
+struct kernel_sample {
+    uint64_t ticks;
+    int32_t tid;
+    uint32_t flags; /* KERNEL_SAMPLE_* */
+    uint64_t oncpu_ns, runnable_ns, runs; /* schedstat: on a CPU, waiting for one, timeslices */
+    uint64_t context_switches, migrations, minor_faults, major_faults; /* perf, where allowed */
+};
+#define KERNEL_SAMPLE_FAULTS 0x1   /* minor_faults and major_faults are counted */
+#define KERNEL_SAMPLE_SWITCHES 0x2 /* context_switches and migrations are counted */
+
+#define REC_KERNEL_THREADS 256
+struct rec_kernel_thread {
+    int32_t tid;
+    char name[16];
+};
+
+/* Every thread of the app, sampled by one thread of ours every KERNEL_TICK_MS. */
+struct rec_kernel {
+    uint32_t tick_ms;
+    _Atomic uint32_t thread_count;
+    struct rec_kernel_thread threads[REC_KERNEL_THREADS];
+    char perf_why[192]; /* what perf could not count and why; "" when everything is */
+    struct chunked samples; /* struct kernel_sample */
 };
 
 #define REC_MAX_DEVICES 8 /* distinct device/driver pairs named in the summary */

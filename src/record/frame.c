@@ -67,6 +67,8 @@ FSCOPE_EXPORT struct fscope_frame_log *fscope_frame_log_create(const char *label
     pthread_mutex_init(&log->drain_lock, NULL);
     recording_publish(REC_OBJ_FRAME_LOG, offset, sizeof(*rec));
     atomic_store(&frame_logs[index], log);
+    /* Frames are coming: every thread of the app is worth watching from here. */
+    kernel_sampler_start();
     return log;
 }
 

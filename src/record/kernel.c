@@ -1,12 +1,24 @@
 #include "kernel.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+#ifdef FSCOPE_HAVE_LIBURING
+#include <liburing.h>
+#endif
 
+#include "chunked.h"
+#include "clock.h"
 #include "meta.h"
 #include "recording.h"
 #include "registry.h"
@@ -86,4 +98,350 @@ void kernel_thread_exit(struct fscope_collector *c)
         close(c->schedstat_fd);
         c->schedstat_fd = -1;
     }
+}
+
+/* ---- the sampler ---- */
+
+/* The threads the sampler watches: a file and a perf group each. */
+/* Perf groups take four descriptors each in the app's own table (a game may still select()
+ * on low numbers): the first threads found get one, which is where engines start their main,
+ * render and worker threads. */
+#define PERF_THREADS 16
+
+struct watched {
+    int tid;
+    int schedstat_fd;
+    int perf_fd;        /* the group's leader; -1 without perf */
+    int perf_member[3]; /* the other events: a group lives as long as all its fds; -1 */
+    unsigned perf_flags; /* KERNEL_SAMPLE_* the group counts */
+    char schedstat[96];
+    uint64_t perf[1 + 4]; /* PERF_FORMAT_GROUP: nr, then the values */
+    bool seen;             /* in the latest listing of /proc/self/task */
+};
+
+struct sampler {
+    struct rec_kernel *rec;
+    struct watched threads[REC_KERNEL_THREADS];
+    unsigned count;
+    bool perf_kernel_refused; /* perf_event_paranoid: user-space counts only */
+    unsigned perf_groups;     /* open now, at most PERF_THREADS */
+#ifdef FSCOPE_HAVE_LIBURING
+    struct io_uring ring;
+    bool have_ring;
+#endif
+};
+
+static pthread_t sampler_thread;
+static bool sampler_running, sampler_stopping;
+static pthread_mutex_t sampler_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sampler_wake;
+
+static int perf_open(uint64_t config, int tid, int group, bool exclude_kernel)
+{
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.size = sizeof(attr);
+    attr.config = config;
+    attr.read_format = PERF_FORMAT_GROUP;
+    attr.exclude_kernel = exclude_kernel;
+    attr.exclude_hv = 1;
+    return (int)syscall(SYS_perf_event_open, &attr, tid, -1, group, PERF_FLAG_FD_CLOEXEC);
+}
+
+static void watched_close_perf(struct watched *w)
+{
+    for (unsigned i = 0; i < 3; i++)
+        if (w->perf_member[i] >= 0)
+            close(w->perf_member[i]);
+    if (w->perf_fd >= 0)
+        close(w->perf_fd);
+    w->perf_fd = w->perf_member[0] = w->perf_member[1] = w->perf_member[2] = -1;
+}
+
+/* A perf group for tid: context switches and migrations (kernel events: need
+ * perf_event_paranoid <= 1 or CAP_PERFMON), then page faults (counted in user space too). */
+static void perf_group(struct sampler *s, struct watched *w)
+{
+    static const uint64_t all[] = { PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_CPU_MIGRATIONS,
+                                    PERF_COUNT_SW_PAGE_FAULTS_MIN, PERF_COUNT_SW_PAGE_FAULTS_MAJ };
+    w->perf_fd = -1;
+    w->perf_flags = 0;
+    for (unsigned i = 0; i < 3; i++)
+        w->perf_member[i] = -1;
+    if (s->perf_groups >= PERF_THREADS)
+        return;
+    bool user_only = s->perf_kernel_refused;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        unsigned first = user_only ? 2 : 0;
+        int leader = perf_open(all[first], w->tid, -1, user_only);
+        if (leader < 0) {
+            if (!user_only && (errno == EACCES || errno == EPERM)) {
+                user_only = s->perf_kernel_refused = true;
+                snprintf(s->rec->perf_why, sizeof(s->rec->perf_why), "context switches and "
+                         "migrations not counted: perf_event_paranoid allows user-space counts "
+                         "only (root, CAP_PERFMON or perf_event_paranoid <= 1 would)");
+                continue;
+            }
+            if (!s->rec->perf_why[0])
+                snprintf(s->rec->perf_why, sizeof(s->rec->perf_why), "perf events unavailable "
+                         "(%s): no context switches, migrations or page faults", strerror(errno));
+            return;
+        }
+        bool ok = true;
+        for (unsigned i = first + 1; i < 4 && ok; i++) {
+            int fd = perf_open(all[i], w->tid, leader, user_only);
+            ok = fd >= 0;
+            w->perf_member[i - first - 1] = fd;
+        }
+        w->perf_fd = leader;
+        if (!ok) {
+            watched_close_perf(w);
+            return;
+        }
+        s->perf_groups++;
+        w->perf_flags = KERNEL_SAMPLE_FAULTS | (user_only ? 0 : KERNEL_SAMPLE_SWITCHES);
+        return;
+    }
+}
+
+static void watched_close(struct sampler *s, struct watched *w)
+{
+    if (w->schedstat_fd >= 0)
+        close(w->schedstat_fd);
+    w->schedstat_fd = -1;
+    if (w->perf_fd >= 0)
+        s->perf_groups--;
+    watched_close_perf(w);
+}
+
+/* Lists /proc/self/task: new threads are watched, gone ones closed. */
+static void refresh_threads(struct sampler *s)
+{
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir)
+        return;
+    for (unsigned i = 0; i < s->count; i++)
+        s->threads[i].seen = false;
+    int self = (int)gettid();
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        int tid = atoi(e->d_name);
+        if (tid <= 0 || tid == self)
+            continue;
+        struct watched *w = NULL;
+        for (unsigned i = 0; i < s->count && !w; i++)
+            if (s->threads[i].tid == tid)
+                w = &s->threads[i];
+        if (w) {
+            w->seen = true;
+            continue;
+        }
+        if (s->count >= REC_KERNEL_THREADS)
+            continue;
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        w = &s->threads[s->count++];
+        memset(w, 0, sizeof(*w));
+        w->tid = tid;
+        w->schedstat_fd = fd;
+        w->seen = true;
+        perf_group(s, w);
+        /* The name, for the recording's thread table (names can change; the first is kept). */
+        uint32_t n = atomic_load(&s->rec->thread_count);
+        if (n < REC_KERNEL_THREADS) {
+            struct rec_kernel_thread *t = &s->rec->threads[n];
+            t->tid = tid;
+            snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+            FILE *comm = fopen(path, "re");
+            if (comm) {
+                if (fgets(t->name, sizeof(t->name), comm))
+                    t->name[strcspn(t->name, "\n")] = '\0';
+                fclose(comm);
+            }
+            atomic_store_explicit(&s->rec->thread_count, n + 1, memory_order_release);
+        }
+    }
+    closedir(dir);
+    /* Threads that exited: stop reading them (their last sample stays). */
+    for (unsigned i = 0; i < s->count;) {
+        if (!s->threads[i].seen) {
+            watched_close(s, &s->threads[i]);
+            s->threads[i] = s->threads[--s->count];
+        } else {
+            i++;
+        }
+    }
+}
+
+/* Reads every watched thread's files: one io_uring submission, else plain reads. */
+static void read_all(struct sampler *s)
+{
+#ifdef FSCOPE_HAVE_LIBURING
+    if (s->have_ring) {
+        unsigned queued = 0;
+        for (unsigned i = 0; i < s->count; i++) {
+            struct watched *w = &s->threads[i];
+            struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
+            if (!sqe)
+                break;
+            io_uring_prep_read(sqe, w->schedstat_fd, w->schedstat, sizeof(w->schedstat) - 1, 0);
+            io_uring_sqe_set_data64(sqe, i * 2);
+            queued++;
+            if (w->perf_fd >= 0 && (sqe = io_uring_get_sqe(&s->ring))) {
+                io_uring_prep_read(sqe, w->perf_fd, w->perf, sizeof(w->perf), 0);
+                io_uring_sqe_set_data64(sqe, i * 2 + 1);
+                queued++;
+            }
+        }
+        if (!queued || io_uring_submit_and_wait(&s->ring, queued) < 0)
+            return;
+        for (unsigned n = 0; n < queued; n++) {
+            struct io_uring_cqe *cqe;
+            if (io_uring_wait_cqe(&s->ring, &cqe) < 0)
+                return;
+            uint64_t data = io_uring_cqe_get_data64(cqe);
+            struct watched *w = &s->threads[data / 2];
+            if (data % 2 == 0)
+                w->schedstat[cqe->res > 0 ? cqe->res : 0] = '\0';
+            else if (cqe->res != (int)sizeof(w->perf) && cqe->res < (int)(sizeof(uint64_t) * 3))
+                w->perf[0] = 0;
+            io_uring_cqe_seen(&s->ring, cqe);
+        }
+        return;
+    }
+#endif
+    for (unsigned i = 0; i < s->count; i++) {
+        struct watched *w = &s->threads[i];
+        ssize_t n = pread(w->schedstat_fd, w->schedstat, sizeof(w->schedstat) - 1, 0);
+        w->schedstat[n > 0 ? n : 0] = '\0';
+        if (w->perf_fd >= 0 && read(w->perf_fd, w->perf, sizeof(w->perf)) < (ssize_t)(3 * 8))
+            w->perf[0] = 0;
+    }
+}
+
+static void record_samples(struct sampler *s, uint64_t ticks)
+{
+    for (unsigned i = 0; i < s->count; i++) {
+        struct watched *w = &s->threads[i];
+        if (!w->schedstat[0])
+            continue; /* exited since the listing */
+        struct kernel_sample *k = chunked_next(&s->rec->samples);
+        if (!k)
+            return;
+        char *end;
+        k->ticks = ticks;
+        k->tid = w->tid;
+        k->oncpu_ns = strtoull(w->schedstat, &end, 10);
+        k->runnable_ns = strtoull(end, &end, 10);
+        k->runs = strtoull(end, NULL, 10);
+        if (w->perf_fd >= 0 && w->perf[0] >= 2) {
+            k->flags = w->perf_flags;
+            if (w->perf_flags & KERNEL_SAMPLE_SWITCHES) {
+                k->context_switches = w->perf[1];
+                k->migrations = w->perf[2];
+                k->minor_faults = w->perf[3];
+                k->major_faults = w->perf[4];
+            } else {
+                k->minor_faults = w->perf[1];
+                k->major_faults = w->perf[2];
+            }
+        }
+        chunked_publish(&s->rec->samples);
+    }
+}
+
+static void *sampler_main(void *arg)
+{
+    struct sampler *s = arg;
+    prctl(PR_SET_NAME, "fscope-kernel");
+#ifdef FSCOPE_HAVE_LIBURING
+    s->have_ring = io_uring_queue_init(2 * REC_KERNEL_THREADS, &s->ring, 0) == 0;
+#endif
+    unsigned tick = 0;
+    pthread_mutex_lock(&sampler_lock);
+    while (!sampler_stopping) {
+        pthread_mutex_unlock(&sampler_lock);
+        /* New threads are found once a second (and at the first tick). */
+        if (tick++ % (1000 / KERNEL_TICK_MS) == 0)
+            refresh_threads(s);
+        read_all(s);
+        record_samples(s, fscope_now());
+        pthread_mutex_lock(&sampler_lock);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += KERNEL_TICK_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (!sampler_stopping &&
+               pthread_cond_timedwait(&sampler_wake, &sampler_lock, &until) != ETIMEDOUT)
+            ;
+    }
+    pthread_mutex_unlock(&sampler_lock);
+    /* A last sample, so the run's totals reach its end. */
+    read_all(s);
+    record_samples(s, fscope_now());
+    for (unsigned i = 0; i < s->count; i++)
+        watched_close(s, &s->threads[i]);
+#ifdef FSCOPE_HAVE_LIBURING
+    if (s->have_ring)
+        io_uring_queue_exit(&s->ring);
+#endif
+    free(s);
+    return NULL;
+}
+
+static void sampler_start_once(void)
+{
+    if (!kernel_on)
+        return;
+    uint64_t offset;
+    struct rec_kernel *rec = recording_object_new(sizeof(*rec), &offset);
+    struct sampler *s = rec ? calloc(1, sizeof(*s)) : NULL;
+    if (!s)
+        return;
+    rec->tick_ms = KERNEL_TICK_MS;
+    chunked_init(&rec->samples, sizeof(struct kernel_sample));
+    recording_publish(REC_OBJ_KERNEL, offset, sizeof(*rec));
+    s->rec = rec;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&sampler_wake, &attr);
+    pthread_condattr_destroy(&attr);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    sampler_running = pthread_create(&sampler_thread, NULL, sampler_main, s) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!sampler_running) {
+        free(s);
+        fscope_log(FSCOPE_LOG_WARN, "cannot start the kernel sampler thread: threads other "
+                   "than the one presenting are not sampled");
+    }
+}
+
+static pthread_once_t sampler_once = PTHREAD_ONCE_INIT;
+
+void kernel_sampler_start(void)
+{
+    pthread_once(&sampler_once, sampler_start_once);
+}
+
+void kernel_sampler_stop(void)
+{
+    pthread_mutex_lock(&sampler_lock);
+    sampler_stopping = true;
+    bool join = sampler_running;
+    sampler_running = false;
+    if (join)
+        pthread_cond_signal(&sampler_wake);
+    pthread_mutex_unlock(&sampler_lock);
+    if (join)
+        pthread_join(sampler_thread, NULL);
 }
