@@ -78,4 +78,60 @@ def test_off(build, demo):
     print("off: nothing measured and said; a bad value: one warning, on")
 
 
-main({"lock_wait": test_lock_wait, "starved": test_starved, "off": test_off})
+def threads_csv(r):
+    import csv
+    with open(os.path.join(r.capture_dir, "threads.csv")) as f:
+        return list(csv.DictReader(f))
+
+
+def test_threads(build, demo):
+    """Every thread of the app, sampled: the worker holding the lock sleeps most of the run,
+    each thread's ticks add up, and perf's counts are there or their absence explained."""
+    r, summary, _ = kernel_run(build, [demo, "--quiet", "--frames", "60", "--present-mode",
+                                       "mailbox", "--threads", "2", "--lock-wait-ms", "3"])
+    threads = {t["name"]: t for t in summary["threads"]}
+    check("demo-lock" in threads and "framescope-demo" in threads, list(threads))
+    holder = threads["demo-lock"]
+    check(holder["oncpu_ms"] < 0.2 * holder["seconds"] * 1000,
+          f"the lock holder sleeps while it holds the lock, yet was on CPU {holder}")
+    rows = threads_csv(r)
+    check(len({row["thread_id"] for row in rows}) >= 3, "fewer than three threads sampled")
+    for row in rows:
+        span = ns(row["end_ms"]) - ns(row["start_ms"])
+        parts = ns(row["oncpu_ms"]) + ns(row["runnable_ms"]) + ns(row["asleep_ms"])
+        # asleep is what the tick leaves: exact unless on CPU and runnable exceed the tick
+        # (the kernel's and our clocks differ by a few microseconds).
+        check(parts == span or (ns(row["asleep_ms"]) == 0 and parts - span < 1_000_000),
+              f"a tick does not add up: {row}")
+    if os.geteuid() == 0:
+        check(all(row["context_switches"] for row in rows if row["thread"] == "framescope-demo"),
+              "context switches not counted as root")
+    else:
+        check(summary["threads_perf"], "perf counts missing and not explained")
+    print(f"{len(threads)} threads sampled; the lock holder on CPU {holder['oncpu_ms']:.1f} ms "
+          f"of {holder['seconds']:.2f} s")
+
+
+def test_faults(build, demo):
+    """A frame that maps a file dropped from the page cache: its page faults are counted, and
+    reading them back from disk is time blocked outside Vulkan, beyond the same run without."""
+    args = [demo, "--quiet", "--frames", "30", "--present-mode", "mailbox"]
+    _, plain, plain_rows = kernel_run(build, args)
+    r, summary, rows = kernel_run(build, args + ["--fault-mb", "8"])
+    demo_thread = [t for t in summary["threads"] if t["name"] == "framescope-demo"][0]
+    pages = 30 * 8 * 256
+    # The kernel maps up to 16 pages per fault on a file (fault-around).
+    check(demo_thread.get("minor_faults", pages) >= pages / 32,
+          f"{demo_thread.get('minor_faults')} faults for {pages} pages touched")
+    if demo_thread.get("major_faults", 0) == 0:
+        print("no major faults: the file's directory keeps pages in memory (tmpfs)")
+        return
+    blocked, blocked_plain = mean_ms(rows, "cpu_blocked_ms"), mean_ms(plain_rows, "cpu_blocked_ms")
+    check(blocked > blocked_plain, f"blocked outside Vulkan {blocked:.3f} ms with faults, "
+          f"{blocked_plain:.3f} ms without")
+    print(f"{demo_thread['major_faults']} major faults; blocked outside Vulkan {blocked:.3f} ms "
+          f"a frame, {blocked_plain:.3f} ms without them")
+
+
+main({"lock_wait": test_lock_wait, "starved": test_starved, "off": test_off,
+      "threads": test_threads, "faults": test_faults})

@@ -215,8 +215,37 @@ static void watched_close(struct sampler *s, struct watched *w)
     watched_close_perf(w);
 }
 
-/* Lists /proc/self/task: new threads are watched, gone ones closed. */
-static void refresh_threads(struct sampler *s)
+/* A thread's name into the recording's table (a thread renames itself after it starts). */
+static void record_name(struct sampler *s, int tid)
+{
+    uint32_t n = atomic_load(&s->rec->thread_count);
+    struct rec_kernel_thread *t = NULL;
+    for (uint32_t i = 0; i < n && !t; i++)
+        if (s->rec->threads[i].tid == tid)
+            t = &s->rec->threads[i];
+    if (!t && n >= REC_KERNEL_THREADS)
+        return;
+    char path[64], name[sizeof(t->name)] = "";
+    snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+    FILE *comm = fopen(path, "re");
+    if (comm) {
+        if (fgets(name, sizeof(name), comm))
+            name[strcspn(name, "\n")] = '\0';
+        fclose(comm);
+    }
+    if (t) {
+        memcpy(t->name, name, sizeof(name));
+        return;
+    }
+    t = &s->rec->threads[n];
+    t->tid = tid;
+    memcpy(t->name, name, sizeof(name));
+    atomic_store_explicit(&s->rec->thread_count, n + 1, memory_order_release);
+}
+
+/* Lists /proc/self/task: new threads are watched, gone ones closed; with names, every
+ * thread's name is read again. */
+static void refresh_threads(struct sampler *s, bool names)
 {
     DIR *dir = opendir("/proc/self/task");
     if (!dir)
@@ -235,6 +264,8 @@ static void refresh_threads(struct sampler *s)
                 w = &s->threads[i];
         if (w) {
             w->seen = true;
+            if (names)
+                record_name(s, tid);
             continue;
         }
         if (s->count >= REC_KERNEL_THREADS)
@@ -250,20 +281,7 @@ static void refresh_threads(struct sampler *s)
         w->schedstat_fd = fd;
         w->seen = true;
         perf_group(s, w);
-        /* The name, for the recording's thread table (names can change; the first is kept). */
-        uint32_t n = atomic_load(&s->rec->thread_count);
-        if (n < REC_KERNEL_THREADS) {
-            struct rec_kernel_thread *t = &s->rec->threads[n];
-            t->tid = tid;
-            snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
-            FILE *comm = fopen(path, "re");
-            if (comm) {
-                if (fgets(t->name, sizeof(t->name), comm))
-                    t->name[strcspn(t->name, "\n")] = '\0';
-                fclose(comm);
-            }
-            atomic_store_explicit(&s->rec->thread_count, n + 1, memory_order_release);
-        }
+        record_name(s, tid);
     }
     closedir(dir);
     /* Threads that exited: stop reading them (their last sample stays). */
@@ -365,9 +383,8 @@ static void *sampler_main(void *arg)
     pthread_mutex_lock(&sampler_lock);
     while (!sampler_stopping) {
         pthread_mutex_unlock(&sampler_lock);
-        /* New threads are found once a second (and at the first tick). */
-        if (tick++ % (1000 / KERNEL_TICK_MS) == 0)
-            refresh_threads(s);
+        /* New threads are found at every tick, names read again once a second. */
+        refresh_threads(s, tick++ % (1000 / KERNEL_TICK_MS) == 0);
         read_all(s);
         record_samples(s, fscope_now());
         pthread_mutex_lock(&sampler_lock);
@@ -384,6 +401,7 @@ static void *sampler_main(void *arg)
     }
     pthread_mutex_unlock(&sampler_lock);
     /* A last sample, so the run's totals reach its end. */
+    refresh_threads(s, true);
     read_all(s);
     record_samples(s, fscope_now());
     for (unsigned i = 0; i < s->count; i++)

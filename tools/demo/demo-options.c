@@ -23,6 +23,9 @@ static const char usage_text[] =
     "  --lock-wait-ms F        every frame, wait on a mutex a worker thread holds for F ms\n"
     "                          (sleeping outside Vulkan, as a render thread waits for a\n"
     "                          worker's lock)\n"
+    "  --fault-mb N            every frame, map N MiB of a file whose pages were just dropped\n"
+    "                          from the page cache and touch every page (page faults, major\n"
+    "                          ones read from disk, as streamed assets do)\n"
     "  --cpu-hog               a thread that spins for the whole run (run the demo under\n"
     "                          taskset -c N to make it compete for one CPU)\n"
     "  --gpu-iters N           fragment shader loops N ALU iterations on 1/16 of the pixels\n"
@@ -149,6 +152,7 @@ enum option_id {
     OPTION_DIE,
     OPTION_LOCK_WAIT_MS,
     OPTION_CPU_HOG,
+    OPTION_FAULT_MB,
     OPTION_SELF_TIMESTAMPS,
     OPTION_TRANSFER_QUEUE,
 };
@@ -158,6 +162,7 @@ static const struct option long_options[] = {
     { "cpu-ms", required_argument, NULL, OPTION_CPU_MS },
     { "lock-wait-ms", required_argument, NULL, OPTION_LOCK_WAIT_MS },
     { "cpu-hog", no_argument, NULL, OPTION_CPU_HOG },
+    { "fault-mb", required_argument, NULL, OPTION_FAULT_MB },
     { "gpu-iters", required_argument, NULL, OPTION_GPU_ITERS },
     { "present-mode", required_argument, NULL, OPTION_PRESENT_MODE },
     { "output", required_argument, NULL, OPTION_OUTPUT },
@@ -522,6 +527,11 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
             break;
         case OPTION_CPU_HOG:
             options.cpu_hog = true;
+            break;
+        case OPTION_FAULT_MB:
+            if (!parse_uint(name, optarg, 1, 1024, &value))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.fault_mb = (uint32_t)value;
             break;
         case OPTION_DIE: {
             static const struct { const char *name; int signo; } signals[] = {

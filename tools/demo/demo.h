@@ -31,6 +31,7 @@ struct demo_options {
     double cpu_ms;
     double lock_wait_ms; /* --lock-wait-ms: each frame waits this long on a worker's mutex */
     bool cpu_hog;        /* --cpu-hog: a thread that spins for the whole run */
+    uint32_t fault_mb;   /* --fault-mb: pages of a file dropped from the cache and read back */
     uint32_t gpu_iters;
     VkPresentModeKHR present_mode;
     enum demo_output output;

@@ -8,6 +8,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,7 +163,7 @@ static void wait_for_worker_lock(double ms)
         lock_worker.started = pthread_create(&thread, NULL, lock_worker_main, NULL) == 0;
         if (!lock_worker.started)
             return;
-        pthread_setname_np(thread, "demo-lock-holder");
+        pthread_setname_np(thread, "demo-lock");
         pthread_detach(thread);
     }
     pthread_mutex_lock(&lock_worker.state_lock);
@@ -182,9 +184,48 @@ static void *cpu_hog_main(void *arg)
     return NULL;
 }
 
-/* The CPU side of a frame's load: --cpu-ms and --lock-wait-ms every frame, --stall-ms once. */
+/* --fault-mb: an unnamed file on disk, its pages dropped from the cache each frame, mapped
+ * and read back page by page. */
+static void fault_in_file(uint32_t mb)
+{
+    static int fd = -2;
+    size_t bytes = (size_t)mb << 20;
+    if (fd == -2) {
+        fd = open("/var/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0)
+            fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        char block[65536];
+        memset(block, 0x5a, sizeof(block));
+        for (size_t done = 0; fd >= 0 && done < bytes; done += sizeof(block))
+            if (write(fd, block, sizeof(block)) != (ssize_t)sizeof(block)) {
+                close(fd);
+                fd = -1;
+            }
+        if (fd >= 0)
+            fdatasync(fd); /* written back, so the cache can drop it */
+        if (fd < 0)
+            fprintf(stderr, DEMO_NAME ": --fault-mb: cannot make the file: %s\n",
+                    strerror(errno));
+    }
+    if (fd < 0)
+        return;
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    volatile unsigned char *map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED)
+        return;
+    unsigned sum = 0;
+    for (size_t at = 0; at < bytes; at += 4096)
+        sum += map[at];
+    munmap((void *)map, bytes);
+    (void)sum;
+}
+
+/* The CPU side of a frame's load: --cpu-ms, --lock-wait-ms and --fault-mb every frame,
+ * --stall-ms once. */
 static void run_cpu_load(const struct demo_options *options, uint64_t frame)
 {
+    if (options->fault_mb)
+        fault_in_file(options->fault_mb);
     static bool hog_started;
     if (options->cpu_hog && !hog_started) {
         pthread_t thread;
