@@ -157,9 +157,11 @@ def run_app(argv, weston, build_dir, extra_env=None, layers="VK_LAYER_FRAMESCOPE
 
 
 def ns(value):
-    """'12.345678' (ms with six decimals, as frames.csv writes) to integer nanoseconds."""
-    whole, _, frac = value.partition(".")
-    return int(whole) * 1000000 + int((frac + "000000")[:6])
+    """'12.345678' or '-1.000001' (ms with six decimals, as frames.csv writes) to integer
+    nanoseconds."""
+    sign = -1 if value.startswith("-") else 1
+    whole, _, frac = value.lstrip("-").partition(".")
+    return sign * (int(whole) * 1000000 + int((frac + "000000")[:6]))
 
 
 BLOCK_COLUMNS = ["acquire_ms", "present_ms", "fence_ms", "semaphore_ms", "idle_ms", "cap_ms",

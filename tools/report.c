@@ -14,12 +14,14 @@
 #include "util/config.h"
 
 static const char report_usage[] =
-    "usage: framescope report [--format text|json|csv|zones|trace|presentmon|mangohud|html] DIR\n"
+    "usage: framescope report [--format text|json|csv|zones|trace|threads|presentmon|mangohud|\n"
+    "                          html] DIR\n"
     "Recomputes an output of the capture in DIR from its recording (recording.fsr): text (the\n"
     "default) is the summary as printed when the run ended, byte for byte; json, csv, zones,\n"
-    "trace, presentmon, mangohud and html are summary.json, frames.csv, zones.csv, trace.json,\n"
-    "presentmon.csv, mangohud.csv and report.html. Written to stdout. Exit status 0, 1 when\n"
-    "the output could not be written, 2 for a bad argument or an unreadable recording.\n";
+    "trace, threads, presentmon, mangohud and html are summary.json, frames.csv, zones.csv,\n"
+    "trace.json, threads.csv, presentmon.csv, mangohud.csv and report.html. Written to stdout.\n"
+    "Exit status 0, 1 when the output could not be written, 2 for a bad argument or an\n"
+    "unreadable recording.\n";
 
 int cmd_report(int argc, char **argv)
 {
@@ -37,7 +39,7 @@ int cmd_report(int argc, char **argv)
         case 'f':
             if (!report_format_parse(optarg, &format)) {
                 fprintf(stderr, "framescope: --format takes text, json, csv, zones, trace, "
-                        "presentmon, mangohud or html (got '%s')\n",
+                        "threads, presentmon, mangohud or html (got '%s')\n",
                         fscope_config_escape(optarg, shown, sizeof(shown)));
                 return 2;
             }
