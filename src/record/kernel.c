@@ -13,9 +13,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef FSCOPE_HAVE_LIBURING
-#include <liburing.h>
-#endif
 
 #include "chunked.h"
 #include "clock.h"
@@ -125,10 +122,6 @@ struct sampler {
     unsigned count;
     bool perf_kernel_refused; /* perf_event_paranoid: user-space counts only */
     unsigned perf_groups;     /* open now, at most PERF_THREADS */
-#ifdef FSCOPE_HAVE_LIBURING
-    struct io_uring ring;
-    bool have_ring;
-#endif
 };
 
 static pthread_t sampler_thread;
@@ -295,43 +288,11 @@ static void refresh_threads(struct sampler *s, bool names)
     }
 }
 
-/* Reads every watched thread's files: one io_uring submission, else plain reads. */
+/* Reads every watched thread's files. Plain reads: procfs files cannot be read without
+ * blocking, so io_uring hands each read to a worker thread of its own (an iou-wrk thread in the
+ * app), which made a tick 2 to 6 times slower than these preads (tests/bench-sampler.c). */
 static void read_all(struct sampler *s)
 {
-#ifdef FSCOPE_HAVE_LIBURING
-    if (s->have_ring) {
-        unsigned queued = 0;
-        for (unsigned i = 0; i < s->count; i++) {
-            struct watched *w = &s->threads[i];
-            struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
-            if (!sqe)
-                break;
-            io_uring_prep_read(sqe, w->schedstat_fd, w->schedstat, sizeof(w->schedstat) - 1, 0);
-            io_uring_sqe_set_data64(sqe, i * 2);
-            queued++;
-            if (w->perf_fd >= 0 && (sqe = io_uring_get_sqe(&s->ring))) {
-                io_uring_prep_read(sqe, w->perf_fd, w->perf, sizeof(w->perf), 0);
-                io_uring_sqe_set_data64(sqe, i * 2 + 1);
-                queued++;
-            }
-        }
-        if (!queued || io_uring_submit_and_wait(&s->ring, queued) < 0)
-            return;
-        for (unsigned n = 0; n < queued; n++) {
-            struct io_uring_cqe *cqe;
-            if (io_uring_wait_cqe(&s->ring, &cqe) < 0)
-                return;
-            uint64_t data = io_uring_cqe_get_data64(cqe);
-            struct watched *w = &s->threads[data / 2];
-            if (data % 2 == 0)
-                w->schedstat[cqe->res > 0 ? cqe->res : 0] = '\0';
-            else if (cqe->res != (int)sizeof(w->perf) && cqe->res < (int)(sizeof(uint64_t) * 3))
-                w->perf[0] = 0;
-            io_uring_cqe_seen(&s->ring, cqe);
-        }
-        return;
-    }
-#endif
     for (unsigned i = 0; i < s->count; i++) {
         struct watched *w = &s->threads[i];
         ssize_t n = pread(w->schedstat_fd, w->schedstat, sizeof(w->schedstat) - 1, 0);
@@ -376,9 +337,6 @@ static void *sampler_main(void *arg)
 {
     struct sampler *s = arg;
     prctl(PR_SET_NAME, "fscope-kernel");
-#ifdef FSCOPE_HAVE_LIBURING
-    s->have_ring = io_uring_queue_init(2 * REC_KERNEL_THREADS, &s->ring, 0) == 0;
-#endif
     unsigned tick = 0;
     pthread_mutex_lock(&sampler_lock);
     while (!sampler_stopping) {
@@ -406,10 +364,6 @@ static void *sampler_main(void *arg)
     record_samples(s, fscope_now());
     for (unsigned i = 0; i < s->count; i++)
         watched_close(s, &s->threads[i]);
-#ifdef FSCOPE_HAVE_LIBURING
-    if (s->have_ring)
-        io_uring_queue_exit(&s->ring);
-#endif
     free(s);
     return NULL;
 }

@@ -20,8 +20,8 @@ bool kernel_thread_times(struct fscope_collector *c, uint64_t *ret_oncpu_ns,
 void kernel_thread_exit(struct fscope_collector *c);
 
 /* The sampler: one thread of ours that, every KERNEL_TICK_MS, reads every thread's schedstat
- * and perf counters (context switches, migrations, page faults) in one io_uring submission and
- * records a sample per thread. Started with the first frame log; stopped at exit. */
+ * and perf counters (context switches, migrations, page faults) and records a sample per
+ * thread. Started with the first frame log; stopped at exit. */
 #define KERNEL_TICK_MS 100
 void kernel_sampler_start(void);
 void kernel_sampler_stop(void);
