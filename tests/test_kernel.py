@@ -103,10 +103,12 @@ def test_threads(build, demo):
         # (the kernel's and our clocks differ by a few microseconds).
         check(parts == span or (ns(row["asleep_ms"]) == 0 and parts - span < 1_000_000),
               f"a tick does not add up: {row}")
-    if os.geteuid() == 0:
+    import resource
+    if os.geteuid() == 0 and resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= 4096:
         check(all(row["context_switches"] for row in rows if row["thread"] == "framescope-demo"),
               "context switches not counted as root")
     else:
+        # Not root (perf_event_paranoid) or a descriptor limit too low to lend perf groups.
         check(summary["threads_perf"], "perf counts missing and not explained")
     print(f"{len(threads)} threads sampled; the lock holder on CPU {holder['oncpu_ms']:.1f} ms "
           f"of {holder['seconds']:.2f} s")
@@ -120,17 +122,22 @@ def test_faults(build, demo):
     r, summary, rows = kernel_run(build, args + ["--fault-mb", "8"])
     demo_thread = [t for t in summary["threads"] if t["name"] == "framescope-demo"][0]
     pages = 30 * 8 * 256
-    # The kernel maps up to 16 pages per fault on a file (fault-around).
-    check(demo_thread.get("minor_faults", pages) >= pages / 32,
-          f"{demo_thread.get('minor_faults')} faults for {pages} pages touched")
-    if demo_thread.get("major_faults", 0) == 0:
-        print("no major faults: the file's directory keeps pages in memory (tmpfs)")
+    if "minor_faults" in demo_thread:
+        # The kernel maps up to 16 pages per fault on a file (fault-around).
+        check(demo_thread["minor_faults"] >= pages / 32,
+              f"{demo_thread['minor_faults']} faults for {pages} pages touched")
+    else:
+        check(summary["threads_perf"], "page faults neither counted nor explained")
+    import subprocess
+    fs = subprocess.run(["stat", "-f", "-c", "%T", "/var/tmp"], capture_output=True, text=True)
+    if fs.stdout.strip() == "tmpfs":
+        print("/var/tmp is a tmpfs: its pages never leave memory, nothing to read back")
         return
     blocked, blocked_plain = mean_ms(rows, "cpu_blocked_ms"), mean_ms(plain_rows, "cpu_blocked_ms")
     check(blocked > blocked_plain, f"blocked outside Vulkan {blocked:.3f} ms with faults, "
           f"{blocked_plain:.3f} ms without")
-    print(f"{demo_thread['major_faults']} major faults; blocked outside Vulkan {blocked:.3f} ms "
-          f"a frame, {blocked_plain:.3f} ms without them")
+    print(f"{demo_thread.get('major_faults', 'uncounted')} major faults; blocked outside Vulkan "
+          f"{blocked:.3f} ms a frame, {blocked_plain:.3f} ms without them")
 
 
 main({"lock_wait": test_lock_wait, "starved": test_starved, "off": test_off,

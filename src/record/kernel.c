@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,7 +108,6 @@ void kernel_thread_exit(struct fscope_collector *c)
 
 struct watched {
     int tid;
-    int schedstat_fd;
     int perf_fd;        /* the group's leader; -1 without perf */
     int perf_member[3]; /* the other events: a group lives as long as all its fds; -1 */
     unsigned perf_flags; /* KERNEL_SAMPLE_* the group counts */
@@ -122,12 +122,29 @@ struct sampler {
     unsigned count;
     bool perf_kernel_refused; /* perf_event_paranoid: user-space counts only */
     unsigned perf_groups;     /* open now, at most PERF_THREADS */
+    int task_dir;             /* /proc/self/task, the one descriptor held for schedstat */
 };
 
 static pthread_t sampler_thread;
 static bool sampler_running, sampler_stopping;
 static pthread_mutex_t sampler_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sampler_wake;
+
+/* Descriptors we hold in the app's table go above this, where a program that still select()s
+ * (FD_SETSIZE 1024) never looks, and only when its limit leaves them room. */
+#define HIGH_FD 1024
+#define PERF_MIN_FD_LIMIT 4096
+
+static int fd_high(int fd)
+{
+    if (fd < 0 || fd >= HIGH_FD)
+        return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, HIGH_FD);
+    if (high < 0)
+        return fd; /* the limit keeps us low: better there than not at all */
+    close(fd);
+    return high;
+}
 
 static int perf_open(uint64_t config, int tid, int group, bool exclude_kernel)
 {
@@ -139,7 +156,8 @@ static int perf_open(uint64_t config, int tid, int group, bool exclude_kernel)
     attr.read_format = PERF_FORMAT_GROUP;
     attr.exclude_kernel = exclude_kernel;
     attr.exclude_hv = 1;
-    return (int)syscall(SYS_perf_event_open, &attr, tid, -1, group, PERF_FLAG_FD_CLOEXEC);
+    return fd_high((int)syscall(SYS_perf_event_open, &attr, tid, -1, group,
+                                PERF_FLAG_FD_CLOEXEC));
 }
 
 static void watched_close_perf(struct watched *w)
@@ -164,6 +182,15 @@ static void perf_group(struct sampler *s, struct watched *w)
         w->perf_member[i] = -1;
     if (s->perf_groups >= PERF_THREADS)
         return;
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < PERF_MIN_FD_LIMIT) {
+        if (!s->rec->perf_why[0])
+            snprintf(s->rec->perf_why, sizeof(s->rec->perf_why), "context switches, migrations "
+                     "and page faults not counted: the app may open %llu descriptors, too few to "
+                     "lend perf groups %d of them", (unsigned long long)limit.rlim_cur,
+                     PERF_THREADS * 4);
+        return;
+    }
     bool user_only = s->perf_kernel_refused;
     for (int attempt = 0; attempt < 2; attempt++) {
         unsigned first = user_only ? 2 : 0;
@@ -200,9 +227,6 @@ static void perf_group(struct sampler *s, struct watched *w)
 
 static void watched_close(struct sampler *s, struct watched *w)
 {
-    if (w->schedstat_fd >= 0)
-        close(w->schedstat_fd);
-    w->schedstat_fd = -1;
     if (w->perf_fd >= 0)
         s->perf_groups--;
     watched_close_perf(w);
@@ -263,15 +287,9 @@ static void refresh_threads(struct sampler *s, bool names)
         }
         if (s->count >= REC_KERNEL_THREADS)
             continue;
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
         w = &s->threads[s->count++];
         memset(w, 0, sizeof(*w));
         w->tid = tid;
-        w->schedstat_fd = fd;
         w->seen = true;
         perf_group(s, w);
         record_name(s, tid);
@@ -295,7 +313,13 @@ static void read_all(struct sampler *s)
 {
     for (unsigned i = 0; i < s->count; i++) {
         struct watched *w = &s->threads[i];
-        ssize_t n = pread(w->schedstat_fd, w->schedstat, sizeof(w->schedstat) - 1, 0);
+        /* Opened and closed each tick: no descriptor per thread held in the app's table. */
+        char path[32];
+        snprintf(path, sizeof(path), "%d/schedstat", w->tid);
+        int fd = openat(s->task_dir, path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? pread(fd, w->schedstat, sizeof(w->schedstat) - 1, 0) : -1;
+        if (fd >= 0)
+            close(fd);
         w->schedstat[n > 0 ? n : 0] = '\0';
         if (w->perf_fd >= 0 && read(w->perf_fd, w->perf, sizeof(w->perf)) < (ssize_t)(3 * 8))
             w->perf[0] = 0;
@@ -337,6 +361,7 @@ static void *sampler_main(void *arg)
 {
     struct sampler *s = arg;
     prctl(PR_SET_NAME, "fscope-kernel");
+    s->task_dir = fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     unsigned tick = 0;
     pthread_mutex_lock(&sampler_lock);
     while (!sampler_stopping) {
@@ -364,6 +389,8 @@ static void *sampler_main(void *arg)
     record_samples(s, fscope_now());
     for (unsigned i = 0; i < s->count; i++)
         watched_close(s, &s->threads[i]);
+    if (s->task_dir >= 0)
+        close(s->task_dir);
     free(s);
     return NULL;
 }
