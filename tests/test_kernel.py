@@ -110,6 +110,9 @@ def test_threads(build, demo):
     else:
         # Not root (perf_event_paranoid) or a descriptor limit too low to lend perf groups.
         check(summary["threads_perf"], "perf counts missing and not explained")
+    if not os.path.exists("/dev/dri"):
+        check("no DRM device" in summary["drm"]["why"] and "no DRM device" in r.stderr,
+              f"no /dev/dri here, yet: {summary['drm']}")
     print(f"{len(threads)} threads sampled; the lock holder on CPU {holder['oncpu_ms']:.1f} ms "
           f"of {holder['seconds']:.2f} s")
 
@@ -140,5 +143,59 @@ def test_faults(build, demo):
           f"{blocked:.3f} ms a frame, {blocked_plain:.3f} ms without them")
 
 
-main({"lock_wait": test_lock_wait, "starved": test_starved, "off": test_off,
+def test_drm(build, demo):
+    """The DRM usage stats path, sampler to summary, where no DRM device exists: a file in the
+    kernel's fdinfo format (FRAMESCOPE_TEST_DRM_FDINFO, test only) whose engine runs half of
+    wall time and whose VRAM residency halves mid-run."""
+    import tempfile
+    import threading
+    import time
+    base = tempfile.mkdtemp(prefix="fscope-drm-")
+    path = os.path.join(base, "fdinfo")
+    state = {"busy_ns": 0, "resident_mib": 1000, "stop": False}
+
+    def write():
+        text = ("pos:\t0\nflags:\t02100002\ndrm-driver:\ttestdrv\ndrm-client-id:\t5\n"
+                f"drm-engine-gfx:\t{state['busy_ns']} ns\ndrm-total-vram:\t1000 MiB\n"
+                f"drm-resident-vram:\t{state['resident_mib']} MiB\n")
+        with open(path + ".new", "w") as f:
+            f.write(text)
+        os.rename(path + ".new", path)  # whole, never half-written
+
+    def engine():
+        start = last = time.monotonic()
+        while not state["stop"]:
+            time.sleep(0.02)
+            now = time.monotonic()
+            state["busy_ns"] += int((now - last) * 0.5e9)  # busy half of wall time
+            last = now
+            if now - start > 1.0:
+                state["resident_mib"] = 500  # evicted while allocations stay
+            write()
+
+    write()
+    worker = threading.Thread(target=engine)
+    worker.start()
+    try:
+        # FIFO on Weston: about two seconds, paced by the compositor's timer, not the CPU.
+        r, summary, _ = kernel_run(build, [demo, "--quiet", "--frames", "80"],
+                                   {"FRAMESCOPE_TEST_DRM_FDINFO": path})
+    finally:
+        state["stop"] = True
+        worker.join()
+    clients = summary["drm"]["clients"]
+    check(len(clients) == 1 and clients[0]["driver"] == "testdrv", summary["drm"])
+    client = clients[0]
+    check(client["seconds"] > 1.2, f"sampled only {client['seconds']} s")
+    gfx = client["engines"][0]
+    share = gfx["busy_ms"] / 1000 / client["seconds"]
+    check(0.3 <= share <= 0.7, f"gfx busy {share:.1%} of the time; the engine ran half of it")
+    vram = client["regions"][0]
+    check(vram["evicted"] and vram["max_resident_bytes"] == 1000 << 20 and
+          vram["resident_bytes"] == 500 << 20, vram)
+    check("over-committed" in r.stderr and "testdrv client 5" in r.stderr, r.stderr[-1500:])
+    print(f"gfx busy {share:.1%} (the file's engine ran 50%), VRAM eviction diagnosed")
+
+
+main({"drm": test_drm, "lock_wait": test_lock_wait, "starved": test_starved, "off": test_off,
       "threads": test_threads, "faults": test_faults})

@@ -323,6 +323,23 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
                          &samples, &k->sample_count);
     k->samples = samples;
     rec->items_dropped += src->samples.dropped;
+    if (e)
+        return e;
+    k->drm_fds = atomic_load(&src->drm_fds);
+    void *drm;
+    e = read_chunked(r, &src->drm_samples, sizeof(struct drm_sample), "DRM samples", &drm,
+                     &k->drm_sample_count);
+    k->drm_samples = drm;
+    for (uint64_t i = 0; !e && i < k->drm_sample_count; i++) {
+        struct drm_sample *d = &k->drm_samples[i];
+        if (d->engine_count > DRM_SAMPLE_ENGINES || d->region_count > DRM_SAMPLE_REGIONS)
+            return malformed(r, "DRM sample %llu is malformed", (unsigned long long)i);
+        d->driver[sizeof(d->driver) - 1] = '\0';
+        for (unsigned j = 0; j < d->engine_count; j++)
+            d->engines[j].name[sizeof(d->engines[j].name) - 1] = '\0';
+        for (unsigned j = 0; j < d->region_count; j++)
+            d->regions[j].name[sizeof(d->regions[j].name) - 1] = '\0';
+    }
     return e;
 }
 
@@ -463,6 +480,7 @@ void recording_free(struct recording *rec)
     free(rec->locs);
     free(rec->spans);
     free(rec->kernel.samples);
+    free(rec->kernel.drm_samples);
     free(rec);
 }
 
@@ -565,6 +583,8 @@ int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t
                             : type == REC_OBJ_KERNEL   ? &((struct rec_kernel *)object)->samples
                                                        : &((struct rec_cap *)object)->events;
         int e = unstream_array(&r, a, stream_fd);
+        if (!e && type == REC_OBJ_KERNEL)
+            e = unstream_array(&r, &((struct rec_kernel *)object)->drm_samples, stream_fd);
         if (e)
             return e;
     }

@@ -46,6 +46,9 @@ struct recording_kernel {
     char perf_why[192];
     uint64_t sample_count;
     struct kernel_sample *samples; /* in the sampler's order: by tick, then thread */
+    uint32_t drm_fds; /* DRM descriptors the app had open at most */
+    uint64_t drm_sample_count;
+    struct drm_sample *drm_samples; /* by tick, then client */
 };
 
 struct recording {

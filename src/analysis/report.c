@@ -656,6 +656,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
                 ms_per_frame(t->other_wait[2], s->frames));
         write_kernel_text(f, s);
         threads_write_text(f, rec);
+        drm_write_text(f, rec);
         fprintf(f, "  work        %.1f submits, %.1f command buffers, %.1f draws, %.1f dispatches, "
                 "%.1f render passes per frame\n", s->count_mean[FSCOPE_COUNT_SUBMITS],
                 s->count_mean[FSCOPE_COUNT_COMMAND_BUFFERS], s->count_mean[FSCOPE_COUNT_DRAWS],
@@ -770,6 +771,7 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
     fputs("}},\n", f);
     presentation_write_json(rec, f, &s->presentation);
     threads_write_json(f, rec);
+    drm_write_json(f, rec);
     write_caps_json(f, s);
     fputs("  \"surfaces\": [", f);
     unsigned logs = rec->log_count;

@@ -170,3 +170,123 @@ int threads_write_csv(FILE *f, const void *arg)
     }
     return 0;
 }
+
+/* ---- the GPU as the kernel's DRM usage stats give it ---- */
+
+struct drm_client {
+    const struct drm_sample *first, *last;
+    uint64_t max_resident[DRM_SAMPLE_REGIONS];
+};
+
+/* First and last sample of each client (several clients when the app opens several). */
+static unsigned drm_clients(const struct recording *rec, struct drm_client *ret, unsigned max)
+{
+    const struct recording_kernel *k = &rec->kernel;
+    unsigned n = 0;
+    for (uint64_t i = 0; i < k->drm_sample_count; i++) {
+        const struct drm_sample *d = &k->drm_samples[i];
+        struct drm_client *c = NULL;
+        for (unsigned j = 0; j < n && !c; j++)
+            if (ret[j].first->client_id == d->client_id)
+                c = &ret[j];
+        if (!c) {
+            if (n == max)
+                continue;
+            c = &ret[n++];
+            memset(c, 0, sizeof(*c));
+            c->first = d;
+        }
+        c->last = d;
+        for (unsigned r = 0; r < d->region_count; r++)
+            if (d->regions[r].resident_bytes > c->max_resident[r])
+                c->max_resident[r] = d->regions[r].resident_bytes;
+    }
+    return n;
+}
+
+static const char no_drm[] = "the app opened no DRM device (/dev/dri): the kernel has no GPU "
+                             "usage to show (software rendering, or no DRM device here)";
+
+/* A region whose residency fell by more than a tenth from its peak while the client's
+ * allocations did not shrink: the kernel evicted it (VRAM over-committed). */
+static bool evicted(const struct drm_client *c, unsigned r)
+{
+    const struct drm_sample *d = c->last;
+    return strstr(d->regions[r].name, "vram") && c->max_resident[r] &&
+           d->regions[r].resident_bytes < c->max_resident[r] - c->max_resident[r] / 10 &&
+           d->regions[r].total_bytes >= c->first->regions[r].total_bytes;
+}
+
+void drm_write_text(FILE *f, const struct recording *rec)
+{
+    if (!rec->kernel.present)
+        return;
+    struct drm_client clients[8];
+    unsigned n = drm_clients(rec, clients, 8);
+    if (!rec->kernel.drm_fds || !n) {
+        fprintf(f, "  drm         %s\n", rec->kernel.drm_fds ? "the app's DRM descriptors give "
+                "no usage stats (a kernel or driver without drm-usage-stats)" : no_drm);
+        return;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        const struct drm_client *c = &clients[i];
+        double span_ns = recording_ns(rec, c->last->ticks - c->first->ticks);
+        fprintf(f, "  drm         %s client %llu over %.3f s:", c->last->driver,
+                (unsigned long long)c->last->client_id, span_ns / 1e9);
+        for (unsigned e = 0; e < c->last->engine_count && span_ns > 0; e++) {
+            uint64_t from = e < c->first->engine_count ? c->first->engines[e].busy_ns : 0;
+            double busy = (double)(c->last->engines[e].busy_ns - from) /
+                          (span_ns * (double)(c->last->engines[e].capacity ? c->last->engines[e].capacity : 1));
+            fprintf(f, " %s busy %.1f%%", c->last->engines[e].name, 100.0 * busy);
+        }
+        for (unsigned r = 0; r < c->last->region_count; r++)
+            fprintf(f, "; %s resident %.1f of %.1f MiB", c->last->regions[r].name,
+                    (double)c->last->regions[r].resident_bytes / 1048576.0,
+                    (double)c->last->regions[r].total_bytes / 1048576.0);
+        fputc('\n', f);
+        for (unsigned r = 0; r < c->last->region_count; r++)
+            if (evicted(c, r))
+                fprintf(f, "  diagnosis   %s over-committed: resident fell from %.1f to %.1f MiB "
+                        "while the client's allocations stayed at %.1f MiB\n",
+                        c->last->regions[r].name, (double)c->max_resident[r] / 1048576.0,
+                        (double)c->last->regions[r].resident_bytes / 1048576.0,
+                        (double)c->last->regions[r].total_bytes / 1048576.0);
+    }
+}
+
+void drm_write_json(FILE *f, const struct recording *rec)
+{
+    struct drm_client clients[8];
+    unsigned n = rec->kernel.present ? drm_clients(rec, clients, 8) : 0;
+    fputs("  \"drm\": {\"why\": ", f);
+    json_write_string(f, rec->kernel.present && !n ? no_drm : "");
+    fputs(", \"clients\": [", f);
+    for (unsigned i = 0; i < n; i++) {
+        const struct drm_client *c = &clients[i];
+        double span_ns = recording_ns(rec, c->last->ticks - c->first->ticks);
+        fprintf(f, "%s{\"client_id\": %llu, \"driver\": ", i ? ", " : "",
+                (unsigned long long)c->last->client_id);
+        json_write_string(f, c->last->driver);
+        fprintf(f, ", \"seconds\": %.6f, \"engines\": [", span_ns / 1e9);
+        for (unsigned e = 0; e < c->last->engine_count; e++) {
+            uint64_t from = e < c->first->engine_count ? c->first->engines[e].busy_ns : 0;
+            fprintf(f, "%s{\"name\": ", e ? ", " : "");
+            json_write_string(f, c->last->engines[e].name);
+            fprintf(f, ", \"busy_ms\": %.6f, \"capacity\": %llu}",
+                    (double)(c->last->engines[e].busy_ns - from) / 1e6,
+                    (unsigned long long)c->last->engines[e].capacity);
+        }
+        fputs("], \"regions\": [", f);
+        for (unsigned r = 0; r < c->last->region_count; r++) {
+            fprintf(f, "%s{\"name\": ", r ? ", " : "");
+            json_write_string(f, c->last->regions[r].name);
+            fprintf(f, ", \"total_bytes\": %llu, \"resident_bytes\": %llu, "
+                    "\"max_resident_bytes\": %llu, \"evicted\": %s}",
+                    (unsigned long long)c->last->regions[r].total_bytes,
+                    (unsigned long long)c->last->regions[r].resident_bytes,
+                    (unsigned long long)c->max_resident[r], evicted(c, r) ? "true" : "false");
+        }
+        fputs("]}", f);
+    }
+    fputs("]},\n", f);
+}

@@ -13,4 +13,11 @@ void threads_write_json(FILE *f, const struct recording *rec);
 /* threads.csv: one row per thread per sampler tick. Returns 0. */
 int threads_write_csv(FILE *f, const void *rec);
 
+/* "  drm ..." lines: each DRM client's engine busy share and memory, from the kernel's usage
+ * stats, and a diagnosis when VRAM residency fell while allocations did not; or why there
+ * is nothing to show. */
+void drm_write_text(FILE *f, const struct recording *rec);
+/* The "drm" member of summary.json (with its trailing ",\n"). */
+void drm_write_json(FILE *f, const struct recording *rec);
+
 #endif

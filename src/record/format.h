@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define REC_MAGIC "FSCOPREC"
-#define REC_VERSION 2u
+#define REC_VERSION 3u
 /* Objects and chunks start at multiples of this: a cache line, so no two writers share one. */
 #define REC_ALIGN 64u
 /* The arena's size: virtual address space only (a sparse memfd, mapped without reserve), so
@@ -306,6 +306,26 @@ struct rec_kernel_thread {
     char name[16];
 };
 
+/* One DRM client of the app (a file descriptor of a /dev/dri node) at one tick: its usage stats
+ * as the kernel's fdinfo gives them (Documentation/gpu/drm-usage-stats.rst). */
+#define DRM_SAMPLE_ENGINES 8
+#define DRM_SAMPLE_REGIONS 4
+struct drm_sample {
+    uint64_t ticks;
+    uint64_t client_id;
+    char driver[16];
+    uint32_t engine_count, region_count;
+    struct {
+        char name[16];
+        uint64_t busy_ns;
+        uint64_t capacity;
+    } engines[DRM_SAMPLE_ENGINES];
+    struct {
+        char name[16];
+        uint64_t total_bytes, resident_bytes;
+    } regions[DRM_SAMPLE_REGIONS];
+};
+
 /* Every thread of the app, sampled by one thread of ours every KERNEL_TICK_MS. */
 struct rec_kernel {
     uint32_t tick_ms;
@@ -313,6 +333,9 @@ struct rec_kernel {
     struct rec_kernel_thread threads[REC_KERNEL_THREADS];
     char perf_why[192]; /* what perf could not count and why; "" when everything is */
     struct chunked samples; /* struct kernel_sample */
+    _Atomic uint32_t drm_fds; /* DRM descriptors of the app seen so far */
+    uint32_t reserved;
+    struct chunked drm_samples; /* struct drm_sample */
 };
 
 #define REC_MAX_DEVICES 8 /* distinct device/driver pairs named in the summary */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "chunked.h"
+#include "util/drm_fdinfo.h"
 #include "clock.h"
 #include "meta.h"
 #include "recording.h"
@@ -123,6 +124,11 @@ struct sampler {
     bool perf_kernel_refused; /* perf_event_paranoid: user-space counts only */
     unsigned perf_groups;     /* open now, at most PERF_THREADS */
     int task_dir;             /* /proc/self/task, the one descriptor held for schedstat */
+    /* The fdinfo files of the app's DRM descriptors (links to /dev/dri nodes), found once a
+     * second; FRAMESCOPE_TEST_DRM_FDINFO names one more (a text file in the same format). */
+    char drm_paths[16][64];
+    unsigned drm_count;
+    const char *test_fdinfo;
 };
 
 static pthread_t sampler_thread;
@@ -306,6 +312,80 @@ static void refresh_threads(struct sampler *s, bool names)
     }
 }
 
+/* The app's descriptors that name a DRM device. */
+static void refresh_drm(struct sampler *s)
+{
+    DIR *dir = opendir("/proc/self/fd");
+    if (!dir)
+        return;
+    s->drm_count = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) && s->drm_count < sizeof(s->drm_paths) / sizeof(s->drm_paths[0])) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        int fd = atoi(e->d_name);
+        char path[64], target[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        if (n <= 0)
+            continue;
+        target[n] = '\0';
+        if (strncmp(target, "/dev/dri/", 9) == 0)
+            snprintf(s->drm_paths[s->drm_count++], sizeof(s->drm_paths[0]),
+                     "/proc/self/fdinfo/%d", fd);
+    }
+    closedir(dir);
+    if (s->test_fdinfo && s->drm_count < sizeof(s->drm_paths) / sizeof(s->drm_paths[0]))
+        snprintf(s->drm_paths[s->drm_count++], sizeof(s->drm_paths[0]), "%s", s->test_fdinfo);
+    if (s->drm_count > atomic_load(&s->rec->drm_fds))
+        atomic_store(&s->rec->drm_fds, s->drm_count);
+}
+
+/* Each DRM client's usage stats, once per client (several descriptors may share one). */
+static void record_drm(struct sampler *s, uint64_t ticks)
+{
+    uint64_t seen[16];
+    unsigned seen_count = 0;
+    for (unsigned i = 0; i < s->drm_count; i++) {
+        char text[4096];
+        int fd = open(s->drm_paths[i], O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        struct drm_fdinfo info;
+        if (n <= 0)
+            continue;
+        text[n] = '\0';
+        if (!drm_fdinfo_parse(text, &info))
+            continue;
+        bool again = false;
+        for (unsigned j = 0; j < seen_count && !again; j++)
+            again = seen[j] == info.client_id;
+        if (again)
+            continue;
+        seen[seen_count++] = info.client_id;
+        struct drm_sample *d = chunked_next(&s->rec->drm_samples);
+        if (!d)
+            return;
+        d->ticks = ticks;
+        d->client_id = info.client_id;
+        snprintf(d->driver, sizeof(d->driver), "%s", info.driver);
+        d->engine_count = info.engine_count;
+        for (unsigned k = 0; k < info.engine_count; k++) {
+            snprintf(d->engines[k].name, sizeof(d->engines[k].name), "%s", info.engines[k].name);
+            d->engines[k].busy_ns = info.engines[k].busy_ns;
+            d->engines[k].capacity = info.engines[k].capacity;
+        }
+        d->region_count = info.region_count;
+        for (unsigned k = 0; k < info.region_count; k++) {
+            snprintf(d->regions[k].name, sizeof(d->regions[k].name), "%s", info.regions[k].name);
+            d->regions[k].total_bytes = info.regions[k].total_bytes;
+            d->regions[k].resident_bytes = info.regions[k].resident_bytes;
+        }
+        chunked_publish(&s->rec->drm_samples);
+    }
+}
+
 /* Reads every watched thread's files. Plain reads: procfs files cannot be read without
  * blocking, so io_uring hands each read to a worker thread of its own (an iou-wrk thread in the
  * app), which made a tick 2 to 6 times slower than these preads (tests/bench-sampler.c). */
@@ -366,10 +446,16 @@ static void *sampler_main(void *arg)
     pthread_mutex_lock(&sampler_lock);
     while (!sampler_stopping) {
         pthread_mutex_unlock(&sampler_lock);
-        /* New threads are found at every tick, names read again once a second. */
-        refresh_threads(s, tick++ % (1000 / KERNEL_TICK_MS) == 0);
+        /* New threads are found at every tick; names read again, and the DRM descriptors
+         * looked for, once a second. */
+        bool second = tick++ % (1000 / KERNEL_TICK_MS) == 0;
+        refresh_threads(s, second);
+        if (second)
+            refresh_drm(s);
         read_all(s);
-        record_samples(s, fscope_now());
+        uint64_t now = fscope_now();
+        record_samples(s, now);
+        record_drm(s, now);
         pthread_mutex_lock(&sampler_lock);
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
@@ -387,6 +473,7 @@ static void *sampler_main(void *arg)
     refresh_threads(s, true);
     read_all(s);
     record_samples(s, fscope_now());
+    record_drm(s, fscope_now());
     for (unsigned i = 0; i < s->count; i++)
         watched_close(s, &s->threads[i]);
     if (s->task_dir >= 0)
@@ -406,8 +493,13 @@ static void sampler_start_once(void)
         return;
     rec->tick_ms = KERNEL_TICK_MS;
     chunked_init(&rec->samples, sizeof(struct kernel_sample));
+    chunked_init(&rec->drm_samples, sizeof(struct drm_sample));
     recording_publish(REC_OBJ_KERNEL, offset, sizeof(*rec));
     s->rec = rec;
+    /* Test only: a file in fdinfo's format read as one more DRM client (tests/test_kernel.py
+     * drives the sampler and analysis with it where no DRM device exists). */
+    const char *test = secure_getenv("FRAMESCOPE_TEST_DRM_FDINFO");
+    s->test_fdinfo = test && test[0] == '/' && strlen(test) < sizeof(s->drm_paths[0]) ? test : NULL;
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

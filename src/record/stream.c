@@ -159,8 +159,10 @@ static void stream_pass(struct streamer *s)
             stream_array(s, &((struct rec_span_log *)object)->spans, 0, p, &n);
         else if (type == REC_OBJ_CAP)
             stream_array(s, &((struct rec_cap *)object)->events, 0, p, &n);
-        else if (type == REC_OBJ_KERNEL)
+        else if (type == REC_OBJ_KERNEL) {
             stream_array(s, &((struct rec_kernel *)object)->samples, 0, p, &n);
+            stream_array(s, &((struct rec_kernel *)object)->drm_samples, 0, p, &n);
+        }
     }
     flush(s, p, n);
 }
