@@ -205,7 +205,8 @@ static unsigned drm_clients(const struct recording *rec, struct drm_client *ret,
 }
 
 static const char no_drm[] = "the app opened no DRM device (/dev/dri): the kernel has no GPU "
-                             "usage to show (software rendering, or no DRM device here)";
+                             "usage to show (software rendering, a GPU driven outside DRM such "
+                             "as NVIDIA's /dev/nvidia*, or no DRM device here)";
 
 /* A region whose residency fell by more than a tenth from its peak while the client's
  * allocations did not shrink: the kernel evicted it (VRAM over-committed). */
