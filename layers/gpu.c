@@ -24,6 +24,7 @@
 
 #include "record/clock.h"
 #include "record/gpu_clock.h"
+#include "record/worker.h"
 #include "layer.h"
 #include "util/log.h"
 #include "record/meta.h"
@@ -518,18 +519,9 @@ void gpu_reader_start(struct device_data *dev)
 {
     if (!layer_config.gpu_timing || dev->reader_started)
         return;
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&dev->reader_wake, &attr);
-    pthread_condattr_destroy(&attr);
+    fscope_worker_cond_init(&dev->reader_wake);
     pthread_mutex_init(&dev->reader_lock, NULL);
-    /* Our thread must never take the app's signals. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int err = pthread_create(&dev->reader, NULL, reader_main, dev);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int err = fscope_worker_spawn(&dev->reader, "fscope-gpu", reader_main, dev);
     if (err != 0) {
         pthread_cond_destroy(&dev->reader_wake);
         pthread_mutex_destroy(&dev->reader_lock);
@@ -537,7 +529,6 @@ void gpu_reader_start(struct device_data *dev)
                            strerror(err));
         return;
     }
-    pthread_setname_np(dev->reader, "fscope-gpu");
     dev->reader_started = true;
 }
 

@@ -5,18 +5,16 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "chunked.h"
 #include "util/drm_fdinfo.h"
+#include "worker.h"
 #include "clock.h"
 #include "meta.h"
 #include "recording.h"
@@ -123,7 +121,9 @@ struct sampler {
     unsigned count;
     bool perf_kernel_refused; /* perf_event_paranoid: user-space counts only */
     unsigned perf_groups;     /* open now, at most PERF_THREADS */
-    int task_dir;             /* /proc/self/task, the one descriptor held for schedstat */
+    int task_dir;             /* /proc/self/task, the one descriptor held for schedstat; 0: not
+                               * opened yet (0 is the app's stdin, never ours) */
+    unsigned ticks;
     /* The fdinfo files of the app's DRM descriptors (links to /dev/dri nodes), found once a
      * second; FRAMESCOPE_TEST_DRM_FDINFO names one more (a text file in the same format). */
     char drm_paths[16][64];
@@ -131,10 +131,6 @@ struct sampler {
     const char *test_fdinfo;
 };
 
-static pthread_t sampler_thread;
-static bool sampler_running, sampler_stopping;
-static pthread_mutex_t sampler_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sampler_wake;
 
 /* Descriptors we hold in the app's table go above this, where a program that still select()s
  * (FD_SETSIZE 1024) never looks, and only when its limit leaves them room. */
@@ -437,50 +433,32 @@ static void record_samples(struct sampler *s, uint64_t ticks)
     }
 }
 
-static void *sampler_main(void *arg)
+/* Each tick: new threads found at every one; names read again, and the DRM descriptors
+ * looked for, once a second. The final tick takes a last sample, so the run's totals reach
+ * its end, and lets everything go. */
+static void sampler_tick(void *arg, bool final)
 {
     struct sampler *s = arg;
-    prctl(PR_SET_NAME, "fscope-kernel");
-    s->task_dir = fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    unsigned tick = 0;
-    pthread_mutex_lock(&sampler_lock);
-    while (!sampler_stopping) {
-        pthread_mutex_unlock(&sampler_lock);
-        /* New threads are found at every tick; names read again, and the DRM descriptors
-         * looked for, once a second. */
-        bool second = tick++ % (1000 / KERNEL_TICK_MS) == 0;
-        refresh_threads(s, second);
-        if (second)
-            refresh_drm(s);
-        read_all(s);
-        uint64_t now = fscope_now();
-        record_samples(s, now);
-        record_drm(s, now);
-        pthread_mutex_lock(&sampler_lock);
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += KERNEL_TICK_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        while (!sampler_stopping &&
-               pthread_cond_timedwait(&sampler_wake, &sampler_lock, &until) != ETIMEDOUT)
-            ;
-    }
-    pthread_mutex_unlock(&sampler_lock);
-    /* A last sample, so the run's totals reach its end. */
-    refresh_threads(s, true);
+    if (s->task_dir == 0)
+        s->task_dir = fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    bool second = final || s->ticks++ % (1000 / KERNEL_TICK_MS) == 0;
+    refresh_threads(s, second);
+    if (second)
+        refresh_drm(s);
     read_all(s);
-    record_samples(s, fscope_now());
-    record_drm(s, fscope_now());
+    uint64_t now = fscope_now();
+    record_samples(s, now);
+    record_drm(s, now);
+    if (!final)
+        return;
     for (unsigned i = 0; i < s->count; i++)
         watched_close(s, &s->threads[i]);
     if (s->task_dir >= 0)
         close(s->task_dir);
     free(s);
-    return NULL;
 }
+
+static struct worker sampler = WORKER_INIT;
 
 static void sampler_start_once(void)
 {
@@ -500,17 +478,7 @@ static void sampler_start_once(void)
      * drives the sampler and analysis with it where no DRM device exists). */
     const char *test = secure_getenv("FRAMESCOPE_TEST_DRM_FDINFO");
     s->test_fdinfo = test && test[0] == '/' && strlen(test) < sizeof(s->drm_paths[0]) ? test : NULL;
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&sampler_wake, &attr);
-    pthread_condattr_destroy(&attr);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    sampler_running = pthread_create(&sampler_thread, NULL, sampler_main, s) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!sampler_running) {
+    if (!worker_start(&sampler, "fscope-kernel", KERNEL_TICK_MS, sampler_tick, s)) {
         free(s);
         fscope_log(FSCOPE_LOG_WARN, "cannot start the kernel sampler thread: threads other "
                    "than the one presenting are not sampled");
@@ -526,13 +494,5 @@ void kernel_sampler_start(void)
 
 void kernel_sampler_stop(void)
 {
-    pthread_mutex_lock(&sampler_lock);
-    sampler_stopping = true;
-    bool join = sampler_running;
-    sampler_running = false;
-    if (join)
-        pthread_cond_signal(&sampler_wake);
-    pthread_mutex_unlock(&sampler_lock);
-    if (join)
-        pthread_join(sampler_thread, NULL);
+    worker_stop(&sampler);
 }

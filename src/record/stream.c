@@ -3,30 +3,23 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <time.h>
 #include <unistd.h>
 #ifdef FSCOPE_HAVE_LIBURING
 #include <liburing.h>
 #endif
 
 #include "recording.h"
+#include "worker.h"
 #include "util/log.h"
 
 /* Chunks written (and then holes punched) per io_uring submission. */
 #define STREAM_BATCH 32
 /* How often the thread looks for sealed chunks: a frame chunk fills in ~10 s at 60 fps. */
-#define STREAM_PERIOD_NS 1000000000LL
+#define STREAM_PERIOD_MS 1000
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
-static pthread_t thread;
-static bool running;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
-static bool stopping;
 
 struct pending {
     struct chunked *array;
@@ -87,7 +80,7 @@ struct streamer {
     int stream_fd, arena_fd;
 #ifdef FSCOPE_HAVE_LIBURING
     struct io_uring ring;
-    bool have_ring;
+    bool have_ring, ring_tried;
 #endif
     bool failed;
 };
@@ -167,54 +160,35 @@ static void stream_pass(struct streamer *s)
     flush(s, p, n);
 }
 
-static void *stream_main(void *arg)
+/* The stream thread's tick: the ring is made on its first one, on that thread. */
+static void stream_tick(void *arg, bool final)
 {
-    (void)arg;
-    prctl(PR_SET_NAME, "fscope-stream");
-    struct streamer s = { .stream_fd = recording_stream_fd(), .arena_fd = recording_fd() };
+    struct streamer *s = arg;
 #ifdef FSCOPE_HAVE_LIBURING
-    s.have_ring = io_uring_queue_init(STREAM_BATCH, &s.ring, 0) == 0;
-    if (!s.have_ring)
-        fscope_log(FSCOPE_LOG_INFO, "io_uring unavailable: the recording streams with pwrite");
-#endif
-    pthread_mutex_lock(&lock);
-    while (!stopping) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += STREAM_PERIOD_NS / 1000000000LL;
-        while (!stopping && pthread_cond_timedwait(&wake, &lock, &until) != ETIMEDOUT)
-            ;
-        if (stopping)
-            break;
-        pthread_mutex_unlock(&lock);
-        stream_pass(&s);
-        pthread_mutex_lock(&lock);
+    if (!s->ring_tried) {
+        s->ring_tried = true;
+        s->have_ring = io_uring_queue_init(STREAM_BATCH, &s->ring, 0) == 0;
+        if (!s->have_ring)
+            fscope_log(FSCOPE_LOG_INFO, "io_uring unavailable: the recording streams with pwrite");
     }
-    pthread_mutex_unlock(&lock);
-#ifdef FSCOPE_HAVE_LIBURING
-    if (s.have_ring)
-        io_uring_queue_exit(&s.ring);
+    if (final && s->have_ring)
+        io_uring_queue_exit(&s->ring);
 #endif
-    return NULL;
+    /* At exit what is still in memory stays there: whoever analyses reads it in place. */
+    if (!final)
+        stream_pass(s);
 }
+
+static struct streamer streamer;
+static struct worker worker = WORKER_INIT;
 
 static void start(void)
 {
     if (recording_stream_fd() < 0 || recording_fd() < 0)
         return;
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_destroy(&wake);
-    pthread_cond_init(&wake, &attr);
-    pthread_condattr_destroy(&attr);
-    /* Signals are the app's business: none lands on this thread. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    running = pthread_create(&thread, NULL, stream_main, NULL) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!running)
+    streamer.stream_fd = recording_stream_fd();
+    streamer.arena_fd = recording_fd();
+    if (!worker_start(&worker, "fscope-stream", STREAM_PERIOD_MS, stream_tick, &streamer))
         fscope_log(FSCOPE_LOG_WARN, "cannot start the recording's stream thread: the recording "
                    "stays in memory");
 }
@@ -226,12 +200,5 @@ void stream_kick(void)
 
 void stream_stop(void)
 {
-    pthread_mutex_lock(&lock);
-    stopping = true;
-    pthread_cond_signal(&wake);
-    bool join = running;
-    running = false;
-    pthread_mutex_unlock(&lock);
-    if (join)
-        pthread_join(thread, NULL);
+    worker_stop(&worker);
 }
