@@ -37,6 +37,7 @@
 #include "record/format.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/unnamed_file.h"
 #include "util/system.h"
 
 extern char **environ;
@@ -725,26 +726,12 @@ struct observed_recording {
     struct rec_header *header;
 };
 
-/* An unnamed file on disk: in $TMPDIR, else /var/tmp (on disk in Debian, where /tmp may be a
- * tmpfs, i.e. memory again), else /tmp. -1 when there is none: nothing is streamed. */
-static int stream_file_create(void)
-{
-    const char *dirs[] = { getenv("TMPDIR"), "/var/tmp", "/tmp" };
-    for (unsigned i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-        if (!dirs[i] || dirs[i][0] != '/')
-            continue;
-        int fd = open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        if (fd >= 0)
-            return fd;
-    }
-    return -1;
-}
 
 static int recording_create(struct observed_recording *r)
 {
     r->fd = memfd_create("framescope-recording", MFD_CLOEXEC);
     r->child_fd = r->child_stream_fd = -1;
-    r->stream_fd = stream_file_create();
+    r->stream_fd = unnamed_file_create(getenv("TMPDIR")); /* -1: nothing is streamed */
     r->header = MAP_FAILED;
     if (r->fd < 0 || ftruncate(r->fd, (off_t)REC_ARENA_SIZE) != 0)
         return -errno;

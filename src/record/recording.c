@@ -13,6 +13,7 @@
 #include "framescope.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/unnamed_file.h"
 
 static struct rec_header *header;
 static uint64_t arena_size;
@@ -181,21 +182,14 @@ static bool attach_observer(const char *text)
     return true;
 }
 
-/* An unnamed file on disk for the chunks the stream thread moves out of memory: in $TMPDIR,
- * else /var/tmp (kept on disk by Debian, unlike a tmpfs /tmp), else /tmp. -1 when none. */
+/* The file the stream thread moves sealed chunks to. -1 (said) when there is none. */
 static int stream_file_create(void)
 {
-    const char *dirs[] = { secure_getenv("TMPDIR"), "/var/tmp", "/tmp" };
-    for (unsigned i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-        if (!dirs[i] || dirs[i][0] != '/')
-            continue;
-        int fd = open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        if (fd >= 0)
-            return fd;
-    }
-    fscope_log(FSCOPE_LOG_INFO, "no directory for an unnamed file (O_TMPFILE in $TMPDIR, "
-               "/var/tmp, /tmp): the recording stays in memory");
-    return -1;
+    int fd = unnamed_file_create(secure_getenv("TMPDIR"));
+    if (fd < 0)
+        fscope_log(FSCOPE_LOG_INFO, "no directory for an unnamed file (O_TMPFILE in $TMPDIR, "
+                   "/var/tmp, /tmp): the recording stays in memory");
+    return fd;
 }
 
 static bool create_own(void)
