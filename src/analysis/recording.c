@@ -353,28 +353,59 @@ static const uint64_t object_sizes[REC_OBJ_TYPE_COUNT] = {
     [REC_OBJ_KERNEL] = sizeof(struct rec_kernel),
 };
 
-static int read_objects(struct reader *r, struct recording *rec, const struct rec_header *h)
+/* A header of this format, or an error naming what it is instead. */
+static int check_header(struct reader *r, const struct rec_header *h)
+{
+    if (r->len < sizeof(*h) || memcmp(h->magic, REC_MAGIC, 8) != 0)
+        return malformed(r, "not a framescope recording");
+    if (h->version != REC_VERSION || h->header_size != sizeof(*h))
+        return malformed(r, "a recording of format %u; this framescope reads format %u",
+                         h->version, REC_VERSION);
+    return 0;
+}
+
+/* The directory's entries, within its capacity. */
+static uint32_t directory_entries(const struct rec_header *h)
 {
     uint32_t entries = atomic_load(&h->dir_count);
-    if (entries > REC_DIR_ENTRIES)
-        entries = REC_DIR_ENTRIES;
+    return entries < REC_DIR_ENTRIES ? entries : REC_DIR_ENTRIES;
+}
+
+/* Entry i's object and type: 0 with *ret_object NULL for an entry a writer reserved and never
+ * published, -EINVAL for one that is not a valid object of its type. */
+static int directory_object(struct reader *r, const struct rec_header *h, uint32_t i,
+                            uint32_t *ret_type, void **ret_object)
+{
+    uint32_t type = atomic_load_explicit(&h->dir[i].type, memory_order_acquire);
+    uint64_t offset = h->dir[i].offset, size = h->dir[i].size;
+    *ret_type = type;
+    *ret_object = NULL;
+    if (type == REC_OBJ_NONE)
+        return 0;
+    if (type >= REC_OBJ_TYPE_COUNT || size != object_sizes[type] || offset < h->header_size ||
+        offset % 8 || !inside(r, offset, size))
+        return malformed(r, "directory entry %u (type %u, %llu bytes at %llu) is not a valid "
+                         "object", i, type, (unsigned long long)size, (unsigned long long)offset);
+    *ret_object = (void *)(r->bytes + offset);
+    return 0;
+}
+
+static int read_objects(struct reader *r, struct recording *rec, const struct rec_header *h)
+{
+    uint32_t entries = directory_entries(h);
     rec->logs = calloc(entries + 1, sizeof(*rec->logs));
     rec->caps = calloc(entries + 1, sizeof(*rec->caps));
     rec->threads = calloc(entries + 1, sizeof(*rec->threads));
     if (!rec->logs || !rec->caps || !rec->threads)
         return -ENOMEM;
     for (uint32_t i = 0; i < entries; i++) {
-        uint32_t type = atomic_load_explicit(&h->dir[i].type, memory_order_acquire);
-        uint64_t offset = h->dir[i].offset, size = h->dir[i].size;
-        if (type == REC_OBJ_NONE)
+        uint32_t type;
+        void *object;
+        int e = directory_object(r, h, i, &type, &object);
+        if (e)
+            return e;
+        if (!object)
             continue; /* reserved by a writer that died before publishing it */
-        if (type >= REC_OBJ_TYPE_COUNT || size != object_sizes[type] ||
-            offset < h->header_size || offset % 8 || !inside(r, offset, size))
-            return malformed(r, "directory entry %u (type %u, %llu bytes at %llu) is not a "
-                             "valid object", i, type, (unsigned long long)size,
-                             (unsigned long long)offset);
-        const void *object = r->bytes + offset;
-        int e = 0;
         switch (type) {
         case REC_OBJ_META: read_meta(rec, object); break;
         case REC_OBJ_LOCS: e = read_locs(r, rec, object); break;
@@ -397,11 +428,9 @@ int recording_read(const void *bytes, size_t len, struct recording **ret, char *
     if (why_len)
         why[0] = '\0';
     const struct rec_header *h = bytes;
-    if (len < sizeof(*h) || memcmp(h->magic, REC_MAGIC, 8) != 0)
-        return malformed(&r, "not a framescope recording");
-    if (h->version != REC_VERSION || h->header_size != sizeof(*h))
-        return malformed(&r, "a recording of format %u; this framescope reads format %u",
-                         h->version, REC_VERSION);
+    int e = check_header(&r, h);
+    if (e)
+        return e;
     uint64_t used = atomic_load(&h->used);
     if (used < h->header_size || used > len)
         return malformed(&r, "the recording claims %llu bytes but holds %zu",
@@ -423,7 +452,6 @@ int recording_read(const void *bytes, size_t len, struct recording **ret, char *
     memcpy(&rec->ns_per_tick, &bits, sizeof(bits));
     rec->alloc_failures = atomic_load(&h->alloc_failures);
     rec->gpu_timing = true;
-    int e = 0;
     if (!isfinite(rec->ns_per_tick) || rec->ns_per_tick <= 0 || rec->ns_per_tick > 1e6)
         e = malformed(&r, "the recording's clock rate is not a rate");
     if (!e)
@@ -562,33 +590,24 @@ int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t
     struct reader r = { bytes, len, why, why_len };
     if (why_len)
         why[0] = '\0';
-    struct rec_header *h = bytes;
-    if (len < sizeof(*h) || memcmp(h->magic, REC_MAGIC, 8) != 0 || h->version != REC_VERSION ||
-        h->header_size != sizeof(*h))
-        return malformed(&r, "not a framescope recording of this version");
-    uint32_t entries = atomic_load(&h->dir_count);
-    if (entries > REC_DIR_ENTRIES)
-        entries = REC_DIR_ENTRIES;
-    for (uint32_t i = 0; i < entries; i++) {
-        uint32_t type = atomic_load(&h->dir[i].type);
-        uint64_t offset = h->dir[i].offset, size = h->dir[i].size;
-        if (type != REC_OBJ_FRAME_LOG && type != REC_OBJ_SPAN_LOG && type != REC_OBJ_CAP &&
-            type != REC_OBJ_KERNEL)
+    const struct rec_header *h = bytes;
+    int e = check_header(&r, h);
+    for (uint32_t i = 0; !e && i < directory_entries(h); i++) {
+        uint32_t type;
+        void *object;
+        if ((e = directory_object(&r, h, i, &type, &object)) || !object ||
+            (type != REC_OBJ_FRAME_LOG && type != REC_OBJ_SPAN_LOG && type != REC_OBJ_CAP &&
+             type != REC_OBJ_KERNEL))
             continue;
-        if (size != object_sizes[type] || offset % 8 || !inside(&r, offset, size))
-            return malformed(&r, "directory entry %u is not a valid object", i);
-        void *object = (unsigned char *)bytes + offset;
         struct chunked *a = type == REC_OBJ_FRAME_LOG ? &((struct rec_frame_log *)object)->frames
                             : type == REC_OBJ_SPAN_LOG ? &((struct rec_span_log *)object)->spans
                             : type == REC_OBJ_KERNEL   ? &((struct rec_kernel *)object)->samples
                                                        : &((struct rec_cap *)object)->events;
-        int e = unstream_array(&r, a, stream_fd);
+        e = unstream_array(&r, a, stream_fd);
         if (!e && type == REC_OBJ_KERNEL)
             e = unstream_array(&r, &((struct rec_kernel *)object)->drm_samples, stream_fd);
-        if (e)
-            return e;
     }
-    return 0;
+    return e;
 }
 
 int recording_set_system(void *bytes, size_t len, const struct rec_system *sys, char *why,
@@ -597,24 +616,18 @@ int recording_set_system(void *bytes, size_t len, const struct rec_system *sys, 
     struct reader r = { bytes, len, why, why_len };
     if (why_len)
         why[0] = '\0';
-    struct rec_header *h = bytes;
-    if (len < sizeof(*h) || memcmp(h->magic, REC_MAGIC, 8) != 0 || h->version != REC_VERSION ||
-        h->header_size != sizeof(*h))
-        return malformed(&r, "not a framescope recording of this version");
-    uint32_t entries = atomic_load(&h->dir_count);
-    for (uint32_t i = 0; i < entries && i < REC_DIR_ENTRIES; i++) {
-        uint64_t offset = h->dir[i].offset;
-        if (atomic_load(&h->dir[i].type) != REC_OBJ_META)
+    const struct rec_header *h = bytes;
+    int e = check_header(&r, h);
+    for (uint32_t i = 0; !e && i < directory_entries(h); i++) {
+        uint32_t type;
+        struct rec_meta *m;
+        if ((e = directory_object(&r, h, i, &type, (void **)&m)) || type != REC_OBJ_META)
             continue;
-        if (h->dir[i].size != sizeof(struct rec_meta) || offset % 8 ||
-            !inside(&r, offset, sizeof(struct rec_meta)))
-            return malformed(&r, "directory entry %u is not a valid object", i);
-        struct rec_meta *m = (void *)((unsigned char *)bytes + offset);
         if (!atomic_load(&m->system_known)) {
             m->system = *sys;
             atomic_store(&m->system_known, 1);
         }
-        return 0;
+        break;
     }
-    return 0;
+    return e;
 }
