@@ -1,5 +1,6 @@
 #include "threads.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,11 +10,20 @@
 /* Threads shown in the summary; summary.json and threads.csv have them all. */
 #define THREADS_IN_SUMMARY 5
 
+/* A thread's first sample and its latest one. */
 struct thread_total {
     int tid;
     const char *name;
-    uint64_t first_ticks, last_ticks;
-    struct kernel_sample first, last;
+    const struct kernel_sample *first, *last;
+};
+
+/* Threads by tid (open addressing): a long run with threads coming and going has thousands,
+ * and every sample looks its thread up. */
+struct thread_table {
+    struct thread_total *threads; /* in the order first seen */
+    unsigned count, capacity;
+    unsigned *slots; /* index + 1 into threads; 0: free */
+    unsigned slot_mask;
 };
 
 static const char *thread_name(const struct recording *rec, int tid)
@@ -24,28 +34,60 @@ static const char *thread_name(const struct recording *rec, int tid)
     return "";
 }
 
-/* First and last sample of each thread, in the order threads were first seen. */
-static struct thread_total *totals(const struct recording *rec, unsigned *ret_count)
+static unsigned *table_slot(const struct thread_table *t, int tid)
 {
-    const struct recording_kernel *k = &rec->kernel;
-    struct thread_total *t = calloc(k->sample_count ? k->sample_count : 1, sizeof(*t));
-    unsigned n = 0;
-    for (uint64_t i = 0; t && i < k->sample_count; i++) {
-        const struct kernel_sample *s = &k->samples[i];
-        struct thread_total *found = NULL;
-        for (unsigned j = n; j-- > 0 && !found;)
-            if (t[j].tid == s->tid)
-                found = &t[j];
-        if (!found) {
-            found = &t[n++];
-            found->tid = s->tid;
-            found->name = thread_name(rec, s->tid);
-            found->first = *s;
+    unsigned i = ((unsigned)tid * 2654435761u) & t->slot_mask;
+    while (t->slots[i] && t->threads[t->slots[i] - 1].tid != tid)
+        i = (i + 1) & t->slot_mask;
+    return &t->slots[i];
+}
+
+/* The entry of s's thread, made (first = s) when new; NULL when memory ran out. */
+static struct thread_total *table_get(struct thread_table *t, const struct recording *rec,
+                                      const struct kernel_sample *s)
+{
+    if (2 * (t->count + 1) > t->slot_mask + 1 || t->count == t->capacity) {
+        unsigned capacity = t->capacity ? 2 * t->capacity : 64;
+        struct thread_total *threads = realloc(t->threads, capacity * sizeof(*threads));
+        unsigned *slots = calloc(2 * capacity, sizeof(*slots));
+        if (threads)
+            t->threads = threads;
+        if (!threads || !slots) {
+            free(slots);
+            return NULL;
         }
-        found->last = *s;
+        free(t->slots);
+        t->slots = slots;
+        t->slot_mask = 2 * capacity - 1;
+        t->capacity = capacity;
+        for (unsigned i = 0; i < t->count; i++)
+            *table_slot(t, t->threads[i].tid) = i + 1;
     }
-    *ret_count = n;
-    return t;
+    unsigned *slot = table_slot(t, s->tid);
+    if (!*slot) {
+        t->threads[t->count] = (struct thread_total){ s->tid, thread_name(rec, s->tid), s, s };
+        *slot = ++t->count;
+    }
+    return &t->threads[*slot - 1];
+}
+
+static void table_free(struct thread_table *t)
+{
+    free(t->threads);
+    free(t->slots);
+}
+
+/* Every thread's first and last sample. False when memory ran out. */
+static bool totals(const struct recording *rec, struct thread_table *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    for (uint64_t i = 0; i < rec->kernel.sample_count; i++) {
+        struct thread_total *t = table_get(ret, rec, &rec->kernel.samples[i]);
+        if (!t)
+            return false;
+        t->last = &rec->kernel.samples[i];
+    }
+    return true;
 }
 
 static uint64_t delta(uint64_t from, uint64_t to)
@@ -53,122 +95,145 @@ static uint64_t delta(uint64_t from, uint64_t to)
     return to > from ? to - from : 0;
 }
 
+/* What a thread did between two of its samples (counters that went back count 0). */
+struct thread_delta {
+    uint64_t ticks, oncpu_ns, runnable_ns, runs;
+    uint64_t context_switches, migrations, minor_faults, major_faults;
+    uint32_t flags; /* the later sample's: which counts are there */
+};
+
+static void thread_delta(const struct kernel_sample *from, const struct kernel_sample *to,
+                         struct thread_delta *ret)
+{
+    *ret = (struct thread_delta){
+        .ticks = delta(from->ticks, to->ticks),
+        .oncpu_ns = delta(from->oncpu_ns, to->oncpu_ns),
+        .runnable_ns = delta(from->runnable_ns, to->runnable_ns),
+        .runs = delta(from->runs, to->runs),
+        .context_switches = delta(from->context_switches, to->context_switches),
+        .migrations = delta(from->migrations, to->migrations),
+        .minor_faults = delta(from->minor_faults, to->minor_faults),
+        .major_faults = delta(from->major_faults, to->major_faults),
+        .flags = to->flags,
+    };
+}
+
 static int by_oncpu(const void *a, const void *b)
 {
     const struct thread_total *x = a, *y = b;
-    uint64_t dx = delta(x->first.oncpu_ns, x->last.oncpu_ns);
-    uint64_t dy = delta(y->first.oncpu_ns, y->last.oncpu_ns);
+    uint64_t dx = delta(x->first->oncpu_ns, x->last->oncpu_ns);
+    uint64_t dy = delta(y->first->oncpu_ns, y->last->oncpu_ns);
     return dx < dy ? 1 : dx > dy ? -1 : x->tid - y->tid;
 }
 
 void threads_write_text(FILE *f, const struct recording *rec)
 {
-    unsigned n;
-    struct thread_total *t = totals(rec, &n);
-    if (!t)
-        return;
-    qsort(t, n, sizeof(*t), by_oncpu);
-    for (unsigned i = 0; i < n && i < THREADS_IN_SUMMARY; i++) {
-        double span_ns = recording_ns(rec, delta(t[i].first.ticks, t[i].last.ticks));
-        uint64_t oncpu = delta(t[i].first.oncpu_ns, t[i].last.oncpu_ns);
-        uint64_t runnable = delta(t[i].first.runnable_ns, t[i].last.runnable_ns);
-        if (span_ns <= 0)
-            continue;
-        fprintf(f, "  threads     %s (tid %d): on CPU %.1f%%, starved %.1f%% of %.3f s; %llu runs",
-                t[i].name, t[i].tid, 100.0 * (double)oncpu / span_ns,
-                100.0 * (double)runnable / span_ns, span_ns / 1e9,
-                (unsigned long long)delta(t[i].first.runs, t[i].last.runs));
-        if (t[i].last.flags & KERNEL_SAMPLE_SWITCHES)
-            fprintf(f, ", %llu context switches, %llu migrations",
-                    (unsigned long long)delta(t[i].first.context_switches,
-                                              t[i].last.context_switches),
-                    (unsigned long long)delta(t[i].first.migrations, t[i].last.migrations));
-        if (t[i].last.flags & KERNEL_SAMPLE_FAULTS)
-            fprintf(f, ", %llu page faults (%llu major)",
-                    (unsigned long long)delta(t[i].first.minor_faults, t[i].last.minor_faults),
-                    (unsigned long long)delta(t[i].first.major_faults, t[i].last.major_faults));
-        fputc('\n', f);
+    struct thread_table table;
+    if (totals(rec, &table)) {
+        qsort(table.threads, table.count, sizeof(*table.threads), by_oncpu);
+        for (unsigned i = 0; i < table.count && i < THREADS_IN_SUMMARY; i++) {
+            const struct thread_total *t = &table.threads[i];
+            struct thread_delta d;
+            thread_delta(t->first, t->last, &d);
+            double span_ns = recording_ns(rec, d.ticks);
+            if (span_ns <= 0)
+                continue;
+            fprintf(f, "  threads     %s (tid %d): on CPU %.1f%%, starved %.1f%% of %.3f s; "
+                    "%llu runs", t->name, t->tid, 100.0 * (double)d.oncpu_ns / span_ns,
+                    100.0 * (double)d.runnable_ns / span_ns, span_ns / 1e9,
+                    (unsigned long long)d.runs);
+            if (d.flags & KERNEL_SAMPLE_SWITCHES)
+                fprintf(f, ", %llu context switches, %llu migrations",
+                        (unsigned long long)d.context_switches,
+                        (unsigned long long)d.migrations);
+            if (d.flags & KERNEL_SAMPLE_FAULTS)
+                fprintf(f, ", %llu page faults (%llu major)", (unsigned long long)d.minor_faults,
+                        (unsigned long long)d.major_faults);
+            fputc('\n', f);
+        }
     }
     if (rec->kernel.present && rec->kernel.perf_why[0])
         fprintf(f, "  threads     %s\n", rec->kernel.perf_why);
-    free(t);
+    table_free(&table);
 }
 
 void threads_write_json(FILE *f, const struct recording *rec)
 {
-    unsigned n;
-    struct thread_total *t = totals(rec, &n);
+    struct thread_table table;
+    bool all = totals(rec, &table);
     fputs("  \"threads\": [", f);
-    for (unsigned i = 0; t && i < n; i++) {
-        fprintf(f, "%s{\"tid\": %d, \"name\": ", i ? ", " : "", t[i].tid);
-        json_write_string(f, t[i].name);
+    for (unsigned i = 0; all && i < table.count; i++) {
+        const struct thread_total *t = &table.threads[i];
+        struct thread_delta d;
+        thread_delta(t->first, t->last, &d);
+        fprintf(f, "%s{\"tid\": %d, \"name\": ", i ? ", " : "", t->tid);
+        json_write_string(f, t->name);
         fprintf(f, ", \"seconds\": %.6f, \"oncpu_ms\": %.6f, \"runnable_ms\": %.6f, "
-                "\"runs\": %llu", recording_ns(rec, delta(t[i].first.ticks, t[i].last.ticks)) / 1e9,
-                (double)delta(t[i].first.oncpu_ns, t[i].last.oncpu_ns) / 1e6,
-                (double)delta(t[i].first.runnable_ns, t[i].last.runnable_ns) / 1e6,
-                (unsigned long long)delta(t[i].first.runs, t[i].last.runs));
-        if (t[i].last.flags & KERNEL_SAMPLE_SWITCHES)
+                "\"runs\": %llu", recording_ns(rec, d.ticks) / 1e9, (double)d.oncpu_ns / 1e6,
+                (double)d.runnable_ns / 1e6, (unsigned long long)d.runs);
+        if (d.flags & KERNEL_SAMPLE_SWITCHES)
             fprintf(f, ", \"context_switches\": %llu, \"migrations\": %llu",
-                    (unsigned long long)delta(t[i].first.context_switches,
-                                              t[i].last.context_switches),
-                    (unsigned long long)delta(t[i].first.migrations, t[i].last.migrations));
-        if (t[i].last.flags & KERNEL_SAMPLE_FAULTS)
+                    (unsigned long long)d.context_switches, (unsigned long long)d.migrations);
+        if (d.flags & KERNEL_SAMPLE_FAULTS)
             fprintf(f, ", \"minor_faults\": %llu, \"major_faults\": %llu",
-                    (unsigned long long)delta(t[i].first.minor_faults, t[i].last.minor_faults),
-                    (unsigned long long)delta(t[i].first.major_faults, t[i].last.major_faults));
+                    (unsigned long long)d.minor_faults, (unsigned long long)d.major_faults);
         fputc('}', f);
     }
     fputs("],\n  \"threads_perf\": ", f);
     json_write_string(f, rec->kernel.perf_why);
     fputs(",\n", f);
-    free(t);
+    table_free(&table);
 }
 
 int threads_write_csv(FILE *f, const void *arg)
 {
     const struct recording *rec = arg;
-    const struct recording_kernel *k = &rec->kernel;
     fputs("thread_id,thread,start_ms,end_ms,oncpu_ms,runnable_ms,asleep_ms,runs,"
           "context_switches,migrations,minor_faults,major_faults\n", f);
     uint64_t origin = frames_origin_ticks(rec);
+    struct thread_table table = { 0 };
+    int e = 0;
     /* Each sample against the same thread's previous one. */
-    for (uint64_t i = 0; i < k->sample_count; i++) {
-        const struct kernel_sample *s = &k->samples[i], *prev = NULL;
-        for (uint64_t j = i; j-- > 0 && !prev;)
-            if (k->samples[j].tid == s->tid)
-                prev = &k->samples[j];
-        if (!prev || s->ticks <= prev->ticks)
-            continue;
-        int64_t span = ticks_ns(rec, s->ticks - prev->ticks);
-        int64_t oncpu = (int64_t)delta(prev->oncpu_ns, s->oncpu_ns);
-        int64_t runnable = (int64_t)delta(prev->runnable_ns, s->runnable_ns);
-        int64_t asleep = span - oncpu - runnable;
+    for (uint64_t i = 0; i < rec->kernel.sample_count; i++) {
+        const struct kernel_sample *s = &rec->kernel.samples[i];
+        struct thread_total *t = table_get(&table, rec, s);
+        if (!t) {
+            e = -ENOMEM;
+            break;
+        }
+        const struct kernel_sample *prev = t->last;
+        t->last = s;
+        if (s->ticks <= prev->ticks)
+            continue; /* its first sample (or a torn one) */
+        struct thread_delta d;
+        thread_delta(prev, s, &d);
+        int64_t span = ticks_ns(rec, d.ticks);
+        int64_t asleep = span - (int64_t)d.oncpu_ns - (int64_t)d.runnable_ns;
         fprintf(f, "%d,", s->tid);
         /* Names are the program's own: no commas or quotes in CSV. */
-        for (const char *c = thread_name(rec, s->tid); *c; c++)
+        for (const char *c = t->name; *c; c++)
             fputc(*c == ',' || *c == '"' ? ' ' : *c, f);
         int64_t start = prev->ticks > origin ? ticks_ns(rec, prev->ticks - origin)
                                               : -ticks_ns(rec, origin - prev->ticks);
         csv_write_ms(f, start);
         csv_write_ms(f, start + span);
-        csv_write_ms(f, oncpu);
-        csv_write_ms(f, runnable);
+        csv_write_ms(f, (int64_t)d.oncpu_ns);
+        csv_write_ms(f, (int64_t)d.runnable_ns);
         csv_write_ms(f, asleep > 0 ? asleep : 0);
-        fprintf(f, ",%llu", (unsigned long long)delta(prev->runs, s->runs));
-        if (s->flags & KERNEL_SAMPLE_SWITCHES)
-            fprintf(f, ",%llu,%llu", (unsigned long long)delta(prev->context_switches,
-                                                                s->context_switches),
-                    (unsigned long long)delta(prev->migrations, s->migrations));
+        fprintf(f, ",%llu", (unsigned long long)d.runs);
+        if (d.flags & KERNEL_SAMPLE_SWITCHES)
+            fprintf(f, ",%llu,%llu", (unsigned long long)d.context_switches,
+                    (unsigned long long)d.migrations);
         else
             fputs(",,", f);
-        if (s->flags & KERNEL_SAMPLE_FAULTS)
-            fprintf(f, ",%llu,%llu\n", (unsigned long long)delta(prev->minor_faults,
-                                                                  s->minor_faults),
-                    (unsigned long long)delta(prev->major_faults, s->major_faults));
+        if (d.flags & KERNEL_SAMPLE_FAULTS)
+            fprintf(f, ",%llu,%llu\n", (unsigned long long)d.minor_faults,
+                    (unsigned long long)d.major_faults);
         else
             fputs(",,\n", f);
     }
-    return 0;
+    table_free(&table);
+    return e;
 }
 
 /* ---- the GPU as the kernel's DRM usage stats give it ---- */
