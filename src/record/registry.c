@@ -118,6 +118,7 @@ static void collector_reset(struct fscope_collector *c)
     c->frame_flags = 0;
     c->mark_log = NULL;
     c->schedstat_fd = -1;
+    c->instant_loc = NULL;
     for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
         atomic_store(&c->counters[k], 0);
 }
@@ -487,7 +488,11 @@ FSCOPE_EXPORT void fscope_instant(const struct fscope_loc *loc, uint64_t ticks)
 {
     struct fscope_collector *c = fscope_thread_collector();
     if (c) {
-        recording_loc(loc);
+        /* A thread marks the same instant (a present) again and again: enter it once. */
+        if (c->instant_loc != loc) {
+            recording_loc(loc);
+            c->instant_loc = loc;
+        }
         ring_write(c, ticks, loc);
     }
 }

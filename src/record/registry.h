@@ -55,6 +55,7 @@ struct fscope_collector {
     struct fscope_event *ring; /* rec.ring_offset, in this process */
 
     uint64_t last_span_end; /* external slots: spans are kept in order */
+    const struct fscope_loc *instant_loc; /* the last instant's, already in the location table */
     uint64_t spans_clamped;
 
     uint64_t block_ticks[FSCOPE_BLOCK_COUNT]; /* since this thread's last frame close */
