@@ -16,7 +16,8 @@ clang-14 -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
     -o "$work/fuzz-recording"
 # The seed: a small real recording (a short ring keeps it small), from framescope run.
 mkdir "$work/corpus"
-XDG_RUNTIME_DIR=$(mktemp -d /tmp/fscope-fuzz-rt-XXXXXX) FRAMESCOPE_RING_EVENTS=64 \
+mkdir -m 700 "$work/runtime"
+XDG_RUNTIME_DIR="$work/runtime" FRAMESCOPE_RING_EVENTS=64 \
     "$build/tools/framescope" run --summary off --output "$work/seed" -- \
     "$build/tools/demo/framescope-demo" --quiet --frames 8 >/dev/null
 cp "$work/seed/recording.fsr" "$work/corpus/demo"
