@@ -218,6 +218,41 @@ def test_bounded_memory(build):
           f"(+{grown // 1024} KiB for +{data // 1024} KiB of frames)")
 
 
+def test_self_streamed(build):
+    """Without an observer, the app streams its long run to disk too and reads it back at its
+    own exit: the capture holds every frame and report reproduces it."""
+    _, demo = tools(build)
+    base = tempfile.mkdtemp(prefix="fscope-selfstream-")
+    args = [demo, "--frames", "1000", "--present-mode", "mailbox", "--width", "64",
+            "--height", "64"]
+
+    def run(argv, out, summary_file):
+        with Weston() as w:
+            env = dict(os.environ)
+            env.update(w.env())
+            env.update(layer_env(build))
+            env.update({"FRAMESCOPE_OUTPUT": out, "FRAMESCOPE_SUMMARY": summary_file,
+                        "FRAMESCOPE_LOG": "debug", "FRAMESCOPE_RING_EVENTS": "64"})
+            proc = subprocess.run(argv, env=env, capture_output=True, text=True,
+                                  timeout=PATIENCE_S)
+        check(proc.returncode == 0, proc.stderr[-1500:])
+        return proc
+
+    # The rate, measured here, sizes the run: three seconds of frames (the stream thread
+    # wakes each second) and at least four chunks of them.
+    proc = run(args, os.path.join(base, "probe"), os.path.join(base, "probe.txt"))
+    fps = float(re.search(r"([\d.]+) fps", proc.stdout).group(1))
+    frames = max(int(fps * 3), 4 * 600)
+    out, summary_file = os.path.join(base, "capture"), os.path.join(base, "summary.txt")
+    proc = run(args[:1] + ["--frames", str(frames)] + args[3:], out, summary_file)
+    m = re.search(r"read back (\d+) KiB of the recording streamed", proc.stderr)
+    check(m and int(m.group(1)) > 0, f"nothing was streamed:\n{proc.stderr[-1500:]}")
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    check(summary["frames"] == frames, f"{summary['frames']} frames of {frames}")
+    check_report_reproduces(build, out, open(summary_file).read())
+    print(f"{frames} frames, {m.group(1)} KiB streamed and read back at exit; report reproduces")
+
+
 def mutations(data, rng):
     """Recordings broken the ways a reader must survive: cut, wrong magic or version, sizes
     and offsets that point outside, and random bytes changed."""
@@ -283,4 +318,5 @@ main({
     "fork_and_launch": test_fork_and_launch,
     "malformed": test_malformed,
     "bounded_memory": test_bounded_memory,
+    "self_streamed": test_self_streamed,
 })
