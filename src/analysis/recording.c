@@ -229,6 +229,17 @@ static int read_thread(struct reader *r, struct recording *rec, const struct rec
     const struct fscope_event *ring = (const void *)(r->bytes + src->ring_offset);
     for (uint64_t i = first; i < head; i++)
         t->events[i - first] = ring[i & src->ring_mask];
+    /* A thread still running (the app reading its own recording) may have overwritten the
+     * oldest of them while we copied: those are not trustworthy, drop them. */
+    uint64_t head_after = atomic_load_explicit(&src->ring_head, memory_order_acquire);
+    uint64_t safe_first = head_after > ring_size ? head_after - ring_size : 0;
+    uint64_t skip = safe_first > first ? safe_first - first : 0;
+    if (skip > t->event_count)
+        skip = t->event_count;
+    if (skip) {
+        memmove(t->events, t->events + skip, (t->event_count - skip) * sizeof(*t->events));
+        t->event_count -= skip;
+    }
     return 0;
 }
 

@@ -160,11 +160,6 @@ void clock_refine(void)
     calib_store(&c);
 }
 
-FSCOPE_EXPORT bool fscope_clock_is_tsc(void)
-{
-    return use_tsc;
-}
-
 /* Formatted when asked (by reports), from the calibration in force, so refining the rate on
  * a present never writes a string another thread may be reading. */
 FSCOPE_EXPORT const char *fscope_clock_describe(void)

@@ -27,7 +27,6 @@ FSCOPE_EXPORT uint64_t fscope_ns_to_ticks(double ns);
 
 /* "tsc (invariant, 2.100 GHz calibrated)" or "clock_gettime(CLOCK_MONOTONIC) (...reason)". */
 FSCOPE_EXPORT const char *fscope_clock_describe(void);
-FSCOPE_EXPORT bool fscope_clock_is_tsc(void);
 
 /* Refines the tick rate against CLOCK_MONOTONIC over the time since start-up. Cheap to call
  * often: it does work at most once every 250 ms. */

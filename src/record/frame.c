@@ -457,11 +457,6 @@ void frame_logs_finish(void)
     }
 }
 
-FSCOPE_EXPORT uint64_t fscope_frame_log_count(const struct fscope_frame_log *log)
-{
-    return log ? chunked_count(log->frames) : 0;
-}
-
 FSCOPE_EXPORT void fscope_frame_mark(void)
 {
     uint64_t now = fscope_now();

@@ -49,8 +49,6 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
 FSCOPE_EXPORT void fscope_frame_log_set_surface(struct fscope_frame_log *log,
                                                 enum frame_surface kind);
 
-FSCOPE_EXPORT uint64_t fscope_frame_log_count(const struct fscope_frame_log *log);
-
 /* Starts presentation tracking of the log's Wayland surface: from now on each close asks the
  * compositor for feedback on the present that follows. Returns false (with why filled in and
  * kept for the summary) when it cannot be tracked. The display must outlive the tracking. */

@@ -39,11 +39,6 @@ struct detail_override {
 static struct detail_override overrides[MAX_OVERRIDES];
 static pthread_mutex_t override_lock = PTHREAD_MUTEX_INITIALIZER;
 
-struct fscope_collector *registry_slot(unsigned index)
-{
-    return slots && index < FSCOPE_MAX_SLOTS ? &slots[index] : NULL;
-}
-
 unsigned registry_slot_count(void)
 {
     return atomic_load_explicit(&slots_used, memory_order_acquire);
@@ -551,26 +546,6 @@ FSCOPE_EXPORT void fscope_external_span(struct fscope_collector *c, const struct
     ring_write(c, end, NULL);
     zone_account(c, &e, end);
     c->last_span_end = end;
-}
-
-uint64_t registry_ring_snapshot(struct fscope_collector *c, struct fscope_event *out,
-                                uint64_t *ret_lost)
-{
-    uint64_t size = c->rec.ring_mask + 1;
-    uint64_t head = atomic_load_explicit(&c->rec.ring_head, memory_order_acquire);
-    uint64_t first = head > size ? head - size : 0;
-    for (uint64_t i = first; i < head; i++)
-        out[i - first] = c->ring[i & c->rec.ring_mask];
-    /* Events the writer overwrote while we copied are not trustworthy: drop them. */
-    uint64_t head_after = atomic_load_explicit(&c->rec.ring_head, memory_order_acquire);
-    uint64_t safe_first = head_after > size ? head_after - size : 0;
-    uint64_t skip = safe_first > first ? safe_first - first : 0;
-    if (skip > head - first)
-        skip = head - first;
-    if (skip)
-        memmove(out, out + skip, (head - first - skip) * sizeof(*out));
-    *ret_lost = first + skip;
-    return head - first - skip;
 }
 
 /* Walks every node of every slot and applies the override for path. */

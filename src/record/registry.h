@@ -71,8 +71,7 @@ struct fscope_collector {
 /* Library start-up: clock, log, environment. Idempotent; run by a constructor. */
 void registry_init(void);
 
-/* The registry's slots, for readers (exporters, reports). */
-struct fscope_collector *registry_slot(unsigned index);
+/* Slots ever claimed (a high-water mark of their indices). */
 unsigned registry_slot_count(void);
 
 /* The calling thread's collector, attaching one on first use; NULL when none is free. */
@@ -124,11 +123,6 @@ FSCOPE_EXPORT void fscope_count_totals(uint64_t ret[FSCOPE_COUNT_COUNT]);
 
 /* Builds the path of node index in c ("frame/render") into buf. */
 void registry_node_path(const struct fscope_collector *c, uint32_t index, char *buf, size_t len);
-
-/* Copies the readable window of c's ring into out (capacity ring_mask+1). Returns the count
- * and, in ret_lost, how many events the ring had already overwritten. */
-uint64_t registry_ring_snapshot(struct fscope_collector *c, struct fscope_event *out,
-                                uint64_t *ret_lost);
 
 uint32_t registry_ring_events(void);
 
