@@ -6,6 +6,8 @@
  * set one scope against another. */
 #include "compare.h"
 
+#include "child.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -1103,67 +1105,6 @@ static bool command_found(const char *name)
     return false;
 }
 
-/* SIGINT, SIGTERM and SIGHUP during a run: a terminal's (si_code SI_KERNEL) already reached the
- * run through the process group; one sent to us alone is passed on. Either way no further run
- * starts. */
-static volatile sig_atomic_t child_pid;
-static volatile sig_atomic_t stop_signal;
-
-static void pass_on_signal(int signo, siginfo_t *info, void *context)
-{
-    (void)context;
-    int saved_errno = errno;
-    stop_signal = signo;
-    if (child_pid > 0 && info->si_code != SI_KERNEL)
-        kill(child_pid, signo);
-    errno = saved_errno;
-}
-
-static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
-
-static void stop_signal_set(sigset_t *ret_set)
-{
-    sigemptyset(ret_set);
-    for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
-        sigaddset(ret_set, stop_signals[i]);
-}
-
-/* Runs argv with env and returns its exit status as a shell gives it (128+N for signal N), or
- * -1 after a line on stderr. */
-static int run_child(char **argv, char **env)
-{
-    sigset_t stops, unblocked;
-    stop_signal_set(&stops);
-    /* Blocked until child_pid is set, so a signal in between is passed on. */
-    sigprocmask(SIG_BLOCK, &stops, &unblocked);
-    if (stop_signal) {
-        sigprocmask(SIG_SETMASK, &unblocked, NULL);
-        return 128 + stop_signal;
-    }
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setsigmask(&attr, &unblocked);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    pid_t pid;
-    int r = posix_spawn(&pid, argv[0], NULL, &attr, argv, env);
-    posix_spawnattr_destroy(&attr);
-    if (r == 0)
-        child_pid = pid;
-    sigprocmask(SIG_SETMASK, &unblocked, NULL);
-    if (r != 0) {
-        fprintf(stderr, "framescope: cannot run %s: %s\n", argv[0], strerror(r));
-        return -1;
-    }
-    /* Not reaped until child_pid is cleared, so the handler never signals a reused pid. */
-    siginfo_t info = { 0 };
-    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0 && errno == EINTR)
-        ;
-    child_pid = 0;
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-    return info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
-}
-
 /* The comparison's directory: a new one (its parent must exist) or one of ours that only we
  * can write, holding no earlier A1, X or A2 (run checks each of those as it does any --output).
  * False after one line on stderr. */
@@ -1393,12 +1334,13 @@ int cmd_compare(int argc, char **argv)
     if (!make_output_dir(output))
         goto out;
 
-    /* Caught before the first run, so that a signal between runs stops the next one. */
-    for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++) {
-        struct sigaction action = { .sa_sigaction = pass_on_signal,
-                                    .sa_flags = SA_SIGINFO | SA_RESTART };
-        sigemptyset(&action.sa_mask);
-        sigaction(stop_signals[i], &action, NULL);
+    /* Caught before the first run, so that a signal between runs stops the next one. A
+     * terminal's (si_code SI_KERNEL) already reached the run through the process group; one
+     * sent to us alone is passed on (tools/child.c). */
+    if (child_catch_stop_signals() != 0) {
+        fprintf(stderr, "framescope: cannot catch signals: %s\n", strerror(errno));
+        status = 1;
+        goto out;
     }
     const struct variant *variants[3] = { &a, &b, &a };
     static char run_dirs[3][PATH_MAX];
@@ -1423,13 +1365,15 @@ int cmd_compare(int argc, char **argv)
         fprintf(stderr, "framescope: compare: run %s (%d of 3), %s %s\n", run_names[i], i + 1,
                 i == 1 ? "B" : "A",
                 *variants[i]->text ? variants[i]->text : "(environment unchanged)");
-        int run_status = run_child(run_argv, env);
+        int run_signal;
+        bool ran;
+        int run_status = child_run(run_argv, env, &run_signal, &ran);
         free(run_argv);
         free(env);
-        if (stop_signal) {
+        if (child_stop_signal) {
             fprintf(stderr, "framescope: compare stopped by %s during run %s\n",
-                    strsignal(stop_signal), run_names[i]);
-            status = 128 + stop_signal;
+                    strsignal(child_stop_signal), run_names[i]);
+            status = 128 + child_stop_signal;
             goto out_captures;
         }
         if (run_status != 0) {

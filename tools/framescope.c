@@ -32,6 +32,7 @@
 #include "analysis/capture_dir.h"
 #include "analysis/recording.h"
 #include "analysis/report.h"
+#include "child.h"
 #include "compare.h"
 #include "report.h"
 #include "record/format.h"
@@ -177,61 +178,6 @@ static bool wayland_session_reachable(void)
     return file_exists(path);
 }
 
-/*
- * Signals for the command. It stays in framescope's process group, so the terminal treats it
- * as it would the command run on its own: it can read the terminal, ^Z stops it with us and
- * fg resumes both, and ^C reaches it exactly once, straight from the terminal, which signals
- * the whole foreground group. Such a signal (the terminal's keys, its hangup) comes from the
- * kernel, which sends these three only to a whole process group, the command's included
- * (si_code SI_KERNEL): it is not passed on, or the command would get it twice. One that a
- * process sent to framescope (kill, sigqueue: si_code <= 0) is passed on, once.
- * In a process group of its own the command would get every signal through us alone, but it
- * would be stopped when it reads the terminal unless framescope handed the terminal over and
- * back and relayed ^Z as a shell does. Left over: a process that signals our whole group
- * (kill -INT -PGID) reaches the command both directly and through us.
- */
-static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP };
-static volatile sig_atomic_t command_pid; /* the command, not yet reaped; 0 when none */
-static volatile sig_atomic_t stop_signal; /* the last of them framescope received */
-
-static void forward_signal(int signo, siginfo_t *info, void *context)
-{
-    (void)context;
-    int saved_errno = errno;
-    stop_signal = signo;
-    if (command_pid > 0 && info->si_code != SI_KERNEL)
-        kill(command_pid, signo);
-    errno = saved_errno;
-}
-
-static void forwarded_signal_set(sigset_t *ret_set)
-{
-    sigemptyset(ret_set);
-    for (unsigned i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
-        sigaddset(ret_set, forwarded_signals[i]);
-}
-
-/* From here on framescope does not die of these: it passes them on to the command or, before
- * the command runs, stops. One that was ignored when framescope started (nohup, an
- * asynchronous command of a script) stays ignored, and the command inherits that, as it
- * would without framescope. */
-static int catch_forwarded_signals(void)
-{
-    for (unsigned i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++) {
-        struct sigaction old;
-        if (sigaction(forwarded_signals[i], NULL, &old) != 0)
-            return -1;
-        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN)
-            continue;
-        struct sigaction action = { .sa_sigaction = forward_signal,
-                                    .sa_flags = SA_SIGINFO | SA_RESTART };
-        sigemptyset(&action.sa_mask);
-        if (sigaction(forwarded_signals[i], &action, NULL) != 0)
-            return -1;
-    }
-    return 0;
-}
-
 static long long monotonic_ms(void)
 {
     struct timespec ts;
@@ -299,7 +245,7 @@ static int compositor_wait_ready(struct compositor *c, const char *socket, const
 {
     int r = -1;
     sigset_t forwarded, unblocked;
-    forwarded_signal_set(&forwarded);
+    child_stop_signal_set(&forwarded);
     sigprocmask(SIG_BLOCK, &forwarded, &unblocked);
     int pidfd = -1;
     int inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -328,9 +274,9 @@ static int compositor_wait_ready(struct compositor *c, const char *socket, const
             }
             poll_ms = 1;
         }
-        if (stop_signal) {
+        if (child_stop_signal) {
             fprintf(stderr, "framescope: %s while the headless Weston started; stopping it\n",
-                    strsignal(stop_signal));
+                    strsignal(child_stop_signal));
             break;
         }
         /* Left unreaped: compositor_stop() collects it with anything it started. */
@@ -393,7 +339,7 @@ static int compositor_start(struct compositor *c)
      * dispositions and no blocked signals, whatever we inherited, so that SIGTERM ends it. */
     sigset_t none, forwarded;
     sigemptyset(&none);
-    forwarded_signal_set(&forwarded);
+    child_stop_signal_set(&forwarded);
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     posix_spawnattr_setpgroup(&attr, 0);
@@ -498,60 +444,14 @@ static void compositor_stop(struct compositor *c)
     }
 }
 
-/*
- * Runs argv, passing the forwarded signals on to it, and returns its exit status as a shell
- * reports it: 128+N if it died of signal N (N in *ret_signal, else 0), 125 if it could not be
- * run, 128+N without running it if framescope got signal N first (*ret_ran false in both).
- */
+/* Runs argv (tools/child.h); a signal that came first is said here. */
 static int run_command(char **argv, int *ret_signal, bool *ret_ran)
 {
-    *ret_signal = 0;
-    *ret_ran = false;
-    sigset_t forwarded, unblocked;
-    forwarded_signal_set(&forwarded);
-    /* Blocked from the last look at stop_signal until command_pid is set, so that a signal
-     * in between is passed on as soon as the command exists. The command gets our mask as it
-     * was, not this one. */
-    sigprocmask(SIG_BLOCK, &forwarded, &unblocked);
-    if (stop_signal) {
-        int signo = stop_signal;
-        sigprocmask(SIG_SETMASK, &unblocked, NULL);
-        fprintf(stderr, "framescope: %s before %s started\n", strsignal(signo), argv[0]);
-        return 128 + signo;
-    }
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setsigmask(&attr, &unblocked);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    pid_t pid;
-    int r = posix_spawnp(&pid, argv[0], NULL, &attr, argv, environ);
-    posix_spawnattr_destroy(&attr);
-    if (r == 0)
-        command_pid = pid;
-    sigprocmask(SIG_SETMASK, &unblocked, NULL);
-    if (r != 0) {
-        fprintf(stderr, "framescope: cannot run %s: %s\n", argv[0], strerror(r));
-        return 125;
-    }
-    *ret_ran = true;
-    /* Waited for without reaping: until command_pid is cleared the pid stays the command's (a
-     * zombie's), never that of a new process the handler could signal. */
-    siginfo_t info = { 0 };
-    int w;
-    while ((w = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT)) != 0 && errno == EINTR)
-        ;
-    int wait_errno = errno;
-    command_pid = 0;
-    if (w != 0) {
-        fprintf(stderr, "framescope: cannot wait for %s: %s\n", argv[0], strerror(wait_errno));
-        return 125;
-    }
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-    if (info.si_code == CLD_EXITED)
-        return info.si_status;
-    *ret_signal = info.si_status;
-    return 128 + info.si_status;
+    int status = child_run(argv, environ, ret_signal, ret_ran);
+    if (!*ret_ran && child_stop_signal)
+        fprintf(stderr, "framescope: %s before %s started\n", strsignal(child_stop_signal),
+                argv[0]);
+    return status;
 }
 
 /* The last component of path, trailing slashes aside, into ret_base; false when there is none
@@ -974,7 +874,7 @@ static int cmd_run(int argc, char **argv)
                 strerror(errno));
         return 125;
     }
-    if (catch_forwarded_signals() != 0) {
+    if (child_catch_stop_signals() != 0) {
         fprintf(stderr, "framescope: cannot catch signals: %s\n", strerror(errno));
         return 125;
     }
@@ -984,7 +884,7 @@ static int cmd_run(int argc, char **argv)
     int status, command_signal = 0;
     bool ran = false;
     if (compositor_auto && !wayland_session_reachable() && compositor_start(&compositor) != 0)
-        status = stop_signal ? 128 + stop_signal : 125;
+        status = child_stop_signal ? 128 + child_stop_signal : 125;
     else
         status = run_command(command, &command_signal, &ran);
     compositor_stop(&compositor);
