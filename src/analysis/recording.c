@@ -45,11 +45,13 @@ static void copy_string(char *dst, size_t dst_len, const char *src, size_t src_l
 }
 
 /* Copies a chunked array's count items out into *ret (malloc'd; NULL for none). */
-static int read_chunked(struct reader *r, const struct chunked *a, uint32_t item_size,
+static int read_chunked(struct reader *r, struct recording *rec, const struct chunked *a,
+                        uint32_t item_size,
                         const char *what, void **ret, uint64_t *ret_count)
 {
     *ret = NULL;
     *ret_count = 0;
+    rec->items_dropped += a->dropped; /* appends the full arena refused */
     uint64_t count = atomic_load_explicit(&a->count, memory_order_acquire);
     if (!count)
         return 0;
@@ -129,13 +131,12 @@ static int read_frame_log(struct reader *r, struct recording *rec, const struct 
     log->have_counts = atomic_load(&src->counts_valid) && !(seq & 1) &&
                        atomic_load(&src->counts_seq) == seq;
     void *frames;
-    int e = read_chunked(r, &src->frames, sizeof(struct fscope_frame), log->label, &frames,
+    int e = read_chunked(r, rec, &src->frames, sizeof(struct fscope_frame), log->label, &frames,
                          &log->frame_count);
     if (e)
         return e;
     log->frames = frames;
     rec->log_count++;
-    rec->items_dropped += src->frames.dropped;
     for (uint64_t i = 0; i < log->frame_count; i++) {
         log->frames[i].gpu_busy_ticks = 0;
         memset(log->frames[i].block_gpu_ticks, 0, sizeof(log->frames[i].block_gpu_ticks));
@@ -149,7 +150,7 @@ static int read_spans(struct reader *r, struct recording *rec, const struct rec_
 {
     void *spans;
     uint64_t count;
-    int e = read_chunked(r, &src->spans, sizeof(struct gpu_span), "GPU spans", &spans, &count);
+    int e = read_chunked(r, rec, &src->spans, sizeof(struct gpu_span), "GPU spans", &spans, &count);
     if (e || !count)
         return e;
     struct gpu_span *all = realloc(rec->spans, (rec->span_count + count) * sizeof(*all));
@@ -169,7 +170,6 @@ static int read_spans(struct reader *r, struct recording *rec, const struct rec_
     }
     rec->spans = all;
     rec->span_count += count;
-    rec->items_dropped += src->spans.dropped;
     return 0;
 }
 
@@ -179,13 +179,12 @@ static int read_cap(struct reader *r, struct recording *rec, const struct rec_ca
     memset(cap, 0, sizeof(*cap));
     copy_string(cap->label, sizeof(cap->label), src->label, sizeof(src->label));
     void *events;
-    int e = read_chunked(r, &src->events, sizeof(struct cap_event), cap->label, &events,
+    int e = read_chunked(r, rec, &src->events, sizeof(struct cap_event), cap->label, &events,
                          &cap->event_count);
     if (e)
         return e;
     cap->events = events;
     rec->cap_count++;
-    rec->items_dropped += src->events.dropped;
     for (uint64_t i = 0; i < cap->event_count; i++)
         if (cap->events[i].target_ns == 0)
             return malformed(r, "cap '%s' has an event with no target", cap->label);
@@ -330,15 +329,14 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
     }
     copy_string(k->perf_why, sizeof(k->perf_why), src->perf_why, sizeof(src->perf_why));
     void *samples;
-    int e = read_chunked(r, &src->samples, sizeof(struct kernel_sample), "kernel samples",
+    int e = read_chunked(r, rec, &src->samples, sizeof(struct kernel_sample), "kernel samples",
                          &samples, &k->sample_count);
     k->samples = samples;
-    rec->items_dropped += src->samples.dropped;
     if (e)
         return e;
     k->drm_fds = atomic_load(&src->drm_fds);
     void *drm;
-    e = read_chunked(r, &src->drm_samples, sizeof(struct drm_sample), "DRM samples", &drm,
+    e = read_chunked(r, rec, &src->drm_samples, sizeof(struct drm_sample), "DRM samples", &drm,
                      &k->drm_sample_count);
     k->drm_samples = drm;
     for (uint64_t i = 0; !e && i < k->drm_sample_count; i++) {
