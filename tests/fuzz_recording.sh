@@ -1,7 +1,8 @@
 #!/bin/sh
 # Fuzzes the recording reader and the analysis behind `framescope report` with libFuzzer
 # (clang-14, ASan and UBSan), seeded with a real recording of the demo. A benchmark: it
-# prints how many inputs ran and fails on the first crash, leak or undefined behaviour.
+# prints how many inputs ran and fails on the first crash, leak or undefined behaviour; the
+# input that caused it is kept as BUILD_DIR/fuzz-recording-crash-*.
 #   usage: fuzz_recording.sh BUILD_DIR [SECONDS]   (default 120 s)
 set -eu
 build=$(cd "$1" && pwd)
@@ -23,4 +24,4 @@ XDG_RUNTIME_DIR="$work/runtime" FRAMESCOPE_RING_EVENTS=64 \
 cp "$work/seed/recording.fsr" "$work/corpus/demo"
 size=$(stat -c %s "$work/corpus/demo")
 "$work/fuzz-recording" -max_total_time="$seconds" -max_len="$size" -rss_limit_mb=4096 \
-    -print_final_stats=1 "$work/corpus" 2>&1 | tail -n 25
+    -print_final_stats=1 -artifact_prefix="$build/fuzz-recording-" "$work/corpus" 2>&1 | tail -n 25

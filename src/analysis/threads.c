@@ -129,7 +129,7 @@ static int by_oncpu(const void *a, const void *b)
 void threads_write_text(FILE *f, const struct recording *rec)
 {
     struct thread_table table;
-    if (totals(rec, &table)) {
+    if (totals(rec, &table) && table.count) {
         qsort(table.threads, table.count, sizeof(*table.threads), by_oncpu);
         for (unsigned i = 0; i < table.count && i < THREADS_IN_SUMMARY; i++) {
             const struct thread_total *t = &table.threads[i];
