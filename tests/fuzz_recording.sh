@@ -23,5 +23,9 @@ XDG_RUNTIME_DIR="$work/runtime" FRAMESCOPE_RING_EVENTS=64 \
     "$build/tools/demo/framescope-demo" --quiet --frames 8 >/dev/null
 cp "$work/seed/recording.fsr" "$work/corpus/demo"
 size=$(stat -c %s "$work/corpus/demo")
+status=0
 "$work/fuzz-recording" -max_total_time="$seconds" -max_len="$size" -rss_limit_mb=4096 \
-    -print_final_stats=1 -artifact_prefix="$build/fuzz-recording-" "$work/corpus" 2>&1 | tail -n 25
+    -print_final_stats=1 -artifact_prefix="$build/fuzz-recording-" "$work/corpus" \
+    > "$work/log" 2>&1 || status=$?
+tail -n 25 "$work/log"
+exit "$status"
