@@ -13,6 +13,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vkharness import SKIP, check, layer_env, main
 
+# TSan's internal assertion in its lock-order detector (not a report about our code).
+DETECTOR_CHECK = "CHECK failed: sanitizer_deadlock_detector"
+
 CASES = [
     ["--threads", "3"],
     ["--devices", "2", "--second-device-gpu-iters", "300"],
@@ -28,8 +31,8 @@ def test_threads(build, demo, stress, sanitize):
         print("not a ThreadSanitizer build")
         sys.exit(SKIP)
     supp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tsan.supp")
-    env = dict(os.environ, TSAN_OPTIONS=f"halt_on_error=1 exitcode=66 ignore_noninstrumented_modules=1 "
-               f"suppressions={supp}",
+    options = f"halt_on_error=1 exitcode=66 ignore_noninstrumented_modules=1 suppressions={supp}"
+    env = dict(os.environ, TSAN_OPTIONS=options + " detect_deadlocks=1",
                FRAMESCOPE_RING_EVENTS="4096", FRAMESCOPE_SUMMARY="off")
     out = subprocess.run([stress, "/dev/null", "/dev/null"], env=env, capture_output=True,
                          text=True, timeout=600)
@@ -45,8 +48,16 @@ def test_threads(build, demo, stress, sanitize):
              [framescope, "run", "--compositor", "never", "--no-capture", "--summary", "off",
               "--", demo, "--quiet", "--output", "offscreen"] + streaming]
     for argv in runs:
-        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
         what = " ".join(os.path.basename(a) for a in argv)
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+        if DETECTOR_CHECK in out.stderr and "libvulkan_lvp.so" in out.stderr:
+            # Not a report: lavapipe's worker threads lock mutexes TSan cannot follow
+            # (uninstrumented, partly futex-based) and the lock-order detector's bookkeeping
+            # failed an internal CHECK (seen once in CI, in a run that then passed six times
+            # in a row). Run the case again with that detector off; races are still reported.
+            print(f"{what}: TSan's deadlock detector failed inside lavapipe; again without it")
+            quiet = dict(env, TSAN_OPTIONS=options + " detect_deadlocks=0")
+            out = subprocess.run(argv, env=quiet, capture_output=True, text=True, timeout=600)
         check(out.returncode == 0 and "ThreadSanitizer" not in out.stderr,
               f"{what}: rc {out.returncode}\n{out.stderr[-4000:]}")
         print(f"{what}: no ThreadSanitizer report")
