@@ -143,6 +143,70 @@ def test_faults(build, demo):
           f"{blocked:.3f} ms a frame, {blocked_plain:.3f} ms without them")
 
 
+def counter_means(rows, name):
+    values = [int(r["counter:" + name]) for r in rows if r.get("counter:" + name)]
+    return sum(values) / len(values) if values else 0.0, len(values)
+
+
+def test_counters(build, demo):
+    """FRAMESCOPE_COUNTERS with libpfm4 names, on the software events every machine has: page
+    faults per frame follow the file the demo maps each frame, a frame that sleeps on a lock
+    switches context (counted with :k=1), a name libpfm4 does not know gets one warning and is
+    said in the summary, and the summary's means are the frames' own."""
+    events = "perf::PAGE-FAULTS,perf::CONTEXT-SWITCHES:k=1,no-such-event"
+    args = [demo, "--quiet", "--frames", "30", "--present-mode", "mailbox", "--lock-wait-ms", "1"]
+    r, summary, rows = kernel_run(build, args + ["--fault-mb", "8"], {"FRAMESCOPE_COUNTERS": events})
+    warnings = [l for l in r.stderr.splitlines() if "FRAMESCOPE_COUNTERS" in l]
+    check(len(warnings) == 1 and "'no-such-event' (event not found)" in warnings[0], warnings)
+    counters = summary["counters"]
+    check(counters["state"] == "on" and "no-such-event: event not found" in counters["why"],
+          counters)
+    check(list(counters["per_frame"]) == ["perf::PAGE-FAULTS", "perf::CONTEXT-SWITCHES:k=1"],
+          counters["per_frame"])
+    faults, counted = counter_means(rows, "perf::PAGE-FAULTS")
+    switches, _ = counter_means(rows, "perf::CONTEXT-SWITCHES:k=1")
+    check(counted == counters["frames"] and counted >= 25, f"{counted} frames with counts, "
+          f"summary says {counters['frames']}")
+    for name, mean in (("perf::PAGE-FAULTS", faults), ("perf::CONTEXT-SWITCHES:k=1", switches)):
+        check(abs(counters["per_frame"][name] - mean) <= 1e-3 * max(1.0, mean),
+              f"{name}: summary.json {counters['per_frame'][name]} != frames.csv {mean}")
+    # 8 MiB is 2048 pages; the kernel maps up to 16 file pages per fault (fault-around).
+    check(faults >= 2048 / 32, f"{faults:.1f} page faults a frame mapping 8 MiB")
+    check(switches >= 1, f"{switches:.2f} context switches a frame sleeping on a lock")
+    line = r.summary_line("counters") or ""
+    check("perf::PAGE-FAULTS" in line and "not counted: no-such-event" in line, line)
+    _, plain, plain_rows = kernel_run(build, args, {"FRAMESCOPE_COUNTERS": "perf::PAGE-FAULTS"})
+    plain_faults, _ = counter_means(plain_rows, "perf::PAGE-FAULTS")
+    check(plain_faults * 4 < faults, f"{plain_faults:.1f} faults a frame without the mapping, "
+          f"{faults:.1f} with")
+    r, summary, rows = kernel_run(build, args, {"FRAMESCOPE_COUNTERS": "OFF"})
+    check(summary["counters"]["state"] == "off" and not any(k.startswith("counter:")
+                                                            for k in rows[0]), summary["counters"])
+    print(f"page faults {faults:.1f} a frame with 8 MiB mapped, {plain_faults:.1f} without; "
+          f"{switches:.2f} context switches a frame on a lock")
+
+
+def test_hw_counters(build, demo):
+    """The default counters (cycles, instructions, cache and branch misses) on the presenting
+    thread: where the machine has a CPU PMU, cycles grow with the CPU work a frame is given and
+    IPC is given; without one, the summary says so (and the live part skips)."""
+    args = [demo, "--quiet", "--frames", "40", "--present-mode", "mailbox"]
+    r, summary, rows = kernel_run(build, args + ["--cpu-ms", "0.5"])
+    counters = summary["counters"]
+    if not os.path.exists("/sys/bus/event_source/devices/cpu"):
+        check(counters["state"] == "unavailable" and "no CPU PMU" in counters["why"], counters)
+        check("no CPU PMU" in (r.summary_line("counters") or ""), r.stderr[-1500:])
+        print(f"no CPU PMU here, said: {counters['why']}")
+        sys.exit(SKIP)
+    check(counters["state"] == "on" and counters["ipc"] and counters["ipc"] > 0, counters)
+    light, _ = counter_means(rows, "cycles")
+    _, _, heavy_rows = kernel_run(build, args + ["--cpu-ms", "2"])
+    heavy, _ = counter_means(heavy_rows, "cycles")
+    check(heavy > 2 * light, f"cycles a frame: {light:.0f} at 0.5 ms of CPU work, {heavy:.0f} "
+          "at 2 ms")
+    print(f"cycles a frame {light:.3g} -> {heavy:.3g} for 4x the CPU work; IPC {counters['ipc']}")
+
+
 def test_drm(build, demo):
     """The DRM usage stats path, sampler to summary, where no DRM device exists: a file in the
     kernel's fdinfo format (FRAMESCOPE_TEST_DRM_FDINFO, test only) whose engine runs half of
@@ -198,4 +262,5 @@ def test_drm(build, demo):
 
 
 main({"drm": test_drm, "lock_wait": test_lock_wait, "starved": test_starved, "off": test_off,
-      "threads": test_threads, "faults": test_faults})
+      "threads": test_threads, "faults": test_faults, "counters": test_counters,
+      "hw_counters": test_hw_counters})

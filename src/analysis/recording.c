@@ -1,5 +1,6 @@
 #include "recording.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -300,6 +301,23 @@ static void read_meta(struct recording *rec, const struct rec_meta *m)
     rec->kernel_state = kernel <= REC_KERNEL_UNAVAILABLE ? (enum rec_kernel_state)kernel
                                                          : REC_KERNEL_UNKNOWN;
     copy_string(rec->kernel_why, sizeof(rec->kernel_why), m->kernel_why, sizeof(m->kernel_why));
+    const struct rec_counters *c = &m->counters;
+    uint32_t counters = atomic_load(&c->state);
+    rec->counters.state = counters <= REC_COUNTERS_UNAVAILABLE ? (enum rec_counter_state)counters
+                                                               : REC_COUNTERS_UNKNOWN;
+    rec->counters.count = c->count <= FRAME_COUNTERS ? c->count : FRAME_COUNTERS;
+    for (unsigned k = 0; k < rec->counters.count; k++) {
+        char *name = rec->counters.names[k];
+        copy_string(name, sizeof(rec->counters.names[k]), c->names[k], sizeof(c->names[k]));
+        /* libpfm4's names are words, "::", ':' and '=': anything else would break a CSV
+         * header or a summary line. */
+        for (char *p = name; *p; p++)
+            if (!isalnum((unsigned char)*p) && !strchr(":=_.-", *p))
+                *p = '?';
+        rec->counters.kinds[k] = c->kinds[k] <= COUNTER_INSTRUCTIONS ? (enum counter_kind)c->kinds[k]
+                                                                     : COUNTER_OTHER;
+    }
+    copy_string(rec->counters.why, sizeof(rec->counters.why), c->why, sizeof(c->why));
     if (atomic_load(&m->system_known)) {
         const struct rec_system *s = &m->system;
         copy_string(rec->system.os, sizeof(rec->system.os), s->os, sizeof(s->os));

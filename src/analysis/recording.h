@@ -37,6 +37,15 @@ struct recording_thread {
     struct fscope_event *events;
 };
 
+/* Which perf counters frames carry (struct rec_counters, checked). */
+struct recording_counters {
+    enum rec_counter_state state;
+    unsigned count;
+    char names[FRAME_COUNTERS][COUNTER_NAME_SIZE];
+    enum counter_kind kinds[FRAME_COUNTERS];
+    char why[256];
+};
+
 /* What the kernel sampler saw (src/record/kernel.c). */
 struct recording_kernel {
     bool present;
@@ -70,6 +79,7 @@ struct recording {
     enum rec_kernel_state kernel_state;
     struct recording_kernel kernel;
     char kernel_why[192];
+    struct recording_counters counters;
     unsigned log_count, cap_count, thread_count, loc_count;
     struct recording_log *logs;
     struct recording_cap *caps;

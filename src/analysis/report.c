@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "capture_dir.h"
+#include "counters.h"
 #include "formats.h"
 #include "presentation.h"
 #include "stats.h"
@@ -246,6 +247,7 @@ struct run_stats {
     uint64_t kernel_frames;
     int64_t cpu_busy, cpu_starved, cpu_blocked, oncpu, runnable, asleep, kernel_cpu;
     int kernel_tid; /* the thread that closed most of them */
+    struct counter_stats counters;
     uint64_t verdict_frames[FSCOPE_VERDICT_COUNT];
     enum fscope_verdict run_verdict;
     char reason[1024];
@@ -358,6 +360,11 @@ static void run_reason(struct run_stats *s)
                      100.0 * (double)s->cpu_busy / cpu,
                      100.0 * (double)s->cpu_starved / cpu, 100.0 * (double)s->cpu_blocked / cpu);
         }
+        if (s->counters.ipc >= 0) {
+            size_t used = strlen(split);
+            snprintf(split + used, sizeof(split) - used, "%sIPC %.2f", used ? ", " : "; ",
+                     s->counters.ipc);
+        }
         snprintf(s->reason, sizeof(s->reason), "CPU work %.1f%% of the frame%s, %s, blocked "
                  "%.1f%%%s", PCT(t->cpu), overhead, busy, PCT(t->frame - t->cpu), split);
     }
@@ -434,6 +441,7 @@ static void compute_stats(const struct recording *rec, struct run_stats *s)
             verdict_ns[v] += b.frame;
         }
     }
+    counters_compute(rec, &s->counters);
     double frames = (double)s->frames;
     s->duration_s = recording_ns(rec, last - first) / 1e9;
     s->fps = s->duration_s > 0 ? frames / s->duration_s : 0;
@@ -655,6 +663,9 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
                 ms_per_frame(t->other_wait[0], s->frames), ms_per_frame(t->other_wait[1], s->frames),
                 ms_per_frame(t->other_wait[2], s->frames));
         write_kernel_text(f, s);
+        char thread[64];
+        counters_write_text(f, rec, &s->counters,
+                            thread_label(rec, s->kernel_tid, thread, sizeof(thread)));
         threads_write_text(f, rec);
         drm_write_text(f, rec);
         fprintf(f, "  work        %.1f submits, %.1f command buffers, %.1f draws, %.1f dispatches, "
@@ -755,6 +766,7 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
                 ms_per_frame(s->cpu_blocked, kn), ms_per_frame(s->oncpu, kn),
                 ms_per_frame(s->runnable, kn), ms_per_frame(s->asleep, kn));
     }
+    counters_write_json(f, rec, &s->counters);
     fprintf(f, "  \"per_frame\": {\"submits\": %.3f, \"command_buffers\": %.3f, \"draws\": %.3f, "
             "\"dispatches\": %.3f, \"render_passes\": %.3f},\n",
             s->count_mean[FSCOPE_COUNT_SUBMITS], s->count_mean[FSCOPE_COUNT_COMMAND_BUFFERS],
@@ -856,7 +868,9 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
           "cap,present,presented_ms,latency_ms,latency_from_return_ms,refresh_ms,seq,flags,"
           "output,device,display_gpu_ms,display_wait_ms,present_overhead_ms,waits_gpu_ms,"
           "waits_gpu_idle_ms,other_fence_ms,other_semaphore_ms,other_idle_ms,cpu_busy_ms,"
-          "cpu_starved_ms,cpu_blocked_ms,oncpu_ms,runnable_ms,asleep_ms,kernel_tid\n", f);
+          "cpu_starved_ms,cpu_blocked_ms,oncpu_ms,runnable_ms,asleep_ms,kernel_tid", f);
+    counters_write_csv_header(f, rec);
+    fputc('\n', f);
     unsigned logs = rec->log_count;
     uint64_t origin = frames_origin_ticks(rec);
     for (unsigned l = 0; l < logs; l++) {
@@ -920,6 +934,7 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
             } else {
                 fputs(",,,,,,,", f);
             }
+            counters_write_csv_row(f, rec, fr);
             fputc('\n', f);
         }
     }

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define REC_MAGIC "FSCOPREC"
-#define REC_VERSION 3u
+#define REC_VERSION 4u
 /* Objects and chunks start at multiples of this: a cache line, so no two writers share one. */
 #define REC_ALIGN 64u
 /* The arena's size: virtual address space only (a sparse memfd, mapped without reserve), so
@@ -203,6 +203,28 @@ enum frame_present_state {
     FRAME_PRESENT_STATE_COUNT,
 };
 
+/* Perf counters per frame (src/record/counters.c): the events FRAMESCOPE_COUNTERS names. */
+#define FRAME_COUNTERS 4
+#define COUNTER_NAME_SIZE 48
+enum counter_kind {
+    COUNTER_OTHER = 0,
+    COUNTER_CYCLES,       /* for IPC */
+    COUNTER_INSTRUCTIONS, /* for IPC */
+};
+enum rec_counter_state {
+    REC_COUNTERS_UNKNOWN = 0, /* no frame closed yet */
+    REC_COUNTERS_ON,          /* read at every frame close */
+    REC_COUNTERS_OFF,         /* FRAMESCOPE_COUNTERS=off, or the kernel view off */
+    REC_COUNTERS_UNAVAILABLE, /* why says why */
+};
+struct rec_counters {
+    uint32_t count; /* events encoded, at most FRAME_COUNTERS */
+    _Atomic uint32_t state; /* enum rec_counter_state */
+    char names[FRAME_COUNTERS][COUNTER_NAME_SIZE]; /* as given (or our defaults) */
+    uint8_t kinds[FRAME_COUNTERS]; /* enum counter_kind */
+    char why[256]; /* what was not counted and why ("" when all was) */
+};
+
 /* Block intervals a frame keeps for the report (which part of each block the GPU was busy). */
 #define FRAME_BLOCK_SPANS 8
 
@@ -242,6 +264,11 @@ struct fscope_frame {
     uint8_t kernel_valid;
     int32_t kernel_tid;
     uint64_t kernel_oncpu_ns, kernel_runnable_ns;
+    /* The closing thread's perf counters over the frame (rec_counters names them); valid
+     * only when the same thread closed the frame before and the kernel counted the whole
+     * frame (not multiplexed with other events). */
+    uint8_t counters_valid;
+    uint64_t counter_values[FRAME_COUNTERS];
 };
 
 /* The presentation tracker's own tally for a surface, to check the frames' against. */
@@ -389,6 +416,7 @@ struct rec_meta {
     _Atomic uint32_t kernel_state; /* enum rec_kernel_state */
     struct rec_system system;
     char kernel_why[192]; /* what is missing and why, when not REC_KERNEL_ON */
+    struct rec_counters counters;
 };
 
 /* Lays out an empty arena of size bytes: for the app that makes its own and for an observer

@@ -7,6 +7,7 @@
 
 #include "chunked.h"
 #include "clock.h"
+#include "counters.h"
 #include "kernel.h"
 #include "recording.h"
 #include "util/log.h"
@@ -27,6 +28,9 @@ struct fscope_frame_log {
     /* The closing thread's schedstat at the last close, for the next frame's deltas. */
     int last_kernel_tid;
     uint64_t last_oncpu_ns, last_runnable_ns;
+    /* Its perf counters at the last close (tid 0: none read). */
+    int last_counters_tid;
+    struct counter_reading last_counters;
     /* Serialises drains: two swapchains of one surface (old and new) may be presented and
      * destroyed on different threads. Only ever try-locked on the present path. */
     pthread_mutex_t drain_lock;
@@ -190,6 +194,8 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
     uint64_t oncpu_ns = 0, runnable_ns = 0;
     bool kernel = kernel_thread_times(self, &oncpu_ns, &runnable_ns);
     int tid = self ? self->rec.tid : 0;
+    struct counter_reading counters;
+    bool counted = counters_read(self, &counters);
 
     struct fscope_frame *frame = NULL;
     if (log->last_close_ticks && now_ticks >= log->last_close_ticks) {
@@ -224,6 +230,16 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
                 frame->kernel_oncpu_ns = oncpu_ns - log->last_oncpu_ns;
                 frame->kernel_runnable_ns = runnable_ns - log->last_runnable_ns;
             }
+            /* Counts that cover the whole frame, or none: a group the kernel multiplexed
+             * counted only part of it. */
+            const struct counter_reading *last = &log->last_counters;
+            if (counted && log->last_counters_tid == tid &&
+                counters.enabled_ns > last->enabled_ns &&
+                counters.running_ns - last->running_ns == counters.enabled_ns - last->enabled_ns) {
+                frame->counters_valid = 1;
+                for (unsigned k = 0; k < FRAME_COUNTERS; k++)
+                    frame->counter_values[k] = counters.values[k] - last->values[k];
+            }
 #ifdef FSCOPE_HAVE_WAYLAND
             /* Right before the present goes down: the feedback binds to its commit. */
             if (log->tracker) {
@@ -249,6 +265,9 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
     log->last_kernel_tid = kernel ? tid : 0;
     log->last_oncpu_ns = oncpu_ns;
     log->last_runnable_ns = runnable_ns;
+    log->last_counters_tid = counted ? tid : 0;
+    if (counted)
+        log->last_counters = counters;
     clock_refine();
     return frame;
 }

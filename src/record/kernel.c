@@ -13,14 +13,15 @@
 #include <unistd.h>
 
 #include "chunked.h"
-#include "util/drm_fdinfo.h"
-#include "worker.h"
 #include "clock.h"
+#include "counters.h"
 #include "meta.h"
 #include "recording.h"
 #include "registry.h"
 #include "util/config.h"
+#include "util/drm_fdinfo.h"
 #include "util/log.h"
+#include "worker.h"
 
 static bool kernel_on = true;
 
@@ -42,18 +43,17 @@ static void set_state(enum rec_kernel_state state, const char *why)
 void kernel_init(void)
 {
     const char *value = secure_getenv("FRAMESCOPE_KERNEL");
-    if (!value || !*value)
-        return;
     bool on;
-    if (fscope_config_parse_switch(value, &on)) {
+    if (value && *value && fscope_config_parse_switch(value, &on)) {
         kernel_on = on;
         if (!on)
             set_state(REC_KERNEL_OFF, "FRAMESCOPE_KERNEL=off");
-        return;
+    } else if (value && *value) {
+        char shown[FSCOPE_ESCAPE_SIZE];
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_KERNEL='%s' is not on or off; using on",
+                   fscope_config_escape(value, shown, sizeof(shown)));
     }
-    char shown[FSCOPE_ESCAPE_SIZE];
-    fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_KERNEL='%s' is not on or off; using on",
-               fscope_config_escape(value, shown, sizeof(shown)));
+    counters_init(kernel_on);
 }
 
 bool kernel_thread_times(struct fscope_collector *c, uint64_t *ret_oncpu_ns,
@@ -137,7 +137,7 @@ struct sampler {
 #define HIGH_FD 1024
 #define PERF_MIN_FD_LIMIT 4096
 
-static int fd_high(int fd)
+int kernel_fd_high(int fd)
 {
     if (fd < 0 || fd >= HIGH_FD)
         return fd;
@@ -158,7 +158,7 @@ static int perf_open(uint64_t config, int tid, int group, bool exclude_kernel)
     attr.read_format = PERF_FORMAT_GROUP;
     attr.exclude_kernel = exclude_kernel;
     attr.exclude_hv = 1;
-    return fd_high((int)syscall(SYS_perf_event_open, &attr, tid, -1, group,
+    return kernel_fd_high((int)syscall(SYS_perf_event_open, &attr, tid, -1, group,
                                 PERF_FLAG_FD_CLOEXEC));
 }
 
@@ -440,7 +440,7 @@ static void sampler_tick(void *arg, bool final)
 {
     struct sampler *s = arg;
     if (s->task_dir == 0)
-        s->task_dir = fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        s->task_dir = kernel_fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     bool second = final || s->ticks++ % (1000 / KERNEL_TICK_MS) == 0;
     refresh_threads(s, second);
     if (second)

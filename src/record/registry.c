@@ -10,6 +10,7 @@
 #include <x86intrin.h>
 
 #include "clock.h"
+#include "counters.h"
 #include "kernel.h"
 #include "recording.h"
 #include "util/config.h"
@@ -113,6 +114,9 @@ static void collector_reset(struct fscope_collector *c)
     c->frame_flags = 0;
     c->mark_log = NULL;
     c->schedstat_fd = -1;
+    for (unsigned i = 0; i < FRAME_COUNTERS; i++)
+        c->counter_fds[i] = -1;
+    c->counters_tried = 0;
     c->instant_loc = NULL;
     for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
         atomic_store(&c->counters[k], 0);
@@ -167,6 +171,7 @@ static void thread_exited(void *arg)
 {
     struct fscope_collector *c = arg;
     kernel_thread_exit(c);
+    counters_thread_exit(c);
     atomic_store_explicit(&c->rec.state, SLOT_EXITED, memory_order_release);
 }
 
@@ -661,6 +666,7 @@ static const char *const known_variables[] = {
     "FRAMESCOPE_LOG", "FRAMESCOPE_DETAIL", "FRAMESCOPE_RING_EVENTS", "FRAMESCOPE_SUMMARY",
     "FRAMESCOPE_OUTPUT", "FRAMESCOPE_GPU", "FRAMESCOPE_CAP", "FRAMESCOPE_PRESENT",
     "FRAMESCOPE_TEST_FAULT", "FRAMESCOPE_RECORDING_FD", "FRAMESCOPE_KERNEL",
+    "FRAMESCOPE_COUNTERS",
     "FRAMESCOPE_TEST_DRM_FDINFO",
 };
 
