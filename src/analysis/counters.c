@@ -21,23 +21,30 @@ void counters_compute(const struct recording *rec, struct counter_stats *ret)
         const struct recording_log *log = &rec->logs[l];
         for (uint64_t i = 0; i < log->frame_count; i++) {
             const struct fscope_frame *f = &log->frames[i];
-            if (!f->counters_valid)
+            if (!(f->counters_valid & ((1u << c->count) - 1)))
                 continue;
             ret->frames++;
-            for (unsigned k = 0; k < c->count; k++)
-                sum[k] += (double)f->counter_values[k];
+            for (unsigned k = 0; k < c->count; k++) {
+                if (f->counters_valid & (1u << k)) {
+                    ret->counted[k]++;
+                    sum[k] += (double)f->counter_values[k];
+                }
+            }
         }
     }
     if (!ret->frames)
         return;
     double cycles = 0, instructions = 0;
     for (unsigned k = 0; k < c->count; k++) {
-        ret->mean[k] = sum[k] / (double)ret->frames;
+        if (!ret->counted[k])
+            continue;
+        ret->mean[k] = sum[k] / (double)ret->counted[k];
         if (c->kinds[k] == COUNTER_CYCLES)
-            cycles = sum[k];
+            cycles = ret->mean[k];
         else if (c->kinds[k] == COUNTER_INSTRUCTIONS)
-            instructions = sum[k];
+            instructions = ret->mean[k];
     }
+    /* Both are counted in one group, so over the same frames. */
     if (cycles > 0 && instructions > 0)
         ret->ipc = instructions / cycles;
 }
@@ -68,10 +75,11 @@ void counters_write_text(FILE *f, const struct recording *rec, const struct coun
         return;
     }
     fprintf(f, "  counters    thread %s, per frame:", thread);
-    for (unsigned k = 0; k < c->count; k++) {
+    for (unsigned k = 0, shown = 0; k < c->count; k++) {
         char value[32];
-        fprintf(f, "%s %s %s", k ? "," : "", c->names[k],
-                count_text(s->mean[k], value, sizeof(value)));
+        if (s->counted[k])
+            fprintf(f, "%s %s %s", shown++ ? "," : "", c->names[k],
+                    count_text(s->mean[k], value, sizeof(value)));
     }
     if (s->ipc >= 0)
         fprintf(f, " (IPC %.2f)", s->ipc);
@@ -89,8 +97,10 @@ void counters_write_json(FILE *f, const struct recording *rec, const struct coun
     fputs(", \"why\": ", f);
     json_write_string(f, c->why);
     fprintf(f, ", \"frames\": %llu, \"per_frame\": {", (unsigned long long)s->frames);
-    for (unsigned k = 0; k < c->count; k++) {
-        fputs(k ? ", " : "", f);
+    for (unsigned k = 0, shown = 0; k < c->count; k++) {
+        if (!s->counted[k])
+            continue;
+        fputs(shown++ ? ", " : "", f);
         json_write_string(f, c->names[k]);
         fprintf(f, ": %.3f", s->mean[k]);
     }
@@ -111,7 +121,7 @@ void counters_write_csv_header(FILE *f, const struct recording *rec)
 void counters_write_csv_row(FILE *f, const struct recording *rec, const struct fscope_frame *fr)
 {
     for (unsigned k = 0; k < rec->counters.count; k++) {
-        if (fr->counters_valid)
+        if (fr->counters_valid & (1u << k))
             fprintf(f, ",%llu", (unsigned long long)fr->counter_values[k]);
         else
             fputc(',', f);

@@ -9,8 +9,9 @@
 #include "recording.h"
 
 struct counter_stats {
-    uint64_t frames;                /* frames with counts */
-    double mean[FRAME_COUNTERS];    /* per frame */
+    uint64_t frames;                /* frames with any count */
+    uint64_t counted[FRAME_COUNTERS]; /* frames with each event's count */
+    double mean[FRAME_COUNTERS];    /* per frame, over those */
     double ipc;                     /* instructions per cycle; < 0 when unknown */
 };
 

@@ -44,20 +44,31 @@ static void set_state(enum rec_counter_state state, const char *why)
         atomic_compare_exchange_strong(&r->state, &unknown, REC_COUNTERS_ON);
         return;
     }
-    if (atomic_exchange(&r->state, state) != state && why && !r->why[0])
+    atomic_store(&r->state, state);
+    if (why && !r->why[0])
         snprintf(r->why, sizeof(r->why), "%s", why);
 }
 
-/* Appends "name: detail" to what the summary says was not counted. */
+/* Adds "name: detail" to what the summary says was not counted; names refused for the same
+ * reason share it ("cycles, instructions: no CPU PMU ..."). */
 static void add_why(const char *name, const char *detail)
 {
     struct rec_counters *r = recorded();
     if (!r)
         return;
-    size_t used = strlen(r->why);
-    if (used + 2 < sizeof(r->why))
-        snprintf(r->why + used, sizeof(r->why) - used, "%s%.*s: %.*s", used ? "; " : "", 64,
-                 name, 160, detail);
+    char *why = r->why;
+    size_t used = strlen(why), size = sizeof(r->why);
+    char tail[192];
+    snprintf(tail, sizeof(tail), ": %.160s", detail);
+    char *same = strstr(why, tail);
+    size_t add = strlen(name) + 2;
+    if (same && used + add < size) {
+        memmove(same + add, same, used - (size_t)(same - why) + 1);
+        memcpy(same, ", ", 2);
+        memcpy(same + 2, name, add - 2);
+    } else if (!same && used + 2 < size) {
+        snprintf(why + used, size - used, "%s%.64s%.180s", used ? "; " : "", name, tail);
+    }
 }
 
 static enum counter_kind kind_of(const struct perf_event_attr *a)
@@ -182,39 +193,49 @@ static void group_close(struct fscope_collector *c)
             close(c->counter_fds[i]);
         c->counter_fds[i] = -1;
     }
+    c->counters_open = 0;
 }
 
-/* Why perf_event_open refused an event, for the summary. */
+/* Why perf_event_open refused an event, for the summary (once per event). */
 static void open_failed(unsigned i, int err)
 {
+    static _Atomic uint32_t said;
+    if (atomic_fetch_or(&said, 1u << i) & (1u << i))
+        return;
     const struct rec_counters *r = recorded();
     const char *name = r ? r->names[i] : "?";
-    char why[256];
+    char why[160];
     if (attrs[i].type == PERF_TYPE_HARDWARE && (err == ENOENT || err == EOPNOTSUPP))
-        snprintf(why, sizeof(why), "%s: this machine has no CPU PMU that counts it "
-                 "(perf_event_open: %s)", name, strerror(err));
+        snprintf(why, sizeof(why), "this machine has no CPU PMU that counts it "
+                 "(perf_event_open: %s)", strerror(err));
     else if (err == EACCES || err == EPERM)
-        snprintf(why, sizeof(why), "%s: perf_event_open refused (%s): perf_event_paranoid, a "
-                 "seccomp filter or a container forbids it", name, strerror(err));
+        snprintf(why, sizeof(why), "perf_event_open refused (%s): perf_event_paranoid, a "
+                 "seccomp filter or a container forbids it", strerror(err));
     else
-        snprintf(why, sizeof(why), "%s: perf_event_open: %s", name, strerror(err));
-    set_state(REC_COUNTERS_UNAVAILABLE, why);
+        snprintf(why, sizeof(why), "perf_event_open: %s", strerror(err));
+    add_why(name, why);
 }
 
+/* One group of the events the kernel takes; each it refuses is said and left out (its frames'
+ * value stays 0 and the summary says why), so a machine without a PMU still counts software
+ * events given beside cycles. */
 static bool group_open(struct fscope_collector *c)
 {
+    c->counters_open = 0;
     for (unsigned i = 0; i < attr_count; i++) {
-        int group = i ? c->counter_fds[0] : -1;
+        int group = c->counters_open ? c->counter_fds[__builtin_ctz(c->counters_open)] : -1;
         int fd = (int)syscall(SYS_perf_event_open, &attrs[i], 0, -1, group,
                               PERF_FLAG_FD_CLOEXEC);
         if (fd < 0) {
             open_failed(i, errno);
-            group_close(c);
-            return false;
+            continue;
         }
         c->counter_fds[i] = kernel_fd_high(fd);
+        c->counters_open |= 1u << i;
     }
-    return true;
+    if (!c->counters_open)
+        set_state(REC_COUNTERS_UNAVAILABLE, NULL);
+    return c->counters_open != 0;
 }
 
 bool counters_read(struct fscope_collector *c, struct counter_reading *ret)
@@ -227,14 +248,17 @@ bool counters_read(struct fscope_collector *c, struct counter_reading *ret)
         if (c->counters_tried < 0)
             return false;
     }
-    uint64_t buf[3 + FRAME_COUNTERS]; /* nr, time enabled, time running, values */
-    ssize_t n = read(c->counter_fds[0], buf, sizeof(buf));
-    if (n < (ssize_t)(3 * sizeof(uint64_t)) || buf[0] != attr_count)
+    /* nr, time enabled, time running, then the value of each member in the order opened */
+    uint64_t buf[3 + FRAME_COUNTERS];
+    unsigned open = (unsigned)__builtin_popcount(c->counters_open);
+    ssize_t n = read(c->counter_fds[__builtin_ctz(c->counters_open)], buf, sizeof(buf));
+    if (n != (ssize_t)((3 + open) * sizeof(uint64_t)) || buf[0] != open)
         return false;
+    ret->counted = c->counters_open;
     ret->enabled_ns = buf[1];
     ret->running_ns = buf[2];
-    for (unsigned i = 0; i < FRAME_COUNTERS; i++)
-        ret->values[i] = i < attr_count ? buf[3 + i] : 0;
+    for (unsigned i = 0, member = 0; i < FRAME_COUNTERS; i++)
+        ret->values[i] = c->counters_open & (1u << i) ? buf[3 + member++] : 0;
     set_state(REC_COUNTERS_ON, NULL);
     return true;
 }

@@ -15,6 +15,7 @@ struct fscope_collector;
 
 /* What a frame close reads: the group's totals since it opened. */
 struct counter_reading {
+    uint8_t counted; /* bit k: event k is in the thread's group (the kernel took it) */
     uint64_t enabled_ns, running_ns; /* running < enabled: the kernel multiplexed the group */
     uint64_t values[FRAME_COUNTERS];
 };

@@ -264,9 +264,9 @@ struct fscope_frame {
     uint8_t kernel_valid;
     int32_t kernel_tid;
     uint64_t kernel_oncpu_ns, kernel_runnable_ns;
-    /* The closing thread's perf counters over the frame (rec_counters names them); valid
-     * only when the same thread closed the frame before and the kernel counted the whole
-     * frame (not multiplexed with other events). */
+    /* The closing thread's perf counters over the frame (rec_counters names them). Bit k of
+     * counters_valid: event k was counted over the whole frame (the same thread closed the
+     * frame before, the kernel took the event and did not multiplex the group). */
     uint8_t counters_valid;
     uint64_t counter_values[FRAME_COUNTERS];
 };

@@ -236,7 +236,7 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
             if (counted && log->last_counters_tid == tid &&
                 counters.enabled_ns > last->enabled_ns &&
                 counters.running_ns - last->running_ns == counters.enabled_ns - last->enabled_ns) {
-                frame->counters_valid = 1;
+                frame->counters_valid = counters.counted & last->counted;
                 for (unsigned k = 0; k < FRAME_COUNTERS; k++)
                     frame->counter_values[k] = counters.values[k] - last->values[k];
             }

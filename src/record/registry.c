@@ -116,6 +116,7 @@ static void collector_reset(struct fscope_collector *c)
     c->schedstat_fd = -1;
     for (unsigned i = 0; i < FRAME_COUNTERS; i++)
         c->counter_fds[i] = -1;
+    c->counters_open = 0;
     c->counters_tried = 0;
     c->instant_loc = NULL;
     for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)

@@ -66,6 +66,7 @@ struct fscope_collector {
     uint64_t record_begin_ticks;
     int schedstat_fd; /* /proc/thread-self/schedstat, opened at its first frame close; -1 */
     int counter_fds[FRAME_COUNTERS]; /* its perf group (src/record/counters.c); -1 */
+    uint8_t counters_open;           /* which of them the kernel took (bit per event) */
     int8_t counters_tried;           /* 0 not yet, 1 open, -1 refused */
     _Atomic uint64_t counters[FSCOPE_COUNT_COUNT];
 };
