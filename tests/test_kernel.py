@@ -264,6 +264,14 @@ def test_drm(build, demo):
     check(vram["evicted"] and vram["max_resident_bytes"] == 1000 << 20 and
           vram["resident_bytes"] == 500 << 20, vram)
     check("over-committed" in r.stderr and "testdrv client 5" in r.stderr, r.stderr[-1500:])
+    # Beside the kernel's engine time, the layer's own GPU busy share over the same frames;
+    # a gap beyond 15 points is diagnosed, a smaller one is not.
+    stamped = client["timestamp_busy"]
+    check(stamped is not None and 0 <= stamped <= 1, client)
+    line = r.summary_line("drm") or ""
+    check(f"(timestamps: GPU busy {100 * stamped:.1f}%)" in line, line)
+    check(("GPU busy disagrees" in r.stderr) == (abs(share - stamped) > 0.15 + 0.01) or
+          abs(abs(share - stamped) - 0.15) <= 0.01, r.stderr[-1500:])
     print(f"gfx busy {share:.1%} (the file's engine ran 50%), VRAM eviction diagnosed")
 
 

@@ -346,6 +346,17 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
                     sizeof(src->threads[i].name));
     }
     copy_string(k->perf_why, sizeof(k->perf_why), src->perf_why, sizeof(src->perf_why));
+    k->kms = src->kms;
+    if (k->kms.state > REC_KMS_UNAVAILABLE || k->kms.count > REC_KMS_OUTPUTS)
+        return malformed(r, "KMS state %u with %u outputs", k->kms.state, k->kms.count);
+    k->kms.why[sizeof(k->kms.why) - 1] = '\0';
+    for (unsigned i = 0; i < k->kms.count; i++) {
+        struct rec_kms_output *o = &k->kms.outputs[i];
+        o->card[sizeof(o->card) - 1] = o->connector[sizeof(o->connector) - 1] = '\0';
+        if (o->vrr_capable > KMS_UNKNOWN || o->vrr_enabled > KMS_UNKNOWN)
+            return malformed(r, "KMS output %u with VRR state %u/%u", i, o->vrr_capable,
+                             o->vrr_enabled);
+    }
     void *samples;
     int e = read_chunked(r, rec, &src->samples, sizeof(struct kernel_sample), "kernel samples",
                          &samples, &k->sample_count);

@@ -53,6 +53,7 @@ struct recording_kernel {
     unsigned thread_count;
     struct rec_kernel_thread threads[REC_KERNEL_THREADS];
     char perf_why[192];
+    struct rec_kms kms; /* checked: count, state and flags in range, strings terminated */
     uint64_t sample_count;
     struct kernel_sample *samples; /* in the sampler's order: by tick, then thread */
     uint32_t drm_fds; /* DRM descriptors the app had open at most */

@@ -13,6 +13,7 @@
 #include "capture_dir.h"
 #include "counters.h"
 #include "formats.h"
+#include "kms.h"
 #include "presentation.h"
 #include "stats.h"
 #include "trace.h"
@@ -668,6 +669,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
                             thread_label(rec, s->kernel_tid, thread, sizeof(thread)));
         threads_write_text(f, rec);
         drm_write_text(f, rec);
+        kms_write_text(f, rec);
         fprintf(f, "  work        %.1f submits, %.1f command buffers, %.1f draws, %.1f dispatches, "
                 "%.1f render passes per frame\n", s->count_mean[FSCOPE_COUNT_SUBMITS],
                 s->count_mean[FSCOPE_COUNT_COMMAND_BUFFERS], s->count_mean[FSCOPE_COUNT_DRAWS],
@@ -784,6 +786,7 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
     presentation_write_json(rec, f, &s->presentation);
     threads_write_json(f, rec);
     drm_write_json(f, rec);
+    kms_write_json(f, rec);
     write_caps_json(f, s);
     fputs("  \"surfaces\": [", f);
     unsigned logs = rec->log_count;

@@ -273,6 +273,24 @@ static const char no_drm[] = "the app opened no DRM device (/dev/dri): the kerne
                              "usage to show (software rendering, a GPU driven outside DRM such "
                              "as NVIDIA's /dev/nvidia*, or no DRM device here)";
 
+/* The GPU busy share the layer's timestamps measured over the frames inside [from, to]: the
+ * same stretch a DRM client's engine time covers. < 0 when GPU time was not measured. */
+static double timestamp_busy(const struct recording *rec, uint64_t from, uint64_t to)
+{
+    if (!rec->gpu_timing)
+        return -1;
+    uint64_t busy = 0, span = 0;
+    for (unsigned l = 0; l < rec->log_count; l++)
+        for (uint64_t i = 0; i < rec->logs[l].frame_count; i++) {
+            const struct fscope_frame *fr = &rec->logs[l].frames[i];
+            if (fr->start_ticks >= from && fr->end_ticks <= to) {
+                busy += fr->gpu_busy_ticks;
+                span += fr->end_ticks - fr->start_ticks;
+            }
+        }
+    return span ? (double)busy / (double)span : -1;
+}
+
 /* A region whose residency fell by more than a tenth from its peak while the client's
  * allocations did not shrink: the kernel evicted it (VRAM over-committed). */
 static bool evicted(const struct drm_client *c, unsigned r)
@@ -299,17 +317,28 @@ void drm_write_text(FILE *f, const struct recording *rec)
         double span_ns = recording_ns(rec, c->last->ticks - c->first->ticks);
         fprintf(f, "  drm         %s client %llu over %.3f s:", c->last->driver,
                 (unsigned long long)c->last->client_id, span_ns / 1e9);
+        double busiest = -1;
         for (unsigned e = 0; e < c->last->engine_count && span_ns > 0; e++) {
             uint64_t from = e < c->first->engine_count ? c->first->engines[e].busy_ns : 0;
             double busy = (double)(c->last->engines[e].busy_ns - from) /
                           (span_ns * (double)(c->last->engines[e].capacity ? c->last->engines[e].capacity : 1));
             fprintf(f, " %s busy %.1f%%", c->last->engines[e].name, 100.0 * busy);
+            if (busy > busiest)
+                busiest = busy;
         }
+        double stamped = timestamp_busy(rec, c->first->ticks, c->last->ticks);
+        if (stamped >= 0)
+            fprintf(f, " (timestamps: GPU busy %.1f%%)", 100.0 * stamped);
         for (unsigned r = 0; r < c->last->region_count; r++)
             fprintf(f, "; %s resident %.1f of %.1f MiB", c->last->regions[r].name,
                     (double)c->last->regions[r].resident_bytes / 1048576.0,
                     (double)c->last->regions[r].total_bytes / 1048576.0);
         fputc('\n', f);
+        if (stamped >= 0 && busiest >= 0 && (busiest - stamped > 0.15 || stamped - busiest > 0.15))
+            fprintf(f, "  diagnosis   GPU busy disagrees: the kernel counts %.1f%% on this "
+                    "client's busiest engine, the layer's timestamps %.1f%% (work on queues or "
+                    "devices not timed, another API on the same descriptor, or engine time "
+                    "the driver reports differently)\n", 100.0 * busiest, 100.0 * stamped);
         for (unsigned r = 0; r < c->last->region_count; r++)
             if (evicted(c, r))
                 fprintf(f, "  diagnosis   %s over-committed: resident fell from %.1f to %.1f MiB "
@@ -333,7 +362,13 @@ void drm_write_json(FILE *f, const struct recording *rec)
         fprintf(f, "%s{\"client_id\": %llu, \"driver\": ", i ? ", " : "",
                 (unsigned long long)c->last->client_id);
         json_write_string(f, c->last->driver);
-        fprintf(f, ", \"seconds\": %.6f, \"engines\": [", span_ns / 1e9);
+        fprintf(f, ", \"seconds\": %.6f, \"timestamp_busy\": ", span_ns / 1e9);
+        double stamped = timestamp_busy(rec, c->first->ticks, c->last->ticks);
+        if (stamped >= 0)
+            fprintf(f, "%.6f", stamped);
+        else
+            fputs("null", f);
+        fputs(", \"engines\": [", f);
         for (unsigned e = 0; e < c->last->engine_count; e++) {
             uint64_t from = e < c->first->engine_count ? c->first->engines[e].busy_ns : 0;
             fprintf(f, "%s{\"name\": ", e ? ", " : "");

@@ -353,6 +353,36 @@ struct drm_sample {
     } regions[DRM_SAMPLE_REGIONS];
 };
 
+/* The display as the kernel's KMS sees it (src/record/kms.c): each connected connector's CRTC,
+ * its mode, VRR, and the CRTC's vblank counter at the sampler's first and latest tick, so
+ * the real refresh can be measured against the mode's and the compositor's claim. */
+#define REC_KMS_OUTPUTS 8
+enum rec_kms_state {
+    REC_KMS_UNKNOWN = 0,  /* not looked at (the sampler did not run) */
+    REC_KMS_READ,         /* outputs[] as read */
+    REC_KMS_NO_DEVICE,    /* why says what was missing */
+    REC_KMS_UNAVAILABLE,  /* a device, but nothing readable: why */
+};
+#define KMS_UNKNOWN 2 /* vrr_capable, vrr_enabled: the driver has no such property */
+struct rec_kms_output {
+    char card[16];      /* "card0" */
+    char connector[32]; /* "DP-1": type and number as the kernel names them */
+    uint32_t crtc_id;
+    int32_t width, height;
+    uint32_t mode_refresh_mhz; /* from the mode's pixel clock and totals */
+    uint8_t vrr_capable, vrr_enabled; /* 0, 1, or KMS_UNKNOWN */
+    uint8_t vblanks;  /* the counter was read at two ticks at least */
+    uint8_t reserved;
+    uint64_t first_seq, last_seq; /* the CRTC's vblank counter at the first and latest tick */
+    int64_t first_ns, last_ns;    /* when those vblanks happened, CLOCK_MONOTONIC */
+};
+struct rec_kms {
+    uint32_t state; /* enum rec_kms_state */
+    uint32_t count;
+    char why[192];
+    struct rec_kms_output outputs[REC_KMS_OUTPUTS];
+};
+
 /* Every thread of the app, sampled by one thread of ours every KERNEL_TICK_MS. */
 struct rec_kernel {
     uint32_t tick_ms;
@@ -363,6 +393,7 @@ struct rec_kernel {
     _Atomic uint32_t drm_fds; /* DRM descriptors of the app seen so far */
     uint32_t reserved;
     struct chunked drm_samples; /* struct drm_sample */
+    struct rec_kms kms;
 };
 
 #define REC_MAX_DEVICES 8 /* distinct device/driver pairs named in the summary */

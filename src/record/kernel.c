@@ -15,6 +15,7 @@
 #include "chunked.h"
 #include "clock.h"
 #include "counters.h"
+#include "kms.h"
 #include "meta.h"
 #include "recording.h"
 #include "registry.h"
@@ -129,6 +130,7 @@ struct sampler {
     char drm_paths[16][64];
     unsigned drm_count;
     const char *test_fdinfo;
+    struct kms *kms; /* the displays' vblank counters; NULL: none */
 };
 
 
@@ -439,8 +441,10 @@ static void record_samples(struct sampler *s, uint64_t ticks)
 static void sampler_tick(void *arg, bool final)
 {
     struct sampler *s = arg;
-    if (s->task_dir == 0)
+    if (s->task_dir == 0) {
         s->task_dir = kernel_fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        s->kms = kms_open(&s->rec->kms);
+    }
     bool second = final || s->ticks++ % (1000 / KERNEL_TICK_MS) == 0;
     refresh_threads(s, second);
     if (second)
@@ -449,8 +453,10 @@ static void sampler_tick(void *arg, bool final)
     uint64_t now = fscope_now();
     record_samples(s, now);
     record_drm(s, now);
+    kms_tick(s->kms, &s->rec->kms);
     if (!final)
         return;
+    kms_close(s->kms);
     for (unsigned i = 0; i < s->count; i++)
         watched_close(s, &s->threads[i]);
     if (s->task_dir >= 0)
