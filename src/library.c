@@ -15,6 +15,7 @@
 #include "analysis/trace.h"
 #include "library.h"
 #include "record/clock.h"
+#include "record/daemon_link.h"
 #include "record/frame.h"
 #include "record/kernel.h"
 #include "record/meta.h"
@@ -110,6 +111,7 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     kernel_sampler_stop();
     stream_stop();
     recording_end();
+    daemon_link_stop();
     if (recording_observed())
         return; /* framescope run analyses the recording once this process is gone */
     /* The machine the run ended on, kept for a report made elsewhere later (framescope run

@@ -9,10 +9,12 @@ import pty
 import re
 import select
 import shutil
+import stat
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -586,6 +588,42 @@ def test_bad_output_summary(exe):
         check(not os.path.exists(path("new")), "checking a path created directories")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_summary_special_files(exe):
+    """A summary sent to a FIFO (a script reading it) or to /dev/null is written into it, never
+    replaced by a file renamed over it (as root that replaced /dev/null itself); a symbolic
+    link is refused before the command runs."""
+    exe = os.path.abspath(exe)
+    tmp = tempfile.mkdtemp(prefix="fscope-cli-")
+    try:
+        demo = [demo_of(exe), "--quiet", "--output", "offscreen", "--frames", "10"]
+        fifo = os.path.join(tmp, "summary.fifo")
+        os.mkfifo(fifo)
+        got = []
+        reader = threading.Thread(target=lambda: got.append(open(fifo).read()))
+        reader.start()
+        r = run(exe, "run", "--compositor", "never", "--no-capture", "--summary", fifo, "--",
+                *demo)
+        reader.join(60)
+        check(r.returncode == 0 and got and got[0].startswith("framescope: summary for"),
+              f"{r.returncode} {r.stderr[-500:]} {got}")
+        check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced")
+        null = os.lstat("/dev/null")
+        r = run(exe, "run", "--compositor", "never", "--no-capture", "--summary", "/dev/null",
+                "--", *demo)
+        after = os.lstat("/dev/null")
+        check(r.returncode == 0 and stat.S_ISCHR(after.st_mode) and after.st_rdev == null.st_rdev,
+              f"/dev/null is now mode {after.st_mode:o}")
+        link = os.path.join(tmp, "link")
+        os.symlink(os.path.join(tmp, "elsewhere"), link)
+        r = run(exe, "run", "--compositor", "never", "--no-capture", "--summary", link, "--",
+                *demo)
+        check(r.returncode == 2 and "symbolic link" in r.stderr and
+              not os.path.exists(os.path.join(tmp, "elsewhere")), r.stderr)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("summary into a FIFO and /dev/null, neither replaced; a link refused")
 
 
 # ---- framescope diff and compare ----

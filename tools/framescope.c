@@ -34,6 +34,7 @@
 #include "analysis/report.h"
 #include "child.h"
 #include "compare.h"
+#include "daemon_client.h"
 #include "report.h"
 #include "record/format.h"
 #include "util/config.h"
@@ -56,6 +57,8 @@ static const char usage[] =
     "       framescope diff [--format text|json] A B\n"
     "       framescope compare [--runs-frames N] [--a 'VAR=VALUE ...'] [--b 'VAR=VALUE ...']\n"
     "                          [-o DIR] [--format text|json] -- COMMAND [ARGS...]\n"
+    "       framescope top [--once] [--json] [--interval SECONDS]\n"
+    "       framescope snapshot PID|NAME [--last SECONDS]\n"
     "       framescope --help | --version\n"
     "\n"
     "Runs COMMAND under the framescope Vulkan layer and prints, when it exits, what held its\n"
@@ -89,6 +92,10 @@ static const char usage[] =
     "with --a's again, captures in DIR/A1, DIR/X, DIR/A2 (default:\n"
     "./framescope-compare-YYYYMMDD-HHMMSS); X is better or worse than A only by more than the\n"
     "drift |A1 - A2|, else inconclusive. --runs-frames N: each run must record N frames.\n"
+    "top: every app profiled on this desktop, live, from framescoped (the per-user daemon):\n"
+    "fps, frame time p50/p99 over the last second, verdict, share of frames shown, cap.\n"
+    "snapshot: has framescoped write a capture of a running app's recent frames (all it holds,\n"
+    "or the last SECONDS) without stopping it, and prints the capture's path.\n"
     "diff exits 0, or 2 for a bad directory or file; compare 0, 1 when a run or its capture\n"
     "failed, 2 for a usage error (before anything runs).\n"
     "\n"
@@ -606,8 +613,13 @@ static bool check_summary_file(const char *path)
     const char *why = NULL;
     if (!last_component(path, base, sizeof(base)))
         why = "name a file (not /, . or ..)";
+    else if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+        why = "it is a symbolic link, which framescope does not follow; name the file itself";
     else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         why = "it is a directory; name a file";
+    else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode) &&
+             !S_ISFIFO(st.st_mode))
+        why = "it is neither a file, a device nor a FIFO";
     if (why) {
         fprintf(stderr, "framescope: summary file %s: %s\n",
                 fscope_config_escape(path, shown, sizeof(shown)), why);
@@ -934,6 +946,10 @@ int main(int argc, char **argv)
         return cmd_diff(argc - 1, argv + 1);
     if (strcmp(argv[1], "compare") == 0)
         return cmd_compare(argc - 1, argv + 1);
+    if (strcmp(argv[1], "top") == 0)
+        return cmd_top(argc - 1, argv + 1);
+    if (strcmp(argv[1], "snapshot") == 0)
+        return cmd_snapshot(argc - 1, argv + 1);
     fprintf(stderr, "framescope: unknown command '%s'\n\n%s", argv[1], usage);
     return 2;
 }

@@ -187,7 +187,8 @@ static int write_fd(int fd, capture_writer writer, const void *arg)
     int r = writer(f, arg);
     if (r == 0 && (fflush(f) != 0 || ferror(f)))
         r = errno ? -errno : -EIO;
-    if (r == 0 && fsync(fileno(f)) != 0)
+    /* EINVAL: a device or FIFO, which has nothing to sync */
+    if (r == 0 && fsync(fileno(f)) != 0 && errno != EINVAL)
         r = -errno;
     if (fclose(f) != 0 && r == 0)
         r = -errno;
@@ -247,6 +248,24 @@ int capture_write_file(const char *path, capture_writer writer, const void *arg)
     int dir_fd = open_parent(path, false, base, sizeof(base));
     if (dir_fd < 0)
         return dir_fd;
+    /* A device or a FIFO (/dev/null, a pipe a script reads) is written into, never replaced
+     * by a file renamed over it (as root that would replace /dev/null itself); a link is not
+     * followed (STYLE: never through a name another chose). */
+    struct stat st;
+    if (fstatat(dir_fd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+        int r = S_ISLNK(st.st_mode) ? -ELOOP : S_ISDIR(st.st_mode) ? -EISDIR : 0;
+        int fd = r ? -1 : openat(dir_fd, base, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+        if (!r && fd < 0)
+            r = -errno;
+        else if (!r && (fstat(fd, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))))
+            r = -EINVAL; /* a socket or a block device: not somewhere a summary goes */
+        if (!r)
+            r = write_fd(fd, writer, arg);
+        else if (fd >= 0)
+            close(fd);
+        close(dir_fd);
+        return r;
+    }
     int fd = -1;
     for (int attempt = 0; attempt < 16 && fd < 0; attempt++) {
         char suffix[13];

@@ -8,6 +8,7 @@
 #include "chunked.h"
 #include "clock.h"
 #include "counters.h"
+#include "daemon_link.h"
 #include "kernel.h"
 #include "recording.h"
 #include "util/log.h"
@@ -73,6 +74,7 @@ FSCOPE_EXPORT struct fscope_frame_log *fscope_frame_log_create(const char *label
     atomic_store(&frame_logs[index], log);
     /* Frames are coming: every thread of the app is worth watching from here. */
     kernel_sampler_start();
+    daemon_link_start();
     return log;
 }
 

@@ -1,0 +1,242 @@
+/* framescope top and framescope snapshot: questions to framescoped (tools/framescoped.c) over
+ * its socket, one request and one reply each. */
+#include "daemon_client.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "util/config.h"
+#include "util/daemon_proto.h"
+
+/* The daemon has this long to answer (a snapshot analyses a recording). */
+#define REPLY_TIMEOUT_MS 60000
+
+/* Sends req and returns the reply (NUL-terminated, to free) or NULL with a message said. */
+static char *ask(const struct fscoped_request *req)
+{
+    char path[108];
+    if (!fscoped_socket_path(path, sizeof(path))) {
+        fprintf(stderr, "framescope: XDG_RUNTIME_DIR is unset or not absolute: cannot find "
+                "framescoped's socket\n");
+        return NULL;
+    }
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    memcpy(addr.sun_path, path, strlen(path) + 1);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        fprintf(stderr, "framescope: framescoped is not running (%s: %s); start it with "
+                "'systemctl --user enable --now framescoped.socket'\n", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    char *reply = malloc(FSCOPED_REPLY_MAX + 1);
+    ssize_t n = -1;
+    if (reply && send(fd, req, sizeof(*req), MSG_NOSIGNAL) == (ssize_t)sizeof(*req)) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        if (poll(&p, 1, REPLY_TIMEOUT_MS) == 1)
+            n = recv(fd, reply, FSCOPED_REPLY_MAX, 0);
+        else
+            errno = ETIMEDOUT;
+    }
+    int e = errno;
+    close(fd);
+    if (n <= 0) {
+        fprintf(stderr, "framescope: no answer from framescoped: %s\n",
+                n == 0 ? "it closed the connection (another user's daemon, or it refused us)"
+                       : strerror(e));
+        free(reply);
+        return NULL;
+    }
+    reply[n] = '\0';
+    return reply;
+}
+
+static void request_init(struct fscoped_request *req, enum fscoped_kind kind)
+{
+    memset(req, 0, sizeof(*req));
+    memcpy(req->magic, FSCOPED_MAGIC, sizeof(req->magic));
+    req->kind = kind;
+}
+
+static double number(const struct json_value *o, const char *key)
+{
+    const struct json_value *v = json_get(o, key);
+    return v && v->type == JSON_NUMBER ? v->number : 0;
+}
+
+static const char *text(const struct json_value *o, const char *key)
+{
+    const struct json_value *v = json_get(o, key);
+    return v && v->type == JSON_STRING ? v->string : "";
+}
+
+/* One screen of top: a line per app. */
+static int print_table(const char *reply, bool clear)
+{
+    char error[128];
+    struct json_value *root = json_parse(reply, strlen(reply), error, sizeof(error));
+    const struct json_value *list = json_get(root, "apps");
+    if (!list || list->type != JSON_ARRAY) {
+        fprintf(stderr, "framescope: framescoped's answer is not a list of apps: %s\n",
+                root ? "no \"apps\"" : error);
+        json_destroy(root);
+        return 1;
+    }
+    if (clear)
+        fputs("\033[H\033[2J", stdout);
+    printf("%-8s %-16s %8s %8s %8s %-22s %7s %7s\n", "PID", "APP", "FPS", "P50 MS", "P99 MS",
+           "VERDICT (SHARE)", "SHOWN", "CAP");
+    for (size_t i = 0; i < list->count; i++) {
+        const struct json_value *a = &list->items[i];
+        char verdict[64], shown[16], cap[16];
+        snprintf(verdict, sizeof(verdict), "%s (%.0f%%)", text(a, "verdict"),
+                 100 * number(a, "verdict_share"));
+        double resolved = number(a, "resolved");
+        if (resolved > 0)
+            snprintf(shown, sizeof(shown), "%.0f%%", 100 * number(a, "shown") / resolved);
+        else
+            snprintf(shown, sizeof(shown), "-");
+        if (number(a, "cap_hz") > 0)
+            snprintf(cap, sizeof(cap), "%.0f Hz", number(a, "cap_hz"));
+        else
+            snprintf(cap, sizeof(cap), "off");
+        printf("%-8.0f %-16.16s %8.1f %8.2f %8.2f %-22s %7s %7s%s%s\n", number(a, "pid"),
+               text(a, "name"), number(a, "fps"), number(a, "p50_ms"), number(a, "p99_ms"),
+               verdict, shown, cap, text(a, "error")[0] ? "  " : "", text(a, "error"));
+    }
+    if (!list->count)
+        printf("(no profiled app is running)\n");
+    fflush(stdout);
+    json_destroy(root);
+    return 0;
+}
+
+static const char top_usage[] =
+    "usage: framescope top [--once] [--json] [--interval SECONDS]\n"
+    "Every app profiled on this desktop (registered with framescoped), refreshed: frames per\n"
+    "second, frame time p50/p99 over the last second, the verdict of most of those frames,\n"
+    "the share of them shown (where presentation feedback arrived) and the cap.\n"
+    "--once prints one table and exits; --json prints framescoped's answer as it is.\n";
+
+int cmd_top(int argc, char **argv)
+{
+    static const struct option options[] = {
+        { "once", no_argument, NULL, 'o' },
+        { "json", no_argument, NULL, 'j' },
+        { "interval", required_argument, NULL, 'i' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    bool once = false, json = false;
+    double interval = 1.0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (c) {
+        case 'o': once = true; break;
+        case 'j': json = true; break;
+        case 'i':
+            if (!fscope_config_parse_double(optarg, 0.1, 3600, &interval)) {
+                fprintf(stderr, "framescope top: --interval takes seconds, 0.1..3600\n");
+                return 2;
+            }
+            break;
+        case 'h': fputs(top_usage, stdout); return 0;
+        default: fputs(top_usage, stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fputs(top_usage, stderr);
+        return 2;
+    }
+    struct fscoped_request req;
+    request_init(&req, FSCOPED_LIST);
+    for (;;) {
+        char *reply = ask(&req);
+        if (!reply)
+            return 1;
+        int status = json ? (fputs(reply, stdout), fflush(stdout), 0)
+                          : print_table(reply, !once && isatty(STDOUT_FILENO));
+        free(reply);
+        if (status || once)
+            return status;
+        struct timespec ts = { (time_t)interval,
+                               (long)((interval - (double)(time_t)interval) * 1e9) };
+        nanosleep(&ts, NULL);
+    }
+}
+
+static const char snapshot_usage[] =
+    "usage: framescope snapshot PID|NAME [--last SECONDS]\n"
+    "Writes a capture of a running profiled app's recent frames and flight recorder without\n"
+    "stopping it, under $XDG_STATE_HOME/framescope (framescoped writes it); prints its path.\n"
+    "--last SECONDS keeps the frames of the last SECONDS only (default: all it has).\n";
+
+int cmd_snapshot(int argc, char **argv)
+{
+    static const struct option options[] = {
+        { "last", required_argument, NULL, 'l' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    double last = 0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (c) {
+        case 'l':
+            if (!fscope_config_parse_double(optarg, 0.001, 86400, &last)) {
+                fprintf(stderr, "framescope snapshot: --last takes seconds, 0.001..86400\n");
+                return 2;
+            }
+            break;
+        case 'h': fputs(snapshot_usage, stdout); return 0;
+        default: fputs(snapshot_usage, stderr); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fputs(snapshot_usage, stderr);
+        return 2;
+    }
+    struct fscoped_request req;
+    request_init(&req, FSCOPED_SNAPSHOT);
+    req.last_ms = (uint32_t)(last * 1000 + 0.5);
+    long pid;
+    const char *target = argv[optind];
+    if (fscope_config_parse_long(target, 1, 1 << 30, &pid)) {
+        req.pid = (int32_t)pid;
+    } else if (!target[0] || strlen(target) >= sizeof(req.name)) {
+        fprintf(stderr, "framescope snapshot: '%s' is neither a pid nor an app name (up to %zu "
+                "bytes)\n", target, sizeof(req.name) - 1);
+        return 2;
+    } else {
+        snprintf(req.name, sizeof(req.name), "%s", target);
+    }
+    char *reply = ask(&req);
+    if (!reply)
+        return 1;
+    char error[128];
+    struct json_value *root = json_parse(reply, strlen(reply), error, sizeof(error));
+    int status = 1;
+    if (!root)
+        fprintf(stderr, "framescope: framescoped's answer is not JSON: %s\n", error);
+    else if (text(root, "capture")[0]) {
+        printf("%s\n", text(root, "capture"));
+        status = 0;
+    } else {
+        fprintf(stderr, "framescope snapshot: %s\n", text(root, "error"));
+    }
+    json_destroy(root);
+    free(reply);
+    return status;
+}
