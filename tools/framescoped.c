@@ -313,7 +313,7 @@ static void app_ended(struct app *a)
     }
     const char *how = clean ? "exited" : "ended without reaching its exit (killed or crashed)";
     if (a->observed) {
-        say("%s (pid %d) %s; framescope run wrote its capture", a->name, a->pid, how);
+        say("%s (pid %d) %s; framescope run analyses it", a->name, a->pid, how);
         app_forget(a);
         return;
     }
