@@ -92,6 +92,7 @@ def offscreen(build, demo, frames):
             rows.append((label, fps, err))
         report(f"framescope-demo, offscreen {' '.join(extra_args)}, {frames} frames", rows)
     kernel_view(demo, ["--output", "offscreen"] + extra_args, frames, base, layer, demo_fps)
+    counters_view(demo, ["--output", "offscreen"] + extra_args, frames, base, layer, demo_fps)
 
 
 def kernel_view(demo, args, frames, base, layer, demo_fps, rounds=2):
@@ -107,6 +108,28 @@ def kernel_view(demo, args, frames, base, layer, demo_fps, rounds=2):
             rows.append((label, fps, err))
         report(f"kernel view per frame: framescope-demo {' '.join(args)}, {frames} frames", rows,
                "A (kernel off)", "X (kernel on)", "A (kernel off, again)", "the kernel view")
+
+
+# Four software events: the same group read per frame close as hardware counters, on machines
+# without a PMU (neither the VM nor the H200 host has one).
+COUNTER_EVENTS = ("perf::PAGE-FAULTS,perf::CONTEXT-SWITCHES:k=1,perf::MINOR-FAULTS,"
+                  "perf::CPU-MIGRATIONS:k=1")
+
+
+def counters_view(demo, args, frames, base, layer, demo_fps, rounds=2):
+    """Perf counters per frame (one group read at each frame close): framescope with
+    FRAMESCOPE_COUNTERS off, four events, off again."""
+    off = dict(layer, FRAMESCOPE_COUNTERS="off")
+    on = dict(layer, FRAMESCOPE_COUNTERS=COUNTER_EVENTS)
+    for _ in range(rounds):
+        rows = []
+        for label, extra in [("A (counters off)", off), ("X (4 counters)", on),
+                             ("A (counters off, again)", off)]:
+            fps, err = measure([demo, "--frames", str(frames)] + args, dict(base, **extra), frames,
+                               demo_fps)
+            rows.append((label, fps, err))
+        report(f"perf counters per frame: framescope-demo {' '.join(args)}, {frames} frames", rows,
+               "A (counters off)", "X (4 counters)", "A (counters off, again)", "the counters")
 
 
 def main():
@@ -138,6 +161,7 @@ def main():
                rows, "A (tracker off)", "X (tracker on)", "A (tracker off, again)",
                "the tracker")
         kernel_view(demo, ["--present-mode", "mailbox"], frames, base, layer, demo_fps)
+        counters_view(demo, ["--present-mode", "mailbox"], frames, base, layer, demo_fps)
         if shutil.which("vkcube-wayland"):
             rows = []
             for label, extra in variants(build):
