@@ -357,6 +357,11 @@ static void fault_stale_read(struct queue_data *q, unsigned slot, uint64_t index
     q->fault_laps[slot][1] = fresh[1];
 }
 
+static int64_t queue_to_mono(const struct queue_data *q, uint64_t ts)
+{
+    return gpu_to_mono(q, q->device->timestamp_period, ts);
+}
+
 /* Reads every slot our completion signal says is done, in order; gives each back. */
 static void queue_read_completed(struct device_data *dev, struct queue_data *q)
 {
@@ -416,6 +421,7 @@ static void queue_read_completed(struct device_data *dev, struct queue_data *q)
         } else {
             atomic_fetch_add_explicit(&gpu_stats.unmeasured_unreadable, 1, memory_order_relaxed);
         }
+        zones_read(dev, q, &q->slots[i], queue_to_mono);
         if (dev->reset_query_pool && !layer_config.fault_skip_query_reset)
             dev->reset_query_pool(dev->device, q->query_pool, 2 * i, 2);
         if (!q->timeline)
@@ -651,8 +657,10 @@ static bool fence_goes_separately(const struct queue_data *q, const struct gpu_s
 static VkResult after_submit(struct device_data *dev, struct queue_data *q, struct gpu_slot *slot,
                              VkResult r, bool separate_fence)
 {
-    if (r != VK_SUCCESS)
+    if (r != VK_SUCCESS) {
+        zones_detach(dev, slot);
         return r;
+    }
     if (separate_fence && dev->vk.QueueSubmit(q->queue, 0, NULL, slot->fence) != VK_SUCCESS) {
         /* The work is on the queue but we cannot know when it ends: never reuse this slot's
          * command buffers blind. Stop timing this queue. */
@@ -672,6 +680,13 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
     for (uint32_t i = 0; i < count && !blocked; i++)
         blocked = chain_blocks_injection(submits[i].pNext);
     struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked) : NULL;
+    for (uint32_t i = 0; i < count; i++)
+        for (uint32_t k = 0; k < submits[i].commandBufferCount; k++) {
+            if (slot)
+                zones_attach(slot, submits[i].pCommandBuffers[k]);
+            else
+                zones_untimed_submit(submits[i].pCommandBuffers[k]);
+        }
     if (!slot)
         return dev->vk.QueueSubmit(q->queue, count, submits, fence);
 
@@ -681,6 +696,7 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
     VkSubmitInfo *copy = scratch_reserve(q, size);
     if (!copy) {
         atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
+        zones_detach(dev, slot);
         return dev->vk.QueueSubmit(q->queue, count, submits, fence);
     }
     memcpy(copy, submits, count * sizeof(VkSubmitInfo));
@@ -718,6 +734,13 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
         blocked = (submits[i].flags & VK_SUBMIT_PROTECTED_BIT) ||
                   chain_blocks_injection(submits[i].pNext);
     struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked) : NULL;
+    for (uint32_t i = 0; i < count; i++)
+        for (uint32_t k = 0; k < submits[i].commandBufferInfoCount; k++) {
+            if (slot)
+                zones_attach(slot, submits[i].pCommandBufferInfos[k].commandBuffer);
+            else
+                zones_untimed_submit(submits[i].pCommandBufferInfos[k].commandBuffer);
+        }
     if (!slot)
         return next(q->queue, count, submits, fence);
 
@@ -727,6 +750,7 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
     VkSubmitInfo2 *copy = scratch_reserve(q, size);
     if (!copy) {
         atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
+        zones_detach(dev, slot);
         return next(q->queue, count, submits, fence);
     }
     memcpy(copy, submits, count * sizeof(VkSubmitInfo2));

@@ -36,6 +36,7 @@ static void note_result(struct device_data *dev, VkResult r, const char *where)
 struct cb_counts {
     _Atomic(VkCommandBuffer) cb;
     uint32_t draws, dispatches, render_passes;
+    struct cb_zones *zones; /* gpu_zones.c's, made at allocation, kept for the handle */
 };
 
 static struct cb_counts cb_table[CB_TABLE_SIZE];
@@ -63,6 +64,87 @@ static struct cb_counts *cb_entry(VkCommandBuffer cb, bool insert)
     if (insert)
         atomic_fetch_add_explicit(&cb_table_full, 1, memory_order_relaxed);
     return NULL;
+}
+
+struct cb_zones **hooks_cb_zones(VkCommandBuffer cb)
+{
+    struct cb_counts *e = cb_entry(cb, true);
+    return e ? &e->zones : NULL;
+}
+
+void hooks_cb_zones_each(void (*fn)(struct cb_zones *z, const void *arg), const void *arg)
+{
+    for (unsigned i = 0; i < CB_TABLE_SIZE; i++)
+        if (atomic_load_explicit(&cb_table[i].cb, memory_order_acquire) && cb_table[i].zones)
+            fn(cb_table[i].zones, arg);
+}
+
+/* Command pools the app made, with their queue family: a command buffer's timestamps are
+ * valid only where its family has them. */
+#define POOL_TABLE_SIZE 1024
+static struct {
+    VkCommandPool pool;
+    uint32_t family;
+} pool_table[POOL_TABLE_SIZE];
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+uint32_t hooks_pool_family(VkCommandPool pool)
+{
+    uint32_t family = UINT32_MAX;
+    pthread_mutex_lock(&pool_lock);
+    for (unsigned i = 0; i < POOL_TABLE_SIZE && family == UINT32_MAX; i++)
+        if (pool_table[i].pool == pool)
+            family = pool_table[i].family;
+    pthread_mutex_unlock(&pool_lock);
+    return family;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateCommandPool(
+    VkDevice device, const VkCommandPoolCreateInfo *info, const VkAllocationCallbacks *alloc,
+    VkCommandPool *ret)
+{
+    VkResult r = device_lookup(device)->vk.CreateCommandPool(device, info, alloc, ret);
+    if (r == VK_SUCCESS) {
+        pthread_mutex_lock(&pool_lock);
+        for (unsigned i = 0; i < POOL_TABLE_SIZE; i++) {
+            if (!pool_table[i].pool) {
+                pool_table[i].pool = *ret;
+                pool_table[i].family = info->queueFamilyIndex;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&pool_lock);
+    }
+    return r;
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_DestroyCommandPool(
+    VkDevice device, VkCommandPool pool, const VkAllocationCallbacks *alloc)
+{
+    struct device_data *dev = device_lookup(device);
+    if (pool) {
+        zones_pool_destroyed(dev, pool);
+        pthread_mutex_lock(&pool_lock);
+        for (unsigned i = 0; i < POOL_TABLE_SIZE; i++)
+            if (pool_table[i].pool == pool)
+                pool_table[i].pool = VK_NULL_HANDLE;
+        pthread_mutex_unlock(&pool_lock);
+    }
+    dev->vk.DestroyCommandPool(device, pool, alloc);
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_AllocateCommandBuffers(
+    VkDevice device, const VkCommandBufferAllocateInfo *info, VkCommandBuffer *cbs)
+{
+    struct device_data *dev = device_lookup(device);
+    VkResult r = dev->vk.AllocateCommandBuffers(device, info, cbs);
+    if (r == VK_SUCCESS) {
+        uint32_t family = hooks_pool_family(info->commandPool);
+        for (uint32_t i = 0; i < info->commandBufferCount; i++)
+            zones_cb_allocated(dev, info->commandPool, cbs[i],
+                               info->level == VK_COMMAND_BUFFER_LEVEL_PRIMARY, family);
+    }
+    return r;
 }
 
 static void count_submitted(struct fscope_collector *c, VkCommandBuffer cb)
@@ -341,12 +423,16 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_BeginCommandBuffer(
         e->dispatches = 0;
         e->render_passes = 0;
     }
-    return dev->vk.BeginCommandBuffer(cb, info);
+    VkResult r = dev->vk.BeginCommandBuffer(cb, info);
+    if (r == VK_SUCCESS)
+        zones_cb_begin(cb, info);
+    return r;
 }
 
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_EndCommandBuffer(VkCommandBuffer cb)
 {
     struct device_data *dev = device_lookup(cb);
+    zones_cb_end(cb);
     VkResult r = dev->vk.EndCommandBuffer(cb);
     struct fscope_collector *c = fscope_thread_collector();
     if (c && c->record_begin_ticks) {
@@ -363,6 +449,8 @@ static VKAPI_ATTR void VKAPI_CALL framescope_FreeCommandBuffers(VkDevice device,
 {
     /* Zeroed, not removed: the probe chain stays intact and a reused handle finds its slot. */
     for (uint32_t i = 0; i < count; i++) {
+        if (cbs[i])
+            zones_cb_freed(cbs[i]);
         struct cb_counts *e = cbs[i] ? cb_entry(cbs[i], false) : NULL;
         if (e) {
             e->draws = 0;
@@ -434,18 +522,120 @@ COUNTED(CmdDispatchBase, dispatches,
         (VkCommandBuffer cb, uint32_t bx, uint32_t by, uint32_t bz, uint32_t x, uint32_t y,
          uint32_t z),
         (cb, bx, by, bz, x, y, z))
-COUNTED(CmdBeginRenderPass, render_passes,
-        (VkCommandBuffer cb, const VkRenderPassBeginInfo *i, VkSubpassContents c), (cb, i, c))
-COUNTED(CmdBeginRenderPass2, render_passes,
-        (VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s),
-        (cb, i, s))
-COUNTED(CmdBeginRenderPass2KHR, render_passes,
-        (VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s),
-        (cb, i, s))
-COUNTED(CmdBeginRendering, render_passes,
-        (VkCommandBuffer cb, const VkRenderingInfo *i), (cb, i))
-COUNTED(CmdBeginRenderingKHR, render_passes,
-        (VkCommandBuffer cb, const VkRenderingInfo *i), (cb, i))
+
+/* ---- render passes and labels: counted, and timed as GPU zones (gpu_zones.c) ---- */
+
+static void pass_counted(VkCommandBuffer cb)
+{
+    struct cb_counts *e = cb_entry(cb, true);
+    if (e)
+        e->render_passes++;
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass(
+    VkCommandBuffer cb, const VkRenderPassBeginInfo *i, VkSubpassContents c)
+{
+    pass_counted(cb);
+    zones_pass_begin(cb, i->renderArea, 0, false, 0, false);
+    device_lookup(cb)->vk.CmdBeginRenderPass(cb, i, c);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass2(
+    VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s)
+{
+    pass_counted(cb);
+    zones_pass_begin(cb, i->renderArea, 0, false, 0, false);
+    device_lookup(cb)->vk.CmdBeginRenderPass2(cb, i, s);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass2KHR(
+    VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s)
+{
+    pass_counted(cb);
+    zones_pass_begin(cb, i->renderArea, 0, false, 0, false);
+    device_lookup(cb)->vk.CmdBeginRenderPass2KHR(cb, i, s);
+}
+
+static void rendering_begin(VkCommandBuffer cb, const VkRenderingInfo *i)
+{
+    pass_counted(cb);
+    bool depth = (i->pDepthAttachment && i->pDepthAttachment->imageView) ||
+                 (i->pStencilAttachment && i->pStencilAttachment->imageView);
+    bool split = i->flags & (VK_RENDERING_SUSPENDING_BIT | VK_RENDERING_RESUMING_BIT);
+    zones_pass_begin(cb, i->renderArea, i->colorAttachmentCount, depth, i->viewMask, split);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRendering(VkCommandBuffer cb,
+                                                               const VkRenderingInfo *i)
+{
+    rendering_begin(cb, i);
+    device_lookup(cb)->vk.CmdBeginRendering(cb, i);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderingKHR(VkCommandBuffer cb,
+                                                                  const VkRenderingInfo *i)
+{
+    rendering_begin(cb, i);
+    device_lookup(cb)->vk.CmdBeginRenderingKHR(cb, i);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass(VkCommandBuffer cb)
+{
+    device_lookup(cb)->vk.CmdEndRenderPass(cb);
+    zones_pass_end(cb);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass2(VkCommandBuffer cb,
+                                                               const VkSubpassEndInfo *i)
+{
+    device_lookup(cb)->vk.CmdEndRenderPass2(cb, i);
+    zones_pass_end(cb);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass2KHR(VkCommandBuffer cb,
+                                                                  const VkSubpassEndInfo *i)
+{
+    device_lookup(cb)->vk.CmdEndRenderPass2KHR(cb, i);
+    zones_pass_end(cb);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRendering(VkCommandBuffer cb)
+{
+    device_lookup(cb)->vk.CmdEndRendering(cb);
+    zones_pass_end(cb);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderingKHR(VkCommandBuffer cb)
+{
+    device_lookup(cb)->vk.CmdEndRenderingKHR(cb);
+    zones_pass_end(cb);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginDebugUtilsLabelEXT(
+    VkCommandBuffer cb, const VkDebugUtilsLabelEXT *label)
+{
+    zones_label_begin(cb, label ? label->pLabelName : NULL);
+    device_lookup(cb)->vk.CmdBeginDebugUtilsLabelEXT(cb, label);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndDebugUtilsLabelEXT(VkCommandBuffer cb)
+{
+    device_lookup(cb)->vk.CmdEndDebugUtilsLabelEXT(cb);
+    zones_label_end(cb);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdDebugMarkerBeginEXT(
+    VkCommandBuffer cb, const VkDebugMarkerMarkerInfoEXT *marker)
+{
+    zones_label_begin(cb, marker ? marker->pMarkerName : NULL);
+    device_lookup(cb)->vk.CmdDebugMarkerBeginEXT(cb, marker);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdDebugMarkerEndEXT(VkCommandBuffer cb)
+{
+    device_lookup(cb)->vk.CmdDebugMarkerEndEXT(cb);
+    zones_label_end(cb);
+}
 #undef COUNTED
 
 void hooks_report_notes(void)
@@ -494,6 +684,18 @@ PFN_vkVoidFunction hooks_device_proc(const char *name)
     HOOK(CmdBeginRenderPass2KHR)
     HOOK(CmdBeginRendering)
     HOOK(CmdBeginRenderingKHR)
+    HOOK(CmdEndRenderPass)
+    HOOK(CmdEndRenderPass2)
+    HOOK(CmdEndRenderPass2KHR)
+    HOOK(CmdEndRendering)
+    HOOK(CmdEndRenderingKHR)
+    HOOK(CmdBeginDebugUtilsLabelEXT)
+    HOOK(CmdEndDebugUtilsLabelEXT)
+    HOOK(CmdDebugMarkerBeginEXT)
+    HOOK(CmdDebugMarkerEndEXT)
+    HOOK(CreateCommandPool)
+    HOOK(DestroyCommandPool)
+    HOOK(AllocateCommandBuffers)
 #undef HOOK
     return NULL;
 }

@@ -131,7 +131,16 @@ struct instance_data {
     X(DestroyFence)                                                                            \
     X(ResetFences)                                                                             \
     X(GetFenceStatus)                                                                          \
-    X(WaitForPresentKHR)
+    X(WaitForPresentKHR)                                                                       \
+    X(CmdEndRenderPass)                                                                        \
+    X(CmdEndRenderPass2)                                                                       \
+    X(CmdEndRenderPass2KHR)                                                                    \
+    X(CmdEndRendering)                                                                         \
+    X(CmdEndRenderingKHR)                                                                      \
+    X(CmdBeginDebugUtilsLabelEXT)                                                              \
+    X(CmdEndDebugUtilsLabelEXT)                                                                \
+    X(CmdDebugMarkerBeginEXT)                                                                  \
+    X(CmdDebugMarkerEndEXT)
 
 struct device_dispatch {
 #define X(name) PFN_vk##name name;
@@ -139,8 +148,15 @@ struct device_dispatch {
 #undef X
 };
 
+#define GPU_SLOT_ZONE_BLOCKS 16 /* command buffers with GPU zones per timed submission */
+struct zone_block;
+struct zone_pool;
+
 struct gpu_slot {
     VkCommandBuffer begin_cb, end_cb;
+    /* The GPU zones the submission carries (gpu_zones.c), read with it. */
+    struct zone_block *zones[GPU_SLOT_ZONE_BLOCKS];
+    uint32_t zone_count;
     /* Without timeline semaphores: signalled when the submission that used this slot is
      * complete (our own completion signal; the app's fences may be reset or never waited). */
     VkFence fence;
@@ -207,6 +223,8 @@ struct device_data {
      * others stay hidden from it. */
     bool app_calibrated_timestamps, app_host_query_reset, app_timeline_semaphore;
     uint32_t id; /* 1, 2, ...: names the device in reports and tags its GPU spans */
+    struct zone_pool *_Atomic zones; /* GPU zones' queries, made at the first zone */
+    bool zones_failed;
     _Atomic bool lost;
 
     /* The reader thread: waits on our completion signals and reads timestamps back, so no app
@@ -308,5 +326,36 @@ void gpu_report_notes(void);
 /* hooks.c */
 PFN_vkVoidFunction hooks_device_proc(const char *name);
 void hooks_report_notes(void);
+struct cb_zones;
+/* The GPU-zone state slot of a command buffer (in the per-command-buffer table); NULL when
+ * the table is full. */
+struct cb_zones **hooks_cb_zones(VkCommandBuffer cb);
+/* Calls fn(state, arg) on every command buffer's GPU-zone state. */
+void hooks_cb_zones_each(void (*fn)(struct cb_zones *z, const void *arg), const void *arg);
+/* The queue family of a command pool the app created (UINT32_MAX: unknown). */
+uint32_t hooks_pool_family(VkCommandPool pool);
+
+/* gpu_zones.c */
+void zones_cb_allocated(struct device_data *dev, VkCommandPool pool, VkCommandBuffer cb,
+                        bool primary, uint32_t family);
+void zones_cb_freed(VkCommandBuffer cb);
+void zones_pool_destroyed(struct device_data *dev, VkCommandPool pool);
+void zones_cb_begin(VkCommandBuffer cb, const VkCommandBufferBeginInfo *info);
+void zones_cb_end(VkCommandBuffer cb);
+void zones_label_begin(VkCommandBuffer cb, const char *name);
+void zones_label_end(VkCommandBuffer cb);
+void zones_pass_begin(VkCommandBuffer cb, VkRect2D area, uint32_t colors, bool depth,
+                      uint32_t view_mask, bool split);
+void zones_pass_end(VkCommandBuffer cb);
+/* A timed submission carries cb's zones (before it goes down); an untimed one counts them. */
+void zones_attach(struct gpu_slot *slot, VkCommandBuffer cb);
+void zones_untimed_submit(VkCommandBuffer cb);
+/* The submission did not go down after all: its zones are let go unread. */
+void zones_detach(struct device_data *dev, struct gpu_slot *slot);
+/* Reader thread: the slot's zones, once its completion signal says it finished. */
+void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *slot,
+                int64_t (*to_mono)(const struct queue_data *q, uint64_t ts));
+/* After the reader stopped, before the device goes. */
+void zones_device_destroy(struct device_data *dev);
 
 #endif

@@ -147,6 +147,50 @@ static int read_frame_log(struct reader *r, struct recording *rec, const struct 
     return 0;
 }
 
+static int read_gpu_zone_names(struct reader *r, struct recording *rec,
+                               const struct rec_gpu_zone_names *src)
+{
+    if (rec->gpu_zone_names)
+        return malformed(r, "two GPU zone name tables");
+    uint32_t count = atomic_load(&src->count);
+    if (count > GPU_ZONE_NAMES)
+        return malformed(r, "%u GPU zone names, at most %u", count, GPU_ZONE_NAMES);
+    rec->gpu_zone_names = calloc(count ? count : 1, sizeof(*rec->gpu_zone_names));
+    if (!rec->gpu_zone_names)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < count; i++)
+        copy_string(rec->gpu_zone_names[i], sizeof(rec->gpu_zone_names[i]), src->names[i],
+                    sizeof(src->names[i]));
+    rec->gpu_zone_name_count = count;
+    for (unsigned k = 0; k < GPU_ZONE_UNTIMED_COUNT; k++)
+        rec->gpu_zones_untimed[k] = atomic_load(&src->untimed[k]);
+    return 0;
+}
+
+static int read_gpu_zones(struct reader *r, struct recording *rec, const struct rec_gpu_zones *src)
+{
+    void *spans;
+    uint64_t count;
+    int e = read_chunked(r, rec, &src->spans, sizeof(struct gpu_zone_span), "GPU zones", &spans,
+                         &count);
+    if (e || !count)
+        return e;
+    struct gpu_zone_span *all = realloc(rec->gpu_zones, (rec->gpu_zone_count + count) *
+                                                            sizeof(*all));
+    if (!all) {
+        free(spans);
+        return -ENOMEM;
+    }
+    memcpy(all + rec->gpu_zone_count, spans, count * sizeof(*all));
+    free(spans);
+    rec->gpu_zones = all;
+    for (uint64_t i = rec->gpu_zone_count; i < rec->gpu_zone_count + count; i++)
+        if (all[i].end < all[i].begin || all[i].kind > GPU_ZONE_PASS)
+            return malformed(r, "a GPU zone ends before it begins, or has kind %u", all[i].kind);
+    rec->gpu_zone_count += count;
+    return 0;
+}
+
 static int read_spans(struct reader *r, struct recording *rec, const struct rec_span_log *src)
 {
     void *spans;
@@ -389,6 +433,8 @@ static const uint64_t object_sizes[REC_OBJ_TYPE_COUNT] = {
     [REC_OBJ_SPAN_LOG] = sizeof(struct rec_span_log),
     [REC_OBJ_CAP] = sizeof(struct rec_cap),
     [REC_OBJ_KERNEL] = sizeof(struct rec_kernel),
+    [REC_OBJ_GPU_ZONE_NAMES] = sizeof(struct rec_gpu_zone_names),
+    [REC_OBJ_GPU_ZONES] = sizeof(struct rec_gpu_zones),
 };
 
 /* A header of this format, or an error naming what it is instead. */
@@ -452,6 +498,8 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
         case REC_OBJ_SPAN_LOG: e = read_spans(r, rec, object); break;
         case REC_OBJ_CAP: e = read_cap(r, rec, object); break;
         case REC_OBJ_KERNEL: e = read_kernel(r, rec, object); break;
+        case REC_OBJ_GPU_ZONE_NAMES: e = read_gpu_zone_names(r, rec, object); break;
+        case REC_OBJ_GPU_ZONES: e = read_gpu_zones(r, rec, object); break;
         }
         if (e)
             return e;
@@ -545,6 +593,8 @@ void recording_free(struct recording *rec)
     free(rec->threads);
     free(rec->locs);
     free(rec->spans);
+    free(rec->gpu_zones);
+    free(rec->gpu_zone_names);
     free(rec->kernel.samples);
     free(rec->kernel.drm_samples);
     free(rec);
@@ -635,12 +685,13 @@ int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t
         void *object;
         if ((e = directory_object(&r, h, i, &type, &object)) || !object ||
             (type != REC_OBJ_FRAME_LOG && type != REC_OBJ_SPAN_LOG && type != REC_OBJ_CAP &&
-             type != REC_OBJ_KERNEL))
+             type != REC_OBJ_KERNEL && type != REC_OBJ_GPU_ZONES))
             continue;
         struct chunked *a = type == REC_OBJ_FRAME_LOG ? &((struct rec_frame_log *)object)->frames
                             : type == REC_OBJ_SPAN_LOG ? &((struct rec_span_log *)object)->spans
                             : type == REC_OBJ_KERNEL   ? &((struct rec_kernel *)object)->samples
-                                                       : &((struct rec_cap *)object)->events;
+                            : type == REC_OBJ_GPU_ZONES ? &((struct rec_gpu_zones *)object)->spans
+                                                        : &((struct rec_cap *)object)->events;
         e = unstream_array(&r, a, stream_fd);
         if (!e && type == REC_OBJ_KERNEL)
             e = unstream_array(&r, &((struct rec_kernel *)object)->drm_samples, stream_fd);

@@ -88,6 +88,12 @@ struct recording {
     struct rec_loc *locs; /* sorted by address */
     uint64_t span_count;
     struct gpu_span *spans; /* every span log's, in log order */
+    /* GPU zones: every device's, names checked against the table when used. */
+    uint64_t gpu_zone_count;
+    struct gpu_zone_span *gpu_zones;
+    unsigned gpu_zone_name_count;
+    char (*gpu_zone_names)[GPU_ZONE_NAME_SIZE];
+    uint64_t gpu_zones_untimed[GPU_ZONE_UNTIMED_COUNT];
     uint64_t items_dropped;  /* frames, spans and cap events the full arena refused */
     uint64_t alloc_failures; /* the arena refused an allocation */
     uint64_t locs_dropped;

@@ -13,6 +13,7 @@
 #include "capture_dir.h"
 #include "counters.h"
 #include "formats.h"
+#include "gpu_zones.h"
 #include "kms.h"
 #include "presentation.h"
 #include "stats.h"
@@ -667,6 +668,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
         char thread[64];
         counters_write_text(f, rec, &s->counters,
                             thread_label(rec, s->kernel_tid, thread, sizeof(thread)));
+        gpu_zones_write_text(f, rec, s->frames);
         threads_write_text(f, rec);
         drm_write_text(f, rec);
         kms_write_text(f, rec);
@@ -787,6 +789,7 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
     threads_write_json(f, rec);
     drm_write_json(f, rec);
     kms_write_json(f, rec);
+    gpu_zones_write_json(f, rec, s->frames);
     write_caps_json(f, s);
     fputs("  \"surfaces\": [", f);
     unsigned logs = rec->log_count;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "framescope.h"
+#include "gpu_zones.h"
 #include "zones.h"
 
 #define TRACE_MAX_DEPTH 64
@@ -115,6 +116,7 @@ int trace_write(FILE *f, const struct recording *rec)
     fputs(",\"timestamps\":\"CLOCK_MONOTONIC microseconds\"},\"traceEvents\":[", f);
     for (unsigned i = 0; i < rec->thread_count; i++)
         write_thread(&w, &rec->threads[i], stack);
+    gpu_zones_write_trace(f, rec, w.pid, w.base_ns, &w.first);
     fputs("\n]}\n", f);
     free(stack);
     return 0;

@@ -1,5 +1,7 @@
 #include "zones.h"
 
+#include "gpu_zones.h"
+
 /* Paths deeper than this are cut: the recorder never nests deeper. */
 #define ZONE_MAX_DEPTH 64
 #define ZONE_MAX_PATH 256
@@ -66,4 +68,5 @@ void zones_write_csv(FILE *f, const struct recording *rec)
                     recording_ns(rec, node->max_ticks) / 1e6);
         }
     }
+    gpu_zones_write_csv(f, rec);
 }

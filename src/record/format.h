@@ -38,6 +38,8 @@ enum rec_object_type {
     REC_OBJ_SPAN_LOG,
     REC_OBJ_CAP,
     REC_OBJ_KERNEL,
+    REC_OBJ_GPU_ZONE_NAMES, /* struct rec_gpu_zone_names: one per recording */
+    REC_OBJ_GPU_ZONES,      /* struct rec_gpu_zones: one per device */
     REC_OBJ_TYPE_COUNT,
 };
 
@@ -297,6 +299,42 @@ struct gpu_span {
 
 struct rec_span_log {
     struct chunked spans; /* struct gpu_span */
+};
+
+/* GPU zones (layers/gpu_zones.c): the app's debug-label regions and render passes, timed by
+ * timestamps the layer writes into its command buffers. A zone is named by its path of
+ * labels ("frame/shadow/pass 1024x1024"); names are interned in one table per recording. */
+#define GPU_ZONE_NAMES 1024
+#define GPU_ZONE_NAME_SIZE 96
+enum gpu_zone_untimed {
+    GPU_ZONE_UNTIMED_SECONDARY,   /* in a secondary command buffer */
+    GPU_ZONE_UNTIMED_FULL,        /* its command buffer's queries (or the device's) ran out */
+    GPU_ZONE_UNTIMED_UNBALANCED,  /* an end with no begin in its command buffer, or the reverse */
+    GPU_ZONE_UNTIMED_RESUBMITTED, /* its command buffer went down again before it was read */
+    GPU_ZONE_UNTIMED_NAMES,       /* the name table was full */
+    GPU_ZONE_UNTIMED_NO_RESET,    /* the device has no host query reset */
+    GPU_ZONE_UNTIMED_MULTIVIEW,   /* a label inside a multiview pass (one query per view) */
+    GPU_ZONE_UNTIMED_SIMULTANEOUS, /* a SIMULTANEOUS_USE command buffer (may run twice at once) */
+    GPU_ZONE_UNTIMED_COUNT,
+};
+struct rec_gpu_zone_names {
+    _Atomic uint32_t count;
+    uint32_t reserved;
+    _Atomic uint64_t untimed[GPU_ZONE_UNTIMED_COUNT];
+    char names[GPU_ZONE_NAMES][GPU_ZONE_NAME_SIZE];
+};
+enum gpu_zone_kind { GPU_ZONE_LABEL = 0, GPU_ZONE_PASS };
+struct gpu_zone_span {
+    uint64_t begin, end; /* ticks */
+    uint32_t device_id;
+    uint16_t name;       /* index into rec_gpu_zone_names */
+    uint8_t depth;       /* 0: outermost */
+    uint8_t kind;        /* enum gpu_zone_kind */
+};
+struct rec_gpu_zones {
+    uint32_t device_id;
+    uint32_t reserved;
+    struct chunked spans; /* struct gpu_zone_span, in the order they were read */
 };
 
 /* Frame flags left on the calling thread by a cap wait, taken by the next frame close. */

@@ -152,6 +152,8 @@ static void stream_pass(struct streamer *s)
             stream_array(s, &((struct rec_span_log *)object)->spans, 0, p, &n);
         else if (type == REC_OBJ_CAP)
             stream_array(s, &((struct rec_cap *)object)->events, 0, p, &n);
+        else if (type == REC_OBJ_GPU_ZONES)
+            stream_array(s, &((struct rec_gpu_zones *)object)->spans, 0, p, &n);
         else if (type == REC_OBJ_KERNEL) {
             stream_array(s, &((struct rec_kernel *)object)->samples, 0, p, &n);
             stream_array(s, &((struct rec_kernel *)object)->drm_samples, 0, p, &n);

@@ -31,6 +31,9 @@ static const char usage_text[] =
     "  --gpu-iters N           fragment shader loops N ALU iterations on 1/16 of the pixels\n"
     "                          (default 0; lavapipe caps all loops of a shader\n"
     "                          at 65535 iterations in total)\n"
+    "  --passes NAME:N,...     the frame as up to 4 render passes, each in a VK_EXT_debug_utils\n"
+    "                          label region NAME, each with N --gpu-iters (single-thread\n"
+    "                          frames; replaces --gpu-iters)\n"
     "  --stall-at F            sleep once, before recording frame F (0-based) ...\n"
     "  --stall-ms M            ... for M ms, like a load screen (both are needed)\n"
     "  --frames-in-flight K    frames the CPU may run ahead of the GPU (1-8, default 2)\n"
@@ -123,6 +126,7 @@ enum option_id {
     OPTION_FRAMES = 256,
     OPTION_CPU_MS,
     OPTION_GPU_ITERS,
+    OPTION_PASSES,
     OPTION_PRESENT_MODE,
     OPTION_OUTPUT,
     OPTION_WIDTH,
@@ -164,6 +168,7 @@ static const struct option long_options[] = {
     { "cpu-hog", no_argument, NULL, OPTION_CPU_HOG },
     { "fault-mb", required_argument, NULL, OPTION_FAULT_MB },
     { "gpu-iters", required_argument, NULL, OPTION_GPU_ITERS },
+    { "passes", required_argument, NULL, OPTION_PASSES },
     { "present-mode", required_argument, NULL, OPTION_PRESENT_MODE },
     { "output", required_argument, NULL, OPTION_OUTPUT },
     { "width", required_argument, NULL, OPTION_WIDTH },
@@ -262,6 +267,42 @@ const char *demo_present_mode_name(VkPresentModeKHR mode)
     }
 }
 
+/* "NAME:N,NAME:N": up to DEMO_MAX_PASSES passes, names of 1..31 printable bytes without ':'
+ * or ','. Prints what is wrong. */
+static bool parse_passes(const char *text, struct demo_options *options)
+{
+    char copy[256];
+    if (strlen(text) >= sizeof(copy)) {
+        fprintf(stderr, DEMO_NAME ": --passes: too long\n");
+        return false;
+    }
+    snprintf(copy, sizeof(copy), "%s", text);
+    options->pass_count = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(item, ':');
+        uint64_t iters;
+        size_t len = colon ? (size_t)(colon - item) : 0;
+        if (options->pass_count == DEMO_MAX_PASSES || !colon || len == 0 ||
+            len >= sizeof(options->passes[0].name)) {
+            fprintf(stderr, DEMO_NAME ": --passes: expected up to %d NAME:N separated by ',', "
+                    "names of 1..31 bytes, not '%s'\n", DEMO_MAX_PASSES, text);
+            return false;
+        }
+        if (!parse_uint("passes", colon + 1, 0, 65535, &iters))
+            return false;
+        struct demo_pass *pass = &options->passes[options->pass_count++];
+        memcpy(pass->name, item, len);
+        pass->name[len] = '\0';
+        pass->gpu_iters = (uint32_t)iters;
+    }
+    if (!options->pass_count) {
+        fprintf(stderr, DEMO_NAME ": --passes: no pass given\n");
+        return false;
+    }
+    return true;
+}
+
 /* The engine-pattern options against each other and the rest. Prints the first conflict. */
 static bool check_combinations(const struct demo_options *options, bool frames_in_flight_given,
                                bool second_device_gpu_iters_given)
@@ -309,6 +350,12 @@ static bool check_combinations(const struct demo_options *options, bool frames_i
     if (options->serial && frames_in_flight_given) {
         fprintf(stderr, DEMO_NAME ": --serial: cannot be combined with --frames-in-flight "
                 "(it keeps one frame in flight)\n");
+        return false;
+    }
+    if (options->pass_count &&
+        (options->threads > 1 || options->no_fence_wait || options->thread_split)) {
+        fprintf(stderr, DEMO_NAME ": --passes: records the single-thread frame, so not with "
+                "--threads, --no-fence-wait or --thread-split\n");
         return false;
     }
     if (second_device_gpu_iters_given && options->devices < 2) {
@@ -390,6 +437,10 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
             if (!parse_uint(name, optarg, 0, UINT32_MAX, &value))
                 return DEMO_PARSE_EXIT_USAGE;
             options.gpu_iters = (uint32_t)value;
+            break;
+        case OPTION_PASSES:
+            if (!parse_passes(optarg, &options))
+                return DEMO_PARSE_EXIT_USAGE;
             break;
         case OPTION_PRESENT_MODE:
             if (strcmp(optarg, "fifo") == 0) {

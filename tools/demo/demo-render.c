@@ -17,6 +17,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "demo.h"
 
@@ -50,6 +51,11 @@ struct demo_renderer {
     struct demo_gpu *gpu;
     const struct demo_pipeline *pipeline;
     uint32_t gpu_iters;
+    /* --passes: the frame as labelled passes instead of one */
+    uint32_t pass_count;
+    struct demo_pass passes[DEMO_MAX_PASSES];
+    PFN_vkCmdBeginDebugUtilsLabelEXT begin_label;
+    PFN_vkCmdEndDebugUtilsLabelEXT end_label;
     uint32_t frames_in_flight;
     uint32_t current_slot;
     VkCommandPool pool;     /* the main thread's */
@@ -80,9 +86,9 @@ struct demo_renderer {
     bool quit;
 };
 
-static void record_pass(struct demo_renderer *renderer, VkCommandBuffer cmd,
-                        VkRenderPass render_pass, const struct demo_render_target *target,
-                        VkRect2D area, uint32_t frame)
+static void record_pass_iters(struct demo_renderer *renderer, VkCommandBuffer cmd,
+                              VkRenderPass render_pass, const struct demo_render_target *target,
+                              VkRect2D area, uint32_t frame, uint32_t gpu_iters)
 {
     VkClearValue clear = { .color = { .float32 = { 0.05f, 0.05f, 0.08f, 1.0f } } };
     VkRenderPassBeginInfo begin = {
@@ -104,13 +110,51 @@ static void record_pass(struct demo_renderer *renderer, VkCommandBuffer cmd,
     vkCmdSetViewport(cmd, 0, 1, &viewport);
     vkCmdSetScissor(cmd, 0, 1, &area);
     struct demo_push_constants push = {
-        .gpu_iters = renderer->gpu_iters,
+        .gpu_iters = gpu_iters,
         .frame = frame,
     };
     vkCmdPushConstants(cmd, renderer->pipeline->layout, VK_SHADER_STAGE_FRAGMENT_BIT, 0,
                        sizeof(push), &push);
     vkCmdDraw(cmd, 3, 1, 0, 0);
     vkCmdEndRenderPass(cmd);
+}
+
+static void record_pass(struct demo_renderer *renderer, VkCommandBuffer cmd,
+                        VkRenderPass render_pass, const struct demo_render_target *target,
+                        VkRect2D area, uint32_t frame)
+{
+    if (!renderer->pass_count) {
+        record_pass_iters(renderer, cmd, render_pass, target, area, frame, renderer->gpu_iters);
+        return;
+    }
+    /* Each pass clears and draws the whole target again: its cost is its own iterations. */
+    for (uint32_t i = 0; i < renderer->pass_count; i++) {
+        const VkDebugUtilsLabelEXT label = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT,
+            .pLabelName = renderer->passes[i].name,
+        };
+        renderer->begin_label(cmd, &label);
+        record_pass_iters(renderer, cmd, render_pass, target, area, frame,
+                          renderer->passes[i].gpu_iters);
+        renderer->end_label(cmd);
+    }
+}
+
+bool demo_renderer_set_passes(struct demo_renderer *renderer, VkInstance instance,
+                              const struct demo_pass *passes, uint32_t count)
+{
+    renderer->begin_label = (PFN_vkCmdBeginDebugUtilsLabelEXT)
+        vkGetInstanceProcAddr(instance, "vkCmdBeginDebugUtilsLabelEXT");
+    renderer->end_label = (PFN_vkCmdEndDebugUtilsLabelEXT)
+        vkGetInstanceProcAddr(instance, "vkCmdEndDebugUtilsLabelEXT");
+    if (!renderer->begin_label || !renderer->end_label) {
+        fprintf(stderr, DEMO_NAME ": --passes: no vkCmdBeginDebugUtilsLabelEXT (VK_EXT_debug_utils "
+                "missing)\n");
+        return false;
+    }
+    memcpy(renderer->passes, passes, count * sizeof(*passes));
+    renderer->pass_count = count;
+    return true;
 }
 
 static bool begin_commands(VkCommandBuffer cmd, VkCommandBufferUsageFlags usage)

@@ -60,6 +60,8 @@ bool demo_vk_check(VkResult result, const char *call)
 
 /* ---- instance ---- */
 
+bool demo_debug_utils;
+
 bool demo_instance_init(struct demo_instance *instance, bool with_surface, uint32_t api_version)
 {
     uint32_t loader_version = VK_API_VERSION_1_0;
@@ -77,10 +79,14 @@ bool demo_instance_init(struct demo_instance *instance, bool with_surface, uint3
         return false;
     }
 
-    static const char *const surface_extensions[] = {
-        VK_KHR_SURFACE_EXTENSION_NAME,
-        "VK_KHR_wayland_surface",
-    };
+    const char *extensions[3];
+    uint32_t extension_count = 0;
+    if (with_surface) {
+        extensions[extension_count++] = VK_KHR_SURFACE_EXTENSION_NAME;
+        extensions[extension_count++] = "VK_KHR_wayland_surface";
+    }
+    if (demo_debug_utils)
+        extensions[extension_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
     VkApplicationInfo app_info = {
         .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
         .pApplicationName = DEMO_NAME,
@@ -92,8 +98,8 @@ bool demo_instance_init(struct demo_instance *instance, bool with_surface, uint3
     VkInstanceCreateInfo create_info = {
         .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
         .pApplicationInfo = &app_info,
-        .enabledExtensionCount = with_surface ? 2 : 0,
-        .ppEnabledExtensionNames = with_surface ? surface_extensions : NULL,
+        .enabledExtensionCount = extension_count,
+        .ppEnabledExtensionNames = extension_count ? extensions : NULL,
     };
     *instance = (struct demo_instance){ .api_version = api_version };
     return demo_vk_check(vkCreateInstance(&create_info, NULL, &instance->handle),

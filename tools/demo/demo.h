@@ -26,6 +26,8 @@ enum demo_output {
     DEMO_OUTPUT_OFFSCREEN,
 };
 
+#define DEMO_MAX_PASSES 4
+
 struct demo_options {
     uint64_t frames;            /* 0: until SIGINT or SIGTERM */
     double cpu_ms;
@@ -61,6 +63,12 @@ struct demo_options {
     int die_signal; /* 0: exit normally after --frames */
     bool self_timestamps;
     bool transfer_queue;
+    /* --passes: each frame's work as named passes, each in a debug-utils label region */
+    uint32_t pass_count;
+    struct demo_pass {
+        char name[32];
+        uint32_t gpu_iters;
+    } passes[DEMO_MAX_PASSES];
 };
 
 /* ---- demo-options.c ---- */
@@ -92,6 +100,8 @@ struct demo_instance {
  * VkApplicationInfo.apiVersion; 0 asks for the loader's own version, at most 1.3.
  */
 bool demo_instance_init(struct demo_instance *instance, bool with_surface, uint32_t api_version);
+/* Set before instances are made: they enable VK_EXT_debug_utils (for --passes' labels). */
+extern bool demo_debug_utils;
 void demo_instance_finish(struct demo_instance *instance);
 
 /* One VkDevice with one graphics queue, shared by every thread that submits. */
@@ -252,6 +262,11 @@ struct demo_renderer *demo_renderer_create(struct demo_gpu *gpu,
 bool demo_renderer_enable_self_timestamps(struct demo_renderer *renderer);
 /* Mean GPU time of the frames timed so far, in ms; *ret_frames says how many. */
 double demo_renderer_self_gpu_ms(struct demo_renderer *renderer, uint64_t *ret_frames);
+/* Records each frame as these passes, each in a label region named after it (single-thread
+ * frames; needs an instance made with demo_debug_utils). False (printed why) without the
+ * label functions. */
+bool demo_renderer_set_passes(struct demo_renderer *renderer, VkInstance instance,
+                              const struct demo_pass *passes, uint32_t count);
 /* Accepts NULL and a half-built renderer; joins the workers. The caller idles the GPU. */
 void demo_renderer_destroy(struct demo_renderer *renderer);
 

@@ -921,6 +921,7 @@ static bool set_up(struct demo *demo, bool *usage_error)
 
     if (wayland && !(demo->window = demo_window_create(DEMO_NAME)))
         return false;
+    demo_debug_utils = options->pass_count > 0;
     if (!demo_instance_init(&demo->instance, wayland, options->api_version))
         return false;
     resolve_frame_mark(demo);
@@ -989,6 +990,10 @@ static bool set_up(struct demo *demo, bool *usage_error)
     demo->renderer = demo_renderer_create(demo->gpu, demo->pipeline, options->frames_in_flight,
                                           options->threads, options->gpu_iters);
     if (!demo->renderer)
+        return false;
+    if (options->pass_count &&
+        !demo_renderer_set_passes(demo->renderer, demo->instance.handle, options->passes,
+                                  options->pass_count))
         return false;
     if (options->self_timestamps && !demo_renderer_enable_self_timestamps(demo->renderer))
         return false;

@@ -1,0 +1,31 @@
+/* GPU zones (layers/gpu_zones.c): the app's label regions and render passes as the GPU ran
+ * them, per path ("frame/shadow/pass 1024x1024"): the summary's top passes, summary.json,
+ * zones.csv rows and the trace's nested GPU tracks. */
+#ifndef FSCOPE_ANALYSIS_GPU_ZONES_H
+#define FSCOPE_ANALYSIS_GPU_ZONES_H
+
+#include <stdio.h>
+
+#include "recording.h"
+
+/* Per path, over the run. */
+struct gpu_zone_total {
+    const char *path;
+    unsigned depth, kind;
+    uint64_t count;
+    int64_t total_ns, children_ns, max_ns;
+};
+
+/* Totals of every path seen, by time (largest first); *ret_count of them. Free with free(). */
+struct gpu_zone_total *gpu_zones_totals(const struct recording *rec, unsigned *ret_count);
+/* "  gpu zones ..." lines (nothing when none was timed and none untimed). */
+void gpu_zones_write_text(FILE *f, const struct recording *rec, uint64_t frames);
+/* The "gpu_zones" member of summary.json (with its trailing ",\n"). */
+void gpu_zones_write_json(FILE *f, const struct recording *rec, uint64_t frames);
+/* zones.csv rows, thread "gpu zones" (thread id 2000000 + device id). */
+void gpu_zones_write_csv(FILE *f, const struct recording *rec);
+/* The trace's events: a track per device, "X" events that nest by containment. */
+void gpu_zones_write_trace(FILE *f, const struct recording *rec, int pid, int64_t base_ns,
+                           bool *first);
+
+#endif
