@@ -85,6 +85,51 @@ def test_verdict_display(build, demo):
     check(s["budget_ms"]["gpu_busy"] < 0.5 * s["frame_ms"]["mean"], "GPU busy in display run")
 
 
+def test_gpu_zones(build, demo):
+    """Labelled passes (the demo's --passes, each a debug-utils label around a render pass):
+    a pass given 3x the work of another measures about 3x its time, in the same run; each is
+    timed once per submission, nested under its label; top-level zones add up to no more than
+    the GPU busy time; zones.csv, summary.json, the summary and the trace agree."""
+    light, heavy = 2000, 6000
+    r = run_app([demo, "--quiet", "--output", "offscreen", "--frames", "40", "--passes",
+                 f"light:{light},heavy:{heavy}"], None, build)
+    check(r.rc == 0, r.stderr[-2000:])
+    summary = r.json()
+    zones = {z["path"]: z for z in summary["gpu_zones"]["zones"]}
+    spans = sum(d["spans"] for d in summary["device_gpu"])
+    for path in ("light", "heavy", "light/pass 256x256", "heavy/pass 256x256"):
+        check(path in zones and zones[path]["count"] == spans,
+              f"{path}: {zones.get(path)}; {spans} submissions timed")
+    for label in ("light", "heavy"):
+        child = zones[label + "/pass 256x256"]
+        check(child["depth"] == 1 and child["kind"] == "pass" and
+              child["total_ms"] <= zones[label]["total_ms"] + 1e-6, (zones[label], child))
+    ratio = zones["heavy"]["total_ms"] / zones["light"]["total_ms"]
+    check(2.4 <= ratio <= 3.6, f"heavy/light = {ratio:.2f} for 3x the work")
+    busy = sum(d["busy_ms"] for d in summary["device_gpu"])
+    top = zones["light"]["total_ms"] + zones["heavy"]["total_ms"]
+    check(top <= busy * 1.001 + 0.01, f"labels {top:.3f} ms > GPU busy {busy:.3f} ms")
+    check(not any(summary["gpu_zones"]["untimed"].values()), summary["gpu_zones"]["untimed"])
+    csv = {row["path"]: row for row in r.zones() if row["thread"] == "gpu zones"}
+    for path, z in zones.items():
+        check(path in csv and int(csv[path]["calls"]) == z["count"] and
+              abs(float(csv[path]["inclusive_ms"]) - z["total_ms"]) < 1e-5, (path, csv.get(path)))
+    line = r.summary_line("gpu zones") or ""
+    check(line.startswith("heavy ") and "light " in line, line)
+    trace = r.trace()["traceEvents"]
+    events = [e for e in trace if e.get("ph") == "X" and e.get("tid", 0) >= 2000000]
+    check(len(events) == 4 * spans, f"{len(events)} GPU zone events in the trace")
+    labels = {e["ts"]: e for e in events if e["name"] in ("light", "heavy")}
+    for e in events:
+        if e["name"].startswith("pass"):
+            parent = [p for p in labels.values() if p["ts"] <= e["ts"] + 1e-3 and
+                      e["ts"] + e["dur"] <= p["ts"] + p["dur"] + 1e-3]
+            check(len(parent) == 1 and e["args"]["path"].startswith(parent[0]["name"] + "/"),
+                  f"pass not nested in its label: {e}")
+    print(f"heavy/light {ratio:.2f} for 3x the work; labels {top:.1f} of {busy:.1f} ms GPU busy; "
+          f"{spans} submissions, each zone timed in every one")
+
+
 def validation_run(build, argv, extra_env=None):
     with Weston() as w:
         r = run_app(argv, w, build, layers=VALIDATION, extra_env=extra_env)
@@ -102,6 +147,8 @@ def test_validation(build, demo):
         "recreate": [demo, "--quiet", "--frames", "60", "--recreate-every", "15"],
         "submit2": [demo, "--quiet", "--frames", "60", "--submit2"],
         "threads": [demo, "--quiet", "--frames", "60", "--threads", "3"],
+        # GPU zones: timestamps written into the app's command buffers around labels and passes
+        "passes": [demo, "--quiet", "--frames", "60", "--passes", "light:10,heavy:30"],
     }
     for name, argv in runs.items():
         r = validation_run(build, argv)
