@@ -75,7 +75,7 @@ struct cb_zones {
 static struct zone_pool *pool_get(struct device_data *dev)
 {
     struct zone_pool *p = atomic_load_explicit(&dev->zones, memory_order_acquire);
-    if (p || !dev->reset_query_pool || !layer_config.gpu_timing)
+    if (p || !dev->reset_query_pool || !layer_config.gpu_timing || !layer_config.gpu_zones)
         return p;
     pthread_mutex_lock(&dev->lock);
     p = atomic_load(&dev->zones);

@@ -23,7 +23,7 @@ static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint32_t devices_created;
 static pid_t layer_pid;
 
-struct layer_config layer_config = { .gpu_timing = true, .presentation = true };
+struct layer_config layer_config = { .gpu_timing = true, .gpu_zones = true, .presentation = true };
 
 #define TABLE_SIZE(table) (sizeof(table) / sizeof(table[0]))
 
@@ -148,6 +148,10 @@ static void layer_read_config(void)
     if (gpu && *gpu && !fscope_config_parse_switch(gpu, &layer_config.gpu_timing))
         fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU='%s' is not on or off; using on",
                    fscope_config_escape(gpu, shown, sizeof(shown)));
+    const char *zones = secure_getenv("FRAMESCOPE_GPU_ZONES");
+    if (zones && *zones && !fscope_config_parse_switch(zones, &layer_config.gpu_zones))
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU_ZONES='%s' is not on or off; using on",
+                   fscope_config_escape(zones, shown, sizeof(shown)));
     const char *present = secure_getenv("FRAMESCOPE_PRESENT");
     if (present && *present && !fscope_config_parse_switch(present, &layer_config.presentation))
         fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_PRESENT='%s' is not on or off; using on",

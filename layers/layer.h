@@ -287,6 +287,7 @@ extern struct gpu_stats gpu_stats;
 
 struct layer_config {
     bool gpu_timing;
+    bool gpu_zones;    /* label regions and render passes timed (gpu_zones.c) */
     bool presentation; /* Wayland presentation feedback */
     enum { CAP_OFF, CAP_FIXED, CAP_AUTO } cap_mode;
     double cap_hz;

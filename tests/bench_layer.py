@@ -93,6 +93,7 @@ def offscreen(build, demo, frames):
         report(f"framescope-demo, offscreen {' '.join(extra_args)}, {frames} frames", rows)
     kernel_view(demo, ["--output", "offscreen"] + extra_args, frames, base, layer, demo_fps)
     counters_view(demo, ["--output", "offscreen"] + extra_args, frames, base, layer, demo_fps)
+    zones_view(demo, ["--output", "offscreen"] + extra_args, frames, base, layer, demo_fps)
 
 
 def kernel_view(demo, args, frames, base, layer, demo_fps, rounds=2):
@@ -132,6 +133,21 @@ def counters_view(demo, args, frames, base, layer, demo_fps, rounds=2):
                "A (counters off)", "X (4 counters)", "A (counters off, again)", "the counters")
 
 
+def zones_view(demo, args, frames, base, layer, demo_fps, rounds=2):
+    """GPU zones (two timestamps around every label region and render pass, recorded into the
+    app's command buffers): framescope with FRAMESCOPE_GPU_ZONES off, on, off again."""
+    off = dict(layer, FRAMESCOPE_GPU_ZONES="off")
+    for _ in range(rounds):
+        rows = []
+        for label, extra in [("A (zones off)", off), ("X (zones on)", layer),
+                             ("A (zones off, again)", off)]:
+            fps, err = measure([demo, "--frames", str(frames)] + args, dict(base, **extra), frames,
+                               demo_fps)
+            rows.append((label, fps, err))
+        report(f"GPU zones: framescope-demo {' '.join(args)}, {frames} frames", rows,
+               "A (zones off)", "X (zones on)", "A (zones off, again)", "GPU zones")
+
+
 def main():
     if sys.argv[1] == "--offscreen":
         offscreen(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 20000)
@@ -162,6 +178,7 @@ def main():
                "the tracker")
         kernel_view(demo, ["--present-mode", "mailbox"], frames, base, layer, demo_fps)
         counters_view(demo, ["--present-mode", "mailbox"], frames, base, layer, demo_fps)
+        zones_view(demo, ["--present-mode", "mailbox"], frames, base, layer, demo_fps)
         if shutil.which("vkcube-wayland"):
             rows = []
             for label, extra in variants(build):
