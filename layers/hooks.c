@@ -265,6 +265,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueuePresentKHR(VkQueue queue,
             .swapchain_serial = sc->serial,
             .device_id = sc->device_id,
             .present_mode = sc->present_mode,
+            .swapchain_presents = sc->presents,
             .spans = sc->pending,
             .span_count = sc->pending_count,
         };

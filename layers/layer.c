@@ -106,7 +106,8 @@ static void surface_start_frames(struct surface_data *surface);
 
 /* Registers a surface and starts its frame log (and, for Wayland, presentation tracking). */
 struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surface,
-                                 enum surface_kind kind, void *wl_display, void *wl_surface)
+                                 enum surface_kind kind, void *wl_display, void *wl_surface,
+                                 uint32_t x11_window)
 {
     struct surface_data *s = calloc(1, sizeof(*s));
     if (!s)
@@ -116,6 +117,7 @@ struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surfac
     s->kind = kind;
     s->wl_display = wl_display;
     s->wl_surface = wl_surface;
+    s->x11_window = x11_window;
     if (!table_insert(surfaces, MAX_SURFACES, &tables_lock, (uint64_t)surface, s)) {
         fscope_record_note("more than %d surfaces at once: later ones are not profiled",
                            MAX_SURFACES);
@@ -528,7 +530,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_GetDeviceQueue2(VkDevice device,
 static void surface_start_frames(struct surface_data *surface)
 {
     static _Atomic unsigned surfaces_seen;
-    static const char *const kind_names[] = { "wayland", "headless", "non-wayland" };
+    static const char *const kind_names[] = { "wayland", "headless", "non-wayland", "x11" };
     snprintf(surface->label, sizeof(surface->label), "%s surface %u", kind_names[surface->kind],
              atomic_fetch_add(&surfaces_seen, 1));
     surface->frames = fscope_frame_log_create(surface->label);
@@ -550,8 +552,15 @@ static void surface_start_frames(struct surface_data *surface)
         break;
     case SURFACE_OTHER:
         fscope_frame_log_set_surface(surface->frames, FRAME_SURFACE_OTHER);
-        fscope_frame_log_untrackable(surface->frames, "not a Wayland surface (XCB, Xlib or "
-                                     "display): frames are timed at present");
+        fscope_frame_log_untrackable(surface->frames, "neither a Wayland nor an X11 surface "
+                                     "(a display surface): frames are timed at present");
+        break;
+    case SURFACE_X11:
+        fscope_frame_log_set_surface(surface->frames, FRAME_SURFACE_X11);
+        if (!layer_config.presentation)
+            fscope_frame_log_untrackable(surface->frames, "off (FRAMESCOPE_PRESENT=off)");
+        else
+            fscope_frame_log_track_x11(surface->frames, surface->x11_window);
         break;
     }
 }
@@ -563,7 +572,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateWaylandSurfaceKHR(
     struct instance_data *inst = instance_lookup(instance);
     VkResult r = inst->vk.CreateWaylandSurfaceKHR(instance, info, alloc, ret);
     if (r == VK_SUCCESS)
-        surface_add(inst, *ret, SURFACE_WAYLAND, info->display, info->surface);
+        surface_add(inst, *ret, SURFACE_WAYLAND, info->display, info->surface, 0);
     return r;
 }
 
@@ -574,7 +583,31 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateHeadlessSurfaceEXT(
     struct instance_data *inst = instance_lookup(instance);
     VkResult r = inst->vk.CreateHeadlessSurfaceEXT(instance, info, alloc, ret);
     if (r == VK_SUCCESS)
-        surface_add(inst, *ret, SURFACE_HEADLESS, NULL, NULL);
+        surface_add(inst, *ret, SURFACE_HEADLESS, NULL, NULL, 0);
+    return r;
+}
+
+/* X11 windows (Proton/Wine and native games under X or XWayland): the tracker opens its own
+ * connection to $DISPLAY and follows the window by its XID. */
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateXcbSurfaceKHR(
+    VkInstance instance, const VkXcbSurfaceCreateInfoKHR *info,
+    const VkAllocationCallbacks *alloc, VkSurfaceKHR *ret)
+{
+    struct instance_data *inst = instance_lookup(instance);
+    VkResult r = inst->vk.CreateXcbSurfaceKHR(instance, info, alloc, ret);
+    if (r == VK_SUCCESS)
+        surface_add(inst, *ret, SURFACE_X11, NULL, NULL, info->window);
+    return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateXlibSurfaceKHR(
+    VkInstance instance, const layer_xlib_surface_info *info, const VkAllocationCallbacks *alloc,
+    VkSurfaceKHR *ret)
+{
+    struct instance_data *inst = instance_lookup(instance);
+    VkResult r = inst->vk.CreateXlibSurfaceKHR(instance, info, alloc, ret);
+    if (r == VK_SUCCESS)
+        surface_add(inst, *ret, SURFACE_X11, NULL, NULL, (uint32_t)info->window);
     return r;
 }
 
@@ -618,7 +651,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateSwapchainKHR(
         return r;
     struct surface_data *surface = surface_lookup(info->surface);
     if (!surface) /* XCB, Xlib, display: not hooked, learned here */
-        surface = surface_add(dev->instance, info->surface, SURFACE_OTHER, NULL, NULL);
+        surface = surface_add(dev->instance, info->surface, SURFACE_OTHER, NULL, NULL, 0);
     if (!surface || !surface->frames)
         return r;
     surface_first_swapchain(surface);
@@ -718,6 +751,8 @@ framescope_GetInstanceProcAddr(VkInstance instance, const char *name)
         return NULL;
     HOOK(CreateWaylandSurfaceKHR)
     HOOK(CreateHeadlessSurfaceEXT)
+    HOOK(CreateXcbSurfaceKHR)
+    HOOK(CreateXlibSurfaceKHR)
     HOOK(DestroySurfaceKHR)
     PFN_vkVoidFunction ours = plumbing_device_proc(name);
     if (!ours)

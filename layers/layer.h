@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #define VK_USE_PLATFORM_WAYLAND_KHR
+#define VK_USE_PLATFORM_XCB_KHR
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
@@ -56,7 +57,21 @@ void table_remove(struct table_entry *table, unsigned size, pthread_mutex_t *loc
     X(GetPhysicalDeviceCalibrateableTimeDomainsEXT)                                            \
     X(CreateWaylandSurfaceKHR)                                                                 \
     X(CreateHeadlessSurfaceEXT)                                                                \
+    X(CreateXcbSurfaceKHR)                                                                     \
+    X(CreateXlibSurfaceKHR)                                                                    \
     X(DestroySurfaceKHR)
+
+/* VkXlibSurfaceCreateInfoKHR without Xlib's headers: Display * and an XID Window. */
+typedef struct {
+    VkStructureType sType;
+    const void *pNext;
+    VkFlags flags;
+    void *dpy;
+    unsigned long window;
+} layer_xlib_surface_info;
+typedef VkResult(VKAPI_PTR *PFN_vkCreateXlibSurfaceKHR)(VkInstance, const layer_xlib_surface_info *,
+                                                        const VkAllocationCallbacks *,
+                                                        VkSurfaceKHR *);
 
 struct instance_dispatch {
 #define X(name) PFN_vk##name name;
@@ -242,7 +257,7 @@ struct device_data {
     struct table_entry swapchains[MAX_SWAPCHAINS];
 };
 
-enum surface_kind { SURFACE_WAYLAND, SURFACE_HEADLESS, SURFACE_OTHER };
+enum surface_kind { SURFACE_WAYLAND, SURFACE_HEADLESS, SURFACE_OTHER, SURFACE_X11 };
 
 struct surface_data {
     VkSurfaceKHR surface;
@@ -251,6 +266,7 @@ struct surface_data {
     char label[64];
     void *wl_display;
     void *wl_surface;
+    uint32_t x11_window; /* SURFACE_X11: the app's window (XIDs are global on the server) */
     struct fscope_frame_log *frames;
     struct fscope_cap *cap; /* FRAMESCOPE_CAP; NULL when off */
     uint32_t swapchains_created;
@@ -304,7 +320,8 @@ struct device_data *device_lookup(const void *dispatchable);
 struct queue_data *queue_lookup(struct device_data *dev, VkQueue queue);
 struct surface_data *surface_lookup(VkSurfaceKHR surface);
 struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surface,
-                                 enum surface_kind kind, void *wl_display, void *wl_surface);
+                                 enum surface_kind kind, void *wl_display, void *wl_surface,
+                                 uint32_t x11_window);
 void surface_remove(VkSurfaceKHR surface);
 struct swapchain_data *swapchain_lookup(struct device_data *dev, VkSwapchainKHR swapchain);
 

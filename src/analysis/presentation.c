@@ -321,6 +321,9 @@ void presentation_write_text(const struct recording *rec, FILE *f,
         if (!log->tracked && log->untracked_why[0])
             fprintf(f, "  display     %s: presentation feedback unavailable: %s\n",
                     log->label, log->untracked_why);
+        else if (log->untracked_why[0])
+            fprintf(f, "  display     %s: presentation feedback stopped: %s\n", log->label,
+                    log->untracked_why);
     }
     if (!s->tracked)
         return;

@@ -121,7 +121,7 @@ static int read_frame_log(struct reader *r, struct recording *rec, const struct 
     memset(log, 0, sizeof(*log));
     copy_string(log->label, sizeof(log->label), src->label, sizeof(src->label));
     uint32_t surface = atomic_load(&src->surface);
-    if (surface > FRAME_SURFACE_OTHER)
+    if (surface > FRAME_SURFACE_X11)
         return malformed(r, "surface '%s' has an unknown kind %u", log->label, surface);
     log->surface = (enum frame_surface)surface;
     log->tracked = atomic_load(&src->tracked) != 0;

@@ -1110,3 +1110,40 @@ void fscope_wl_tracker_destroy(struct fscope_wl_tracker *t)
 {
 	fscope_wl_tracker_destroy_with_counts(t, NULL);
 }
+
+/* ---- the frame log's interface ---- */
+
+static enum fscope_wl_request ops_request(void *t, uint64_t present_id, uint64_t serial)
+{
+	(void)serial; /* feedback binds to the next commit: no serial to match */
+	return fscope_wl_tracker_request(t, present_id);
+}
+
+static void ops_present_failed(void *t, uint64_t present_id)
+{
+	fscope_wl_tracker_present_failed(t, present_id);
+}
+
+static size_t ops_drain(void *t, struct fscope_present_feedback *out, size_t max)
+{
+	return fscope_wl_tracker_drain(t, out, max);
+}
+
+static void ops_counts(const void *t, struct fscope_wl_counts *ret)
+{
+	fscope_wl_tracker_counts(t, ret);
+}
+
+static bool ops_why(const void *t, char *buf, size_t len)
+{
+	return fscope_wl_tracker_why(t, buf, len);
+}
+
+static void ops_destroy(void *t, struct fscope_wl_counts *ret)
+{
+	fscope_wl_tracker_destroy_with_counts(t, ret);
+}
+
+const struct fscope_present_ops fscope_wl_present_ops = {
+	ops_request, ops_present_failed, ops_drain, ops_counts, ops_why, ops_destroy,
+};

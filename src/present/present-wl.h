@@ -25,41 +25,10 @@
 struct wl_display;
 struct wl_surface;
 
-enum fscope_present_outcome {
-	FSCOPE_PRESENT_PENDING = 0,
-	FSCOPE_PRESENT_PRESENTED,
-	FSCOPE_PRESENT_DISCARDED,
-};
-
-struct fscope_present_feedback {
-	uint64_t present_id;          /* the id given to fscope_wl_tracker_request */
-	enum fscope_present_outcome outcome;
-	int64_t presented_mono_ns;    /* presentation time converted to CLOCK_MONOTONIC ns; 0 if discarded */
-	uint32_t refresh_ns;          /* as the compositor claims (may be 0) */
-	uint64_t seq;                 /* as given (may be 0) */
-	uint32_t flags;               /* WP_PRESENTATION_FEEDBACK_KIND_* bits as given */
-	int output_index;             /* index into fscope_wl_outputs() list, -1 if unknown */
-	bool output_ambiguous;        /* true if output was matched by refresh and several outputs share it */
-	uint32_t sync_outputs;        /* how many sync_output events preceded it (0 if discarded) */
-	uint32_t output_refresh_mhz;  /* that output's current mode as cached, 0 if output unknown */
-};
-
-/* Mirrors WP_PRESENTATION_FEEDBACK_KIND_* so callers need not include the protocol header. */
-enum fscope_present_flags {
-	FSCOPE_PRESENT_FLAG_VSYNC = 0x1,
-	FSCOPE_PRESENT_FLAG_HW_CLOCK = 0x2,
-	FSCOPE_PRESENT_FLAG_HW_COMPLETION = 0x4,
-	FSCOPE_PRESENT_FLAG_ZERO_COPY = 0x8,
-};
+#include "present.h"
 
 struct fscope_wl_tracker;
 
-/* What fscope_wl_tracker_request() did. */
-enum fscope_wl_request {
-	FSCOPE_WL_REQUESTED = 1,   /* feedback asked for; counted in `requested` */
-	FSCOPE_WL_NOT_READY,       /* set-up not finished (or it failed): nothing asked; `not_ready` */
-	FSCOPE_WL_REQUEST_FAILED,  /* could not ask (connection broke, slots full); `failed` */
-};
 
 /* Exported from libframescope for the Vulkan layer. */
 #pragma GCC visibility push(default)
@@ -126,19 +95,6 @@ void fscope_wl_tracker_present_failed(struct fscope_wl_tracker *t, uint64_t pres
 size_t fscope_wl_tracker_drain(struct fscope_wl_tracker *t,
 			       struct fscope_present_feedback *out, size_t max);
 
-struct fscope_wl_counts {
-	uint64_t requested;  /* feedbacks asked for (request returned FSCOPE_WL_REQUESTED) */
-	uint64_t presented;
-	uint64_t discarded;
-	uint64_t pending;    /* asked for and not finished; after destroy: destroyed unfinished */
-	uint64_t orphaned;   /* asked for, then its present failed (present_failed): no record */
-	uint64_t lost;       /* finished but dropped because the drain ring was full */
-	uint64_t failed;     /* request returned FSCOPE_WL_REQUEST_FAILED */
-	uint64_t not_ready;  /* request returned FSCOPE_WL_NOT_READY (never in requested) */
-	/* The app disconnected its wl_display before the tracker was destroyed: the feedbacks
-	 * still pending stay counted as pending (their proxies were leaked, not destroyed). */
-	bool display_gone;
-};
 
 /*
  * A consistent snapshot: requested == presented + discarded + pending + orphaned always
@@ -217,5 +173,8 @@ void fscope_wl_outputs_refresh(void);
  */
 int fscope_wl_outputs_match_refresh(uint32_t refresh_ns, bool *ret_ambiguous,
 				    uint32_t *ret_refresh_mhz);
+
+/* The frame log's view of it. */
+extern const struct fscope_present_ops fscope_wl_present_ops;
 
 #pragma GCC visibility pop

@@ -191,7 +191,8 @@ enum frame_surface {
     FRAME_SURFACE_NONE = 0, /* frames marked by the app (fscope_frame_mark), no swapchain */
     FRAME_SURFACE_WAYLAND,
     FRAME_SURFACE_HEADLESS, /* VK_EXT_headless_surface: no display behind it */
-    FRAME_SURFACE_OTHER,    /* XCB, Xlib, display: a display, but no presentation feedback */
+    FRAME_SURFACE_OTHER,    /* display (VK_KHR_display) and others: no presentation feedback */
+    FRAME_SURFACE_X11,      /* XCB or Xlib: the Present extension's completions */
 };
 
 /* What became of a frame's present, from the compositor's presentation feedback. */

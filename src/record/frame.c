@@ -12,8 +12,12 @@
 #include "kernel.h"
 #include "recording.h"
 #include "util/log.h"
+#include "present/present.h"
 #ifdef FSCOPE_HAVE_WAYLAND
 #include "present/present-wl.h"
+#endif
+#ifdef FSCOPE_HAVE_X11
+#include "present/present-x11.h"
 #endif
 
 /* The writers' limits; the recording's directory has room for every one of them. */
@@ -36,7 +40,8 @@ struct fscope_frame_log {
      * destroyed on different threads. Only ever try-locked on the present path. */
     pthread_mutex_t drain_lock;
 
-    struct fscope_wl_tracker *tracker;
+    void *tracker; /* the presentation tracker of ops (Wayland or X11); NULL: none */
+    const struct fscope_present_ops *ops;
     _Atomic uint32_t shown_refresh_mhz; /* of the output the latest presented frame was on */
     _Atomic uint64_t last_shown_ticks;
     struct frame_log_tracker_counts final_counts; /* of trackers already torn down */
@@ -242,10 +247,11 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
                 for (unsigned k = 0; k < FRAME_COUNTERS; k++)
                     frame->counter_values[k] = counters.values[k] - last->values[k];
             }
-#ifdef FSCOPE_HAVE_WAYLAND
-            /* Right before the present goes down: the feedback binds to its commit. */
+            /* Right before the present goes down: Wayland's feedback binds to its commit;
+             * X11's completion carries the present's serial on its swapchain. */
             if (log->tracker) {
-                switch (fscope_wl_tracker_request(log->tracker, frame->index)) {
+                switch (log->ops->request(log->tracker, frame->index,
+                                          origin ? origin->swapchain_presents : 0)) {
                 case FSCOPE_WL_REQUESTED:
                     frame->present_state = FRAME_PRESENT_PENDING;
                     atomic_store_explicit(&log->rec->tracked, 1, memory_order_relaxed);
@@ -258,7 +264,6 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
                     frame->present_state = FRAME_PRESENT_REQUEST_FAILED;
                 }
             }
-#endif
             chunked_publish(log->frames);
         }
     }
@@ -302,6 +307,7 @@ FSCOPE_EXPORT bool fscope_frame_log_track_wayland(struct fscope_frame_log *log,
 #ifdef FSCOPE_HAVE_WAYLAND
     char why[160] = "";
     log->tracker = fscope_wl_tracker_create(display, surface, why, sizeof(why));
+    log->ops = &fscope_wl_present_ops;
     if (!log->tracker) {
         fscope_frame_log_untrackable(log, why[0] ? why : "the tracker could not start");
         return false;
@@ -318,7 +324,27 @@ FSCOPE_EXPORT bool fscope_frame_log_track_wayland(struct fscope_frame_log *log,
 #endif
 }
 
-#ifdef FSCOPE_HAVE_WAYLAND
+FSCOPE_EXPORT bool fscope_frame_log_track_x11(struct fscope_frame_log *log, uint32_t window)
+{
+    if (!log || log->tracker)
+        return log != NULL;
+#ifdef FSCOPE_HAVE_X11
+    char why[160] = "";
+    log->tracker = fscope_x11_tracker_create(NULL, window, why, sizeof(why));
+    log->ops = &fscope_x11_present_ops;
+    if (!log->tracker) {
+        fscope_frame_log_untrackable(log, why[0] ? why : "the tracker could not start");
+        return false;
+    }
+    log->rec->untracked_why[0] = '\0';
+    return true;
+#else
+    (void)window;
+    fscope_frame_log_untrackable(log, "framescope was built without X11 (xcb-present) support");
+    return false;
+#endif
+}
+
 static void apply_feedback(struct fscope_frame_log *log, const struct fscope_present_feedback *fb)
 {
     if (fb->present_id >= chunked_count(log->frames))
@@ -345,7 +371,6 @@ static void apply_feedback(struct fscope_frame_log *log, const struct fscope_pre
         atomic_store_explicit(&log->last_shown_ticks, f->presented_ticks, memory_order_relaxed);
     }
 }
-#endif
 
 FSCOPE_EXPORT double fscope_frame_log_shown_refresh_hz(struct fscope_frame_log *log)
 {
@@ -359,7 +384,6 @@ FSCOPE_EXPORT uint64_t fscope_frame_log_last_shown_ticks(struct fscope_frame_log
 
 FSCOPE_EXPORT void fscope_frame_log_drain(struct fscope_frame_log *log)
 {
-#ifdef FSCOPE_HAVE_WAYLAND
     if (!log || !log->tracker)
         return;
     struct fscope_present_feedback fbs[32];
@@ -367,13 +391,10 @@ FSCOPE_EXPORT void fscope_frame_log_drain(struct fscope_frame_log *log)
     /* Whoever holds the lock drains; a present that finds it taken drains next time. */
     if (pthread_mutex_trylock(&log->drain_lock) != 0)
         return;
-    while ((n = fscope_wl_tracker_drain(log->tracker, fbs, 32)) > 0)
+    while ((n = log->ops->drain(log->tracker, fbs, 32)) > 0)
         for (size_t i = 0; i < n; i++)
             apply_feedback(log, &fbs[i]);
     pthread_mutex_unlock(&log->drain_lock);
-#else
-    (void)log;
-#endif
 }
 
 FSCOPE_EXPORT void fscope_frame_log_presented(struct fscope_frame_log *log,
@@ -385,16 +406,14 @@ FSCOPE_EXPORT void fscope_frame_log_presented(struct fscope_frame_log *log,
         /* Only a frame that asked for feedback: its request is the one left without a commit. */
         if (call_failed && frame->present_state == FRAME_PRESENT_PENDING) {
             frame->present_state = FRAME_PRESENT_CALL_FAILED;
-#ifdef FSCOPE_HAVE_WAYLAND
             /* Nothing was committed: its feedback would bind to the next commit. */
-            fscope_wl_tracker_present_failed(log->tracker, frame->index);
-#endif
+            if (log->tracker)
+                log->ops->present_failed(log->tracker, frame->index);
         }
     }
     fscope_frame_log_drain(log);
 }
 
-#ifdef FSCOPE_HAVE_WAYLAND
 static void counts_add(struct frame_log_tracker_counts *sum, const struct fscope_wl_counts *c)
 {
     /* An orphaned request (fscope_wl_tracker_present_failed) belongs to a present that
@@ -407,7 +426,6 @@ static void counts_add(struct frame_log_tracker_counts *sum, const struct fscope
     sum->lost += c->lost;
     sum->failed += c->failed;
 }
-#endif
 
 /* Copies the tracker's tally (of torn-down trackers plus the live one) into the recording,
  * for readers: a seqlock, so a reader after a kill mid-store knows the copy is torn. Only at
@@ -415,16 +433,16 @@ static void counts_add(struct frame_log_tracker_counts *sum, const struct fscope
  * ended, and a killed run's is not cross-checked. */
 static void counts_snapshot(struct fscope_frame_log *log)
 {
-#ifdef FSCOPE_HAVE_WAYLAND
     struct frame_log_tracker_counts sum = log->final_counts;
     if (log->tracker) {
         struct fscope_wl_counts c;
-        fscope_wl_tracker_counts(log->tracker, &c);
+        log->ops->counts(log->tracker, &c);
         counts_add(&sum, &c);
-        /* A tracker that is not ready (set-up failed or unfinished) says why. */
-        if (!atomic_load_explicit(&log->rec->tracked, memory_order_relaxed))
-            fscope_wl_tracker_why(log->tracker, log->rec->untracked_why,
-                                  sizeof(log->rec->untracked_why));
+        /* A tracker that is not tracking (set-up failed or unfinished, or it stopped asking)
+         * says why. */
+        char why[sizeof(log->rec->untracked_why)];
+        if (log->ops->why(log->tracker, why, sizeof(why)))
+            memcpy(log->rec->untracked_why, why, sizeof(why));
     }
     struct rec_frame_log *rec = log->rec;
     atomic_fetch_add_explicit(&rec->counts_seq, 1, memory_order_acq_rel);
@@ -432,25 +450,22 @@ static void counts_snapshot(struct fscope_frame_log *log)
     rec->counts = sum;
     atomic_store_explicit(&rec->counts_valid, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&rec->counts_seq, 1, memory_order_release);
-#else
-    (void)log;
-#endif
 }
 
 FSCOPE_EXPORT void fscope_frame_log_untrack(struct fscope_frame_log *log)
 {
-#ifdef FSCOPE_HAVE_WAYLAND
     if (!log || !log->tracker)
         return;
     fscope_frame_log_drain(log);
     char why[sizeof(log->rec->untracked_why)];
-    bool stopped = fscope_wl_tracker_why(log->tracker, why, sizeof(why));
+    bool stopped = log->ops->why(log->tracker, why, sizeof(why));
     struct fscope_wl_counts c;
     pthread_mutex_lock(&log->drain_lock);
-    fscope_wl_tracker_destroy_with_counts(log->tracker, &c);
+    log->ops->destroy_with_counts(log->tracker, &c);
     log->tracker = NULL;
-    /* Never ready (set-up failed or unfinished): the tracker's reason is the surface's. */
-    if (!atomic_load(&log->rec->tracked) && stopped)
+    /* Never ready (set-up failed or unfinished), or it stopped asking: the tracker's reason is
+     * the surface's. */
+    if (stopped && !log->rec->untracked_why[0])
         set_untracked_why(log, why);
     if (c.display_gone)
         fscope_log(FSCOPE_LOG_WARN, "%s: the app disconnected its Wayland display before "
@@ -460,9 +475,6 @@ FSCOPE_EXPORT void fscope_frame_log_untrack(struct fscope_frame_log *log)
     counts_add(&log->final_counts, &c);
     counts_snapshot(log);
     pthread_mutex_unlock(&log->drain_lock);
-#else
-    (void)log;
-#endif
 }
 
 void frame_logs_finish(void)

@@ -22,6 +22,7 @@ struct fscope_frame_origin {
     uint32_t swapchain_serial;
     uint32_t device_id;   /* the presenting device; 0: unknown (frames marked by the app) */
     int32_t present_mode; /* VkPresentModeKHR; -1: unknown */
+    uint64_t swapchain_presents; /* this present's number on its swapchain, from 1; 0: unknown */
     /* Blocks charged to this swapchain from any thread since its last present (acquire,
      * present wait). */
     const struct fscope_block_span *spans;
@@ -55,6 +56,9 @@ FSCOPE_EXPORT void fscope_frame_log_set_surface(struct fscope_frame_log *log,
 FSCOPE_EXPORT bool fscope_frame_log_track_wayland(struct fscope_frame_log *log,
                                                   struct wl_display *display,
                                                   struct wl_surface *surface);
+/* The same for an X11 window (VkXcbSurfaceKHR, VkXlibSurfaceKHR) on $DISPLAY, through the
+ * Present extension (src/present/present-x11.h). */
+FSCOPE_EXPORT bool fscope_frame_log_track_x11(struct fscope_frame_log *log, uint32_t window);
 /* Records that presentation of this surface cannot be known, and why. */
 FSCOPE_EXPORT void fscope_frame_log_untrackable(struct fscope_frame_log *log, const char *why);
 /* After the present call returned: stamps frame (may be NULL) and takes in finished feedback.

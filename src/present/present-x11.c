@@ -1,0 +1,374 @@
+#include "present-x11.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <xcb/present.h>
+#include <xcb/xcb.h>
+
+#define PENDING_MAX 256  /* presents asked about and not completed */
+#define DONE_MAX 256     /* finished records not yet drained */
+#define NO_EVENTS_AFTER 120
+
+enum state { SETTING_UP, READY, DEAD };
+
+struct pending {
+	uint64_t present_id;
+	uint32_t serial;
+	bool used, orphaned;
+};
+
+struct fscope_x11_tracker {
+	char display[256];
+	uint32_t window;
+	xcb_connection_t *conn; /* ours; only the thread uses it */
+	pthread_t thread;
+	int wake_fd;
+	_Atomic int state;
+	char why[192]; /* written before state becomes DEAD */
+
+	pthread_mutex_t lock; /* pending, done, counts: short, never held across a syscall */
+	struct pending pending[PENDING_MAX];
+	struct fscope_present_feedback done[DONE_MAX];
+	unsigned done_head, done_count;
+	struct fscope_wl_counts counts;
+	uint64_t unmatched;
+	bool silent; /* requests stopped: no completion ever came */
+	uint64_t last_ust, last_msc;
+	uint32_t refresh_ns;
+};
+
+static void die(struct fscope_x11_tracker *t, const char *why)
+{
+	pthread_mutex_lock(&t->lock);
+	if (atomic_load(&t->state) != DEAD)
+		snprintf(t->why, sizeof(t->why), "%s", why);
+	pthread_mutex_unlock(&t->lock);
+	atomic_store(&t->state, DEAD);
+}
+
+static bool setup(struct fscope_x11_tracker *t)
+{
+	char why[192];
+	t->conn = xcb_connect(t->display[0] ? t->display : NULL, NULL);
+	if (xcb_connection_has_error(t->conn)) {
+		snprintf(why, sizeof(why), "cannot connect to the X display '%.64s' (our own connection)",
+			 t->display);
+		die(t, why);
+		return false;
+	}
+	const xcb_query_extension_reply_t *ext = xcb_get_extension_data(t->conn, &xcb_present_id);
+	if (!ext || !ext->present) {
+		die(t, "the X server has no Present extension: no presentation feedback");
+		return false;
+	}
+	xcb_present_query_version_reply_t *v = xcb_present_query_version_reply(
+		t->conn, xcb_present_query_version(t->conn, 1, 0), NULL);
+	free(v);
+	uint32_t eid = xcb_generate_id(t->conn);
+	xcb_generic_error_t *e = xcb_request_check(t->conn, xcb_present_select_input_checked(
+		t->conn, eid, t->window, XCB_PRESENT_EVENT_MASK_COMPLETE_NOTIFY));
+	if (e) {
+		snprintf(why, sizeof(why), "PresentSelectInput on window 0x%x failed (X error %u): "
+			 "the window is gone or not a window", t->window, e->error_code);
+		free(e);
+		die(t, why);
+		return false;
+	}
+	atomic_store(&t->state, READY);
+	return true;
+}
+
+/* One completion: matched to its pending present by serial. Called with the lock held. */
+static void complete(struct fscope_x11_tracker *t, const xcb_present_complete_notify_event_t *ev)
+{
+	struct pending *p = NULL;
+	for (unsigned i = 0; i < PENDING_MAX && !p; i++)
+		if (t->pending[i].used && t->pending[i].serial == ev->serial)
+			p = &t->pending[i];
+	if (!p) {
+		t->unmatched++;
+		return;
+	}
+	p->used = false;
+	t->counts.pending--;
+	if (p->orphaned)
+		return; /* counted in orphaned when its present failed */
+	bool skipped = ev->mode == XCB_PRESENT_COMPLETE_MODE_SKIP;
+	if (skipped)
+		t->counts.discarded++;
+	else
+		t->counts.presented++;
+	struct fscope_present_feedback fb = {
+		.present_id = p->present_id,
+		.outcome = skipped ? FSCOPE_PRESENT_DISCARDED : FSCOPE_PRESENT_PRESENTED,
+		.seq = ev->msc,
+		.output_index = -1,
+	};
+	if (!skipped) {
+		fb.presented_mono_ns = (int64_t)ev->ust * 1000;
+		if (t->last_msc && ev->msc > t->last_msc && ev->ust > t->last_ust)
+			t->refresh_ns = (uint32_t)((ev->ust - t->last_ust) * 1000 /
+						   (ev->msc - t->last_msc));
+		t->last_ust = ev->ust;
+		t->last_msc = ev->msc;
+		fb.refresh_ns = t->refresh_ns;
+		/* Present shows a pixmap at an MSC (a vblank); a flip is the pixmap itself. */
+		fb.flags = FSCOPE_PRESENT_FLAG_VSYNC |
+			   (ev->mode == XCB_PRESENT_COMPLETE_MODE_FLIP ? FSCOPE_PRESENT_FLAG_ZERO_COPY : 0);
+	}
+	if (t->done_count == DONE_MAX) {
+		t->counts.lost++;
+		return;
+	}
+	t->done[(t->done_head + t->done_count++) % DONE_MAX] = fb;
+}
+
+static void *thread_main(void *arg)
+{
+	struct fscope_x11_tracker *t = arg;
+	if (!setup(t))
+		return NULL;
+	struct pollfd fds[2] = {
+		{ .fd = xcb_get_file_descriptor(t->conn), .events = POLLIN },
+		{ .fd = t->wake_fd, .events = POLLIN },
+	};
+	for (;;) {
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents)
+			break;
+		xcb_generic_event_t *e;
+		while ((e = xcb_poll_for_event(t->conn))) {
+			if ((e->response_type & 0x7f) == XCB_GE_GENERIC &&
+			    ((xcb_ge_generic_event_t *)e)->event_type == XCB_PRESENT_COMPLETE_NOTIFY) {
+				const xcb_present_complete_notify_event_t *cn = (const void *)e;
+				if (cn->kind == XCB_PRESENT_COMPLETE_KIND_PIXMAP && cn->window == t->window) {
+					pthread_mutex_lock(&t->lock);
+					complete(t, cn);
+					pthread_mutex_unlock(&t->lock);
+				}
+			}
+			free(e);
+		}
+		if (xcb_connection_has_error(t->conn)) {
+			die(t, "our connection to the X server broke (the server went away)");
+			break;
+		}
+	}
+	return NULL;
+}
+
+struct fscope_x11_tracker *fscope_x11_tracker_create(const char *display, uint32_t window,
+						     char *why, size_t why_len)
+{
+	if (!display)
+		display = secure_getenv("DISPLAY");
+	if (!display || !*display) {
+		snprintf(why, why_len, "no DISPLAY: cannot open our own connection to the X server");
+		return NULL;
+	}
+	struct fscope_x11_tracker *t = calloc(1, sizeof(*t));
+	if (!t) {
+		snprintf(why, why_len, "out of memory");
+		return NULL;
+	}
+	snprintf(t->display, sizeof(t->display), "%s", display);
+	t->window = window;
+	pthread_mutex_init(&t->lock, NULL);
+	t->wake_fd = eventfd(0, EFD_CLOEXEC);
+	/* Signals stay the app's business: the thread starts with all of them blocked. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = t->wake_fd < 0 ? errno : pthread_create(&t->thread, NULL, thread_main, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		snprintf(why, why_len, "cannot start the tracker's thread: %s", strerror(e));
+		if (t->wake_fd >= 0)
+			close(t->wake_fd);
+		free(t);
+		return NULL;
+	}
+	pthread_setname_np(t->thread, "fscope-x11");
+	return t;
+}
+
+enum fscope_wl_request fscope_x11_tracker_request(struct fscope_x11_tracker *t,
+						  uint64_t present_id, uint64_t serial)
+{
+	if (!t)
+		return FSCOPE_WL_REQUEST_FAILED;
+	int state = atomic_load(&t->state);
+	pthread_mutex_lock(&t->lock);
+	enum fscope_wl_request r;
+	if (state != READY || t->silent) {
+		t->counts.not_ready++;
+		r = FSCOPE_WL_NOT_READY;
+	} else if (t->counts.requested >= NO_EVENTS_AFTER && !t->counts.presented &&
+		   !t->counts.discarded && !t->unmatched) {
+		/* Nothing ever completed: this driver does not present through Present. */
+		t->silent = true;
+		snprintf(t->why, sizeof(t->why), "no PresentCompleteNotify for the window after %d "
+			 "presents: the driver does not present through the Present extension (Mesa's "
+			 "software path, lavapipe's, uses PutImage)", NO_EVENTS_AFTER);
+		t->counts.not_ready++;
+		r = FSCOPE_WL_NOT_READY;
+	} else {
+		struct pending *free_slot = NULL;
+		for (unsigned i = 0; i < PENDING_MAX && !free_slot; i++)
+			if (!t->pending[i].used)
+				free_slot = &t->pending[i];
+		if (!free_slot) {
+			t->counts.failed++;
+			r = FSCOPE_WL_REQUEST_FAILED;
+		} else {
+			*free_slot = (struct pending){ .present_id = present_id,
+						       .serial = (uint32_t)serial, .used = true };
+			t->counts.requested++;
+			t->counts.pending++;
+			r = FSCOPE_WL_REQUESTED;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+void fscope_x11_tracker_present_failed(struct fscope_x11_tracker *t, uint64_t present_id)
+{
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < PENDING_MAX; i++) {
+		struct pending *p = &t->pending[i];
+		if (p->used && !p->orphaned && p->present_id == present_id) {
+			/* Nothing was presented: its serial will never complete. */
+			p->used = false;
+			t->counts.pending--;
+			t->counts.orphaned++;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+size_t fscope_x11_tracker_drain(struct fscope_x11_tracker *t,
+				struct fscope_present_feedback *out, size_t max)
+{
+	if (!t)
+		return 0;
+	size_t n = 0;
+	pthread_mutex_lock(&t->lock);
+	while (n < max && t->done_count) {
+		out[n++] = t->done[t->done_head];
+		t->done_head = (t->done_head + 1) % DONE_MAX;
+		t->done_count--;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+void fscope_x11_tracker_counts(const struct fscope_x11_tracker *t, struct fscope_wl_counts *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!t)
+		return;
+	pthread_mutex_lock((pthread_mutex_t *)&t->lock);
+	*ret = t->counts;
+	pthread_mutex_unlock((pthread_mutex_t *)&t->lock);
+}
+
+uint64_t fscope_x11_tracker_unmatched(const struct fscope_x11_tracker *t)
+{
+	if (!t)
+		return 0;
+	pthread_mutex_lock((pthread_mutex_t *)&t->lock);
+	uint64_t n = t->unmatched;
+	pthread_mutex_unlock((pthread_mutex_t *)&t->lock);
+	return n;
+}
+
+bool fscope_x11_tracker_ready(const struct fscope_x11_tracker *t)
+{
+	return t && atomic_load(&t->state) == READY && !t->silent;
+}
+
+bool fscope_x11_tracker_why(const struct fscope_x11_tracker *t, char *buf, size_t len)
+{
+	if (!t) {
+		snprintf(buf, len, "no tracker");
+		return true;
+	}
+	int state = atomic_load(&t->state);
+	pthread_mutex_lock((pthread_mutex_t *)&t->lock);
+	bool not_tracking = state != READY || t->silent;
+	if (state == SETTING_UP)
+		snprintf(buf, len, "the X11 presentation tracker was still being set up");
+	else
+		snprintf(buf, len, "%s", not_tracking ? t->why : "");
+	pthread_mutex_unlock((pthread_mutex_t *)&t->lock);
+	return not_tracking;
+}
+
+void fscope_x11_tracker_destroy_with_counts(struct fscope_x11_tracker *t,
+					    struct fscope_wl_counts *ret)
+{
+	if (!t) {
+		if (ret)
+			memset(ret, 0, sizeof(*ret));
+		return;
+	}
+	uint64_t one = 1;
+	if (write(t->wake_fd, &one, sizeof(one)) != sizeof(one))
+		(void)0; /* an eventfd write fails only on overflow */
+	pthread_join(t->thread, NULL);
+	if (ret)
+		fscope_x11_tracker_counts(t, ret);
+	if (t->conn)
+		xcb_disconnect(t->conn);
+	close(t->wake_fd);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+/* ---- the frame log's interface ---- */
+
+static enum fscope_wl_request ops_request(void *t, uint64_t present_id, uint64_t serial)
+{
+	return fscope_x11_tracker_request(t, present_id, serial);
+}
+
+static void ops_present_failed(void *t, uint64_t present_id)
+{
+	fscope_x11_tracker_present_failed(t, present_id);
+}
+
+static size_t ops_drain(void *t, struct fscope_present_feedback *out, size_t max)
+{
+	return fscope_x11_tracker_drain(t, out, max);
+}
+
+static void ops_counts(const void *t, struct fscope_wl_counts *ret)
+{
+	fscope_x11_tracker_counts(t, ret);
+}
+
+static bool ops_why(const void *t, char *buf, size_t len)
+{
+	return fscope_x11_tracker_why(t, buf, len);
+}
+
+static void ops_destroy(void *t, struct fscope_wl_counts *ret)
+{
+	fscope_x11_tracker_destroy_with_counts(t, ret);
+}
+
+const struct fscope_present_ops fscope_x11_present_ops = {
+	ops_request, ops_present_failed, ops_drain, ops_counts, ops_why, ops_destroy,
+};
