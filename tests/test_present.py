@@ -129,8 +129,10 @@ def test_no_presentation(build, demo, compositor):
 
 
 def test_xcb(build, demo, compositor):
-    """A non-Wayland surface (vkcube on XCB, under Xvfb): timed at present, and the summary says
-    presentation feedback is unavailable for it; nothing breaks."""
+    """vkcube on XCB under Xvfb: the X11 tracker asks, lavapipe's PutImage path never
+    completes through Present, and the summary says so at the end (every frame kept and
+    pending, never guessed shown); nothing breaks. (tests/test_x11.py checks the matching
+    against a client that presents through Present.)"""
     import shutil, subprocess, tempfile, time
     if not shutil.which("Xvfb") or not shutil.which("vkcube"):
         print("Xvfb or vkcube not installed")
@@ -146,12 +148,13 @@ def test_xcb(build, demo, compositor):
         xvfb.terminate()
         xvfb.wait()
     check(r.rc == 0, f"vkcube on XCB failed: {r.stderr[-1500:]}")
-    check("presentation feedback unavailable: not a Wayland surface" in r.stderr,
-          f"summary does not say feedback is unavailable:\n{r.stderr}")
+    check("presentation feedback stopped: no PresentCompleteNotify for the window in" in r.stderr,
+          f"summary does not say why nothing was shown:\n{r.stderr}")
     s, rows, _, _ = check_capture_consistent(r, expected_frames=60)
-    check(not s["presentation"]["tracked"] and all(row["present"] == "untracked" for row in rows),
-          "an XCB surface was tracked?")
-    print("xcb: 60 frames timed at present, feedback reported unavailable")
+    check(s["presentation"]["tracked"] and all(row["present"] in ("pending", "untracked")
+                                               for row in rows) and
+          not any(row["present"] == "presented" for row in rows), "a frame was called shown")
+    print("xcb: 60 frames timed at present, none called shown, the reason said")
 
 
 def test_off(build, demo, compositor):

@@ -16,6 +16,7 @@
 #define PENDING_MAX 256  /* presents asked about and not completed */
 #define DONE_MAX 256     /* finished records not yet drained */
 #define NO_EVENTS_AFTER 120
+#define QUIET_AFTER 30 /* presents with no completion before why() says so at teardown */
 
 enum state { SETTING_UP, READY, DEAD };
 
@@ -308,10 +309,19 @@ bool fscope_x11_tracker_why(const struct fscope_x11_tracker *t, char *buf, size_
 	int state = atomic_load(&t->state);
 	pthread_mutex_lock((pthread_mutex_t *)&t->lock);
 	bool not_tracking = state != READY || t->silent;
+	/* Presents enough that some should have completed, and none did (at teardown, before the
+	 * tracker's own limit): the same reason, with the count so far. */
+	bool none = state == READY && !t->silent && t->counts.requested >= QUIET_AFTER &&
+		    !t->counts.presented && !t->counts.discarded && !t->unmatched;
 	if (state == SETTING_UP)
 		snprintf(buf, len, "the X11 presentation tracker was still being set up");
+	else if (none)
+		snprintf(buf, len, "no PresentCompleteNotify for the window in %llu presents: the "
+			 "driver does not present through the Present extension (Mesa's software "
+			 "path, lavapipe's, uses PutImage)", (unsigned long long)t->counts.requested);
 	else
 		snprintf(buf, len, "%s", not_tracking ? t->why : "");
+	not_tracking = not_tracking || none;
 	pthread_mutex_unlock((pthread_mutex_t *)&t->lock);
 	return not_tracking;
 }
