@@ -79,7 +79,6 @@ def offscreen(build, demo, frames):
     with GPU timing off."""
     base = {k: v for k, v in os.environ.items()
             if not k.startswith("FRAMESCOPE") and k != "VK_INSTANCE_LAYERS"}
-    demo_fps = lambda text: float(m.group(1)) if (m := re.search(r"([\d.]+) fps", text)) else None
     layer = dict(layer_env(build), FRAMESCOPE_SUMMARY="off")
     runs = [("A (no layer)", {}), ("X (framescope)", layer), ("A (no layer, again)", {}),
             ("framescope, FRAMESCOPE_GPU=off", dict(layer, FRAMESCOPE_GPU="off"))]
@@ -91,24 +90,24 @@ def offscreen(build, demo, frames):
                                dict(base, **extra), frames, demo_fps)
             rows.append((label, fps, err))
         report(f"framescope-demo, offscreen {' '.join(extra_args)}, {frames} frames", rows)
-    kernel_view(demo, ["--output", "offscreen"] + extra_args, frames, base, layer, demo_fps)
-    counters_view(demo, ["--output", "offscreen"] + extra_args, frames, base, layer, demo_fps)
-    zones_view(demo, ["--output", "offscreen"] + extra_args, frames, base, layer, demo_fps)
+    part_views(demo, ["--output", "offscreen"] + extra_args, frames, base, layer)
 
 
-def kernel_view(demo, args, frames, base, layer, demo_fps, rounds=2):
-    """The kernel's view of the thread closing frames (a schedstat read per frame close):
-    framescope with it off, on, off again."""
-    off = dict(layer, FRAMESCOPE_KERNEL="off")
+def ab_view(demo, args, frames, base, a_env, x_env, what, a_label, x_label, rounds=2):
+    """framescope with one part off (A), on (X), off again (A): what that part costs."""
     for _ in range(rounds):
         rows = []
-        for label, extra in [("A (kernel off)", off), ("X (kernel on)", layer),
-                             ("A (kernel off, again)", off)]:
+        for label, extra in [(a_label, a_env), (x_label, x_env), (a_label + ", again", a_env)]:
             fps, err = measure([demo, "--frames", str(frames)] + args, dict(base, **extra), frames,
                                demo_fps)
             rows.append((label, fps, err))
-        report(f"kernel view per frame: framescope-demo {' '.join(args)}, {frames} frames", rows,
-               "A (kernel off)", "X (kernel on)", "A (kernel off, again)", "the kernel view")
+        report(f"{what}: framescope-demo {' '.join(args)}, {frames} frames", rows, a_label,
+               x_label, a_label + ", again", what)
+
+
+def demo_fps(text):
+    m = re.search(r"([\d.]+) fps", text)
+    return float(m.group(1)) if m else None
 
 
 # Four software events: the same group read per frame close as hardware counters, on machines
@@ -117,35 +116,16 @@ COUNTER_EVENTS = ("perf::PAGE-FAULTS,perf::CONTEXT-SWITCHES:k=1,perf::MINOR-FAUL
                   "perf::CPU-MIGRATIONS:k=1")
 
 
-def counters_view(demo, args, frames, base, layer, demo_fps, rounds=2):
-    """Perf counters per frame (one group read at each frame close): framescope with
-    FRAMESCOPE_COUNTERS off, four events, off again."""
-    off = dict(layer, FRAMESCOPE_COUNTERS="off")
-    on = dict(layer, FRAMESCOPE_COUNTERS=COUNTER_EVENTS)
-    for _ in range(rounds):
-        rows = []
-        for label, extra in [("A (counters off)", off), ("X (4 counters)", on),
-                             ("A (counters off, again)", off)]:
-            fps, err = measure([demo, "--frames", str(frames)] + args, dict(base, **extra), frames,
-                               demo_fps)
-            rows.append((label, fps, err))
-        report(f"perf counters per frame: framescope-demo {' '.join(args)}, {frames} frames", rows,
-               "A (counters off)", "X (4 counters)", "A (counters off, again)", "the counters")
-
-
-def zones_view(demo, args, frames, base, layer, demo_fps, rounds=2):
-    """GPU zones (two timestamps around every label region and render pass, recorded into the
-    app's command buffers): framescope with FRAMESCOPE_GPU_ZONES off, on, off again."""
-    off = dict(layer, FRAMESCOPE_GPU_ZONES="off")
-    for _ in range(rounds):
-        rows = []
-        for label, extra in [("A (zones off)", off), ("X (zones on)", layer),
-                             ("A (zones off, again)", off)]:
-            fps, err = measure([demo, "--frames", str(frames)] + args, dict(base, **extra), frames,
-                               demo_fps)
-            rows.append((label, fps, err))
-        report(f"GPU zones: framescope-demo {' '.join(args)}, {frames} frames", rows,
-               "A (zones off)", "X (zones on)", "A (zones off, again)", "GPU zones")
+def part_views(demo, args, frames, base, layer):
+    """The kernel view (a schedstat read per frame close), perf counters (one group read per
+    frame close) and GPU zones (timestamps around every label and pass), each A/X/A."""
+    ab_view(demo, args, frames, base, dict(layer, FRAMESCOPE_KERNEL="off"), layer,
+            "the kernel view", "A (kernel off)", "X (kernel on)")
+    ab_view(demo, args, frames, base, dict(layer, FRAMESCOPE_COUNTERS="off"),
+            dict(layer, FRAMESCOPE_COUNTERS=COUNTER_EVENTS), "the counters", "A (counters off)",
+            "X (4 counters)")
+    ab_view(demo, args, frames, base, dict(layer, FRAMESCOPE_GPU_ZONES="off"), layer,
+            "GPU zones", "A (zones off)", "X (zones on)")
 
 
 def main():
@@ -154,7 +134,6 @@ def main():
         return
     build, demo = sys.argv[1], sys.argv[2]
     frames = int(sys.argv[3]) if len(sys.argv) > 3 else 3000
-    demo_fps = lambda text: float(m.group(1)) if (m := re.search(r"([\d.]+) fps", text)) else None
     with Weston() as w:
         base = clean_env(w)
         rows = []
@@ -176,9 +155,7 @@ def main():
         report(f"presentation tracker per present: framescope-demo, mailbox, {frames} frames",
                rows, "A (tracker off)", "X (tracker on)", "A (tracker off, again)",
                "the tracker")
-        kernel_view(demo, ["--present-mode", "mailbox"], frames, base, layer, demo_fps)
-        counters_view(demo, ["--present-mode", "mailbox"], frames, base, layer, demo_fps)
-        zones_view(demo, ["--present-mode", "mailbox"], frames, base, layer, demo_fps)
+        part_views(demo, ["--present-mode", "mailbox"], frames, base, layer)
         if shutil.which("vkcube-wayland"):
             rows = []
             for label, extra in variants(build):

@@ -40,7 +40,6 @@
 #include "util/config.h"
 #include "util/log.h"
 #include "util/unnamed_file.h"
-#include "util/system.h"
 
 extern char **environ;
 
@@ -708,16 +707,8 @@ static int recording_analyse(struct observed_recording *r, int exit_status, int 
                    (long long)streamed.st_blocks / 2);
     struct recording *rec = NULL;
     char why[256];
-    int e = r->stream_fd >= 0 ? recording_unstream(bytes, (size_t)used, r->stream_fd, why,
-                                                   sizeof(why))
-                              : 0;
-    /* The machine the run ended on, kept for a report made elsewhere later. */
-    struct rec_system system;
-    system_describe(&system);
-    if (e == 0)
-        e = recording_set_system(bytes, (size_t)used, &system, why, sizeof(why));
-    if (e == 0)
-        e = recording_read(bytes, (size_t)used, &rec, why, sizeof(why));
+    /* With the machine the run ended on, kept for a report made elsewhere later. */
+    int e = recording_read_ended(bytes, (size_t)used, r->stream_fd, &rec, why, sizeof(why));
     int status = 0, capture_error = 0;
     if (e) {
         fprintf(stderr, "framescope: cannot read the command's recording: %s\n",

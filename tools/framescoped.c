@@ -32,7 +32,6 @@
 #include "analysis/report.h"
 #include "util/config.h"
 #include "util/daemon_proto.h"
-#include "util/system.h"
 
 #define MAX_APPS 1024
 #define MAX_CLIENTS 64 /* connections not yet registered or answered */
@@ -235,15 +234,7 @@ static int read_whole(const struct app *a, struct mapped *m, struct recording **
     int e = map_recording(a, true, m, why, why_len);
     if (e)
         return e;
-    if (a->stream_fd >= 0)
-        e = recording_unstream(m->bytes, m->len, a->stream_fd, why, why_len);
-    if (!e) {
-        struct rec_system system;
-        system_describe(&system);
-        e = recording_set_system(m->bytes, m->len, &system, why, why_len);
-    }
-    if (!e)
-        e = recording_read(m->bytes, m->len, rec, why, why_len);
+    e = recording_read_ended(m->bytes, m->len, a->stream_fd, rec, why, why_len);
     if (e)
         munmap(m->bytes, m->map_len);
     return e;

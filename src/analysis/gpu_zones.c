@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "trace.h"
+#include "zones.h"
 
 #define GPU_ZONE_TID 2000000
 
@@ -131,17 +132,6 @@ void gpu_zones_write_json(FILE *f, const struct recording *rec, uint64_t frames)
     }
     fputs("]},\n", f);
     free(t);
-}
-
-static void csv_quoted(FILE *f, const char *text)
-{
-    fputc('"', f);
-    for (const char *p = text; *p; p++) {
-        if (*p == '"')
-            fputc('"', f);
-        fputc(*p, f);
-    }
-    fputc('"', f);
 }
 
 void gpu_zones_write_csv(FILE *f, const struct recording *rec)

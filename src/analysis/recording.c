@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/system.h"
+
 struct reader {
     const unsigned char *bytes;
     size_t len;
@@ -671,6 +673,19 @@ static int unstream_array(struct reader *r, struct chunked *a, int stream_fd)
     }
     atomic_store(&a->streamed_chunks, 0);
     return 0;
+}
+
+int recording_read_ended(void *bytes, size_t len, int stream_fd, struct recording **ret,
+                         char *why, size_t why_len)
+{
+    int e = stream_fd >= 0 ? recording_unstream(bytes, len, stream_fd, why, why_len) : 0;
+    struct rec_system system;
+    system_describe(&system);
+    if (e == 0)
+        e = recording_set_system(bytes, len, &system, why, why_len);
+    if (e == 0)
+        e = recording_read(bytes, len, ret, why, why_len);
+    return e;
 }
 
 int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t why_len)

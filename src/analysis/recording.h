@@ -112,6 +112,11 @@ void recording_free(struct recording *rec);
  * streamed to stream_fd (src/record/stream.c) back into bytes, len of them, writable. Checks
  * what it follows as recording_read does. Returns 0, -EINVAL (why says what) or -errno. */
 int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t why_len);
+/* An ended run's recording, whole and read, as an observer (framescope run, framescoped)
+ * makes it: its streamed chunks read back from stream_fd (-1: none), this machine recorded as
+ * the one the run ended on, then recording_read. bytes is writable. */
+int recording_read_ended(void *bytes, size_t len, int stream_fd, struct recording **ret,
+                         char *why, size_t why_len);
 /* Records the machine the run ended on into bytes (a recording, writable) unless it holds it
  * already. Returns 0 or -EINVAL (why says what). */
 int recording_set_system(void *bytes, size_t len, const struct rec_system *sys, char *why,

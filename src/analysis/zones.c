@@ -32,7 +32,7 @@ void zone_path(const struct recording *rec, const struct recording_thread *t, ui
     }
 }
 
-static void csv_quoted(FILE *f, const char *text)
+void csv_quoted(FILE *f, const char *text)
 {
     fputc('"', f);
     for (const char *p = text; *p; p++) {

@@ -298,6 +298,22 @@ FSCOPE_EXPORT void fscope_frame_log_untrackable(struct fscope_frame_log *log, co
         set_untracked_why(log, why);
 }
 
+/* Starts tracking with a tracker create() returned (NULL: why says why). The tracker's set-up
+ * runs on its own thread; tracked is set by the first feedback actually requested, and until
+ * then the tracker's why() is the surface's. */
+static bool track_with(struct fscope_frame_log *log, void *tracker,
+                       const struct fscope_present_ops *ops, const char *why)
+{
+    if (!tracker) {
+        fscope_frame_log_untrackable(log, why[0] ? why : "the tracker could not start");
+        return false;
+    }
+    log->tracker = tracker;
+    log->ops = ops;
+    log->rec->untracked_why[0] = '\0';
+    return true;
+}
+
 FSCOPE_EXPORT bool fscope_frame_log_track_wayland(struct fscope_frame_log *log,
                                                   struct wl_display *display,
                                                   struct wl_surface *surface)
@@ -306,21 +322,12 @@ FSCOPE_EXPORT bool fscope_frame_log_track_wayland(struct fscope_frame_log *log,
         return log != NULL;
 #ifdef FSCOPE_HAVE_WAYLAND
     char why[160] = "";
-    log->tracker = fscope_wl_tracker_create(display, surface, why, sizeof(why));
-    log->ops = &fscope_wl_present_ops;
-    if (!log->tracker) {
-        fscope_frame_log_untrackable(log, why[0] ? why : "the tracker could not start");
-        return false;
-    }
-    /* Returns at once; set-up runs on the tracker's thread. tracked is set by the first
-     * feedback actually requested; until then the tracker's why() is the surface's. */
-    log->rec->untracked_why[0] = '\0';
-    return true;
+    void *t = fscope_wl_tracker_create(display, surface, why, sizeof(why));
+    return track_with(log, t, &fscope_wl_present_ops, why);
 #else
     (void)display;
     (void)surface;
-    fscope_frame_log_untrackable(log, "framescope was built without Wayland support");
-    return false;
+    return track_with(log, NULL, NULL, "framescope was built without Wayland support");
 #endif
 }
 
@@ -330,18 +337,11 @@ FSCOPE_EXPORT bool fscope_frame_log_track_x11(struct fscope_frame_log *log, uint
         return log != NULL;
 #ifdef FSCOPE_HAVE_X11
     char why[160] = "";
-    log->tracker = fscope_x11_tracker_create(NULL, window, why, sizeof(why));
-    log->ops = &fscope_x11_present_ops;
-    if (!log->tracker) {
-        fscope_frame_log_untrackable(log, why[0] ? why : "the tracker could not start");
-        return false;
-    }
-    log->rec->untracked_why[0] = '\0';
-    return true;
+    void *t = fscope_x11_tracker_create(NULL, window, why, sizeof(why));
+    return track_with(log, t, &fscope_x11_present_ops, why);
 #else
     (void)window;
-    fscope_frame_log_untrackable(log, "framescope was built without X11 (xcb-present) support");
-    return false;
+    return track_with(log, NULL, NULL, "framescope was built without X11 (xcb-present) support");
 #endif
 }
 
