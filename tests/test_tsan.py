@@ -23,6 +23,8 @@ CASES = [
     ["--instances", "3"],
     ["--serial", "--late-signal"],
     ["--serial", "--host-delay-ms", "2"],
+    # GPU zones: blocks taken on the recording thread, read and released on the reader's
+    ["--passes", "light:10,heavy:30", "--frames-in-flight", "3"],
 ]
 
 
