@@ -425,19 +425,23 @@ def test_signal_during_compositor_start(exe):
 
 
 # Counts the SIGINTs it gets; prints the count and exits 0 on SIGTERM.
+# The handlers write with os.write: a SIGTERM landing while SIGINT's handler is inside print()
+# would make print re-enter its buffered writer and fail (seen in a CI run).
 SIGNAL_COUNTER = r'''
 import os, signal, sys
 count = 0
+def say(*words):
+    os.write(1, (" ".join(str(w) for w in words) + "\n").encode())
 def on_int(signo, frame):
     global count
     count += 1
-    print("INT", count, flush=True)
+    say("INT", count)
 def on_term(signo, frame):
-    print("count", count, flush=True)
+    say("count", count)
     sys.exit(0)
 signal.signal(signal.SIGINT, on_int)
 signal.signal(signal.SIGTERM, on_term)
-print("ready", os.getpid(), flush=True)
+say("ready", os.getpid())
 while True:
     signal.pause()
 '''
