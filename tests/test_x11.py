@@ -10,11 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vkharness import SKIP, Weston, check, layer_env, main
+from vkharness import SKIP, Weston, check, main, run_app
 
 
 class Xvfb:
@@ -94,14 +93,13 @@ def test_vkcube(build, probe):
     if not shutil.which("vkcube"):
         print("vkcube not installed")
         sys.exit(SKIP)
-    out_dir = tempfile.mkdtemp(prefix="fscope-x11-")
     with Xvfb() as x:
-        env = dict(os.environ, DISPLAY=x.display, FRAMESCOPE_OUTPUT=out_dir, **layer_env(build))
-        out = subprocess.run(["vkcube", "--c", "300"], env=env, capture_output=True, text=True,
-                             timeout=120)
-    check(out.returncode == 0, out.stderr[-1500:])
-    import json
-    summary = json.load(open(os.path.join(out_dir, "summary.json")))
+        # run_app: the layer, a capture, and a sanitizer runtime preloaded into vkcube when
+        # the layer is built with one.
+        r = run_app(["vkcube", "--c", "300"], None, build, extra_env={"DISPLAY": x.display},
+                    timeout=120)
+    check(r.rc == 0, r.stderr[-1500:])
+    summary = r.json()
     surface = summary["surfaces"][0]
     check(surface["label"].startswith("x11 surface"), surface)
     check(surface["requested"] == surface["presented"] + surface["discarded"] + surface["pending"],
@@ -110,7 +108,7 @@ def test_vkcube(build, probe):
     if surface["presented"]:
         print(f"this driver presents through Present: {surface['presented']} shown")
         return
-    check("does not present through the Present extension" in out.stderr, out.stderr[-1500:])
+    check("does not present through the Present extension" in r.stderr, r.stderr[-1500:])
     print(f"{summary['frames']} frames; no completion from lavapipe's PutImage path: said after "
           f"{surface['requested']} presents")
 
