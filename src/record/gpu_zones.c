@@ -8,21 +8,27 @@
 #include "chunked.h"
 #include "recording.h"
 
+/* Names are looked up at every zone begin on the app's recording threads: a lock-free probe
+ * of our index finds a known path; only a new one takes the lock to be added. */
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rec_gpu_zone_names *names;
-/* An open-addressing index over the names, ours (the recording holds the names only). */
-static uint16_t name_index[2 * GPU_ZONE_NAMES];
-static bool names_tried;
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+/* An open-addressing index over the names, ours (the recording holds the names only): slot
+ * value id + 1, 0 empty, set once after the name's text. */
+#define INDEX_SIZE (2 * GPU_ZONE_NAMES)
+static _Atomic uint16_t name_index[INDEX_SIZE];
+
+static void names_create(void)
+{
+    uint64_t offset;
+    names = recording_object_new(sizeof(*names), &offset);
+    if (names)
+        recording_publish(REC_OBJ_GPU_ZONE_NAMES, offset, sizeof(*names));
+}
 
 static struct rec_gpu_zone_names *names_object(void)
 {
-    if (!names_tried) {
-        names_tried = true;
-        uint64_t offset;
-        names = recording_object_new(sizeof(*names), &offset);
-        if (names)
-            recording_publish(REC_OBJ_GPU_ZONE_NAMES, offset, sizeof(*names));
-    }
+    pthread_once(&names_once, names_create);
     return names;
 }
 
@@ -36,44 +42,55 @@ static uint32_t hash(const char *s)
 
 FSCOPE_EXPORT void fscope_gpu_zone_untimed(enum gpu_zone_untimed why, uint64_t n)
 {
-    pthread_mutex_lock(&names_lock);
     struct rec_gpu_zone_names *t = names_object();
-    pthread_mutex_unlock(&names_lock);
     if (t && why < GPU_ZONE_UNTIMED_COUNT)
         atomic_fetch_add_explicit(&t->untimed[why], n, memory_order_relaxed);
 }
 
-FSCOPE_EXPORT bool fscope_gpu_zone_name(const char *path, uint16_t *ret_id)
+/* The id of key, probing from its hash; the empty slot it reached in *ret_empty (or NULL). */
+static bool name_find(const struct rec_gpu_zone_names *t, const char *key, uint32_t h,
+                      uint16_t *ret_id, _Atomic uint16_t **ret_empty)
 {
-    char key[GPU_ZONE_NAME_SIZE];
-    snprintf(key, sizeof(key), "%s", path);
-    pthread_mutex_lock(&names_lock);
-    struct rec_gpu_zone_names *t = names_object();
-    bool found = false;
-    if (t) {
-        uint32_t count = atomic_load_explicit(&t->count, memory_order_relaxed);
-        for (uint32_t probe = 0, h = hash(key); probe < 2 * GPU_ZONE_NAMES; probe++) {
-            uint16_t *slot = &name_index[(h + probe) % (2 * GPU_ZONE_NAMES)];
-            if (*slot && strcmp(t->names[*slot - 1], key) == 0) {
-                *ret_id = (uint16_t)(*slot - 1);
-                found = true;
-                break;
-            }
-            if (!*slot) {
-                if (count == GPU_ZONE_NAMES)
-                    break;
-                memcpy(t->names[count], key, sizeof(key));
-                *slot = (uint16_t)(count + 1);
-                /* Published after its text: a reader copies names below count only. */
-                atomic_store_explicit(&t->count, count + 1, memory_order_release);
-                *ret_id = (uint16_t)count;
-                found = true;
-                break;
-            }
+    *ret_empty = NULL;
+    for (uint32_t probe = 0; probe < INDEX_SIZE; probe++) {
+        _Atomic uint16_t *slot = &name_index[(h + probe) % INDEX_SIZE];
+        uint16_t v = atomic_load_explicit(slot, memory_order_acquire);
+        if (!v) {
+            *ret_empty = slot;
+            return false;
+        }
+        if (strncmp(t->names[v - 1], key, GPU_ZONE_NAME_SIZE - 1) == 0) {
+            *ret_id = (uint16_t)(v - 1);
+            return true;
         }
     }
+    return false;
+}
+
+FSCOPE_EXPORT bool fscope_gpu_zone_name(const char *path, uint16_t *ret_id)
+{
+    struct rec_gpu_zone_names *t = names_object();
+    if (!t)
+        return false;
+    uint32_t h = hash(path);
+    _Atomic uint16_t *empty;
+    if (name_find(t, path, h, ret_id, &empty))
+        return true;
+    pthread_mutex_lock(&names_lock);
+    /* Again under the lock: another thread may have added it meanwhile. */
+    bool found = name_find(t, path, h, ret_id, &empty);
+    uint32_t count = atomic_load_explicit(&t->count, memory_order_relaxed);
+    if (!found && empty && count < GPU_ZONE_NAMES) {
+        snprintf(t->names[count], sizeof(t->names[count]), "%s", path);
+        /* Published after its text: readers copy names below count only, and the index
+         * points at it only once it is whole. */
+        atomic_store_explicit(&t->count, count + 1, memory_order_release);
+        atomic_store_explicit(empty, (uint16_t)(count + 1), memory_order_release);
+        *ret_id = (uint16_t)count;
+        found = true;
+    }
     pthread_mutex_unlock(&names_lock);
-    if (!found && t)
+    if (!found)
         atomic_fetch_add_explicit(&t->untimed[GPU_ZONE_UNTIMED_NAMES], 1, memory_order_relaxed);
     return found;
 }
