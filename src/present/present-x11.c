@@ -41,7 +41,7 @@ struct fscope_x11_tracker {
 	unsigned done_head, done_count;
 	struct fscope_wl_counts counts;
 	uint64_t unmatched;
-	bool silent; /* requests stopped: no completion ever came */
+	bool silent; /* requests stopped: no completion ever came (why() says so) */
 	uint64_t last_ust, last_msc;
 	uint32_t refresh_ns;
 };
@@ -202,6 +202,13 @@ struct fscope_x11_tracker *fscope_x11_tracker_create(const char *display, uint32
 	return t;
 }
 
+/* At least this many presents asked about and not one completion of any kind. Lock held. */
+static bool never_completed(const struct fscope_x11_tracker *t, uint64_t at_least)
+{
+	return t->counts.requested >= at_least && !t->counts.presented && !t->counts.discarded &&
+	       !t->unmatched;
+}
+
 enum fscope_wl_request fscope_x11_tracker_request(struct fscope_x11_tracker *t,
 						  uint64_t present_id, uint64_t serial)
 {
@@ -213,13 +220,9 @@ enum fscope_wl_request fscope_x11_tracker_request(struct fscope_x11_tracker *t,
 	if (state != READY || t->silent) {
 		t->counts.not_ready++;
 		r = FSCOPE_WL_NOT_READY;
-	} else if (t->counts.requested >= NO_EVENTS_AFTER && !t->counts.presented &&
-		   !t->counts.discarded && !t->unmatched) {
-		/* Nothing ever completed: this driver does not present through Present. */
+	} else if (never_completed(t, NO_EVENTS_AFTER)) {
+		/* This driver does not present through Present: stop asking (why() says so). */
 		t->silent = true;
-		snprintf(t->why, sizeof(t->why), "no PresentCompleteNotify for the window after %d "
-			 "presents: the driver does not present through the Present extension (Mesa's "
-			 "software path, lavapipe's, uses PutImage)", NO_EVENTS_AFTER);
 		t->counts.not_ready++;
 		r = FSCOPE_WL_NOT_READY;
 	} else {
@@ -308,11 +311,10 @@ bool fscope_x11_tracker_why(const struct fscope_x11_tracker *t, char *buf, size_
 	}
 	int state = atomic_load(&t->state);
 	pthread_mutex_lock((pthread_mutex_t *)&t->lock);
-	bool not_tracking = state != READY || t->silent;
-	/* Presents enough that some should have completed, and none did (at teardown, before the
-	 * tracker's own limit): the same reason, with the count so far. */
-	bool none = state == READY && !t->silent && t->counts.requested >= QUIET_AFTER &&
-		    !t->counts.presented && !t->counts.discarded && !t->unmatched;
+	/* Stopped asking, or (at teardown, before that limit) enough presents that some should
+	 * have completed and none did. */
+	bool none = state == READY && (t->silent || never_completed(t, QUIET_AFTER));
+	bool not_tracking = state != READY || none;
 	if (state == SETTING_UP)
 		snprintf(buf, len, "the X11 presentation tracker was still being set up");
 	else if (none)
@@ -321,7 +323,6 @@ bool fscope_x11_tracker_why(const struct fscope_x11_tracker *t, char *buf, size_
 			 "path, lavapipe's, uses PutImage)", (unsigned long long)t->counts.requested);
 	else
 		snprintf(buf, len, "%s", not_tracking ? t->why : "");
-	not_tracking = not_tracking || none;
 	pthread_mutex_unlock((pthread_mutex_t *)&t->lock);
 	return not_tracking;
 }
