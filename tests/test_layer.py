@@ -9,8 +9,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vkharness import (SKIP, TestFailure, Weston, check, check_capture_consistent, iters_for,
-                       light_frame_gpu_ms, main, run_app)
+from vkharness import (LAVAPIPE_MAX_ITERS, SKIP, TestFailure, Weston, check,
+                       check_capture_consistent, iters_for, light_frame_gpu_ms, main, run_app)
 
 VALIDATION = "VK_LAYER_FRAMESCOPE:VK_LAYER_KHRONOS_validation"  # ours above validation
 
@@ -91,7 +91,9 @@ def test_gpu_zones(build, demo):
     fixed cost of a pass (an empty pass in the same frames, measured) is taken off; each is
     timed once per submission, nested under its label; top-level zones add up to no more than
     the GPU busy time; zones.csv, summary.json, the summary and the trace agree."""
-    light, heavy = 2000, 6000
+    # Sized from this machine's cost of an iteration: the light pass about 3 ms of GPU work.
+    light = min(iters_for(build, demo, 3.0), LAVAPIPE_MAX_ITERS // 3)
+    heavy = 3 * light
     r = run_app([demo, "--quiet", "--output", "offscreen", "--frames", "40", "--passes",
                  f"empty:0,light:{light},heavy:{heavy}"], None, build)
     check(r.rc == 0, r.stderr[-2000:])
