@@ -396,6 +396,27 @@ def test_many(build, demo):
           f"daemon peak RSS {peak / 1024:.1f} MiB, CPU {cpu:.2f} s for {count} analyses")
 
 
+def test_args(build, demo):
+    """Bad arguments to framescoped, top and snapshot: one line, exit status 2, nothing runs."""
+    daemon = os.path.join(build, "tools", "framescoped")
+    cli_exe = os.path.join(build, "tools", "framescope")
+    runtime = tempfile.mkdtemp(prefix="fscope-rt-")
+    cases = [[daemon, "--keep", "0"], [daemon, "--keep", "x"], [daemon, "--state-dir", "rel"],
+             [daemon, "extra"], [cli_exe, "top", "--interval", "0"], [cli_exe, "top", "x"],
+             [cli_exe, "snapshot"], [cli_exe, "snapshot", "a", "b"],
+             [cli_exe, "snapshot", "app", "--last", "-1"], [cli_exe, "snapshot", "x" * 80]]
+    for argv in cases:
+        out = subprocess.run(argv, env=dict(os.environ, XDG_RUNTIME_DIR=runtime),
+                             capture_output=True, text=True, timeout=30)
+        check(out.returncode == 2 and out.stderr.strip(), f"{argv[1:]}: {out.returncode} "
+              f"{out.stderr!r}")
+    check(not os.listdir(runtime), "a bad command made a socket")
+    out = subprocess.run([cli_exe, "top", "--once"], env=dict(os.environ, XDG_RUNTIME_DIR=runtime),
+                         capture_output=True, text=True, timeout=30)
+    check(out.returncode == 1 and "framescoped is not running" in out.stderr, out.stderr)
+    print(f"{len(cases)} bad command lines refused with status 2; top without a daemon says so")
+
+
 def test_units(build, demo):
     """The user units pass systemd-analyze verify (pointed at the built daemon)."""
     analyze = shutil.which("systemd-analyze")
@@ -425,4 +446,4 @@ def test_units(build, demo):
 
 main({"crash": test_crash, "restart": test_restart, "no_daemon": test_no_daemon,
       "hostile": test_hostile, "other_user": test_other_user, "many": test_many,
-      "units": test_units})
+      "units": test_units, "args": test_args})

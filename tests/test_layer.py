@@ -133,6 +133,12 @@ def test_gpu_zones(build, demo):
                       e["ts"] + e["dur"] <= p["ts"] + p["dur"] + 1e-3]
             check(len(parent) == 1 and e["args"]["path"].startswith(parent[0]["name"] + "/"),
                   f"pass not nested in its label: {e}")
+    # FRAMESCOPE_GPU_ZONES=off: nothing timed, nothing counted as untimed, GPU timing goes on.
+    off = run_app([demo, "--quiet", "--output", "offscreen", "--frames", "10", "--passes",
+                   "light:10,heavy:30"], None, build, extra_env={"FRAMESCOPE_GPU_ZONES": "off"})
+    check(off.rc == 0 and off.json()["gpu_zones"]["zones"] == [] and
+          not any(off.json()["gpu_zones"]["untimed"].values()) and
+          off.json()["device_gpu"][0]["spans"] > 0, off.json()["gpu_zones"])
     print(f"heavy/light {ratio:.2f} for 3x the work; labels {top:.1f} of {busy:.1f} ms GPU busy; "
           f"{spans} submissions, each zone timed in every one")
 
