@@ -142,14 +142,14 @@ static void block_release(struct device_data *dev, struct zone_block *b)
 
 static struct cb_zones *state(VkCommandBuffer cb)
 {
-    struct cb_zones **slot = hooks_cb_zones(cb);
+    struct cb_zones **slot = hooks_cb_zones(cb, false);
     return slot ? *slot : NULL;
 }
 
 void zones_cb_allocated(struct device_data *dev, VkCommandPool pool, VkCommandBuffer cb,
                         bool primary, uint32_t family)
 {
-    struct cb_zones **slot = hooks_cb_zones(cb);
+    struct cb_zones **slot = hooks_cb_zones(cb, true);
     if (!slot)
         return;
     if (!*slot)

@@ -66,9 +66,9 @@ static struct cb_counts *cb_entry(VkCommandBuffer cb, bool insert)
     return NULL;
 }
 
-struct cb_zones **hooks_cb_zones(VkCommandBuffer cb)
+struct cb_zones **hooks_cb_zones(VkCommandBuffer cb, bool insert)
 {
-    struct cb_counts *e = cb_entry(cb, true);
+    struct cb_counts *e = cb_entry(cb, insert);
     return e ? &e->zones : NULL;
 }
 
@@ -533,27 +533,31 @@ static void pass_counted(VkCommandBuffer cb)
         e->render_passes++;
 }
 
-static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass(
-    VkCommandBuffer cb, const VkRenderPassBeginInfo *i, VkSubpassContents c)
+/* A classic render pass: counted, and its zone opened outside it (before the begin). */
+static void render_pass_begin(VkCommandBuffer cb, const VkRenderPassBeginInfo *i)
 {
     pass_counted(cb);
     zones_pass_begin(cb, i->renderArea, 0, false, 0, false);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass(
+    VkCommandBuffer cb, const VkRenderPassBeginInfo *i, VkSubpassContents c)
+{
+    render_pass_begin(cb, i);
     device_lookup(cb)->vk.CmdBeginRenderPass(cb, i, c);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass2(
     VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s)
 {
-    pass_counted(cb);
-    zones_pass_begin(cb, i->renderArea, 0, false, 0, false);
+    render_pass_begin(cb, i);
     device_lookup(cb)->vk.CmdBeginRenderPass2(cb, i, s);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass2KHR(
     VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s)
 {
-    pass_counted(cb);
-    zones_pass_begin(cb, i->renderArea, 0, false, 0, false);
+    render_pass_begin(cb, i);
     device_lookup(cb)->vk.CmdBeginRenderPass2KHR(cb, i, s);
 }
 

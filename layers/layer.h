@@ -345,9 +345,9 @@ void gpu_report_notes(void);
 PFN_vkVoidFunction hooks_device_proc(const char *name);
 void hooks_report_notes(void);
 struct cb_zones;
-/* The GPU-zone state slot of a command buffer (in the per-command-buffer table); NULL when
- * the table is full. */
-struct cb_zones **hooks_cb_zones(VkCommandBuffer cb);
+/* The GPU-zone state slot of a command buffer (in the per-command-buffer table), made with
+ * insert (at allocation); NULL when the table is full, or without insert when it has none. */
+struct cb_zones **hooks_cb_zones(VkCommandBuffer cb, bool insert);
 /* Calls fn(state, arg) on every command buffer's GPU-zone state. */
 void hooks_cb_zones_each(void (*fn)(struct cb_zones *z, const void *arg), const void *arg);
 /* The queue family of a command pool the app created (UINT32_MAX: unknown). */
