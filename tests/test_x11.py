@@ -2,18 +2,26 @@
 """X11 presentation feedback on real servers: the tracker against Xvfb and XWayland (under
 Weston) driven by a client presenting like Mesa's DRI3 WSI (test-present-x11; it also gives
 the tracker a window that does not exist), and vkcube on XCB under the layer (lavapipe's X11
-path does not use Present: said, not faked). A server without Present is not tested: Debian's
-Xvfb and XWayland cannot be started without it.
+path does not use Present: said, not faked).
 
-usage: test_x11.py TEST BUILD_DIR PROBE"""
+The game cases run x11-present-game, a FIFO game loop presenting through Present and recorded
+by libframescope's frame log as the layer records an XCB swapchain, then read what the library
+wrote at exit: the outputs from RandR, the one the window is on, the tally, the diagnoses. On
+a rootful XWayland under the test compositor with two outputs at 144 and 60 Hz, the window is
+on the 144 Hz output while XWayland paces Present at about 60 Hz: the mixed-refresh trap.
+A server without Present is Xvfb behind a proxy that hides the extension.
+
+usage: test_x11.py TEST BUILD_DIR PROBE GAME"""
+import csv
 import os
+import select
 import shutil
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vkharness import SKIP, Weston, check, main, run_app
+from vkharness import SKIP, TestCompositor, Weston, check, main, run_app
 
 
 class Xvfb:
@@ -55,7 +63,7 @@ def run_probe(probe, display, env=None):
     return out
 
 
-def test_xvfb(build, probe):
+def test_xvfb(build, probe, game):
     """The tracker against Xvfb's Present (a software vblank)."""
     with Xvfb() as x:
         out = run_probe(probe, x.display)
@@ -64,8 +72,8 @@ def test_xvfb(build, probe):
     print("Xvfb:", out.stdout.strip())
 
 
-def test_xwayland(build, probe):
-    """The same against XWayland under a headless Weston (weston --xwayland)."""
+def test_xwayland(build, probe, game):
+    """The same against XWayland under a headless Weston (weston --xwayland), and a game."""
     if not shutil.which("Xwayland"):
         print("Xwayland not installed")
         sys.exit(SKIP)
@@ -81,36 +89,206 @@ def test_xwayland(build, probe):
             time.sleep(0.1)
         check(display, "weston --xwayland gave no display:\n" + open(log).read()[-1500:])
         out = run_probe(probe, display, dict(os.environ, **w.env()))
-    check(out.returncode == 0, f"test-present-x11 on XWayland: {out.returncode}\n{out.stdout}"
-          f"{out.stderr}")
-    print("XWayland:", out.stdout.strip())
+        check(out.returncode == 0, f"test-present-x11 on XWayland: {out.returncode}\n"
+              f"{out.stdout}{out.stderr}")
+        print("XWayland:", out.stdout.strip())
+        # A game on it: Weston's one output, as XWayland's RandR names it, shows the window.
+        _, _, p, _ = run_game(build, game, display, [], frames=120)
+    check(len(p["outputs"]) == 1 and p["outputs"][0]["name"].startswith("XWAYLAND") and
+          p["outputs"][0]["refresh_hz"] > 0, p["outputs"])
+    check(p["shown_on"] == p["outputs"][0]["name"], p)
+    print(f"game on Weston's XWayland: shown on {p['shown_on']} "
+          f"({p['outputs'][0]['refresh_hz']} Hz), every {p['presented_interval_ms']:.2f} ms")
 
 
-def test_vkcube(build, probe):
-    """vkcube on XCB under the layer on Xvfb: lavapipe presents with PutImage, so no completion
-    comes; after the tracker's limit it stops asking and the summary says why. The tally still
-    adds up and the frames are all there."""
+def test_vkcube(build, probe, game):
+    """vkcube on XCB under the layer on Xvfb, in FIFO and in MAILBOX: lavapipe presents with
+    PutImage, so no completion comes; after the tracker's limit it stops asking and the
+    summary says why. The tally still adds up, the frames are all there, and the present mode
+    is the one asked for (PresentMon's SyncInterval and AllowsTearing: FIFO 1/0, MAILBOX 0/0);
+    neither is called display-bound without feedback in MAILBOX."""
     if not shutil.which("vkcube"):
         print("vkcube not installed")
         sys.exit(SKIP)
+    for mode, flag, sync in (("FIFO", [], "1"), ("MAILBOX", ["--present_mode", "1"], "0")):
+        with Xvfb() as x:
+            # run_app: the layer, a capture, and a sanitizer runtime preloaded into vkcube
+            # when the layer is built with one.
+            r = run_app(["vkcube", "--c", "300"] + flag, None, build,
+                        extra_env={"DISPLAY": x.display}, timeout=120)
+        check(r.rc == 0, r.stderr[-1500:])
+        summary = r.json()
+        surface = summary["surfaces"][0]
+        check(surface["label"].startswith("x11 surface"), surface)
+        check(surface["requested"] ==
+              surface["presented"] + surface["discarded"] + surface["pending"], surface)
+        check(summary["frames"] >= 299, summary["frames"])
+        with open(os.path.join(r.capture_dir, "presentmon.csv")) as f:
+            rows = list(csv.DictReader(f))
+        check(len(rows) == summary["frames"] and
+              all(x["SyncInterval"] == sync and x["AllowsTearing"] == "0" for x in rows),
+              f"{mode}: present mode not recorded as asked: {rows[0]}")
+        if mode == "MAILBOX":
+            check(not surface["display_paces"], f"MAILBOX paced by a display: {surface}")
+        if surface["presented"]:
+            print(f"{mode}: this driver presents through Present: {surface['presented']} shown")
+            continue
+        check("does not present through the Present extension" in r.stderr, r.stderr[-1500:])
+        print(f"{mode}: {summary['frames']} frames; no completion from lavapipe's PutImage path: "
+              f"said after {surface['requested']} presents")
+
+
+class XWayland:
+    """A rootful Xwayland on a compositor's socket, on the display number it picks itself."""
+
+    def __init__(self, compositor):
+        self.compositor = compositor
+
+    def __enter__(self):
+        exe = shutil.which("Xwayland")
+        if not exe:
+            print("Xwayland not installed")
+            sys.exit(SKIP)
+        r, w = os.pipe()
+        self.proc = subprocess.Popen([exe, "-displayfd", str(w), "-nolisten", "tcp"],
+                                     env=dict(os.environ, **self.compositor.env()),
+                                     pass_fds=(w,), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        os.close(w)
+        ready, _, _ = select.select([r], [], [], 20)
+        number = os.read(r, 64).decode().strip() if ready else ""
+        os.close(r)
+        if not number.isdigit():
+            self.proc.kill()
+            self.proc.wait()
+            check(False, "Xwayland did not start on the test compositor")
+        self.display = ":" + number
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def run_game(build, game, display, args, frames=240):
+    """x11-present-game on display; returns the run with its capture, after the checks every
+    run must pass: tracked, the tally adds up exactly, presented frames name their output."""
+    r = run_app([game, "--frames", str(frames)] + args, None, build, layers=None,
+                extra_env={"DISPLAY": display}, timeout=120)
+    check(r.rc == 0, f"x11-present-game {args}: {r.rc}\n{r.stderr[-2000:]}")
+    s = r.json()
+    p = s["presentation"]
+    check(s["surfaces"][0]["presentation_tracked"], s["surfaces"][0])
+    check(p["accounting_ok"], p)
+    check(p["requested"] == p["presented"] + p["discarded"] + p["pending"], p)
+    # The first presents may come before the tracker's own connection is set up: never more
+    # than a few, and every frame is either asked about or counted untracked.
+    check(p["requested"] + p["untracked"] == frames and p["presented"] >= frames - 30, p)
+    rows = r.frames()
+    shown = [x for x in rows if x["present"] == "presented"]
+    check(len(shown) == p["presented"], f"{len(shown)} presented rows, tally {p['presented']}")
+    check(all(x["output"] != "" and int(x["output"]) < len(p["outputs"]) for x in shown),
+          "a presented frame names no output")
+    return r, s, p, shown
+
+
+def test_game_xvfb(build, probe, game):
+    """Xvfb: one RandR output, 'screen', whose mode has no timings: its refresh is unknown (0)
+    and the one measured from UST/MSC is the claim."""
     with Xvfb() as x:
-        # run_app: the layer, a capture, and a sanitizer runtime preloaded into vkcube when
-        # the layer is built with one.
-        r = run_app(["vkcube", "--c", "300"], None, build, extra_env={"DISPLAY": x.display},
-                    timeout=120)
-    check(r.rc == 0, r.stderr[-1500:])
-    summary = r.json()
-    surface = summary["surfaces"][0]
-    check(surface["label"].startswith("x11 surface"), surface)
-    check(surface["requested"] == surface["presented"] + surface["discarded"] + surface["pending"],
-          surface)
-    check(summary["frames"] >= 299, summary["frames"])
-    if surface["presented"]:
-        print(f"this driver presents through Present: {surface['presented']} shown")
-        return
-    check("does not present through the Present extension" in r.stderr, r.stderr[-1500:])
-    print(f"{summary['frames']} frames; no completion from lavapipe's PutImage path: said after "
-          f"{surface['requested']} presents")
+        r, s, p, shown = run_game(build, game, x.display, [])
+    check([(o["name"], o["width"], o["height"], o["refresh_hz"]) for o in p["outputs"]] ==
+          [("screen", 640, 480, 0)], p["outputs"])
+    check(p["shown_on"] == "screen", p["shown_on"])
+    check(p["claimed_refresh_ms"] > 0, f"no refresh measured from MSCs: {p}")
+    check(s["verdict"]["run"] == "display", s["verdict"])
+    print(f"Xvfb: {p['presented']} shown on 'screen', every {p['presented_interval_ms']:.2f} ms "
+          f"(measured refresh {p['claimed_refresh_ms']:.2f} ms)")
 
 
-main({"xvfb": test_xvfb, "xwayland": test_xwayland, "vkcube": test_vkcube})
+def test_game_mixed(build, probe, game):
+    """Rootful XWayland under the test compositor: its RandR outputs are the compositor's
+    wl_outputs. XWayland paces Present with a timer of its own (about 60 Hz), whatever the
+    outputs' refresh: measured first with one 144 Hz output, then a second output is given
+    exactly that rate. A window on the 144 Hz output is then paced by another output's
+    refresh while shown on its own (diagnosed, naming both); on the other output it is not;
+    a window moved from one to the other mid-run changes output in its frames once."""
+    comp = os.path.join(build, "tests", "compositor", "fscope-test-compositor")
+    with TestCompositor(comp, ["--output", "DP-1:1920x1080@144"]) as c, XWayland(c) as x:
+        _, _, p, _ = run_game(build, game, x.display, ["--at", "100,100"], frames=90)
+    paced_hz = 1000.0 / p["app_interval_ms"]
+    check(abs(paced_hz - 144) > 20, f"XWayland paced at the output's {paced_hz:.1f} Hz: no "
+          "second rate to set up the trap with")
+    outputs = ["--output", "DP-1:1920x1080@144", "--output", f"HDMI-A-1:1280x720@{paced_hz:.3f}"]
+    with TestCompositor(comp, outputs) as c, XWayland(c) as x:
+        fast_run = run_game(build, game, x.display, ["--at", "100,100"])
+        slow_run = run_game(build, game, x.display, ["--at", "2000,100"])
+        moved_run = run_game(build, game, x.display, ["--at", "100,100", "--move-to", "2000,100"])
+
+    _, s, p, _ = fast_run
+    by_width = {o["width"]: o for o in p["outputs"]}
+    check(sorted(by_width) == [1280, 1920], p["outputs"])
+    fast, slow = by_width[1920], by_width[1280]
+    # XWayland gives each output a CVT mode for the compositor's rate: the refresh computed
+    # from its timings is within 1% of it.
+    check(abs(fast["refresh_hz"] - 144) < 1.44, fast)
+    check(abs(slow["refresh_hz"] - paced_hz) < paced_hz / 100, (slow, paced_hz))
+    check(p["shown_on"] == fast["name"], p)
+    want = (f"(the refresh of output {slow['name']}: the app presents every",
+            f"while shown on a 144 Hz output ({fast['name']})")
+    check(any(all(w in d for w in want) for d in p["diagnosis"]),
+          f"mixed refresh not diagnosed: {p['diagnosis']} (paced every {p['app_interval_ms']} ms)")
+
+    _, s, p, _ = slow_run
+    slow_name = [o["name"] for o in p["outputs"] if o["width"] == 1280][0]
+    check(p["shown_on"] == slow_name, p)
+    check(not any("paced at" in d for d in p["diagnosis"]), p["diagnosis"])
+
+    _, s, p, shown = moved_run
+    names = [p["outputs"][int(x["output"])]["width"] for x in shown]
+    switch = next((i for i, w in enumerate(names) if w == 1280), None)
+    check(switch is not None and all(w == 1920 for w in names[:switch]) and
+          all(w == 1280 for w in names[switch:]),
+          f"the moved window's frames do not change output once: {names}")
+    # Moved before present 121; the tracker hears of it within a frame or two.
+    first_after = int(shown[switch]["frame"])
+    check(120 <= first_after <= 126, f"output changed at frame {first_after}, moved at 121")
+    print(f"XWayland paces at {paced_hz:.2f} Hz; on the 144 Hz output: " + fast_run[2]["diagnosis"][0]
+          + f"; moved: output changed at frame {first_after}")
+
+
+def test_no_present(build, probe, game):
+    """A server without Present (Xvfb behind tests/x11_no_present_proxy.py, which answers
+    QueryExtension "Present" with absent): the game presents with CopyArea; every frame is
+    there, none asked about, and the summary says why. vkcube (Mesa's WSI needs Present for a
+    swapchain, even lavapipe's) fails the same way with the layer as without it."""
+    from x11_no_present_proxy import NoPresentProxy
+    frames = 60
+    with Xvfb() as x, NoPresentProxy(x.display) as proxy:
+        r = run_app([game, "--frames", str(frames)], None, build, layers=None,
+                    extra_env={"DISPLAY": proxy.display}, timeout=120)
+        check(proxy.hidden >= 2, f"the proxy hid Present {proxy.hidden} times (game and tracker)")
+        cube = {}
+        if shutil.which("vkcube"):
+            for layers in (None, "VK_LAYER_FRAMESCOPE"):
+                cube[layers] = run_app(["vkcube", "--c", "30"], None, build, layers=layers,
+                                       extra_env={"DISPLAY": proxy.display}, timeout=120)
+    check(r.rc == 0, f"game without Present: {r.rc}\n{r.stderr[-2000:]}")
+    s = r.json()
+    p = s["presentation"]
+    surface = s["surfaces"][0]
+    check(s["frames"] == frames and p["requested"] == 0 and p["untracked"] == frames,
+          (s["frames"], p))
+    check(not surface["presentation_tracked"] and
+          "the X server has no Present extension" in surface["untracked_reason"], surface)
+    check("the X server has no Present extension" in r.stderr, r.stderr[-2000:])
+    print(f"no Present: {frames} frames, none asked about: {surface['untracked_reason']}")
+    if cube:
+        plain, layered = cube[None], cube["VK_LAYER_FRAMESCOPE"]
+        check(plain.rc == layered.rc, f"vkcube without Present: {plain.rc} without the layer, "
+              f"{layered.rc} with it\n{layered.stderr[-1500:]}")
+        print(f"vkcube without Present: exit {plain.rc} with and without the layer")
+
+
+main({"xvfb": test_xvfb, "xwayland": test_xwayland, "vkcube": test_vkcube,
+      "game_xvfb": test_game_xvfb, "game_mixed": test_game_mixed, "no_present": test_no_present})

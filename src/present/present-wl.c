@@ -493,10 +493,10 @@ static void feedback_finish(struct feedback_slot *slot, struct wp_presentation_f
 		return;
 	}
 
-	/* Record first, so that when counts show it finished, drain can return it. */
-	ring_push(t, rec, &lost);
-
+	/* Record and count in one section: a reader that counts, then drains until the ring
+	 * is empty (frame.c at teardown and exit), sees each record in both or neither. */
 	seq_begin(&t->finish_seq);
+	ring_push(t, rec, &lost);
 	if (rec->outcome == FSCOPE_PRESENT_PRESENTED)
 		counter_add(&t->presented, 1);
 	else

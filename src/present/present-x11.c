@@ -11,12 +11,16 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include <xcb/present.h>
+#include <xcb/randr.h>
 #include <xcb/xcb.h>
+
+#include "record/meta.h"
 
 #define PENDING_MAX 256  /* presents asked about and not completed */
 #define DONE_MAX 256     /* finished records not yet drained */
 #define NO_EVENTS_AFTER 120
 #define QUIET_AFTER 30 /* presents with no completion before why() says so at teardown */
+#define RECHECK_MS 1000 /* the window's place is read again at least this often */
 
 enum state { SETTING_UP, READY, DEAD };
 
@@ -24,6 +28,11 @@ struct pending {
 	uint64_t present_id;
 	uint32_t serial;
 	bool used, orphaned;
+};
+
+/* A RandR CRTC that shows something: where it is on the root window, and its output. */
+struct crtc_area {
+	int32_t x, y, width, height;
 };
 
 struct fscope_x11_tracker {
@@ -44,6 +53,16 @@ struct fscope_x11_tracker {
 	bool silent; /* requests stopped: no completion ever came (why() says so) */
 	uint64_t last_ust, last_msc;
 	uint32_t refresh_ns;
+
+	/* RandR's view (only the thread touches these): the outputs as recorded, the area each
+	 * shows on the root window, and the one the window overlaps most, as the server picks a
+	 * CRTC for Present (-1: none, or no RandR). */
+	xcb_window_t root;
+	uint8_t randr_event; /* RandR's first event code; 0: no RandR */
+	struct rec_output outputs[REC_MAX_OUTPUTS];
+	struct crtc_area areas[REC_MAX_OUTPUTS];
+	unsigned output_count;
+	int window_output;
 };
 
 static void die(struct fscope_x11_tracker *t, const char *why)
@@ -53,6 +72,131 @@ static void die(struct fscope_x11_tracker *t, const char *why)
 		snprintf(t->why, sizeof(t->why), "%s", why);
 	pthread_mutex_unlock(&t->lock);
 	atomic_store(&t->state, DEAD);
+}
+
+/* A mode's refresh in mHz from its timings (0 when the server gives none, as Xvfb does). */
+static uint32_t mode_refresh_mhz(const xcb_randr_mode_info_t *m)
+{
+	uint64_t dots = (uint64_t)m->htotal * m->vtotal;
+	if (!dots || !m->dot_clock)
+		return 0;
+	if (m->mode_flags & XCB_RANDR_MODE_FLAG_DOUBLE_SCAN)
+		dots *= 2;
+	uint64_t mhz = (uint64_t)m->dot_clock * 1000 / dots;
+	if (m->mode_flags & XCB_RANDR_MODE_FLAG_INTERLACE)
+		mhz *= 2;
+	return (uint32_t)mhz;
+}
+
+/* Reads the CRTCs that show something, each named by its (first) output and given its mode's
+ * size and refresh, and records them as the run's outputs. Keeps the previous list when the
+ * server does not answer. */
+static void read_outputs(struct fscope_x11_tracker *t)
+{
+	xcb_randr_get_screen_resources_current_reply_t *res =
+		xcb_randr_get_screen_resources_current_reply(
+			t->conn, xcb_randr_get_screen_resources_current(t->conn, t->root), NULL);
+	if (!res)
+		return;
+	const xcb_randr_crtc_t *crtcs = xcb_randr_get_screen_resources_current_crtcs(res);
+	int ncrtc = xcb_randr_get_screen_resources_current_crtcs_length(res);
+	const xcb_randr_mode_info_t *modes = xcb_randr_get_screen_resources_current_modes(res);
+	int nmode = xcb_randr_get_screen_resources_current_modes_length(res);
+	unsigned n = 0;
+	for (int i = 0; i < ncrtc && n < REC_MAX_OUTPUTS; i++) {
+		xcb_randr_get_crtc_info_reply_t *crtc = xcb_randr_get_crtc_info_reply(
+			t->conn, xcb_randr_get_crtc_info(t->conn, crtcs[i], res->config_timestamp), NULL);
+		if (!crtc || !crtc->mode || !crtc->num_outputs) {
+			free(crtc);
+			continue;
+		}
+		struct rec_output *o = &t->outputs[n];
+		*o = (struct rec_output){ .width = crtc->width, .height = crtc->height, .scale = 1 };
+		for (int m = 0; m < nmode; m++)
+			if (modes[m].id == crtc->mode)
+				o->refresh_mhz = mode_refresh_mhz(&modes[m]);
+		xcb_randr_get_output_info_reply_t *out = xcb_randr_get_output_info_reply(
+			t->conn, xcb_randr_get_output_info(t->conn, xcb_randr_get_crtc_info_outputs(crtc)[0],
+							  res->config_timestamp), NULL);
+		if (out)
+			snprintf(o->name, sizeof(o->name), "%.*s",
+				 xcb_randr_get_output_info_name_length(out) < 63
+					 ? xcb_randr_get_output_info_name_length(out) : 63,
+				 (const char *)xcb_randr_get_output_info_name(out));
+		else
+			snprintf(o->name, sizeof(o->name), "crtc-%u", crtcs[i]);
+		free(out);
+		t->areas[n] = (struct crtc_area){ crtc->x, crtc->y, crtc->width, crtc->height };
+		n++;
+		free(crtc);
+	}
+	free(res);
+	t->output_count = n;
+	record_outputs(t->outputs, n);
+}
+
+static int64_t overlap(int32_t a0, int32_t alen, int32_t b0, int32_t blen)
+{
+	int64_t lo = a0 > b0 ? a0 : b0;
+	int64_t hi = (int64_t)a0 + alen < (int64_t)b0 + blen ? (int64_t)a0 + alen : (int64_t)b0 + blen;
+	return hi > lo ? hi - lo : 0;
+}
+
+/* Where the window is on the root window now, and the output it overlaps most. */
+static void place_window(struct fscope_x11_tracker *t)
+{
+	xcb_get_geometry_reply_t *g = xcb_get_geometry_reply(
+		t->conn, xcb_get_geometry(t->conn, t->window), NULL);
+	xcb_translate_coordinates_reply_t *at = xcb_translate_coordinates_reply(
+		t->conn, xcb_translate_coordinates(t->conn, t->window, t->root, 0, 0), NULL);
+	if (g && at) {
+		int best = -1;
+		int64_t best_area = 0;
+		for (unsigned i = 0; i < t->output_count; i++) {
+			const struct crtc_area *a = &t->areas[i];
+			int64_t area = overlap(at->dst_x, g->width, a->x, a->width) *
+				       overlap(at->dst_y, g->height, a->y, a->height);
+			if (area > best_area) {
+				best_area = area;
+				best = (int)i;
+			}
+		}
+		t->window_output = best;
+	}
+	free(g);
+	free(at);
+}
+
+/* RandR on our connection: its outputs, and notice when they or the window change. Without
+ * RandR the outputs stay unknown and the refresh is the measured one. */
+static void setup_outputs(struct fscope_x11_tracker *t)
+{
+	t->window_output = -1;
+	xcb_get_geometry_reply_t *g = xcb_get_geometry_reply(
+		t->conn, xcb_get_geometry(t->conn, t->window), NULL);
+	if (!g)
+		return;
+	t->root = g->root;
+	free(g);
+	/* The window's moves (a window manager sends a synthetic ConfigureNotify in root
+	 * coordinates) and reparenting; our event mask on it is ours alone. */
+	uint32_t mask = XCB_EVENT_MASK_STRUCTURE_NOTIFY;
+	xcb_change_window_attributes(t->conn, t->window, XCB_CW_EVENT_MASK, &mask);
+	const xcb_query_extension_reply_t *ext = xcb_get_extension_data(t->conn, &xcb_randr_id);
+	if (!ext || !ext->present)
+		return;
+	xcb_randr_query_version_reply_t *v = xcb_randr_query_version_reply(
+		t->conn, xcb_randr_query_version(t->conn, 1, 3), NULL);
+	bool usable = v && (v->major_version > 1 || v->minor_version >= 3);
+	free(v);
+	if (!usable)
+		return; /* GetScreenResourcesCurrent is RandR 1.3 */
+	t->randr_event = ext->first_event;
+	xcb_randr_select_input(t->conn, t->root, XCB_RANDR_NOTIFY_MASK_SCREEN_CHANGE |
+						 XCB_RANDR_NOTIFY_MASK_CRTC_CHANGE |
+						 XCB_RANDR_NOTIFY_MASK_OUTPUT_CHANGE);
+	read_outputs(t);
+	place_window(t);
 }
 
 static bool setup(struct fscope_x11_tracker *t)
@@ -83,8 +227,18 @@ static bool setup(struct fscope_x11_tracker *t)
 		die(t, why);
 		return false;
 	}
+	setup_outputs(t);
 	atomic_store(&t->state, READY);
 	return true;
+}
+
+/* A finished present leaves pending for its outcome. Lock held. */
+static void count_outcome(struct fscope_x11_tracker *t, const struct fscope_present_feedback *fb)
+{
+	if (fb->outcome == FSCOPE_PRESENT_DISCARDED)
+		t->counts.discarded++;
+	else
+		t->counts.presented++;
 }
 
 /* One completion: matched to its pending present by serial. Called with the lock held. */
@@ -99,20 +253,19 @@ static void complete(struct fscope_x11_tracker *t, const xcb_present_complete_no
 		return;
 	}
 	p->used = false;
-	t->counts.pending--;
-	if (p->orphaned)
-		return; /* counted in orphaned when its present failed */
+	if (p->orphaned) {
+		t->counts.pending--; /* counted in orphaned when its present failed */
+		return;
+	}
 	bool skipped = ev->mode == XCB_PRESENT_COMPLETE_MODE_SKIP;
-	if (skipped)
-		t->counts.discarded++;
-	else
-		t->counts.presented++;
 	struct fscope_present_feedback fb = {
 		.present_id = p->present_id,
 		.outcome = skipped ? FSCOPE_PRESENT_DISCARDED : FSCOPE_PRESENT_PRESENTED,
 		.seq = ev->msc,
-		.output_index = -1,
+		.output_index = t->window_output,
 	};
+	if (t->window_output >= 0)
+		fb.output_refresh_mhz = t->outputs[t->window_output].refresh_mhz;
 	if (!skipped) {
 		fb.presented_mono_ns = (int64_t)ev->ust * 1000;
 		if (t->last_msc && ev->msc > t->last_msc && ev->ust > t->last_ust)
@@ -126,10 +279,37 @@ static void complete(struct fscope_x11_tracker *t, const xcb_present_complete_no
 			   (ev->mode == XCB_PRESENT_COMPLETE_MODE_FLIP ? FSCOPE_PRESENT_FLAG_ZERO_COPY : 0);
 	}
 	if (t->done_count == DONE_MAX) {
+		t->counts.pending--;
+		count_outcome(t, &fb);
 		t->counts.lost++;
 		return;
 	}
+	/* Counted when drained: until then the frame log has it pending, and so does the tally,
+	 * whenever either is read. */
 	t->done[(t->done_head + t->done_count++) % DONE_MAX] = fb;
+}
+
+/* One event from the server: a completion, or a change of the outputs or of the window's
+ * place (dirty: read again once the queue is empty). */
+static void handle_event(struct fscope_x11_tracker *t, const xcb_generic_event_t *e,
+			 bool *outputs_dirty, bool *window_dirty)
+{
+	uint8_t type = e->response_type & 0x7f;
+	if (type == XCB_GE_GENERIC &&
+	    ((const xcb_ge_generic_event_t *)e)->event_type == XCB_PRESENT_COMPLETE_NOTIFY) {
+		const xcb_present_complete_notify_event_t *cn = (const void *)e;
+		if (cn->kind == XCB_PRESENT_COMPLETE_KIND_PIXMAP && cn->window == t->window) {
+			pthread_mutex_lock(&t->lock);
+			complete(t, cn);
+			pthread_mutex_unlock(&t->lock);
+		}
+	} else if (t->randr_event && (type == t->randr_event + XCB_RANDR_SCREEN_CHANGE_NOTIFY ||
+				      type == t->randr_event + XCB_RANDR_NOTIFY)) {
+		*outputs_dirty = true;
+	} else if (type == XCB_CONFIGURE_NOTIFY || type == XCB_REPARENT_NOTIFY ||
+		   type == XCB_MAP_NOTIFY) {
+		*window_dirty = true;
+	}
 }
 
 static void *thread_main(void *arg)
@@ -141,28 +321,34 @@ static void *thread_main(void *arg)
 		{ .fd = xcb_get_file_descriptor(t->conn), .events = POLLIN },
 		{ .fd = t->wake_fd, .events = POLLIN },
 	};
+	bool outputs_dirty = false, window_dirty = false;
 	for (;;) {
-		if (poll(fds, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (fds[1].revents)
-			break;
+		/* Events first: the round trips below (and set-up's) leave what came meanwhile in
+		 * xcb's queue, where poll() cannot see it. */
 		xcb_generic_event_t *e;
 		while ((e = xcb_poll_for_event(t->conn))) {
-			if ((e->response_type & 0x7f) == XCB_GE_GENERIC &&
-			    ((xcb_ge_generic_event_t *)e)->event_type == XCB_PRESENT_COMPLETE_NOTIFY) {
-				const xcb_present_complete_notify_event_t *cn = (const void *)e;
-				if (cn->kind == XCB_PRESENT_COMPLETE_KIND_PIXMAP && cn->window == t->window) {
-					pthread_mutex_lock(&t->lock);
-					complete(t, cn);
-					pthread_mutex_unlock(&t->lock);
-				}
-			}
+			handle_event(t, e, &outputs_dirty, &window_dirty);
 			free(e);
 		}
 		if (xcb_connection_has_error(t->conn)) {
 			die(t, "our connection to the X server broke (the server went away)");
 			break;
 		}
+		if (t->randr_event && (outputs_dirty || window_dirty)) {
+			if (outputs_dirty)
+				read_outputs(t);
+			place_window(t);
+			outputs_dirty = window_dirty = false;
+			continue;
+		}
+		/* A window manager moves its frame, not the window, and need not say so: with
+		 * nothing heard for a while, look again. */
+		int n = poll(fds, 2, t->randr_event ? RECHECK_MS : -1);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents)
+			break;
+		window_dirty = n == 0;
 	}
 	return NULL;
 }
@@ -270,7 +456,9 @@ size_t fscope_x11_tracker_drain(struct fscope_x11_tracker *t,
 	size_t n = 0;
 	pthread_mutex_lock(&t->lock);
 	while (n < max && t->done_count) {
-		out[n++] = t->done[t->done_head];
+		out[n] = t->done[t->done_head];
+		t->counts.pending--;
+		count_outcome(t, &out[n++]);
 		t->done_head = (t->done_head + 1) % DONE_MAX;
 		t->done_count--;
 	}

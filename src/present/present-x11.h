@@ -13,8 +13,19 @@
  * the server's CLOCK_MONOTONIC), with their MSC as seq and the refresh measured from
  * consecutive completions.
  *
- * Its thread runs the set-up (connect, query Present, select input with a round trip, so
- * create never blocks the app) and then reads events. A server without Present, or a window
+ * The outputs come from RandR (1.3) on the same connection: each CRTC that shows something,
+ * named by its output, with its mode's size and the refresh computed from the mode's timings
+ * (0 where the server gives none, as Xvfb does), recorded as the run's outputs. A frame is
+ * shown on the output whose CRTC overlaps the window most, as the server picks a CRTC for
+ * Present; the window's place is read again when it is configured or reparented, when RandR
+ * says the outputs changed, and after a second with no word (a window manager moves its
+ * frame, not the window).
+ *
+ * Outcomes are counted as the frame log drains them: a finished record not yet drained is
+ * still pending in the tally, so the tally and the frames agree whenever both are read.
+ *
+ * Its thread runs the set-up (connect, query Present and RandR, select input, with round
+ * trips, so create never blocks the app) and then reads events. A server without Present, or a window
  * that is gone, makes it dead with a reason. A driver whose X11 presents do not go through
  * Present (Mesa's software path, lavapipe's, uses PutImage) gives no completion at all: after
  * NO_EVENTS_AFTER requests with none, the tracker stops asking and says so.

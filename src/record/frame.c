@@ -341,7 +341,7 @@ FSCOPE_EXPORT bool fscope_frame_log_track_x11(struct fscope_frame_log *log, uint
     return track_with(log, t, &fscope_x11_present_ops, why);
 #else
     (void)window;
-    return track_with(log, NULL, NULL, "framescope was built without X11 (xcb-present) support");
+    return track_with(log, NULL, NULL, "framescope was built without X11 (xcb-present, xcb-randr) support");
 #endif
 }
 
@@ -361,11 +361,12 @@ static void apply_feedback(struct fscope_frame_log *log, const struct fscope_pre
     f->output_index = (int16_t)fb->output_index;
     f->output_ambiguous = fb->output_ambiguous;
     if (fb->outcome == FSCOPE_PRESENT_PRESENTED) {
-        /* The output's own mode when we know which output; else what the compositor claims. */
+        /* The output's own mode when we know which output and it has one (Xvfb's has
+         * none); else what the compositor claims (X11: the refresh measured from MSCs). */
         uint32_t mhz = 0;
         if (fb->output_index >= 0 && !fb->output_ambiguous)
             mhz = fb->output_refresh_mhz;
-        else if (fb->refresh_ns)
+        if (!mhz && fb->refresh_ns)
             mhz = (uint32_t)(1e12 / fb->refresh_ns);
         atomic_store_explicit(&log->shown_refresh_mhz, mhz, memory_order_relaxed);
         atomic_store_explicit(&log->last_shown_ticks, f->presented_ticks, memory_order_relaxed);
@@ -435,8 +436,17 @@ static void counts_snapshot(struct fscope_frame_log *log)
 {
     struct frame_log_tracker_counts sum = log->final_counts;
     if (log->tracker) {
+        /* The tracker's thread may finish a present between our drain and its count: count,
+         * then drain again, until nothing came in between, so both saw the same ones. */
         struct fscope_wl_counts c;
-        log->ops->counts(log->tracker, &c);
+        struct fscope_present_feedback fbs[32];
+        size_t n;
+        do {
+            log->ops->counts(log->tracker, &c);
+            n = log->ops->drain(log->tracker, fbs, 32);
+            for (size_t i = 0; i < n; i++)
+                apply_feedback(log, &fbs[i]);
+        } while (n);
         counts_add(&sum, &c);
         /* A tracker that is not tracking (set-up failed or unfinished, or it stopped asking)
          * says why. */
