@@ -104,8 +104,10 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     frame_logs_finish();
     struct rec_meta *meta = recording_meta();
 #ifdef FSCOPE_HAVE_WAYLAND
-    /* The compositor's outputs, for the presentation analysis, if not learned yet. */
-    if (meta && atomic_load(&meta->enabled) && secure_getenv("WAYLAND_DISPLAY"))
+    /* The compositor's outputs, for the presentation analysis, if none were learned yet
+     * (an X11 app under XWayland has its outputs from RandR, which its frames index). */
+    if (meta && atomic_load(&meta->enabled) && !atomic_load(&meta->output_count) &&
+        secure_getenv("WAYLAND_DISPLAY"))
         fscope_wl_outputs(NULL, 0);
 #endif
     kernel_sampler_stop();

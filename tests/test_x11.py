@@ -72,28 +72,41 @@ def test_xvfb(build, probe, game):
     print("Xvfb:", out.stdout.strip())
 
 
+class WestonXWayland(Weston):
+    """A headless Weston with its XWayland (weston --xwayland): display is its X display."""
+
+    def __init__(self):
+        super().__init__(["--xwayland"])
+
+    def __enter__(self):
+        if not shutil.which("Xwayland"):
+            print("Xwayland not installed")
+            sys.exit(SKIP)
+        super().__enter__()
+        log = os.path.join(self.runtime, "weston.log")
+        deadline = time.time() + 20
+        self.display = None
+        while time.time() < deadline and not self.display:
+            for line in open(log).read().splitlines():
+                if "xserver listening on display" in line:
+                    self.display = line.rsplit(" ", 1)[-1].strip()
+            time.sleep(0.1)
+        if not self.display:
+            text = open(log).read()[-1500:]
+            super().__exit__(None, None, None)
+            check(False, "weston --xwayland gave no display:\n" + text)
+        return self
+
+
 def test_xwayland(build, probe, game):
     """The same against XWayland under a headless Weston (weston --xwayland), and a game."""
-    if not shutil.which("Xwayland"):
-        print("Xwayland not installed")
-        sys.exit(SKIP)
-    with Weston(["--xwayland"]) as w:
-        log = os.path.join(w.runtime, "weston.log")
-        deadline = time.time() + 20
-        display = None
-        while time.time() < deadline and not display:
-            text = open(log).read()
-            for line in text.splitlines():
-                if "xserver listening on display" in line:
-                    display = line.rsplit(" ", 1)[-1].strip()
-            time.sleep(0.1)
-        check(display, "weston --xwayland gave no display:\n" + open(log).read()[-1500:])
-        out = run_probe(probe, display, dict(os.environ, **w.env()))
+    with WestonXWayland() as w:
+        out = run_probe(probe, w.display, dict(os.environ, **w.env()))
         check(out.returncode == 0, f"test-present-x11 on XWayland: {out.returncode}\n"
               f"{out.stdout}{out.stderr}")
         print("XWayland:", out.stdout.strip())
         # A game on it: Weston's one output, as XWayland's RandR names it, shows the window.
-        _, _, p, _ = run_game(build, game, display, [], frames=120)
+        _, _, p, _ = run_game(build, game, w.display, [], frames=120)
     check(len(p["outputs"]) == 1 and p["outputs"][0]["name"].startswith("XWAYLAND") and
           p["outputs"][0]["refresh_hz"] > 0, p["outputs"])
     check(p["shown_on"] == p["outputs"][0]["name"], p)
@@ -102,20 +115,26 @@ def test_xwayland(build, probe, game):
 
 
 def test_vkcube(build, probe, game):
-    """vkcube on XCB under the layer on Xvfb, in FIFO and in MAILBOX: lavapipe presents with
-    PutImage, so no completion comes; after the tracker's limit it stops asking and the
-    summary says why. The tally still adds up, the frames are all there, and the present mode
+    """vkcube on XCB under the layer on Xvfb and Weston's XWayland, in FIFO and in MAILBOX:
+    lavapipe presents with PutImage, so no completion comes; after the tracker's limit it
+    stops asking and the summary says why. The tally still adds up, the frames are all there, and the present mode
     is the one asked for (PresentMon's SyncInterval and AllowsTearing: FIFO 1/0, MAILBOX 0/0);
     neither is called display-bound without feedback in MAILBOX."""
     if not shutil.which("vkcube"):
         print("vkcube not installed")
         sys.exit(SKIP)
-    for mode, flag, sync in (("FIFO", [], "1"), ("MAILBOX", ["--present_mode", "1"], "0")):
-        with Xvfb() as x:
+    runs = [(server, mode, flag, sync) for server in ("Xvfb", "XWayland")
+            for mode, flag, sync in (("FIFO", [], "1"), ("MAILBOX", ["--present_mode", "1"], "0"))]
+    for server, mode, flag, sync in runs:
+        # On Weston's XWayland, WAYLAND_DISPLAY is set too, as on a desktop: the outputs are
+        # still RandR's, the ones the X11 frames index.
+        with (Xvfb() if server == "Xvfb" else WestonXWayland()) as x:
             # run_app: the layer, a capture, and a sanitizer runtime preloaded into vkcube
             # when the layer is built with one.
-            r = run_app(["vkcube", "--c", "300"] + flag, None, build,
-                        extra_env={"DISPLAY": x.display}, timeout=120)
+            env = dict(x.env() if server == "XWayland" else {}, DISPLAY=x.display)
+            r = run_app(["vkcube", "--c", "300"] + flag, None, build, extra_env=env,
+                        timeout=120)
+        mode = f"{server} {mode}"
         check(r.rc == 0, r.stderr[-1500:])
         summary = r.json()
         surface = summary["surfaces"][0]
@@ -128,7 +147,10 @@ def test_vkcube(build, probe, game):
         check(len(rows) == summary["frames"] and
               all(x["SyncInterval"] == sync and x["AllowsTearing"] == "0" for x in rows),
               f"{mode}: present mode not recorded as asked: {rows[0]}")
-        if mode == "MAILBOX":
+        outputs = [o["name"] for o in summary["presentation"]["outputs"]]
+        check(outputs == (["screen"] if server == "Xvfb" else ["XWAYLAND0"]),
+              f"{mode}: outputs not RandR's: {outputs}")
+        if mode.endswith("MAILBOX"):
             check(not surface["display_paces"], f"MAILBOX paced by a display: {surface}")
         if surface["presented"]:
             print(f"{mode}: this driver presents through Present: {surface['presented']} shown")
