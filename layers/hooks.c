@@ -1,5 +1,6 @@
 /* Frame hooks: every call that can block is timed as a block of the calling thread; a present
  * closes the surface's frame; command recording is counted per thread. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "record/clock.h"
@@ -533,11 +534,113 @@ static void pass_counted(VkCommandBuffer cb)
         e->render_passes++;
 }
 
-/* A classic render pass: counted, and its zone opened outside it (before the begin). */
+/* A classic render pass made: what its zone is named by, and whether it is multiview. */
+static void render_pass_created(VkDevice device, VkRenderPass pass,
+                                const struct render_pass_info *made)
+{
+    struct device_data *dev = device_lookup(device);
+    struct render_pass_info *info = dev ? malloc(sizeof(*info)) : NULL;
+    if (!dev)
+        return;
+    if (info)
+        *info = *made;
+    if (!info || !table_insert(dev->render_passes, MAX_RENDER_PASSES, &dev->lock,
+                               (uint64_t)pass, info)) {
+        free(info);
+        if (!atomic_exchange(&dev->render_passes_full, true))
+            fscope_record_note("more than %d render pass objects on one device: labels inside "
+                               "the ones not known are not timed (they may be multiview)",
+                               MAX_RENDER_PASSES);
+    }
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateRenderPass(
+    VkDevice device, const VkRenderPassCreateInfo *info, const VkAllocationCallbacks *alloc,
+    VkRenderPass *ret)
+{
+    VkResult r = device_lookup(device)->vk.CreateRenderPass(device, info, alloc, ret);
+    if (r != VK_SUCCESS)
+        return r;
+    struct render_pass_info made = { 0 };
+    if (info->subpassCount) {
+        made.colors = info->pSubpasses[0].colorAttachmentCount;
+        made.depth = info->pSubpasses[0].pDepthStencilAttachment &&
+                     info->pSubpasses[0].pDepthStencilAttachment->attachment !=
+                         VK_ATTACHMENT_UNUSED;
+    }
+    for (const VkBaseInStructure *p = info->pNext; p; p = p->pNext)
+        if (p->sType == VK_STRUCTURE_TYPE_RENDER_PASS_MULTIVIEW_CREATE_INFO) {
+            const VkRenderPassMultiviewCreateInfo *mv = (const void *)p;
+            for (uint32_t s = 0; s < mv->subpassCount; s++)
+                made.multiview |= mv->pViewMasks[s] != 0;
+        }
+    render_pass_created(device, *ret, &made);
+    return r;
+}
+
+static void render_pass2_describe(const VkRenderPassCreateInfo2 *info,
+                                  struct render_pass_info *made)
+{
+    *made = (struct render_pass_info){ 0 };
+    if (info->subpassCount) {
+        made->colors = info->pSubpasses[0].colorAttachmentCount;
+        made->depth = info->pSubpasses[0].pDepthStencilAttachment &&
+                      info->pSubpasses[0].pDepthStencilAttachment->attachment !=
+                          VK_ATTACHMENT_UNUSED;
+    }
+    for (uint32_t s = 0; s < info->subpassCount; s++)
+        made->multiview |= info->pSubpasses[s].viewMask != 0;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateRenderPass2(
+    VkDevice device, const VkRenderPassCreateInfo2 *info, const VkAllocationCallbacks *alloc,
+    VkRenderPass *ret)
+{
+    VkResult r = device_lookup(device)->vk.CreateRenderPass2(device, info, alloc, ret);
+    struct render_pass_info made;
+    render_pass2_describe(info, &made);
+    if (r == VK_SUCCESS)
+        render_pass_created(device, *ret, &made);
+    return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateRenderPass2KHR(
+    VkDevice device, const VkRenderPassCreateInfo2 *info, const VkAllocationCallbacks *alloc,
+    VkRenderPass *ret)
+{
+    VkResult r = device_lookup(device)->vk.CreateRenderPass2KHR(device, info, alloc, ret);
+    struct render_pass_info made;
+    render_pass2_describe(info, &made);
+    if (r == VK_SUCCESS)
+        render_pass_created(device, *ret, &made);
+    return r;
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_DestroyRenderPass(
+    VkDevice device, VkRenderPass pass, const VkAllocationCallbacks *alloc)
+{
+    struct device_data *dev = device_lookup(device);
+    struct render_pass_info *info =
+        pass ? table_find(dev->render_passes, MAX_RENDER_PASSES, (uint64_t)pass) : NULL;
+    if (info) {
+        table_remove(dev->render_passes, MAX_RENDER_PASSES, &dev->lock, info);
+        free(info);
+    }
+    dev->vk.DestroyRenderPass(device, pass, alloc);
+}
+
+/* A classic render pass: counted, and its zone opened outside it (before the begin), named by
+ * its size and first subpass's attachments. Labels inside a multiview pass, or one not known,
+ * are not timed. */
 static void render_pass_begin(VkCommandBuffer cb, const VkRenderPassBeginInfo *i)
 {
     pass_counted(cb);
-    zones_pass_begin(cb, i->renderArea, 0, false, 0, false);
+    struct device_data *dev = device_lookup(cb);
+    const struct render_pass_info *info =
+        table_find(dev->render_passes, MAX_RENDER_PASSES, (uint64_t)i->renderPass);
+    bool multiview = info ? info->multiview : atomic_load(&dev->render_passes_full);
+    zones_pass_begin(cb, i->renderArea, info ? info->colors : 0, info && info->depth,
+                     multiview ? ~0u : 0, false);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass(
@@ -684,6 +787,10 @@ PFN_vkVoidFunction hooks_device_proc(const char *name)
     HOOK(CmdDispatch)
     HOOK(CmdDispatchIndirect)
     HOOK(CmdDispatchBase)
+    HOOK(CreateRenderPass)
+    HOOK(CreateRenderPass2)
+    HOOK(CreateRenderPass2KHR)
+    HOOK(DestroyRenderPass)
     HOOK(CmdBeginRenderPass)
     HOOK(CmdBeginRenderPass2)
     HOOK(CmdBeginRenderPass2KHR)

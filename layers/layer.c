@@ -481,6 +481,8 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyDevice(VkDevice device,
     }
     for (unsigned i = 0; i < MAX_SWAPCHAINS; i++)
         free(atomic_load(&dev->swapchains[i].item));
+    for (unsigned i = 0; i < MAX_RENDER_PASSES; i++)
+        free(atomic_load(&dev->render_passes[i].item));
     zones_device_destroy(dev);
     PFN_vkDestroyDevice destroy = dev->vk.DestroyDevice;
     pthread_mutex_destroy(&dev->lock);

@@ -25,6 +25,7 @@
 #define MAX_QUEUES 64
 #define MAX_SURFACES 64
 #define MAX_SWAPCHAINS 64
+#define MAX_RENDER_PASSES 4096 /* render pass objects known per device (engines cache them) */
 #define GPU_SLOTS 64 /* submissions in flight per queue that can carry timestamps */
 
 /* The loader's dispatch pointer: a dispatchable handle's first word. Instances share it
@@ -122,6 +123,10 @@ struct instance_data {
     X(CmdDispatch)                                                                             \
     X(CmdDispatchIndirect)                                                                     \
     X(CmdDispatchBase)                                                                         \
+    X(CreateRenderPass)                                                                        \
+    X(CreateRenderPass2)                                                                       \
+    X(CreateRenderPass2KHR)                                                                    \
+    X(DestroyRenderPass)                                                                       \
     X(CmdBeginRenderPass)                                                                      \
     X(CmdBeginRenderPass2)                                                                     \
     X(CmdBeginRenderPass2KHR)                                                                  \
@@ -255,6 +260,18 @@ struct device_data {
     pthread_mutex_t lock; /* guards queues[] and swapchains[] membership, never held down-chain */
     struct table_entry queues[MAX_QUEUES];
     struct table_entry swapchains[MAX_SWAPCHAINS];
+    /* What a classic render pass is, for its zone's name and to know whether labels inside
+     * it may be timed (struct render_pass_info; guarded by lock like the tables above). A
+     * pass the table had no room for sets render_passes_full: labels inside a pass not
+     * found are then not timed, as it may be multiview. */
+    struct table_entry render_passes[MAX_RENDER_PASSES];
+    _Atomic bool render_passes_full;
+};
+
+struct render_pass_info {
+    uint32_t colors; /* color attachments of the first subpass */
+    bool depth;      /* the first subpass has a depth/stencil attachment */
+    bool multiview;  /* some subpass has a view mask: a timestamp inside takes one query a view */
 };
 
 enum surface_kind { SURFACE_WAYLAND, SURFACE_HEADLESS, SURFACE_OTHER, SURFACE_X11 };

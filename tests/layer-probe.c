@@ -5,10 +5,14 @@
  *                               layer may enable for itself (they must be NULL)
  *   layer-probe negotiate SO    dlopens the layer and negotiates interface versions 1, 2, 5
  *   layer-probe families        prints every GPU's queue families and timestamp valid bits
+ *   layer-probe multiview N     records and submits N times: label "outer" around a classic
+ *                               multiview render pass (two views) with label "inside" in it,
+ *                               then a plain pass with label "plain" in it; waits each time
  *
  * Exit status 0 when the probe ran (the test reads the output), 1 on a failure to run. */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <vulkan/vk_layer.h>
@@ -118,6 +122,230 @@ static int probe_negotiate(const char *path)
     return 0;
 }
 
+#define PROBE_CHECK(call)                                                                      \
+    do {                                                                                       \
+        VkResult r_ = (call);                                                                  \
+        if (r_ != VK_SUCCESS) {                                                                \
+            fprintf(stderr, "layer-probe: %s: %d\n", #call, r_);                               \
+            return 1;                                                                          \
+        }                                                                                      \
+    } while (0)
+
+/* A classic render pass over a 2-layer colour image, multiview over both layers when
+ * view_mask is not 0. */
+static VkResult make_pass(VkDevice device, uint32_t view_mask, VkRenderPass *ret)
+{
+    const VkAttachmentDescription color = {
+        .format = VK_FORMAT_R8G8B8A8_UNORM,
+        .samples = VK_SAMPLE_COUNT_1_BIT,
+        .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR,
+        .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
+        .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+        .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
+        .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+        .finalLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+    };
+    const VkAttachmentReference ref = { 0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL };
+    const VkSubpassDescription subpass = {
+        .pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS,
+        .colorAttachmentCount = 1,
+        .pColorAttachments = &ref,
+    };
+    const VkRenderPassMultiviewCreateInfo multiview = {
+        .sType = VK_STRUCTURE_TYPE_RENDER_PASS_MULTIVIEW_CREATE_INFO,
+        .subpassCount = 1,
+        .pViewMasks = &view_mask,
+    };
+    const VkRenderPassCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO,
+        .pNext = view_mask ? &multiview : NULL,
+        .attachmentCount = 1,
+        .pAttachments = &color,
+        .subpassCount = 1,
+        .pSubpasses = &subpass,
+    };
+    return vkCreateRenderPass(device, &info, NULL, ret);
+}
+
+static int probe_multiview(int rounds)
+{
+    const VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "layer-probe",
+        .apiVersion = VK_API_VERSION_1_1,
+    };
+    const char *ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    const VkInstanceCreateInfo instance_info = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pApplicationInfo = &app,
+        .enabledExtensionCount = 1,
+        .ppEnabledExtensionNames = &ext,
+    };
+    VkInstance instance;
+    PROBE_CHECK(vkCreateInstance(&instance_info, NULL, &instance));
+    uint32_t count = 1;
+    VkPhysicalDevice phys;
+    VkResult er = vkEnumeratePhysicalDevices(instance, &count, &phys);
+    if ((er != VK_SUCCESS && er != VK_INCOMPLETE) || !count) {
+        fprintf(stderr, "layer-probe: no physical device\n");
+        return 1;
+    }
+    const float priority = 1.0f;
+    const VkDeviceQueueCreateInfo queue_info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueCount = 1,
+        .pQueuePriorities = &priority,
+    };
+    const VkPhysicalDeviceMultiviewFeatures multiview = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MULTIVIEW_FEATURES,
+        .multiview = VK_TRUE,
+    };
+    const VkDeviceCreateInfo device_info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = &multiview,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue_info,
+    };
+    VkDevice device;
+    PROBE_CHECK(vkCreateDevice(phys, &device_info, NULL, &device));
+    PFN_vkCmdBeginDebugUtilsLabelEXT begin_label =
+        (PFN_vkCmdBeginDebugUtilsLabelEXT)vkGetDeviceProcAddr(device,
+                                                              "vkCmdBeginDebugUtilsLabelEXT");
+    PFN_vkCmdEndDebugUtilsLabelEXT end_label =
+        (PFN_vkCmdEndDebugUtilsLabelEXT)vkGetDeviceProcAddr(device, "vkCmdEndDebugUtilsLabelEXT");
+    if (!begin_label || !end_label) {
+        fprintf(stderr, "layer-probe: no debug-utils labels\n");
+        return 1;
+    }
+    VkQueue queue;
+    vkGetDeviceQueue(device, 0, 0, &queue);
+
+    const VkImageCreateInfo image_info = {
+        .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
+        .imageType = VK_IMAGE_TYPE_2D,
+        .format = VK_FORMAT_R8G8B8A8_UNORM,
+        .extent = { 64, 64, 1 },
+        .mipLevels = 1,
+        .arrayLayers = 2,
+        .samples = VK_SAMPLE_COUNT_1_BIT,
+        .tiling = VK_IMAGE_TILING_OPTIMAL,
+        .usage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT,
+    };
+    VkImage image;
+    PROBE_CHECK(vkCreateImage(device, &image_info, NULL, &image));
+    VkMemoryRequirements req;
+    vkGetImageMemoryRequirements(device, image, &req);
+    VkPhysicalDeviceMemoryProperties mem;
+    vkGetPhysicalDeviceMemoryProperties(phys, &mem);
+    uint32_t type = 0;
+    while (type < mem.memoryTypeCount && !(req.memoryTypeBits & (1u << type)))
+        type++;
+    const VkMemoryAllocateInfo alloc = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+        .allocationSize = req.size,
+        .memoryTypeIndex = type,
+    };
+    VkDeviceMemory memory;
+    PROBE_CHECK(vkAllocateMemory(device, &alloc, NULL, &memory));
+    PROBE_CHECK(vkBindImageMemory(device, image, memory, 0));
+    VkImageViewCreateInfo view_info = {
+        .sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO,
+        .image = image,
+        .viewType = VK_IMAGE_VIEW_TYPE_2D_ARRAY,
+        .format = VK_FORMAT_R8G8B8A8_UNORM,
+        .subresourceRange = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 2 },
+    };
+    VkImageView views[2];
+    PROBE_CHECK(vkCreateImageView(device, &view_info, NULL, &views[0]));
+    view_info.viewType = VK_IMAGE_VIEW_TYPE_2D;
+    view_info.subresourceRange.layerCount = 1;
+    PROBE_CHECK(vkCreateImageView(device, &view_info, NULL, &views[1]));
+    VkRenderPass passes[2];
+    PROBE_CHECK(make_pass(device, 0x3, &passes[0]));
+    PROBE_CHECK(make_pass(device, 0, &passes[1]));
+    VkFramebuffer framebuffers[2];
+    for (int i = 0; i < 2; i++) {
+        const VkFramebufferCreateInfo fb_info = {
+            .sType = VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO,
+            .renderPass = passes[i],
+            .attachmentCount = 1,
+            .pAttachments = &views[i],
+            .width = 64,
+            .height = 64,
+            .layers = 1,
+        };
+        PROBE_CHECK(vkCreateFramebuffer(device, &fb_info, NULL, &framebuffers[i]));
+    }
+    const VkCommandPoolCreateInfo pool_info = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+    };
+    VkCommandPool pool;
+    PROBE_CHECK(vkCreateCommandPool(device, &pool_info, NULL, &pool));
+    const VkCommandBufferAllocateInfo cb_info = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    VkCommandBuffer cb;
+    PROBE_CHECK(vkAllocateCommandBuffers(device, &cb_info, &cb));
+    const VkFenceCreateInfo fence_info = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
+    VkFence fence;
+    PROBE_CHECK(vkCreateFence(device, &fence_info, NULL, &fence));
+
+    static const char *const names[2][2] = { { "outer", "inside" }, { "plain outer", "plain" } };
+    for (int round = 0; round < rounds; round++) {
+        const VkCommandBufferBeginInfo begin = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+            .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+        };
+        PROBE_CHECK(vkBeginCommandBuffer(cb, &begin));
+        for (int i = 0; i < 2; i++) {
+            VkDebugUtilsLabelEXT label = { .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT,
+                                           .pLabelName = names[i][0] };
+            begin_label(cb, &label);
+            const VkClearValue clear = { .color = { .float32 = { 0, 0, 0, 1 } } };
+            const VkRenderPassBeginInfo pass = {
+                .sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
+                .renderPass = passes[i],
+                .framebuffer = framebuffers[i],
+                .renderArea = { { 0, 0 }, { 64, 64 } },
+                .clearValueCount = 1,
+                .pClearValues = &clear,
+            };
+            vkCmdBeginRenderPass(cb, &pass, VK_SUBPASS_CONTENTS_INLINE);
+            label.pLabelName = names[i][1];
+            begin_label(cb, &label);
+            end_label(cb);
+            vkCmdEndRenderPass(cb);
+            end_label(cb);
+        }
+        PROBE_CHECK(vkEndCommandBuffer(cb));
+        const VkSubmitInfo submit = {
+            .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+            .commandBufferCount = 1,
+            .pCommandBuffers = &cb,
+        };
+        PROBE_CHECK(vkQueueSubmit(queue, 1, &submit, fence));
+        PROBE_CHECK(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX));
+        PROBE_CHECK(vkResetFences(device, 1, &fence));
+    }
+    vkDestroyFence(device, fence, NULL);
+    vkDestroyCommandPool(device, pool, NULL);
+    for (int i = 0; i < 2; i++) {
+        vkDestroyFramebuffer(device, framebuffers[i], NULL);
+        vkDestroyRenderPass(device, passes[i], NULL);
+        vkDestroyImageView(device, views[i], NULL);
+    }
+    vkDestroyImage(device, image, NULL);
+    vkFreeMemory(device, memory, NULL);
+    vkDestroyDevice(device, NULL);
+    vkDestroyInstance(instance, NULL);
+    printf("%d rounds recorded and submitted\n", rounds);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "functions") == 0)
@@ -126,6 +354,9 @@ int main(int argc, char **argv)
         return probe_families();
     if (argc == 3 && strcmp(argv[1], "negotiate") == 0)
         return probe_negotiate(argv[2]);
-    fprintf(stderr, "usage: layer-probe functions | families | negotiate LAYER_SO\n");
+    if (argc == 3 && strcmp(argv[1], "multiview") == 0 && atoi(argv[2]) > 0)
+        return probe_multiview(atoi(argv[2]));
+    fprintf(stderr, "usage: layer-probe functions | families | negotiate LAYER_SO | "
+            "multiview ROUNDS\n");
     return 2;
 }

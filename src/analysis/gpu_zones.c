@@ -82,14 +82,16 @@ void gpu_zones_write_text(FILE *f, const struct recording *rec, uint64_t frames)
 {
     unsigned n;
     struct gpu_zone_total *t = gpu_zones_totals(rec, &n);
-    if (n && frames) {
+    if (n) {
+        /* Per frame; a run with no frames (compute, offscreen tools) gets its totals. */
         fputs("  gpu zones  ", f);
         unsigned shown = n < 6 ? n : 6;
         for (unsigned i = 0; i < shown; i++)
             fprintf(f, "%s %s %.3f", i ? "," : "", t[i].path,
-                    (double)t[i].total_ns / 1e6 / (double)frames);
-        fprintf(f, " ms per frame (GPU time by label and pass; %u of %u paths shown, "
-                "%llu regions timed)\n", shown, n, (unsigned long long)rec->gpu_zone_count);
+                    (double)t[i].total_ns / 1e6 / (double)(frames ? frames : 1));
+        fprintf(f, " ms %s (GPU time by label and pass; %u of %u paths shown, "
+                "%llu regions timed)\n", frames ? "per frame" : "in all (no frames)", shown, n,
+                (unsigned long long)rec->gpu_zone_count);
     }
     free(t);
     if (untimed_total(rec)) {

@@ -637,6 +637,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
     fprintf(f, "  clock       %s\n", recording_clock_describe(rec, clock, sizeof(clock)));
     if (!s->frames) {
         fprintf(f, "  frames      0 (nothing was presented and no frame was marked)\n");
+        gpu_zones_write_text(f, rec, 0);
     } else {
         fprintf(f, "  frames      %llu in %.3f s, %.1f fps\n", (unsigned long long)s->frames,
                 s->duration_s, s->fps);
