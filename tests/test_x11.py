@@ -16,8 +16,11 @@ import csv
 import os
 import select
 import shutil
+import socket
+import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -172,10 +175,10 @@ class XWayland:
             print("Xwayland not installed")
             sys.exit(SKIP)
         r, w = os.pipe()
+        self.log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen([exe, "-displayfd", str(w), "-nolisten", "tcp"],
                                      env=dict(os.environ, **self.compositor.env()),
-                                     pass_fds=(w,), stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+                                     pass_fds=(w,), stdout=self.log, stderr=self.log)
         os.close(w)
         ready, _, _ = select.select([r], [], [], 20)
         number = os.read(r, 64).decode().strip() if ready else ""
@@ -185,6 +188,15 @@ class XWayland:
             self.proc.wait()
             check(False, "Xwayland did not start on the test compositor")
         self.display = ":" + number
+        # The number comes when the sockets exist; a client is served once setup is done.
+        deadline = time.time() + 20
+        while not x_server_answers(number):
+            if self.proc.poll() is not None or time.time() > deadline:
+                self.log.seek(0)
+                text = self.log.read()[-2000:]
+                self.__exit__()
+                check(False, f"Xwayland on {self.display} never answered a client:\n{text}")
+            time.sleep(0.05)
         return self
 
     def __exit__(self, *exc):
@@ -192,11 +204,28 @@ class XWayland:
         self.proc.wait(10)
 
 
-def run_game(build, game, display, args, frames=240):
+def x_server_answers(number):
+    """Whether the X server on :number accepts a connection (its setup reply says Success)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        s.connect(f"/tmp/.X11-unix/X{number}")
+        s.sendall(struct.pack("<BxHHHHxx", ord("l"), 11, 0, 0, 0))
+        return s.recv(1) == b"\x01"
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def run_game(build, game, display, args, frames=240, log=None):
     """x11-present-game on display; returns the run with its capture, after the checks every
     run must pass: tracked, the tally adds up exactly, presented frames name their output."""
     r = run_app([game, "--frames", str(frames)] + args, None, build, layers=None,
                 extra_env={"DISPLAY": display}, timeout=120)
+    if r.rc != 0 and log is not None:
+        log.seek(0)
+        print("Xwayland said:", log.read()[-3000:])
     check(r.rc == 0, f"x11-present-game {args}: {r.rc}\n{r.stderr[-2000:]}")
     s = r.json()
     p = s["presentation"]
@@ -237,7 +266,7 @@ def test_game_mixed(build, probe, game):
     a window moved from one to the other mid-run changes output in its frames once."""
     comp = os.path.join(build, "tests", "compositor", "fscope-test-compositor")
     with TestCompositor(comp, ["--output", "DP-1:1920x1080@144"]) as c, XWayland(c) as x:
-        _, _, p, _ = run_game(build, game, x.display, ["--at", "100,100"], frames=90)
+        _, _, p, _ = run_game(build, game, x.display, ["--at", "100,100"], frames=90, log=x.log)
     paced_hz = 1000.0 / p["app_interval_ms"]
     check(abs(paced_hz - 144) > 20, f"XWayland paced at the output's {paced_hz:.1f} Hz: no "
           "second rate to set up the trap with")

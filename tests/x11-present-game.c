@@ -36,7 +36,7 @@ static const struct fscope_loc loc_acquire = { "vkAcquireNextImageKHR", __FILE__
 static int usage(const char *why)
 {
     fprintf(stderr, "x11-present-game: %s\nusage: x11-present-game [--frames N] [--at X,Y] "
-            "[--size WxH]\n", why);
+            "[--size WxH] [--move-to X,Y]\n", why);
     return 2;
 }
 
