@@ -640,7 +640,7 @@ static void render_pass_begin(VkCommandBuffer cb, const VkRenderPassBeginInfo *i
         table_find(dev->render_passes, MAX_RENDER_PASSES, (uint64_t)i->renderPass);
     bool multiview = info ? info->multiview : atomic_load(&dev->render_passes_full);
     zones_pass_begin(cb, i->renderArea, info ? info->colors : 0, info && info->depth,
-                     multiview ? ~0u : 0, false);
+                     multiview ? ~0u : 0, 0);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass(
@@ -669,8 +669,7 @@ static void rendering_begin(VkCommandBuffer cb, const VkRenderingInfo *i)
     pass_counted(cb);
     bool depth = (i->pDepthAttachment && i->pDepthAttachment->imageView) ||
                  (i->pStencilAttachment && i->pStencilAttachment->imageView);
-    bool split = i->flags & (VK_RENDERING_SUSPENDING_BIT | VK_RENDERING_RESUMING_BIT);
-    zones_pass_begin(cb, i->renderArea, i->colorAttachmentCount, depth, i->viewMask, split);
+    zones_pass_begin(cb, i->renderArea, i->colorAttachmentCount, depth, i->viewMask, i->flags);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRendering(VkCommandBuffer cb,

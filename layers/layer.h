@@ -51,6 +51,7 @@ void table_remove(struct table_entry *table, unsigned size, pthread_mutex_t *loc
     X(DestroyInstance)                                                                         \
     X(EnumerateDeviceExtensionProperties)                                                      \
     X(GetPhysicalDeviceProperties)                                                             \
+    X(GetPhysicalDeviceMemoryProperties)                                                       \
     X(GetPhysicalDeviceProperties2)                                                            \
     X(GetPhysicalDeviceFeatures2)                                                              \
     X(GetPhysicalDeviceFeatures2KHR)                                                           \
@@ -139,6 +140,16 @@ struct instance_data {
     X(DestroyQueryPool)                                                                        \
     X(GetQueryPoolResults)                                                                     \
     X(CmdResetQueryPool)                                                                       \
+    X(CmdCopyQueryPoolResults)                                                                 \
+    X(CmdPipelineBarrier)                                                                      \
+    X(CreateBuffer)                                                                            \
+    X(DestroyBuffer)                                                                           \
+    X(GetBufferMemoryRequirements)                                                             \
+    X(AllocateMemory)                                                                          \
+    X(FreeMemory)                                                                              \
+    X(BindBufferMemory)                                                                        \
+    X(MapMemory)                                                                               \
+    X(InvalidateMappedMemoryRanges)                                                            \
     X(CmdWriteTimestamp)                                                                       \
     X(GetCalibratedTimestampsEXT)                                                              \
     X(ResetQueryPool)                                                                          \
@@ -176,6 +187,7 @@ struct gpu_slot {
     VkCommandBuffer begin_cb, end_cb;
     /* The GPU zones the submission carries (gpu_zones.c), read with it. */
     struct zone_block *zones[GPU_SLOT_ZONE_BLOCKS];
+    uint32_t zone_gens[GPU_SLOT_ZONE_BLOCKS]; /* each block's generation when attached */
     uint32_t zone_count;
     /* Without timeline semaphores: signalled when the submission that used this slot is
      * complete (our own completion signal; the app's fences may be reset or never waited). */
@@ -380,7 +392,7 @@ void zones_cb_end(VkCommandBuffer cb);
 void zones_label_begin(VkCommandBuffer cb, const char *name);
 void zones_label_end(VkCommandBuffer cb);
 void zones_pass_begin(VkCommandBuffer cb, VkRect2D area, uint32_t colors, bool depth,
-                      uint32_t view_mask, bool split);
+                      uint32_t view_mask, VkRenderingFlags flags);
 void zones_pass_end(VkCommandBuffer cb);
 /* A timed submission carries cb's zones (before it goes down); an untimed one counts them. */
 void zones_attach(struct gpu_slot *slot, VkCommandBuffer cb);

@@ -8,9 +8,12 @@
  *   layer-probe multiview N     records and submits N times: label "outer" around a classic
  *                               multiview render pass (two views) with label "inside" in it,
  *                               then a plain pass with label "plain" in it; waits each time
+ *   layer-probe resubmit N      the same command buffer recorded once, submitted N times (a
+ *                               fence wait between), as samples that record at start-up do
  *
  * Exit status 0 when the probe ran (the test reads the output), 1 on a failure to run. */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,7 +170,7 @@ static VkResult make_pass(VkDevice device, uint32_t view_mask, VkRenderPass *ret
     return vkCreateRenderPass(device, &info, NULL, ret);
 }
 
-static int probe_multiview(int rounds)
+static int probe_multiview(int rounds, bool record_once)
 {
     const VkApplicationInfo app = {
         .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
@@ -298,8 +301,10 @@ static int probe_multiview(int rounds)
     for (int round = 0; round < rounds; round++) {
         const VkCommandBufferBeginInfo begin = {
             .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-            .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+            .flags = record_once ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
         };
+        if (record_once && round)
+            goto submit;
         PROBE_CHECK(vkBeginCommandBuffer(cb, &begin));
         for (int i = 0; i < 2; i++) {
             VkDebugUtilsLabelEXT label = { .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT,
@@ -322,6 +327,7 @@ static int probe_multiview(int rounds)
             end_label(cb);
         }
         PROBE_CHECK(vkEndCommandBuffer(cb));
+    submit:;
         const VkSubmitInfo submit = {
             .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
             .commandBufferCount = 1,
@@ -355,8 +361,10 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "negotiate") == 0)
         return probe_negotiate(argv[2]);
     if (argc == 3 && strcmp(argv[1], "multiview") == 0 && atoi(argv[2]) > 0)
-        return probe_multiview(atoi(argv[2]));
+        return probe_multiview(atoi(argv[2]), false);
+    if (argc == 3 && strcmp(argv[1], "resubmit") == 0 && atoi(argv[2]) > 0)
+        return probe_multiview(atoi(argv[2]), true);
     fprintf(stderr, "usage: layer-probe functions | families | negotiate LAYER_SO | "
-            "multiview ROUNDS\n");
+            "multiview ROUNDS | resubmit ROUNDS\n");
     return 2;
 }

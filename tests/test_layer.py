@@ -173,6 +173,35 @@ def test_gpu_zones_multiview(build, demo):
     print(f"multiview: {rounds} labels inside counted untimed; pass and labels around it timed")
 
 
+def test_gpu_zones_resubmit(build, demo):
+    """A command buffer recorded once and submitted again and again, each time after a fence
+    wait (tests/layer-probe resubmit): every run resets its own queries, so the Khronos
+    validation layer below ours finds nothing; each run is counted exactly once, timed (every
+    zone of it) or, when the next run was submitted before the layer read it, untimed; the last
+    run is always timed."""
+    probe = os.path.join(build, "tests", "layer-probe")
+    rounds = 20
+    runs = [("plain", run_app([probe, "resubmit", str(rounds)], None, build))]
+    if os.path.exists("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"):
+        runs.append(("validation", run_app([probe, "resubmit", str(rounds)], None, build,
+                                           layers=VALIDATION)))
+    for name, r in runs:
+        check(r.rc == 0, f"{name}: {r.stderr[-2000:]}")
+        check(not r.validation_errors(), "\n".join(r.validation_errors()[:5]))
+        g = r.json()["gpu_zones"]
+        zones = {z["path"]: z for z in g["zones"]}
+        timed = zones.get("outer", {}).get("count", 0)
+        paths = ("outer", "outer/pass 64x64 (1 color)", "plain outer",
+                 "plain outer/pass 64x64 (1 color)", "plain outer/pass 64x64 (1 color)/plain")
+        check(timed >= 1 and all(zones.get(p, {}).get("count") == timed for p in paths),
+              f"{name}: {g['zones']}")
+        check(g["untimed"]["resubmitted"] == len(paths) * (rounds - timed) and
+              g["untimed"]["multiview"] == 1 and sum(g["untimed"].values()) ==
+              len(paths) * (rounds - timed) + 1, f"{name}: {g['untimed']}, {timed} runs timed")
+        print(f"{name}: {timed} of {rounds} runs timed, the rest counted "
+              f"({g['untimed']['resubmitted']} zones); no validation error")
+
+
 def validation_run(build, argv, extra_env=None):
     with Weston() as w:
         r = run_app(argv, w, build, layers=VALIDATION, extra_env=extra_env)

@@ -46,6 +46,9 @@ def test_threads(build, demo, stress, sanitize):
     framescope = os.path.join(build, "tools", "framescope")
     streaming = ["--frames", "2500", "--threads", "2"]
     runs = [[demo, "--quiet", "--frames", "60", "--output", "offscreen"] + args for args in CASES]
+    # A command buffer recorded once and submitted again at once: the zones' generation
+    # moves on the submitting thread while the reader reads the copy.
+    runs += [[os.path.join(build, "tests", "layer-probe"), "resubmit", "200"]]
     runs += [[demo, "--quiet", "--output", "offscreen"] + streaming,
              [framescope, "run", "--compositor", "never", "--no-capture", "--summary", "off",
               "--", demo, "--quiet", "--output", "offscreen"] + streaming]

@@ -14,7 +14,8 @@ static const char *const untimed_names[GPU_ZONE_UNTIMED_COUNT] = {
     [GPU_ZONE_UNTIMED_UNBALANCED] = "begun and ended in different command buffers",
     [GPU_ZONE_UNTIMED_RESUBMITTED] = "in command buffers submitted again before read",
     [GPU_ZONE_UNTIMED_NAMES] = "beyond the name table",
-    [GPU_ZONE_UNTIMED_NO_RESET] = "on a device without host query reset",
+    [GPU_ZONE_UNTIMED_NO_RESET] = "where no query reset could be recorded (a transfer-only "
+                                  "queue, or a first zone inside a resumed pass)",
     [GPU_ZONE_UNTIMED_MULTIVIEW] = "labels inside multiview passes",
     [GPU_ZONE_UNTIMED_SIMULTANEOUS] = "in simultaneous-use command buffers",
 };
@@ -114,7 +115,7 @@ void gpu_zones_write_json(FILE *f, const struct recording *rec, uint64_t frames)
     fprintf(f, "  \"gpu_zones\": {\"regions\": %llu, \"untimed\": {",
             (unsigned long long)rec->gpu_zone_count);
     static const char *const keys[GPU_ZONE_UNTIMED_COUNT] = {
-        "secondary", "full", "unbalanced", "resubmitted", "names", "no_host_reset", "multiview",
+        "secondary", "full", "unbalanced", "resubmitted", "names", "no_reset", "multiview",
         "simultaneous_use",
     };
     for (unsigned k = 0; k < GPU_ZONE_UNTIMED_COUNT; k++)

@@ -313,7 +313,7 @@ enum gpu_zone_untimed {
     GPU_ZONE_UNTIMED_UNBALANCED,  /* an end with no begin in its command buffer, or the reverse */
     GPU_ZONE_UNTIMED_RESUBMITTED, /* its command buffer went down again before it was read */
     GPU_ZONE_UNTIMED_NAMES,       /* the name table was full */
-    GPU_ZONE_UNTIMED_NO_RESET,    /* the device has no host query reset */
+    GPU_ZONE_UNTIMED_NO_RESET,    /* no query reset or copy can be recorded where it would go */
     GPU_ZONE_UNTIMED_MULTIVIEW,   /* a label inside a multiview pass (one query per view) */
     GPU_ZONE_UNTIMED_SIMULTANEOUS, /* a SIMULTANEOUS_USE command buffer (may run twice at once) */
     GPU_ZONE_UNTIMED_COUNT,
