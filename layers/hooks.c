@@ -578,42 +578,40 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateRenderPass(
     return r;
 }
 
-static void render_pass2_describe(const VkRenderPassCreateInfo2 *info,
-                                  struct render_pass_info *made)
+static VkResult create_render_pass2(PFN_vkCreateRenderPass2 down, VkDevice device,
+                                    const VkRenderPassCreateInfo2 *info,
+                                    const VkAllocationCallbacks *alloc, VkRenderPass *ret)
 {
-    *made = (struct render_pass_info){ 0 };
+    VkResult r = down(device, info, alloc, ret);
+    if (r != VK_SUCCESS)
+        return r;
+    struct render_pass_info made = { 0 };
     if (info->subpassCount) {
-        made->colors = info->pSubpasses[0].colorAttachmentCount;
-        made->depth = info->pSubpasses[0].pDepthStencilAttachment &&
-                      info->pSubpasses[0].pDepthStencilAttachment->attachment !=
-                          VK_ATTACHMENT_UNUSED;
+        made.colors = info->pSubpasses[0].colorAttachmentCount;
+        made.depth = info->pSubpasses[0].pDepthStencilAttachment &&
+                     info->pSubpasses[0].pDepthStencilAttachment->attachment !=
+                         VK_ATTACHMENT_UNUSED;
     }
     for (uint32_t s = 0; s < info->subpassCount; s++)
-        made->multiview |= info->pSubpasses[s].viewMask != 0;
+        made.multiview |= info->pSubpasses[s].viewMask != 0;
+    render_pass_created(device, *ret, &made);
+    return r;
 }
 
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateRenderPass2(
     VkDevice device, const VkRenderPassCreateInfo2 *info, const VkAllocationCallbacks *alloc,
     VkRenderPass *ret)
 {
-    VkResult r = device_lookup(device)->vk.CreateRenderPass2(device, info, alloc, ret);
-    struct render_pass_info made;
-    render_pass2_describe(info, &made);
-    if (r == VK_SUCCESS)
-        render_pass_created(device, *ret, &made);
-    return r;
+    return create_render_pass2(device_lookup(device)->vk.CreateRenderPass2, device, info, alloc,
+                               ret);
 }
 
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateRenderPass2KHR(
     VkDevice device, const VkRenderPassCreateInfo2 *info, const VkAllocationCallbacks *alloc,
     VkRenderPass *ret)
 {
-    VkResult r = device_lookup(device)->vk.CreateRenderPass2KHR(device, info, alloc, ret);
-    struct render_pass_info made;
-    render_pass2_describe(info, &made);
-    if (r == VK_SUCCESS)
-        render_pass_created(device, *ret, &made);
-    return r;
+    return create_render_pass2(device_lookup(device)->vk.CreateRenderPass2KHR, device, info,
+                               alloc, ret);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_DestroyRenderPass(

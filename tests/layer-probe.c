@@ -7,7 +7,8 @@
  *   layer-probe families        prints every GPU's queue families and timestamp valid bits
  *   layer-probe multiview N     records and submits N times: label "outer" around a classic
  *                               multiview render pass (two views) with label "inside" in it,
- *                               then a plain pass with label "plain" in it; waits each time
+ *                               then a plain pass (vkCreateRenderPass2) with label "plain" in
+ *                               it; waits each time
  *   layer-probe resubmit N      the same command buffer recorded once, submitted N times (a
  *                               fence wait between), as samples that record at start-up do
  *
@@ -170,12 +171,48 @@ static VkResult make_pass(VkDevice device, uint32_t view_mask, VkRenderPass *ret
     return vkCreateRenderPass(device, &info, NULL, ret);
 }
 
+/* The same single-view pass through vkCreateRenderPass2 (Vulkan 1.2). */
+static VkResult make_pass2(VkDevice device, VkRenderPass *ret)
+{
+    const VkAttachmentDescription2 color = {
+        .sType = VK_STRUCTURE_TYPE_ATTACHMENT_DESCRIPTION_2,
+        .format = VK_FORMAT_R8G8B8A8_UNORM,
+        .samples = VK_SAMPLE_COUNT_1_BIT,
+        .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR,
+        .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
+        .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+        .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
+        .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+        .finalLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+    };
+    const VkAttachmentReference2 ref = {
+        .sType = VK_STRUCTURE_TYPE_ATTACHMENT_REFERENCE_2,
+        .attachment = 0,
+        .layout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+        .aspectMask = VK_IMAGE_ASPECT_COLOR_BIT,
+    };
+    const VkSubpassDescription2 subpass = {
+        .sType = VK_STRUCTURE_TYPE_SUBPASS_DESCRIPTION_2,
+        .pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS,
+        .colorAttachmentCount = 1,
+        .pColorAttachments = &ref,
+    };
+    const VkRenderPassCreateInfo2 info = {
+        .sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO_2,
+        .attachmentCount = 1,
+        .pAttachments = &color,
+        .subpassCount = 1,
+        .pSubpasses = &subpass,
+    };
+    return vkCreateRenderPass2(device, &info, NULL, ret);
+}
+
 static int probe_multiview(int rounds, bool record_once)
 {
     const VkApplicationInfo app = {
         .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
         .pApplicationName = "layer-probe",
-        .apiVersion = VK_API_VERSION_1_1,
+        .apiVersion = VK_API_VERSION_1_2,
     };
     const char *ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
     const VkInstanceCreateInfo instance_info = {
@@ -265,7 +302,7 @@ static int probe_multiview(int rounds, bool record_once)
     PROBE_CHECK(vkCreateImageView(device, &view_info, NULL, &views[1]));
     VkRenderPass passes[2];
     PROBE_CHECK(make_pass(device, 0x3, &passes[0]));
-    PROBE_CHECK(make_pass(device, 0, &passes[1]));
+    PROBE_CHECK(make_pass2(device, &passes[1]));
     VkFramebuffer framebuffers[2];
     for (int i = 0; i < 2; i++) {
         const VkFramebufferCreateInfo fb_info = {
