@@ -180,12 +180,23 @@ class XWayland:
                                      env=dict(os.environ, **self.compositor.env()),
                                      pass_fds=(w,), stdout=self.log, stderr=self.log)
         os.close(w)
-        ready, _, _ = select.select([r], [], [], 20)
-        number = os.read(r, 64).decode().strip() if ready else ""
-        os.close(r)
+        # Read up to the newline, and keep the pipe open while it runs: Xwayland writes the
+        # number and the newline apart, and a closed pipe kills it ("Cannot write display
+        # number to fd").
+        self.displayfd = r
+        text = b""
+        deadline = time.time() + 20
+        while not text.endswith(b"\n") and time.time() < deadline:
+            ready, _, _ = select.select([r], [], [], max(0, deadline - time.time()))
+            chunk = os.read(r, 64) if ready else b""
+            if not chunk:
+                break
+            text += chunk
+        number = text.decode().strip()
         if not number.isdigit():
             self.proc.kill()
             self.proc.wait()
+            os.close(r)
             check(False, "Xwayland did not start on the test compositor")
         self.display = ":" + number
         # The number comes when the sockets exist; a client is served once setup is done.
@@ -202,6 +213,7 @@ class XWayland:
     def __exit__(self, *exc):
         self.proc.terminate()
         self.proc.wait(10)
+        os.close(self.displayfd)
 
 
 def x_server_answers(number):

@@ -428,6 +428,21 @@ static void counts_add(struct frame_log_tracker_counts *sum, const struct fscope
     sum->failed += c->failed;
 }
 
+/* The tracker's tally as the frames have it: its thread may finish a present between our
+ * drain and its count, so count, then drain again, until nothing came in between. Called with
+ * drain_lock held. */
+static void counts_agreed(struct fscope_frame_log *log, struct fscope_wl_counts *c)
+{
+    struct fscope_present_feedback fbs[32];
+    size_t n;
+    do {
+        log->ops->counts(log->tracker, c);
+        n = log->ops->drain(log->tracker, fbs, 32);
+        for (size_t i = 0; i < n; i++)
+            apply_feedback(log, &fbs[i]);
+    } while (n);
+}
+
 /* Copies the tracker's tally (of torn-down trackers plus the live one) into the recording,
  * for readers: a seqlock, so a reader after a kill mid-store knows the copy is torn. Only at
  * teardown and exit, never on the present path: the tally is a cross-check of a run that
@@ -436,17 +451,8 @@ static void counts_snapshot(struct fscope_frame_log *log)
 {
     struct frame_log_tracker_counts sum = log->final_counts;
     if (log->tracker) {
-        /* The tracker's thread may finish a present between our drain and its count: count,
-         * then drain again, until nothing came in between, so both saw the same ones. */
         struct fscope_wl_counts c;
-        struct fscope_present_feedback fbs[32];
-        size_t n;
-        do {
-            log->ops->counts(log->tracker, &c);
-            n = log->ops->drain(log->tracker, fbs, 32);
-            for (size_t i = 0; i < n; i++)
-                apply_feedback(log, &fbs[i]);
-        } while (n);
+        counts_agreed(log, &c);
         counts_add(&sum, &c);
         /* A tracker that is not tracking (set-up failed or unfinished, or it stopped asking)
          * says why. */
@@ -469,9 +475,12 @@ FSCOPE_EXPORT void fscope_frame_log_untrack(struct fscope_frame_log *log)
     fscope_frame_log_drain(log);
     char why[sizeof(log->rec->untracked_why)];
     bool stopped = log->ops->why(log->tracker, why, sizeof(why));
-    struct fscope_wl_counts c;
+    struct fscope_wl_counts c, at_destroy;
     pthread_mutex_lock(&log->drain_lock);
-    log->ops->destroy_with_counts(log->tracker, &c);
+    /* The tally as the frames have it; what finishes after this is in neither. */
+    counts_agreed(log, &c);
+    log->ops->destroy_with_counts(log->tracker, &at_destroy);
+    c.display_gone = at_destroy.display_gone;
     log->tracker = NULL;
     /* Never ready (set-up failed or unfinished), or it stopped asking: the tracker's reason is
      * the surface's. */
