@@ -554,6 +554,14 @@ static void render_pass_created(VkDevice device, VkRenderPass pass,
     }
 }
 
+/* A pass is named by its first subpass's attachments. */
+static void first_subpass(struct render_pass_info *made, uint32_t colors,
+                          uint32_t depth_attachment)
+{
+    made->colors = colors;
+    made->depth = depth_attachment != VK_ATTACHMENT_UNUSED;
+}
+
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateRenderPass(
     VkDevice device, const VkRenderPassCreateInfo *info, const VkAllocationCallbacks *alloc,
     VkRenderPass *ret)
@@ -562,12 +570,11 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateRenderPass(
     if (r != VK_SUCCESS)
         return r;
     struct render_pass_info made = { 0 };
-    if (info->subpassCount) {
-        made.colors = info->pSubpasses[0].colorAttachmentCount;
-        made.depth = info->pSubpasses[0].pDepthStencilAttachment &&
-                     info->pSubpasses[0].pDepthStencilAttachment->attachment !=
-                         VK_ATTACHMENT_UNUSED;
-    }
+    if (info->subpassCount)
+        first_subpass(&made, info->pSubpasses[0].colorAttachmentCount,
+                      info->pSubpasses[0].pDepthStencilAttachment
+                          ? info->pSubpasses[0].pDepthStencilAttachment->attachment
+                          : VK_ATTACHMENT_UNUSED);
     for (const VkBaseInStructure *p = info->pNext; p; p = p->pNext)
         if (p->sType == VK_STRUCTURE_TYPE_RENDER_PASS_MULTIVIEW_CREATE_INFO) {
             const VkRenderPassMultiviewCreateInfo *mv = (const void *)p;
@@ -586,12 +593,11 @@ static VkResult create_render_pass2(PFN_vkCreateRenderPass2 down, VkDevice devic
     if (r != VK_SUCCESS)
         return r;
     struct render_pass_info made = { 0 };
-    if (info->subpassCount) {
-        made.colors = info->pSubpasses[0].colorAttachmentCount;
-        made.depth = info->pSubpasses[0].pDepthStencilAttachment &&
-                     info->pSubpasses[0].pDepthStencilAttachment->attachment !=
-                         VK_ATTACHMENT_UNUSED;
-    }
+    if (info->subpassCount)
+        first_subpass(&made, info->pSubpasses[0].colorAttachmentCount,
+                      info->pSubpasses[0].pDepthStencilAttachment
+                          ? info->pSubpasses[0].pDepthStencilAttachment->attachment
+                          : VK_ATTACHMENT_UNUSED);
     for (uint32_t s = 0; s < info->subpassCount; s++)
         made.multiview |= info->pSubpasses[s].viewMask != 0;
     render_pass_created(device, *ret, &made);
