@@ -93,7 +93,7 @@ struct cb_zones {
     bool simultaneous;    /* this recording's SIMULTANEOUS_USE */
     bool one_time;        /* this recording's ONE_TIME_SUBMIT */
     bool timed;           /* primary, not simultaneous-use, on a family with timestamps */
-    bool in_multiview;  /* inside a dynamic-rendering pass with a view mask */
+    bool in_multiview;    /* inside a pass with a view mask (classic or dynamic rendering) */
     struct zone_block *block;
     uint32_t open[ZONE_DEPTH];   /* indices of the open regions in block, outermost first */
     uint8_t open_timed[ZONE_DEPTH]; /* whether each open label got a region */
@@ -143,10 +143,8 @@ static bool pool_make(struct device_data *dev, struct zone_pool *p)
     };
     if (dev->vk.CreateQueryPool(dev->device, &query_info, NULL, &p->pool) != VK_SUCCESS)
         return false;
-    if (dev->vk.CreateBuffer(dev->device, &buffer_info, NULL, &p->copies) != VK_SUCCESS) {
-        dev->vk.DestroyQueryPool(dev->device, p->pool, NULL);
-        return false;
-    }
+    if (dev->vk.CreateBuffer(dev->device, &buffer_info, NULL, &p->copies) != VK_SUCCESS)
+        goto no_buffer;
     VkMemoryRequirements req;
     dev->vk.GetBufferMemoryRequirements(dev->device, p->copies, &req);
     bool coherent = false;
@@ -157,18 +155,11 @@ static bool pool_make(struct device_data *dev, struct zone_pool *p)
         .memoryTypeIndex = type < 0 ? 0 : (uint32_t)type,
     };
     void *map = NULL;
-    if (type < 0 || dev->vk.AllocateMemory(dev->device, &alloc, NULL, &p->memory) != VK_SUCCESS) {
-        dev->vk.DestroyBuffer(dev->device, p->copies, NULL);
-        dev->vk.DestroyQueryPool(dev->device, p->pool, NULL);
-        return false;
-    }
+    if (type < 0 || dev->vk.AllocateMemory(dev->device, &alloc, NULL, &p->memory) != VK_SUCCESS)
+        goto no_memory;
     if (dev->vk.BindBufferMemory(dev->device, p->copies, p->memory, 0) != VK_SUCCESS ||
-        dev->vk.MapMemory(dev->device, p->memory, 0, VK_WHOLE_SIZE, 0, &map) != VK_SUCCESS) {
-        dev->vk.FreeMemory(dev->device, p->memory, NULL);
-        dev->vk.DestroyBuffer(dev->device, p->copies, NULL);
-        dev->vk.DestroyQueryPool(dev->device, p->pool, NULL);
-        return false;
-    }
+        dev->vk.MapMemory(dev->device, p->memory, 0, VK_WHOLE_SIZE, 0, &map) != VK_SUCCESS)
+        goto no_map;
     p->map = map;
     if (!coherent) {
         VkPhysicalDeviceProperties props;
@@ -176,6 +167,13 @@ static bool pool_make(struct device_data *dev, struct zone_pool *p)
         p->invalidate_atom = props.limits.nonCoherentAtomSize ? props.limits.nonCoherentAtomSize : 1;
     }
     return true;
+no_map:
+    dev->vk.FreeMemory(dev->device, p->memory, NULL);
+no_memory:
+    dev->vk.DestroyBuffer(dev->device, p->copies, NULL);
+no_buffer:
+    dev->vk.DestroyQueryPool(dev->device, p->pool, NULL);
+    return false;
 }
 
 static struct zone_pool *pool_get(struct device_data *dev)
@@ -338,9 +336,10 @@ static void block_end(VkCommandBuffer cb, struct cb_zones *z)
     for (uint32_t r = 0; r < b->region_count; r++)
         ended += b->regions[r].ended;
     b->timed_regions = ended;
-    b->readable = ended && !b->copy;
-    if (!ended || !b->copy)
+    if (!b->copy || !ended) {
+        b->readable = ended; /* read with vkGetQueryPoolResults, or nothing to read */
         return;
+    }
     if (z->suspended) {
         fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_UNBALANCED, ended);
         return;
@@ -586,33 +585,34 @@ static bool read_copy(struct device_data *dev, const struct zone_block *b, uint3
     return atomic_load_explicit(&b->gen, memory_order_relaxed) == gen;
 }
 
+/* A ONE_TIME_SUBMIT block's run, from its queries (the submission finished: no wait). */
+static bool read_queries(struct device_data *dev, const struct zone_block *b, uint64_t *data)
+{
+    uint32_t n = 2 * b->region_count;
+    return dev->vk.GetQueryPoolResults(dev->device, b->pool->pool, b->index * ZONE_BLOCK_QUERIES,
+                                       n, n * sizeof(uint64_t), data, sizeof(uint64_t),
+                                       VK_QUERY_RESULT_64_BIT) == VK_SUCCESS;
+}
+
 void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *slot,
                 int64_t (*to_mono)(const struct queue_data *q, uint64_t ts))
 {
     for (uint32_t k = 0; k < slot->zone_count; k++) {
         struct zone_block *b = slot->zones[k];
         uint64_t data[ZONE_BLOCK_QUERIES];
-        uint32_t n = 2 * b->region_count;
         bool read = b->copy ? read_copy(dev, b, slot->zone_gens[k], data)
-                            : dev->vk.GetQueryPoolResults(dev->device, b->pool->pool,
-                                                          b->index * ZONE_BLOCK_QUERIES, n,
-                                                          n * sizeof(uint64_t), data,
-                                                          sizeof(uint64_t),
-                                                          VK_QUERY_RESULT_64_BIT) == VK_SUCCESS;
-        if (!read && b->copy) {
-            fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_RESUBMITTED, b->timed_regions);
-        } else if (read) {
-            for (uint32_t i = 0; i < b->region_count; i++) {
-                const struct zone_region *z = &b->regions[i];
-                if (!z->ended)
-                    continue;
-                uint64_t begin = fscope_mono_ns_to_ticks(to_mono(q, data[2 * i] & q->valid_mask));
-                uint64_t end =
-                    fscope_mono_ns_to_ticks(to_mono(q, data[2 * i + 1] & q->valid_mask));
-                fscope_gpu_zone_add(b->pool->log, begin, end < begin ? begin : end, z->name,
-                                    z->depth, (enum gpu_zone_kind)z->kind);
-            }
+                            : read_queries(dev, b, data);
+        for (uint32_t i = 0; read && i < b->region_count; i++) {
+            const struct zone_region *z = &b->regions[i];
+            if (!z->ended)
+                continue;
+            uint64_t begin = fscope_mono_ns_to_ticks(to_mono(q, data[2 * i] & q->valid_mask));
+            uint64_t end = fscope_mono_ns_to_ticks(to_mono(q, data[2 * i + 1] & q->valid_mask));
+            fscope_gpu_zone_add(b->pool->log, begin, end < begin ? begin : end, z->name,
+                                z->depth, (enum gpu_zone_kind)z->kind);
         }
+        if (!read && b->copy)
+            fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_RESUBMITTED, b->timed_regions);
         atomic_fetch_sub(&b->pending, 1);
         block_release(b);
     }

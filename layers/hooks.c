@@ -534,16 +534,21 @@ static void pass_counted(VkCommandBuffer cb)
         e->render_passes++;
 }
 
-/* A classic render pass made: what its zone is named by, and whether it is multiview. */
-static void render_pass_created(VkDevice device, VkRenderPass pass,
-                                const struct render_pass_info *made)
+/* Whether a subpass (VkSubpassDescription or VkSubpassDescription2) has a depth/stencil
+ * attachment. */
+#define SUBPASS_HAS_DEPTH(s)                                                                   \
+    ((s)->pDepthStencilAttachment &&                                                           \
+     (s)->pDepthStencilAttachment->attachment != VK_ATTACHMENT_UNUSED)
+
+/* A classic render pass made: its zone is named by its first subpass's attachments; with a
+ * view mask in any subpass, labels inside it are not timed. */
+static void render_pass_created(VkDevice device, VkRenderPass pass, uint32_t colors, bool depth,
+                                bool multiview)
 {
     struct device_data *dev = device_lookup(device);
-    struct render_pass_info *info = dev ? malloc(sizeof(*info)) : NULL;
-    if (!dev)
-        return;
+    struct render_pass_info *info = malloc(sizeof(*info));
     if (info)
-        *info = *made;
+        *info = (struct render_pass_info){ colors, depth, multiview };
     if (!info || !table_insert(dev->render_passes, MAX_RENDER_PASSES, &dev->lock,
                                (uint64_t)pass, info)) {
         free(info);
@@ -554,14 +559,6 @@ static void render_pass_created(VkDevice device, VkRenderPass pass,
     }
 }
 
-/* A pass is named by its first subpass's attachments. */
-static void first_subpass(struct render_pass_info *made, uint32_t colors,
-                          uint32_t depth_attachment)
-{
-    made->colors = colors;
-    made->depth = depth_attachment != VK_ATTACHMENT_UNUSED;
-}
-
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateRenderPass(
     VkDevice device, const VkRenderPassCreateInfo *info, const VkAllocationCallbacks *alloc,
     VkRenderPass *ret)
@@ -569,22 +566,20 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateRenderPass(
     VkResult r = device_lookup(device)->vk.CreateRenderPass(device, info, alloc, ret);
     if (r != VK_SUCCESS)
         return r;
-    struct render_pass_info made = { 0 };
-    if (info->subpassCount)
-        first_subpass(&made, info->pSubpasses[0].colorAttachmentCount,
-                      info->pSubpasses[0].pDepthStencilAttachment
-                          ? info->pSubpasses[0].pDepthStencilAttachment->attachment
-                          : VK_ATTACHMENT_UNUSED);
+    bool multiview = false;
     for (const VkBaseInStructure *p = info->pNext; p; p = p->pNext)
         if (p->sType == VK_STRUCTURE_TYPE_RENDER_PASS_MULTIVIEW_CREATE_INFO) {
             const VkRenderPassMultiviewCreateInfo *mv = (const void *)p;
             for (uint32_t s = 0; s < mv->subpassCount; s++)
-                made.multiview |= mv->pViewMasks[s] != 0;
+                multiview |= mv->pViewMasks[s] != 0;
         }
-    render_pass_created(device, *ret, &made);
+    const VkSubpassDescription *first = info->subpassCount ? info->pSubpasses : NULL;
+    render_pass_created(device, *ret, first ? first->colorAttachmentCount : 0,
+                        first && SUBPASS_HAS_DEPTH(first), multiview);
     return r;
 }
 
+/* vkCreateRenderPass2 and its KHR alias: the call down, then what the pass is. */
 static VkResult create_render_pass2(PFN_vkCreateRenderPass2 down, VkDevice device,
                                     const VkRenderPassCreateInfo2 *info,
                                     const VkAllocationCallbacks *alloc, VkRenderPass *ret)
@@ -592,15 +587,12 @@ static VkResult create_render_pass2(PFN_vkCreateRenderPass2 down, VkDevice devic
     VkResult r = down(device, info, alloc, ret);
     if (r != VK_SUCCESS)
         return r;
-    struct render_pass_info made = { 0 };
-    if (info->subpassCount)
-        first_subpass(&made, info->pSubpasses[0].colorAttachmentCount,
-                      info->pSubpasses[0].pDepthStencilAttachment
-                          ? info->pSubpasses[0].pDepthStencilAttachment->attachment
-                          : VK_ATTACHMENT_UNUSED);
+    bool multiview = false;
     for (uint32_t s = 0; s < info->subpassCount; s++)
-        made.multiview |= info->pSubpasses[s].viewMask != 0;
-    render_pass_created(device, *ret, &made);
+        multiview |= info->pSubpasses[s].viewMask != 0;
+    const VkSubpassDescription2 *first = info->subpassCount ? info->pSubpasses : NULL;
+    render_pass_created(device, *ret, first ? first->colorAttachmentCount : 0,
+                        first && SUBPASS_HAS_DEPTH(first), multiview);
     return r;
 }
 
@@ -635,37 +627,37 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyRenderPass(
 
 /* A classic render pass: counted, and its zone opened outside it (before the begin), named by
  * its size and first subpass's attachments. Labels inside a multiview pass, or one not known,
- * are not timed. */
-static void render_pass_begin(VkCommandBuffer cb, const VkRenderPassBeginInfo *i)
+ * are not timed. Returns the device, for the call down. */
+static struct device_data *render_pass_begin(VkCommandBuffer cb, const VkRenderPassBeginInfo *i)
 {
     pass_counted(cb);
     struct device_data *dev = device_lookup(cb);
     const struct render_pass_info *info =
-        table_find(dev->render_passes, MAX_RENDER_PASSES, (uint64_t)i->renderPass);
+        layer_config.gpu_zones
+            ? table_find(dev->render_passes, MAX_RENDER_PASSES, (uint64_t)i->renderPass)
+            : NULL;
     bool multiview = info ? info->multiview : atomic_load(&dev->render_passes_full);
     zones_pass_begin(cb, i->renderArea, info ? info->colors : 0, info && info->depth,
                      multiview ? ~0u : 0, 0);
+    return dev;
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass(
     VkCommandBuffer cb, const VkRenderPassBeginInfo *i, VkSubpassContents c)
 {
-    render_pass_begin(cb, i);
-    device_lookup(cb)->vk.CmdBeginRenderPass(cb, i, c);
+    render_pass_begin(cb, i)->vk.CmdBeginRenderPass(cb, i, c);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass2(
     VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s)
 {
-    render_pass_begin(cb, i);
-    device_lookup(cb)->vk.CmdBeginRenderPass2(cb, i, s);
+    render_pass_begin(cb, i)->vk.CmdBeginRenderPass2(cb, i, s);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass2KHR(
     VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s)
 {
-    render_pass_begin(cb, i);
-    device_lookup(cb)->vk.CmdBeginRenderPass2KHR(cb, i, s);
+    render_pass_begin(cb, i)->vk.CmdBeginRenderPass2KHR(cb, i, s);
 }
 
 static void rendering_begin(VkCommandBuffer cb, const VkRenderingInfo *i)

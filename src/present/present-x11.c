@@ -15,6 +15,7 @@
 #include <xcb/xcb.h>
 
 #include "record/meta.h"
+#include "util/mode_refresh.h"
 
 #define PENDING_MAX 256  /* presents asked about and not completed */
 #define DONE_MAX 256     /* finished records not yet drained */
@@ -74,20 +75,6 @@ static void die(struct fscope_x11_tracker *t, const char *why)
 	atomic_store(&t->state, DEAD);
 }
 
-/* A mode's refresh in mHz from its timings (0 when the server gives none, as Xvfb does). */
-static uint32_t mode_refresh_mhz(const xcb_randr_mode_info_t *m)
-{
-	uint64_t dots = (uint64_t)m->htotal * m->vtotal;
-	if (!dots || !m->dot_clock)
-		return 0;
-	if (m->mode_flags & XCB_RANDR_MODE_FLAG_DOUBLE_SCAN)
-		dots *= 2;
-	uint64_t mhz = (uint64_t)m->dot_clock * 1000 / dots;
-	if (m->mode_flags & XCB_RANDR_MODE_FLAG_INTERLACE)
-		mhz *= 2;
-	return (uint32_t)mhz;
-}
-
 /* Reads the CRTCs that show something, each named by its (first) output and given its mode's
  * size and refresh, and records them as the run's outputs. Keeps the previous list when the
  * server does not answer. */
@@ -114,14 +101,16 @@ static void read_outputs(struct fscope_x11_tracker *t)
 		*o = (struct rec_output){ .width = crtc->width, .height = crtc->height, .scale = 1 };
 		for (int m = 0; m < nmode; m++)
 			if (modes[m].id == crtc->mode)
-				o->refresh_mhz = mode_refresh_mhz(&modes[m]);
+				o->refresh_mhz = fscope_mode_refresh_mhz(
+					modes[m].dot_clock, modes[m].htotal, modes[m].vtotal,
+					modes[m].mode_flags & XCB_RANDR_MODE_FLAG_INTERLACE,
+					modes[m].mode_flags & XCB_RANDR_MODE_FLAG_DOUBLE_SCAN);
 		xcb_randr_get_output_info_reply_t *out = xcb_randr_get_output_info_reply(
 			t->conn, xcb_randr_get_output_info(t->conn, xcb_randr_get_crtc_info_outputs(crtc)[0],
 							  res->config_timestamp), NULL);
-		if (out)
+		if (out) /* not NUL-terminated; snprintf cuts what does not fit */
 			snprintf(o->name, sizeof(o->name), "%.*s",
-				 xcb_randr_get_output_info_name_length(out) < 63
-					 ? xcb_randr_get_output_info_name_length(out) : 63,
+				 xcb_randr_get_output_info_name_length(out),
 				 (const char *)xcb_randr_get_output_info_name(out));
 		else
 			snprintf(o->name, sizeof(o->name), "crtc-%u", crtcs[i]);

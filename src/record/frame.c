@@ -341,7 +341,8 @@ FSCOPE_EXPORT bool fscope_frame_log_track_x11(struct fscope_frame_log *log, uint
     return track_with(log, t, &fscope_x11_present_ops, why);
 #else
     (void)window;
-    return track_with(log, NULL, NULL, "framescope was built without X11 (xcb-present, xcb-randr) support");
+    return track_with(log, NULL, NULL,
+                      "framescope was built without X11 (xcb-present, xcb-randr) support");
 #endif
 }
 
@@ -472,13 +473,12 @@ FSCOPE_EXPORT void fscope_frame_log_untrack(struct fscope_frame_log *log)
 {
     if (!log || !log->tracker)
         return;
-    fscope_frame_log_drain(log);
-    char why[sizeof(log->rec->untracked_why)];
-    bool stopped = log->ops->why(log->tracker, why, sizeof(why));
     struct fscope_wl_counts c, at_destroy;
     pthread_mutex_lock(&log->drain_lock);
     /* The tally as the frames have it; what finishes after this is in neither. */
     counts_agreed(log, &c);
+    char why[sizeof(log->rec->untracked_why)];
+    bool stopped = log->ops->why(log->tracker, why, sizeof(why));
     log->ops->destroy_with_counts(log->tracker, &at_destroy);
     c.display_gone = at_destroy.display_gone;
     log->tracker = NULL;
@@ -502,9 +502,8 @@ void frame_logs_finish(void)
         struct fscope_frame_log *log = atomic_load(&frame_logs[i]);
         if (!log)
             continue;
-        fscope_frame_log_drain(log);
         pthread_mutex_lock(&log->drain_lock);
-        counts_snapshot(log);
+        counts_snapshot(log); /* drains what is finished */
         pthread_mutex_unlock(&log->drain_lock);
     }
 }

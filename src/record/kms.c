@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "kernel.h"
+#include "util/mode_refresh.h"
 
 #define DRI_DIR "/dev/dri"
 
@@ -54,14 +55,10 @@ static uint32_t mode_refresh_mhz(const drmModeModeInfo *m)
 {
     if (!m->htotal || !m->vtotal)
         return m->vrefresh * 1000u;
-    uint64_t mhz = (uint64_t)m->clock * 1000000u / ((uint64_t)m->htotal * m->vtotal);
-    if (m->flags & DRM_MODE_FLAG_INTERLACE)
-        mhz *= 2;
-    if (m->flags & DRM_MODE_FLAG_DBLSCAN)
-        mhz /= 2;
-    if (m->vscan > 1)
-        mhz /= m->vscan;
-    return (uint32_t)mhz;
+    uint32_t mhz = fscope_mode_refresh_mhz((uint64_t)m->clock * 1000u, m->htotal, m->vtotal,
+                                           m->flags & DRM_MODE_FLAG_INTERLACE,
+                                           m->flags & DRM_MODE_FLAG_DBLSCAN);
+    return m->vscan > 1 ? mhz / m->vscan : mhz;
 }
 
 /* Every connected connector of one card with an active CRTC. Returns how many were added. */
