@@ -4,8 +4,9 @@
  * semaphores (VK_KHR_timeline_semaphore, core in 1.2) for its own completion signal, and
  * VK_EXT_calibrated_timestamps. Each is added only where it is valid for the app's device:
  * - the device's version is the lower of the instance's apiVersion and the GPU's;
- * - every extension added depends on VK_KHR_get_physical_device_properties2 (or 1.1), so a
- *   Vulkan 1.0 app that did not enable it gets none of them;
+ * - every extension added depends on VK_KHR_get_physical_device_properties2 (or 1.1), which
+ *   the layer enables on a Vulkan 1.0 instance itself (framescope_CreateInstance); only where
+ *   the loader refused it does such an app get none of them;
  * - a feature the app already names in its chain (VkPhysicalDeviceVulkan12Features, very
  *   common, often with hostQueryReset = VK_FALSE) is turned on in a copy of that struct, in a
  *   copy of the chain up to it: adding a second struct beside it would be invalid, and the
@@ -271,8 +272,8 @@ bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
     bool properties2 = plan->api >= VK_API_VERSION_1_1 || inst->properties2;
     if (!properties2) {
         fscope_log(FSCOPE_LOG_INFO, "GPU timing adds nothing to the device: the app uses "
-                   "Vulkan 1.0 without VK_KHR_get_physical_device_properties2");
-        return true; /* a 1.0 app without properties2: nothing we add would be valid */
+                   "Vulkan 1.0 and the loader refused VK_KHR_get_physical_device_properties2");
+        return true; /* nothing we add would be valid */
     }
 
     uint32_t count = 0;

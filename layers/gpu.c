@@ -1,26 +1,36 @@
 /* GPU timing: a timestamp written before and after each submission, read back once the layer
  * itself knows the GPU finished it, mapped onto CLOCK_MONOTONIC and then onto our ticks.
  *
- * Each queue owns a ring of GPU_SLOTS query pairs with their command buffers recorded once at
- * set-up. A submit splices the slot's begin command buffer in front of the app's first batch
- * and appends one batch of ours: the end command buffer, then a signal of our own completion
- * signal (a timeline semaphore value, or the slot's fence where timeline semaphores are not
- * available). The end timestamp waits for every command submitted before it, and the signal
- * waits for the end timestamp, so the signal proves the whole submission finished.
+ * A timed submission takes a slot: a pair of queries with two command buffers recorded once.
+ * The slot's begin command buffer goes in front of the app's first batch and its end command
+ * buffer behind the app's last, in the app's own batches: no batch or submission of ours is
+ * added, so nothing of ours can make a driver's queue throttle (Mesa's queues make one
+ * driver submission per batch). The last batch also signals our completion signal: a
+ * per-queue timeline semaphore with the slot's value, added to the batch's own signals. A
+ * driver without timeline semaphores gets an event instead, set by the end command buffer
+ * after its timestamp and polled.
  *
- * Nothing here waits on an app thread. A reader thread per device waits on the completion
- * signals, reads the queries, resets them from the host and only then gives the slot back
- * (slot_tail). Until then a slot, its command buffers and queries are never reused: a submit
- * that finds no free slot goes down untimed, and is counted.
+ * Nothing here waits or takes a lock on an app thread. A reader thread per device waits on
+ * the completion signals, reads the queries, resets them from the host and only then gives
+ * the slot back; it reads what completed at most once a millisecond, however many
+ * submissions a frame has. A queue starts with GPU_SLOTS_FIRST slots and the reader adds as
+ * many again whenever half are in flight, so an app that keeps thousands in flight is timed
+ * whole; a submit that still finds none free makes the next chunk itself (counted), and goes
+ * untimed (counted) only at GPU_SLOTS_MAX.
  *
- * Queues are externally synchronised by the app (Vulkan's rule), so slot_head and the scratch
- * memory need no lock: submit, present and wait-idle on one queue never run at once. */
+ * Queues are externally synchronised by the app (Vulkan's rule), so the submitting side of a
+ * queue's rings and its scratch memory need no lock: submit, present and wait-idle on one
+ * queue never run at once. */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "record/clock.h"
 #include "record/gpu_clock.h"
@@ -34,8 +44,18 @@ struct gpu_stats gpu_stats;
 static const struct fscope_loc loc_gpu_submit = { "submission", __FILE__, __LINE__, 0, 0 };
 
 #define RECALIBRATE_NS 1000000000 /* well inside the 4.3 s wrap of 32 valid bits */
-/* The reader wakes at least this often to notice new queues and a stop request. */
+/* Idle (nothing in flight), the reader sleeps this long at most before looking again. */
 #define READER_WAIT_NS 50000000
+/* In flight, it looks every READER_POLL_NS and reads whatever completed meanwhile in one
+ * pass: an app submitting 50 times a frame wakes it no more than one submitting once, and a
+ * GPU-bound app on a 2-core machine no longer feels it (waking per completion, through a
+ * blocking wait and then a 1 ms batching sleep, it switched 2,150 times a second beside
+ * zink's glmark2 on lavapipe and cost that app 20% of its frame rate). */
+#define READER_POLL_NS 4000000
+/* While a run of a command buffer that copies its GPU zones out is in flight, every
+ * millisecond: its next run overwrites the copy (vkcube's, every 4 frames, is read in time at
+ * 600 fps). */
+#define READER_POLL_COPIES_NS 1000000
 /* At device destruction the app has idled the device (a rule of vkDestroyDevice); this only
  * bounds a broken app. */
 #define TEARDOWN_WAIT_NS 1000000000
@@ -153,26 +173,154 @@ static void anchor_observe(struct queue_data *q, double period, uint64_t end_tic
     }
 }
 
-/* ---- per-queue set-up ------------------------------------------------------------------ */
 
-static bool record_slot(struct device_data *dev, struct queue_data *q, unsigned i)
+/* An absolute time ns (under a second) from now on clock, for the timed waits below. */
+static struct timespec deadline_after(clockid_t clock, long ns)
 {
-    const VkCommandBufferBeginInfo begin = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO };
-    struct gpu_slot *s = &q->slots[i];
+    struct timespec until;
+    clock_gettime(clock, &until);
+    until.tv_nsec += ns;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    return until;
+}
+
+/* ---- slots ------------------------------------------------------------------------------ */
+
+static bool record_slot(struct device_data *dev, struct queue_data *q, struct gpu_slot *s)
+{
+    /* The event path never learns through a wait the driver sees that our command buffers
+     * finished: SIMULTANEOUS_USE keeps their resubmission valid all the same. */
+    const VkCommandBufferBeginInfo begin = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = q->timeline ? 0 : VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT,
+    };
     if (dev->vk.BeginCommandBuffer(s->begin_cb, &begin) != VK_SUCCESS)
         return false;
     /* Without host resets the reset travels with the writes: both run in this submission, so
      * what the reader reads after our completion signal is this lap's, never the last one's. */
     if (!dev->reset_query_pool && !layer_config.fault_skip_query_reset)
-        dev->vk.CmdResetQueryPool(s->begin_cb, q->query_pool, 2 * i, 2);
-    dev->vk.CmdWriteTimestamp(s->begin_cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, q->query_pool, 2 * i);
+        dev->vk.CmdResetQueryPool(s->begin_cb, s->query_pool, s->query, 2);
+    dev->vk.CmdWriteTimestamp(s->begin_cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s->query_pool,
+                              s->query);
     if (dev->vk.EndCommandBuffer(s->begin_cb) != VK_SUCCESS)
         return false;
     if (dev->vk.BeginCommandBuffer(s->end_cb, &begin) != VK_SUCCESS)
         return false;
-    dev->vk.CmdWriteTimestamp(s->end_cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, q->query_pool,
-                              2 * i + 1);
+    dev->vk.CmdWriteTimestamp(s->end_cb, gpu_end_stage(dev), s->query_pool, s->query + 1);
+    if (s->event)
+        dev->vk.CmdSetEvent(s->end_cb, s->event, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
     return dev->vk.EndCommandBuffer(s->end_cb) == VK_SUCCESS;
+}
+
+static void chunk_destroy(struct device_data *dev, struct gpu_chunk *c)
+{
+    if (!c)
+        return;
+    for (uint32_t i = 0; i < c->count; i++)
+        if (c->slots[i].event)
+            dev->vk.DestroyEvent(dev->device, c->slots[i].event, NULL);
+    if (c->query_pool)
+        dev->vk.DestroyQueryPool(dev->device, c->query_pool, NULL);
+
+    if (c->pool)
+        dev->vk.DestroyCommandPool(dev->device, c->pool, NULL); /* frees its command buffers */
+    free(c);
+}
+
+/* Count slots with their pools, command buffers (recorded) and events; NULL when the device
+ * will not give them. */
+static struct gpu_chunk *chunk_make(struct device_data *dev, struct queue_data *q, uint32_t count)
+{
+    struct gpu_chunk *c = calloc(1, sizeof(*c) + count * sizeof(c->slots[0]));
+    VkCommandBuffer *cbs = calloc(2 * count, sizeof(*cbs));
+    if (!c || !cbs)
+        goto error;
+    c->count = count;
+    const VkCommandPoolCreateInfo pool_info = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .queueFamilyIndex = q->family,
+    };
+    const VkQueryPoolCreateInfo query_info = {
+        .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+        .queryType = VK_QUERY_TYPE_TIMESTAMP,
+        .queryCount = 2 * count,
+    };
+    if (dev->vk.CreateCommandPool(dev->device, &pool_info, NULL, &c->pool) != VK_SUCCESS) {
+        c->pool = VK_NULL_HANDLE;
+        goto error;
+    }
+    if (dev->vk.CreateQueryPool(dev->device, &query_info, NULL, &c->query_pool) != VK_SUCCESS) {
+        c->query_pool = VK_NULL_HANDLE;
+        goto error;
+    }
+    if (dev->reset_query_pool && !layer_config.fault_skip_query_reset)
+        dev->reset_query_pool(dev->device, c->query_pool, 0, 2 * count);
+    const VkCommandBufferAllocateInfo alloc_info = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = c->pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 2 * count,
+    };
+    if (dev->vk.AllocateCommandBuffers(dev->device, &alloc_info, cbs) != VK_SUCCESS)
+        goto error;
+    const VkEventCreateInfo event_info = { .sType = VK_STRUCTURE_TYPE_EVENT_CREATE_INFO };
+    for (uint32_t i = 0; i < count; i++) {
+        struct gpu_slot *s = &c->slots[i];
+        s->begin_cb = cbs[2 * i];
+        s->end_cb = cbs[2 * i + 1];
+        s->query_pool = c->query_pool;
+        s->query = 2 * i;
+        /* Command buffers we create are dispatchable: the loader must fill their dispatch. */
+        if (dev->set_loader_data(dev->device, s->begin_cb) != VK_SUCCESS ||
+            dev->set_loader_data(dev->device, s->end_cb) != VK_SUCCESS)
+            goto error;
+        if (!q->timeline &&
+            dev->vk.CreateEvent(dev->device, &event_info, NULL, &s->event) != VK_SUCCESS) {
+            s->event = VK_NULL_HANDLE;
+            goto error;
+        }
+        if (!record_slot(dev, q, s))
+            goto error;
+    }
+    free(cbs);
+    return c;
+error:
+    free(cbs);
+    chunk_destroy(dev, c);
+    return NULL;
+}
+
+/* Adds a chunk as large as what the queue has (GPU_SLOTS_FIRST to begin with): the reader
+ * when half are in flight, a submitting thread that found none free. Two at once each add
+ * their own; neither waits for the other. False when nothing was added. */
+static bool slots_grow(struct device_data *dev, struct queue_data *q)
+{
+    uint32_t have = atomic_load_explicit(&q->slot_count, memory_order_relaxed), count;
+    do {
+        count = have ? have : GPU_SLOTS_FIRST;
+        if (count > GPU_SLOTS_MAX - have)
+            count = GPU_SLOTS_MAX - have;
+        if (!count)
+            return false;
+    } while (!atomic_compare_exchange_weak(&q->slot_count, &have, have + count));
+    uint32_t index = atomic_fetch_add(&q->chunks_reserved, 1);
+    struct gpu_chunk *c = index < GPU_CHUNKS_MAX ? chunk_make(dev, q, count) : NULL;
+    if (!c) {
+        atomic_fetch_sub(&q->slot_count, count);
+        return false;
+    }
+    atomic_store_explicit(&q->chunks[index], c, memory_order_release);
+    return true;
+}
+
+/* Published chunks, in index order (a NULL is one being made, or one that failed). */
+static uint32_t chunks_reserved(const struct queue_data *q)
+{
+    uint32_t n = atomic_load_explicit(&q->chunks_reserved, memory_order_acquire);
+    return n < GPU_CHUNKS_MAX ? n : GPU_CHUNKS_MAX;
 }
 
 static const char *family_kind(VkQueueFlags flags)
@@ -205,6 +353,13 @@ void gpu_queue_init(struct device_data *dev, struct queue_data *q)
                            "submissions are not GPU-timed", q->family);
         return;
     }
+    if (!dev->timeline_semaphores &&
+        !(family->queueFlags & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT))) {
+        fscope_record_note("queue family %u (transfer) is not GPU-timed: without timeline "
+                           "semaphores the layer's completion signal is an event, which a "
+                           "transfer-only queue cannot set", q->family);
+        return;
+    }
     q->valid_mask = gpu_valid_mask(bits);
     q->track = track_take();
     if (!q->track) {
@@ -212,23 +367,6 @@ void gpu_queue_init(struct device_data *dev, struct queue_data *q)
                            MAX_TRACKS);
         return;
     }
-
-    const VkCommandPoolCreateInfo pool_info = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-        .queueFamilyIndex = q->family,
-    };
-    const VkQueryPoolCreateInfo query_info = {
-        .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-        .queryType = VK_QUERY_TYPE_TIMESTAMP,
-        .queryCount = 2 * GPU_SLOTS,
-    };
-    unsigned fences = 0;
-    if (dev->vk.CreateCommandPool(dev->device, &pool_info, NULL, &q->pool) != VK_SUCCESS)
-        goto error;
-    if (dev->vk.CreateQueryPool(dev->device, &query_info, NULL, &q->query_pool) != VK_SUCCESS)
-        goto error_pool;
-    if (dev->reset_query_pool && !layer_config.fault_skip_query_reset)
-        dev->reset_query_pool(dev->device, q->query_pool, 0, 2 * GPU_SLOTS);
     if (dev->timeline_semaphores) {
         const VkSemaphoreTypeCreateInfo type = {
             .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
@@ -239,59 +377,26 @@ void gpu_queue_init(struct device_data *dev, struct queue_data *q)
             .sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
             .pNext = &type,
         };
-        if (dev->vk.CreateSemaphore(dev->device, &sem_info, NULL, &q->timeline) != VK_SUCCESS)
-            goto error_query;
-    } else {
-        const VkFenceCreateInfo fence_info = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
-        for (; fences < GPU_SLOTS; fences++)
-            if (dev->vk.CreateFence(dev->device, &fence_info, NULL,
-                                    &q->slots[fences].fence) != VK_SUCCESS)
-                goto error_sync;
+        if (dev->vk.CreateSemaphore(dev->device, &sem_info, NULL, &q->timeline) != VK_SUCCESS) {
+            q->timeline = VK_NULL_HANDLE;
+            goto error;
+        }
     }
-    VkCommandBuffer cbs[2 * GPU_SLOTS];
-    const VkCommandBufferAllocateInfo alloc_info = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-        .commandPool = q->pool,
-        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = 2 * GPU_SLOTS,
-    };
-    if (dev->vk.AllocateCommandBuffers(dev->device, &alloc_info, cbs) != VK_SUCCESS)
-        goto error_sync;
-    for (unsigned i = 0; i < 2 * GPU_SLOTS; i++) {
-        /* Command buffers we create are dispatchable: the loader must fill their dispatch. */
-        if (dev->set_loader_data(dev->device, cbs[i]) != VK_SUCCESS)
-            goto error_sync;
-    }
-    for (unsigned i = 0; i < GPU_SLOTS; i++) {
-        q->slots[i].begin_cb = cbs[2 * i];
-        q->slots[i].end_cb = cbs[2 * i + 1];
-        if (!record_slot(dev, q, i))
-            goto error_sync;
-    }
+    if (!slots_grow(dev, q))
+        goto error_semaphore;
     calibrate(dev, q); /* here, before the reader sees the queue; then every second there */
     q->timing = true;
-    fscope_log(FSCOPE_LOG_DEBUG, "device %u: queue family %u (%s) GPU-timed: %u slots, %u-bit "
-               "timestamps, completion by %s", dev->id, q->family,
-               family_kind(family->queueFlags), GPU_SLOTS, bits,
-               dev->timeline_semaphores ? "timeline semaphore" : "fences");
+    fscope_log(FSCOPE_LOG_DEBUG, "device %u: queue family %u (%s) GPU-timed: %u slots to begin "
+               "with, %u-bit timestamps, completion by %s", dev->id, q->family,
+               family_kind(family->queueFlags), GPU_SLOTS_FIRST, bits,
+               q->timeline ? "timeline semaphore" : "events");
     return;
 
-error_sync:
+error_semaphore:
     if (q->timeline)
         dev->vk.DestroySemaphore(dev->device, q->timeline, NULL);
     q->timeline = VK_NULL_HANDLE;
-    while (fences > 0) {
-        fences--;
-        dev->vk.DestroyFence(dev->device, q->slots[fences].fence, NULL);
-        q->slots[fences].fence = VK_NULL_HANDLE;
-    }
-error_query:
-    dev->vk.DestroyQueryPool(dev->device, q->query_pool, NULL);
-error_pool:
-    dev->vk.DestroyCommandPool(dev->device, q->pool, NULL); /* frees its command buffers */
 error:
-    q->pool = VK_NULL_HANDLE;
-    q->query_pool = VK_NULL_HANDLE;
     track_give_back(q->track);
     q->track = NULL;
     fscope_record_note("could not set up GPU timestamps on queue family %u: GPU not timed",
@@ -314,52 +419,102 @@ void gpu_queue_finish(struct device_data *dev, struct queue_data *q)
         atomic_fetch_add(&gpu_stats.in_flight_at_teardown, head - tail);
     if (q->timeline)
         dev->vk.DestroySemaphore(dev->device, q->timeline, NULL);
-    for (unsigned i = 0; i < GPU_SLOTS; i++)
-        if (q->slots[i].fence)
-            dev->vk.DestroyFence(dev->device, q->slots[i].fence, NULL);
-    if (q->query_pool)
-        dev->vk.DestroyQueryPool(dev->device, q->query_pool, NULL);
-    if (q->pool)
-        dev->vk.DestroyCommandPool(dev->device, q->pool, NULL);
+    q->timeline = VK_NULL_HANDLE;
+    for (uint32_t i = 0, n = chunks_reserved(q); i < n; i++)
+        chunk_destroy(dev, atomic_exchange(&q->chunks[i], NULL));
     track_give_back(q->track);
     q->track = NULL;
     q->timing = false;
-    free(q->fault_laps);
-    q->fault_laps = NULL;
 }
 
 /* ---- reading back (reader thread) ------------------------------------------------------ */
 
-static bool slot_complete(struct device_data *dev, struct queue_data *q, uint64_t index,
+static bool slot_complete(struct device_data *dev, const struct gpu_slot *s,
                           uint64_t timeline_value)
 {
-    if (q->timeline)
-        return timeline_value >= index + 1;
-    VkResult r = dev->vk.GetFenceStatus(dev->device, q->slots[index % GPU_SLOTS].fence);
+    if (!s->event)
+        return timeline_value >= s->value;
+    VkResult r = dev->vk.GetEventStatus(dev->device, s->event);
     if (r == VK_ERROR_DEVICE_LOST)
-        gpu_device_lost(dev, "vkGetFenceStatus");
-    return r == VK_SUCCESS;
+        gpu_device_lost(dev, "vkGetEventStatus");
+    return r == VK_EVENT_SET;
+}
+
+bool gpu_slot_complete(struct queue_data *q, const struct gpu_slot *slot, uint64_t value)
+{
+    struct device_data *dev = q->device;
+    if (q->timeline) {
+        uint64_t reached = 0;
+        return dev->get_counter(dev->device, q->timeline, &reached) == VK_SUCCESS &&
+               reached >= value;
+    }
+    /* An event is reset once its slot is read, and the slot may be taken again since: that
+     * reads as not complete, which only costs a run its timing. */
+    return slot->value == value &&
+           dev->vk.GetEventStatus(dev->device, slot->event) == VK_EVENT_SET;
 }
 
 /* Test only (FRAMESCOPE_TEST_FAULT=stale-read): every other lap, hands back what the slot held
  * a lap ago, as a read that trusted stale availability would, so the check above must fire. */
-static void fault_stale_read(struct queue_data *q, unsigned slot, uint64_t index,
-                             uint64_t data[2])
+static void fault_stale_read(struct gpu_slot *s, uint64_t data[2])
 {
-    if (!q->fault_laps && !(q->fault_laps = calloc(GPU_SLOTS, sizeof(*q->fault_laps))))
-        return;
     uint64_t fresh[2] = { data[0], data[1] };
-    if ((index / GPU_SLOTS) % 2 == 1) {
-        data[0] = q->fault_laps[slot][0];
-        data[1] = q->fault_laps[slot][1];
+    if (s->laps++ % 2 == 1) {
+        data[0] = s->fault_last[0];
+        data[1] = s->fault_last[1];
     }
-    q->fault_laps[slot][0] = fresh[0];
-    q->fault_laps[slot][1] = fresh[1];
+    s->fault_last[0] = fresh[0];
+    s->fault_last[1] = fresh[1];
 }
 
 static int64_t queue_to_mono(const struct queue_data *q, uint64_t ts)
 {
     return gpu_to_mono(q, q->device->timestamp_period, ts);
+}
+
+/* One completed slot's span: recorded, checked against the queue's last begin. */
+static void slot_span(struct device_data *dev, struct queue_data *q, struct gpu_slot *s,
+                      int64_t seen)
+{
+    uint64_t data[2] = { 0 };
+    /* Complete by our own signal: no wait, and this lap's values (see record_slot). */
+    VkResult r = dev->vk.GetQueryPoolResults(dev->device, s->query_pool, s->query, 2,
+                                             sizeof(data), data, sizeof(uint64_t),
+                                             VK_QUERY_RESULT_64_BIT);
+    if (r == VK_ERROR_DEVICE_LOST) {
+        gpu_device_lost(dev, "vkGetQueryPoolResults");
+        return;
+    }
+    if (r != VK_SUCCESS) {
+        atomic_fetch_add_explicit(&gpu_stats.unmeasured_unreadable, 1, memory_order_relaxed);
+        return;
+    }
+    if (layer_config.fault_stale_read)
+        fault_stale_read(s, data);
+    double period = dev->timestamp_period;
+    uint64_t begin = data[0] & q->valid_mask, end = data[1] & q->valid_mask;
+    /* Submissions on one queue start in order: a begin before the last one's is a query read
+     * from an earlier lap, which must never happen (counted, reported). */
+    if (q->have_last_begin &&
+        ((begin - q->last_begin_ticks) & q->valid_mask) > q->valid_mask / 2) {
+        atomic_fetch_add_explicit(&gpu_stats.backwards, 1, memory_order_relaxed);
+    } else {
+        q->last_begin_ticks = begin; /* the latest begin, so a run of stale reads counts */
+        q->have_last_begin = true;
+    }
+    if (!q->calibration.calibrated)
+        anchor_observe(q, period, end, seen);
+    uint64_t b = fscope_mono_ns_to_ticks(gpu_to_mono(q, period, begin));
+    uint64_t e = fscope_mono_ns_to_ticks(gpu_to_mono(q, period, end));
+    if (e < b)
+        e = b;
+    struct fscope_collector *c = q->track->collector;
+    uint64_t clamped_before = c->spans_clamped;
+    fscope_external_span(c, &loc_gpu_submit, b, e);
+    if (c->spans_clamped != clamped_before)
+        atomic_fetch_add(&gpu_stats.clamped, 1);
+    fscope_span_log_add(q->track->spans, dev->id, b, e);
+    atomic_fetch_add_explicit(&gpu_stats.measured, 1, memory_order_relaxed);
 }
 
 /* Reads every slot our completion signal says is done, in order; gives each back. */
@@ -379,99 +534,72 @@ static void queue_read_completed(struct device_data *dev, struct queue_data *q)
         if (r != VK_SUCCESS)
             return;
     }
-    double period = dev->timestamp_period;
-    while (tail < head && slot_complete(dev, q, tail, value)) {
-        unsigned i = (unsigned)(tail % GPU_SLOTS);
-        uint64_t data[2] = { 0 };
-        /* Complete by our own signal: no wait, and this lap's values (see record_slot). */
-        VkResult r = dev->vk.GetQueryPoolResults(dev->device, q->query_pool, 2 * i, 2,
-                                                 sizeof(data), data, sizeof(uint64_t),
-                                                 VK_QUERY_RESULT_64_BIT);
-        int64_t seen = fscope_ticks_to_mono_ns(fscope_now());
-        if (r == VK_ERROR_DEVICE_LOST) {
-            gpu_device_lost(dev, "vkGetQueryPoolResults");
+    uint64_t free_in = atomic_load_explicit(&q->free_in, memory_order_relaxed);
+    int64_t seen = fscope_ticks_to_mono_ns(fscope_now());
+    while (tail < head) {
+        struct gpu_slot *s = q->flight[tail % GPU_SLOTS_MAX];
+        if (!slot_complete(dev, s, value))
+            break;
+        slot_span(dev, q, s, seen);
+        if (atomic_load(&dev->lost))
             return;
-        }
-        if (r == VK_SUCCESS && layer_config.fault_stale_read)
-            fault_stale_read(q, i, tail, data);
-        if (r == VK_SUCCESS) {
-            uint64_t begin = data[0] & q->valid_mask, end = data[1] & q->valid_mask;
-            /* Submissions on one queue start in order: a begin before the last one's is a
-             * query read from an earlier lap, which must never happen (counted, reported). */
-            if (q->have_last_begin &&
-                ((begin - q->last_begin_ticks) & q->valid_mask) > q->valid_mask / 2) {
-                atomic_fetch_add_explicit(&gpu_stats.backwards, 1, memory_order_relaxed);
-            } else {
-                q->last_begin_ticks = begin; /* the latest begin, so a run of stale reads counts */
-                q->have_last_begin = true;
-            }
-            if (!q->calibration.calibrated)
-                anchor_observe(q, period, end, seen);
-            uint64_t b = fscope_mono_ns_to_ticks(gpu_to_mono(q, period, begin));
-            uint64_t e = fscope_mono_ns_to_ticks(gpu_to_mono(q, period, end));
-            if (e < b)
-                e = b;
-            struct fscope_collector *c = q->track->collector;
-            uint64_t clamped_before = c->spans_clamped;
-            fscope_external_span(c, &loc_gpu_submit, b, e);
-            if (c->spans_clamped != clamped_before)
-                atomic_fetch_add(&gpu_stats.clamped, 1);
-            fscope_span_log_add(q->track->spans, dev->id, b, e);
-            atomic_fetch_add_explicit(&gpu_stats.measured, 1, memory_order_relaxed);
-        } else {
-            atomic_fetch_add_explicit(&gpu_stats.unmeasured_unreadable, 1, memory_order_relaxed);
-        }
-        zones_read(dev, q, &q->slots[i], queue_to_mono);
+        zones_read(dev, q, s, queue_to_mono);
         if (dev->reset_query_pool && !layer_config.fault_skip_query_reset)
-            dev->reset_query_pool(dev->device, q->query_pool, 2 * i, 2);
-        if (!q->timeline)
-            dev->vk.ResetFences(dev->device, 1, &q->slots[i].fence);
+            dev->reset_query_pool(dev->device, s->query_pool, s->query, 2);
+        if (s->event)
+            dev->vk.ResetEvent(dev->device, s->event);
+        q->free_ring[free_in++ % GPU_SLOTS_MAX] = s;
+        atomic_store_explicit(&q->free_in, free_in, memory_order_release);
         tail++;
         atomic_store_explicit(&q->slot_tail, tail, memory_order_release);
     }
+    /* Half in flight: add as many again before the submitting thread runs short. */
+    uint64_t in_flight = head - tail;
+    if (2 * in_flight >= atomic_load_explicit(&q->slot_count, memory_order_relaxed) &&
+        slots_grow(dev, q))
+        atomic_fetch_add_explicit(&gpu_stats.slots_grown, 1, memory_order_relaxed);
     if (q->calibration.calibrated &&
         fscope_ticks_to_mono_ns(fscope_now()) - q->calibration.taken_mono_ns > RECALIBRATE_NS)
         calibrate(dev, q);
 }
 
 /* Waits until some queue's oldest pending slot completes, or timeout_ns passes. False when
- * nothing is pending. */
+ * nothing is pending. Event signals cannot be waited on: with those it only sleeps. */
 static bool wait_any_pending(struct device_data *dev, uint64_t timeout_ns)
 {
     VkSemaphore semaphores[MAX_QUEUES];
     uint64_t values[MAX_QUEUES];
-    VkFence fences[MAX_QUEUES];
     uint32_t n = 0;
+    bool pending = false;
     for (unsigned i = 0; i < MAX_QUEUES; i++) {
         struct queue_data *q = atomic_load_explicit(&dev->queues[i].item, memory_order_acquire);
         if (!q || !q->timing)
             continue;
         uint64_t tail = atomic_load_explicit(&q->slot_tail, memory_order_relaxed);
-        if (tail == atomic_load_explicit(&q->slot_head, memory_order_acquire))
+        if (tail == atomic_load_explicit(&q->slot_head, memory_order_seq_cst))
             continue;
+        pending = true;
         if (q->timeline) {
             semaphores[n] = q->timeline;
-            values[n] = tail + 1;
-        } else {
-            fences[n] = q->slots[tail % GPU_SLOTS].fence;
+            values[n] = q->flight[tail % GPU_SLOTS_MAX]->value;
+            n++;
         }
-        n++;
     }
-    if (n == 0)
+    if (!pending)
         return false;
-    VkResult r;
-    if (dev->timeline_semaphores) {
-        const VkSemaphoreWaitInfo info = {
-            .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
-            .flags = VK_SEMAPHORE_WAIT_ANY_BIT,
-            .semaphoreCount = n,
-            .pSemaphores = semaphores,
-            .pValues = values,
-        };
-        r = dev->wait_semaphores(dev->device, &info, timeout_ns);
-    } else {
-        r = dev->vk.WaitForFences(dev->device, n, fences, VK_FALSE, timeout_ns);
+    if (n == 0) {
+        const struct timespec poll = { 0, READER_POLL_NS };
+        nanosleep(&poll, NULL);
+        return true;
     }
+    const VkSemaphoreWaitInfo info = {
+        .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+        .flags = VK_SEMAPHORE_WAIT_ANY_BIT,
+        .semaphoreCount = n,
+        .pSemaphores = semaphores,
+        .pValues = values,
+    };
+    VkResult r = dev->wait_semaphores(dev->device, &info, timeout_ns);
     if (r == VK_ERROR_DEVICE_LOST)
         gpu_device_lost(dev, "waiting for the layer's own completion signal");
     return true;
@@ -479,6 +607,7 @@ static bool wait_any_pending(struct device_data *dev, uint64_t timeout_ns)
 
 static void read_all(struct device_data *dev)
 {
+    atomic_fetch_add_explicit(&gpu_stats.reader_wakes, 1, memory_order_relaxed);
     for (unsigned i = 0; i < MAX_QUEUES; i++) {
         struct queue_data *q = atomic_load_explicit(&dev->queues[i].item, memory_order_acquire);
         if (q)
@@ -486,36 +615,60 @@ static void read_all(struct device_data *dev)
     }
 }
 
-/* An absolute time ns (under a second) from now on clock, for the timed waits below. */
-static struct timespec deadline_after(clockid_t clock, long ns)
+/* Whether any queue has a slot in flight. */
+static bool any_in_flight(struct device_data *dev)
 {
-    struct timespec until;
-    clock_gettime(clock, &until);
-    until.tv_nsec += ns;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
+    for (unsigned i = 0; i < MAX_QUEUES; i++) {
+        struct queue_data *q = atomic_load_explicit(&dev->queues[i].item, memory_order_acquire);
+        if (q && q->timing &&
+            atomic_load_explicit(&q->slot_tail, memory_order_relaxed) !=
+                atomic_load_explicit(&q->slot_head, memory_order_seq_cst))
+            return true;
     }
-    return until;
+    return false;
+}
+
+static long futex(_Atomic int *word, int op, int value, const struct timespec *timeout)
+{
+    return syscall(SYS_futex, (int *)word, op | FUTEX_PRIVATE_FLAG, value, timeout, NULL, 0);
+}
+
+/* Nothing in flight: sleep until a submit wakes us or a while passes. reader_idle is set
+ * before looking for work (both sequentially consistent, as the submit's side is), so a
+ * submission either is seen here or sees the flag and wakes us. */
+static void reader_sleep(struct device_data *dev)
+{
+    atomic_store(&dev->reader_idle, 1);
+    if (!atomic_load(&dev->reader_stop) && !any_in_flight(dev)) {
+        const struct timespec timeout = { 0, READER_WAIT_NS };
+        futex(&dev->reader_idle, FUTEX_WAIT, 1, &timeout);
+    }
+    atomic_store(&dev->reader_idle, 0);
+}
+
+static void sleep_until(int64_t mono_ns)
+{
+    const struct timespec until = { mono_ns / 1000000000, mono_ns % 1000000000 };
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+        ;
 }
 
 static void *reader_main(void *arg)
 {
     struct device_data *dev = arg;
+    int64_t next_pass = fscope_ticks_to_mono_ns(fscope_now());
     while (!atomic_load(&dev->reader_stop) && !atomic_load(&dev->lost)) {
-        if (wait_any_pending(dev, READER_WAIT_NS)) {
-            read_all(dev);
-            continue;
+        if (!any_in_flight(dev)) {
+            reader_sleep(dev);
+            next_pass = fscope_ticks_to_mono_ns(fscope_now()) + READER_POLL_NS;
         }
-        /* Nothing in flight: sleep until a submit wakes us (it only signals while we say we
-         * are idle, so a busy app makes no system call for us), or a while passes. */
-        pthread_mutex_lock(&dev->reader_lock);
-        atomic_store(&dev->reader_idle, true);
-        struct timespec until = deadline_after(CLOCK_MONOTONIC, READER_WAIT_NS);
-        if (!atomic_load(&dev->reader_stop))
-            pthread_cond_timedwait(&dev->reader_wake, &dev->reader_lock, &until);
-        atomic_store(&dev->reader_idle, false);
-        pthread_mutex_unlock(&dev->reader_lock);
+        sleep_until(next_pass);
+        next_pass += atomic_load_explicit(&dev->zone_copies_in_flight, memory_order_relaxed)
+                         ? READER_POLL_COPIES_NS
+                         : READER_POLL_NS;
+        int64_t now = fscope_ticks_to_mono_ns(fscope_now());
+        if (next_pass < now)
+            next_pass = now; /* late (preempted): no burst of catch-up passes */
         read_all(dev);
     }
     return NULL;
@@ -525,12 +678,8 @@ void gpu_reader_start(struct device_data *dev)
 {
     if (!layer_config.gpu_timing || dev->reader_started)
         return;
-    fscope_worker_cond_init(&dev->reader_wake);
-    pthread_mutex_init(&dev->reader_lock, NULL);
     int err = fscope_worker_spawn(&dev->reader, "fscope-gpu", reader_main, dev);
     if (err != 0) {
-        pthread_cond_destroy(&dev->reader_wake);
-        pthread_mutex_destroy(&dev->reader_lock);
         fscope_record_note("cannot start the GPU timestamp reader (%s): GPU not timed",
                            strerror(err));
         return;
@@ -540,10 +689,9 @@ void gpu_reader_start(struct device_data *dev)
 
 static void reader_signal_stop(struct device_data *dev)
 {
-    pthread_mutex_lock(&dev->reader_lock);
     atomic_store(&dev->reader_stop, true);
-    pthread_cond_signal(&dev->reader_wake);
-    pthread_mutex_unlock(&dev->reader_lock);
+    atomic_store(&dev->reader_idle, 0);
+    futex(&dev->reader_idle, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 void gpu_reader_stop(struct device_data *dev)
@@ -553,14 +701,13 @@ void gpu_reader_stop(struct device_data *dev)
     reader_signal_stop(dev);
     pthread_join(dev->reader, NULL);
     dev->reader_started = false;
-    pthread_cond_destroy(&dev->reader_wake);
-    pthread_mutex_destroy(&dev->reader_lock);
     /* The app idled the device before destroying it; read what is left, bounded. */
     int64_t deadline = fscope_ticks_to_mono_ns(fscope_now()) + TEARDOWN_WAIT_NS;
     for (;;) {
         read_all(dev);
         int64_t left = deadline - fscope_ticks_to_mono_ns(fscope_now());
-        if (atomic_load(&dev->lost) || left <= 0 || !wait_any_pending(dev, (uint64_t)left))
+        if (atomic_load(&dev->lost) || left <= 0 ||
+            !wait_any_pending(dev, (uint64_t)(left < READER_WAIT_NS ? left : READER_WAIT_NS)))
             break;
     }
     read_all(dev);
@@ -612,8 +759,34 @@ static bool chain_blocks_injection(const void *pnext)
     return false;
 }
 
-/* Returns the slot for the next submission, or NULL (counted) when it goes untimed. Never
- * waits: a slot is free only once the reader has seen our completion signal for it. */
+/* The next free slot: one read back, else one never used, else a new chunk made here (only
+ * when the reader could not keep up), else NULL (counted). Never waits. */
+static struct gpu_slot *slot_take(struct device_data *dev, struct queue_data *q)
+{
+    uint64_t out = atomic_load_explicit(&q->free_out, memory_order_relaxed);
+    if (out != atomic_load_explicit(&q->free_in, memory_order_acquire)) {
+        struct gpu_slot *s = q->free_ring[out % GPU_SLOTS_MAX];
+        atomic_store_explicit(&q->free_out, out + 1, memory_order_relaxed);
+        return s;
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        for (uint32_t i = q->fresh_chunk, n = chunks_reserved(q); i < n; i++) {
+            struct gpu_chunk *c = atomic_load_explicit(&q->chunks[i], memory_order_acquire);
+            if (c && c->taken < c->count)
+                return &c->slots[c->taken++];
+            if (c && i == q->fresh_chunk)
+                q->fresh_chunk++; /* used up: never looked at again */
+        }
+        if (attempt == 0 && slots_grow(dev, q)) {
+            atomic_fetch_add_explicit(&gpu_stats.slots_grown, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&gpu_stats.slots_grown_on_app, 1, memory_order_relaxed);
+        }
+    }
+    atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
+    return NULL;
+}
+
+/* The slot for the next submission, or NULL (counted) when it goes untimed. */
 static struct gpu_slot *slot_acquire(struct device_data *dev, struct queue_data *q,
                                      bool blocked)
 {
@@ -623,54 +796,66 @@ static struct gpu_slot *slot_acquire(struct device_data *dev, struct queue_data 
         atomic_fetch_add_explicit(&gpu_stats.unmeasured_unsupported, 1, memory_order_relaxed);
         return NULL;
     }
+    struct gpu_slot *s = slot_take(dev, q);
+    if (s)
+        s->value = atomic_load_explicit(&q->slot_head, memory_order_relaxed) + 1;
+    return s;
+}
+
+/* The submission went down: the slot is in flight. The reader is woken only if it sleeps
+ * for want of work (then once: it clears the flag), with no lock. */
+static void slot_submitted(struct device_data *dev, struct queue_data *q, struct gpu_slot *s)
+{
     uint64_t head = atomic_load_explicit(&q->slot_head, memory_order_relaxed);
-    if (head - atomic_load_explicit(&q->slot_tail, memory_order_acquire) >= GPU_SLOTS) {
-        atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
-        return NULL;
-    }
-    return &q->slots[head % GPU_SLOTS];
-}
-
-static void slot_submitted(struct device_data *dev, struct queue_data *q)
-{
-    atomic_store_explicit(&q->slot_head, atomic_load_explicit(&q->slot_head,
-                                                              memory_order_relaxed) + 1,
-                          memory_order_release);
-    if (atomic_load_explicit(&dev->reader_idle, memory_order_relaxed)) {
-        pthread_mutex_lock(&dev->reader_lock);
-        pthread_cond_signal(&dev->reader_wake);
-        pthread_mutex_unlock(&dev->reader_lock);
+    q->flight[head % GPU_SLOTS_MAX] = s;
+    atomic_store_explicit(&q->slot_head, head + 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&dev->reader_idle, memory_order_seq_cst) &&
+        atomic_exchange(&dev->reader_idle, 0)) {
+        futex(&dev->reader_idle, FUTEX_WAKE, 1, NULL);
+        atomic_fetch_add_explicit(&gpu_stats.reader_woken, 1, memory_order_relaxed);
     }
 }
 
-/* Where there is no timeline semaphore, the slot's fence rides on the app's call when the app
- * passed none (*ret_fence), else on an empty submission of ours right behind it (true). */
-static bool fence_goes_separately(const struct queue_data *q, const struct gpu_slot *slot,
-                                  VkFence app_fence, VkFence *ret_fence)
+/* The slot goes back unused: the submission did not go down. */
+static void slot_unused(struct device_data *dev, struct queue_data *q, struct gpu_slot *s)
 {
-    *ret_fence = !q->timeline && !app_fence ? slot->fence : app_fence;
-    return !q->timeline && app_fence;
+    zones_detach(dev, s);
+    /* Handed back through the fresh side: the submitting thread owns it still. */
+    uint64_t out = atomic_load_explicit(&q->free_out, memory_order_relaxed);
+    if (out && q->free_ring[(out - 1) % GPU_SLOTS_MAX] == s) {
+        atomic_store_explicit(&q->free_out, out - 1, memory_order_relaxed);
+        return;
+    }
+    for (uint32_t i = q->fresh_chunk, n = chunks_reserved(q); i < n; i++) {
+        struct gpu_chunk *c = atomic_load_explicit(&q->chunks[i], memory_order_acquire);
+        if (c && c->taken && &c->slots[c->taken - 1] == s) {
+            c->taken--;
+            return;
+        }
+    }
 }
 
-/* After the app's batches and ours went down: the fallback fence follows if it must, and the
- * slot counts as in flight only once its completion signal is surely on the queue. */
-static VkResult after_submit(struct device_data *dev, struct queue_data *q, struct gpu_slot *slot,
-                             VkResult r, bool separate_fence)
+static VkResult after_submit(struct device_data *dev, struct queue_data *q, struct gpu_slot *s,
+                             VkResult r)
 {
-    if (r != VK_SUCCESS) {
-        zones_detach(dev, slot);
-        return r;
-    }
-    if (separate_fence && dev->vk.QueueSubmit(q->queue, 0, NULL, slot->fence) != VK_SUCCESS) {
-        /* The work is on the queue but we cannot know when it ends: never reuse this slot's
-         * command buffers blind. Stop timing this queue. */
-        q->timing = false;
-        fscope_record_note("could not submit the layer's completion fence: GPU timing stopped "
-                           "on queue family %u", q->family);
-        return r;
-    }
-    slot_submitted(dev, q);
+    if (r == VK_SUCCESS)
+        slot_submitted(dev, q, s);
+    else
+        slot_unused(dev, q, s);
     return r;
+}
+
+/* The app's timeline-semaphore struct in a batch's chain, through *ret; false when it is
+ * there but not first (we would have to copy what comes before it to extend it). */
+static bool find_timeline_info(const void *chain, const VkTimelineSemaphoreSubmitInfo **ret)
+{
+    *ret = NULL;
+    for (const VkBaseInStructure *s = chain; s; s = s->pNext)
+        if (s->sType == VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO) {
+            *ret = (const VkTimelineSemaphoreSubmitInfo *)s;
+            return s == chain;
+        }
+    return true;
 }
 
 VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t count,
@@ -679,51 +864,84 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
     bool blocked = count == 0;
     for (uint32_t i = 0; i < count && !blocked; i++)
         blocked = chain_blocks_injection(submits[i].pNext);
+    const VkTimelineSemaphoreSubmitInfo *app_timeline = NULL;
+    if (!blocked && q->timing && q->timeline &&
+        !find_timeline_info(submits[count - 1].pNext, &app_timeline)) {
+        atomic_fetch_add_explicit(&gpu_stats.unmeasured_chain, 1, memory_order_relaxed);
+        for (uint32_t i = 0; i < count; i++)
+            for (uint32_t k = 0; k < submits[i].commandBufferCount; k++)
+                zones_untimed_submit(submits[i].pCommandBuffers[k]);
+        return dev->vk.QueueSubmit(q->queue, count, submits, fence);
+    }
     struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked) : NULL;
     for (uint32_t i = 0; i < count; i++)
         for (uint32_t k = 0; k < submits[i].commandBufferCount; k++) {
             if (slot)
-                zones_attach(slot, submits[i].pCommandBuffers[k]);
+                zones_attach(q, slot, submits[i].pCommandBuffers[k]);
             else
                 zones_untimed_submit(submits[i].pCommandBuffers[k]);
         }
     if (!slot)
         return dev->vk.QueueSubmit(q->queue, count, submits, fence);
 
-    const VkSubmitInfo *first = &submits[0];
-    size_t size = (count + 1) * sizeof(VkSubmitInfo) +
-                  (first->commandBufferCount + 1) * sizeof(VkCommandBuffer);
+    /* Scratch: the batches, then the first and last batches' command buffers, then the last
+     * batch's signals, their values and our timeline struct. */
+    const VkSubmitInfo *first = &submits[0], *last = &submits[count - 1];
+    uint32_t first_cbs = first->commandBufferCount + 1 + (count == 1);
+    uint32_t last_cbs = count > 1 ? last->commandBufferCount + 1 : 0;
+    uint32_t signals = q->timeline ? last->signalSemaphoreCount + 1 : 0;
+    size_t size = count * sizeof(VkSubmitInfo) + sizeof(VkTimelineSemaphoreSubmitInfo) +
+                  signals * (sizeof(VkSemaphore) + sizeof(uint64_t)) +
+                  (first_cbs + last_cbs) * sizeof(VkCommandBuffer);
     VkSubmitInfo *copy = scratch_reserve(q, size);
     if (!copy) {
         atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
-        zones_detach(dev, slot);
+        slot_unused(dev, q, slot);
         return dev->vk.QueueSubmit(q->queue, count, submits, fence);
     }
     memcpy(copy, submits, count * sizeof(VkSubmitInfo));
-    VkCommandBuffer *first_cbs = (VkCommandBuffer *)(copy + count + 1);
-    first_cbs[0] = slot->begin_cb;
-    memcpy(first_cbs + 1, first->pCommandBuffers, first->commandBufferCount * sizeof(*first_cbs));
-    copy[0].pCommandBuffers = first_cbs;
-    copy[0].commandBufferCount = first->commandBufferCount + 1;
+    VkTimelineSemaphoreSubmitInfo *timeline = (VkTimelineSemaphoreSubmitInfo *)(copy + count);
+    uint64_t *values = (uint64_t *)(timeline + 1);
+    VkSemaphore *semaphores = (VkSemaphore *)(values + signals);
+    VkCommandBuffer *cbs = (VkCommandBuffer *)(semaphores + signals);
 
-    uint64_t value = atomic_load_explicit(&q->slot_head, memory_order_relaxed) + 1;
-    const VkTimelineSemaphoreSubmitInfo timeline = {
-        .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
-        .signalSemaphoreValueCount = 1,
-        .pSignalSemaphoreValues = &value,
-    };
-    copy[count] = (VkSubmitInfo){
-        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-        .pNext = q->timeline ? &timeline : NULL,
-        .commandBufferCount = 1,
-        .pCommandBuffers = &slot->end_cb,
-        .signalSemaphoreCount = q->timeline ? 1 : 0,
-        .pSignalSemaphores = &q->timeline,
-    };
-    VkFence call_fence;
-    bool separate_fence = fence_goes_separately(q, slot, fence, &call_fence);
-    return after_submit(dev, q, slot, dev->vk.QueueSubmit(q->queue, count + 1, copy, call_fence),
-                        separate_fence);
+    cbs[0] = slot->begin_cb;
+    memcpy(cbs + 1, first->pCommandBuffers, first->commandBufferCount * sizeof(*cbs));
+    copy[0].pCommandBuffers = cbs;
+    copy[0].commandBufferCount = first->commandBufferCount + 1;
+    VkSubmitInfo *tail = &copy[count - 1];
+    if (count > 1) {
+        cbs += first_cbs;
+        memcpy(cbs, last->pCommandBuffers, last->commandBufferCount * sizeof(*cbs));
+        tail->pCommandBuffers = cbs;
+        tail->commandBufferCount = last->commandBufferCount;
+    }
+    cbs[tail->commandBufferCount++] = slot->end_cb;
+
+    if (q->timeline) {
+        /* Our signal joins the batch's own: the app's values where it gave them (binary
+         * semaphores ignore theirs), ours last. */
+        uint32_t n = last->signalSemaphoreCount;
+        memcpy(semaphores, last->pSignalSemaphores, n * sizeof(*semaphores));
+        semaphores[n] = q->timeline;
+        for (uint32_t k = 0; k < n; k++)
+            values[k] = app_timeline && k < app_timeline->signalSemaphoreValueCount
+                            ? app_timeline->pSignalSemaphoreValues[k]
+                            : 0;
+        values[n] = slot->value;
+        *timeline = (VkTimelineSemaphoreSubmitInfo){
+            .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+            .pNext = app_timeline ? app_timeline->pNext : last->pNext,
+            .waitSemaphoreValueCount = app_timeline ? app_timeline->waitSemaphoreValueCount : 0,
+            .pWaitSemaphoreValues = app_timeline ? app_timeline->pWaitSemaphoreValues : NULL,
+            .signalSemaphoreValueCount = n + 1,
+            .pSignalSemaphoreValues = values,
+        };
+        tail->pNext = timeline;
+        tail->signalSemaphoreCount = n + 1;
+        tail->pSignalSemaphores = semaphores;
+    }
+    return after_submit(dev, q, slot, dev->vk.QueueSubmit(q->queue, count, copy, fence));
 }
 
 VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueSubmit2 next,
@@ -737,54 +955,60 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
     for (uint32_t i = 0; i < count; i++)
         for (uint32_t k = 0; k < submits[i].commandBufferInfoCount; k++) {
             if (slot)
-                zones_attach(slot, submits[i].pCommandBufferInfos[k].commandBuffer);
+                zones_attach(q, slot, submits[i].pCommandBufferInfos[k].commandBuffer);
             else
                 zones_untimed_submit(submits[i].pCommandBufferInfos[k].commandBuffer);
         }
     if (!slot)
         return next(q->queue, count, submits, fence);
 
-    const VkSubmitInfo2 *first = &submits[0];
-    size_t size = (count + 1) * sizeof(VkSubmitInfo2) +
-                  (first->commandBufferInfoCount + 1) * sizeof(VkCommandBufferSubmitInfo);
+    const VkSubmitInfo2 *first = &submits[0], *last = &submits[count - 1];
+    uint32_t first_cbs = first->commandBufferInfoCount + 1 + (count == 1);
+    uint32_t last_cbs = count > 1 ? last->commandBufferInfoCount + 1 : 0;
+    uint32_t signals = q->timeline ? last->signalSemaphoreInfoCount + 1 : 0;
+    size_t size = count * sizeof(VkSubmitInfo2) + signals * sizeof(VkSemaphoreSubmitInfo) +
+                  (first_cbs + last_cbs) * sizeof(VkCommandBufferSubmitInfo);
     VkSubmitInfo2 *copy = scratch_reserve(q, size);
     if (!copy) {
         atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
-        zones_detach(dev, slot);
+        slot_unused(dev, q, slot);
         return next(q->queue, count, submits, fence);
     }
     memcpy(copy, submits, count * sizeof(VkSubmitInfo2));
-    VkCommandBufferSubmitInfo *first_infos = (VkCommandBufferSubmitInfo *)(copy + count + 1);
-    first_infos[0] = (VkCommandBufferSubmitInfo){
+    VkSemaphoreSubmitInfo *semaphores = (VkSemaphoreSubmitInfo *)(copy + count);
+    VkCommandBufferSubmitInfo *cbs = (VkCommandBufferSubmitInfo *)(semaphores + signals);
+    const VkCommandBufferSubmitInfo ours = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO,
-        .commandBuffer = slot->begin_cb,
     };
-    memcpy(first_infos + 1, first->pCommandBufferInfos,
-           first->commandBufferInfoCount * sizeof(*first_infos));
-    copy[0].pCommandBufferInfos = first_infos;
-    copy[0].commandBufferInfoCount = first->commandBufferInfoCount + 1;
 
-    const VkCommandBufferSubmitInfo end_info = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO,
-        .commandBuffer = slot->end_cb,
-    };
-    const VkSemaphoreSubmitInfo signal = {
-        .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO,
-        .semaphore = q->timeline,
-        .value = atomic_load_explicit(&q->slot_head, memory_order_relaxed) + 1,
-        .stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
-    };
-    copy[count] = (VkSubmitInfo2){
-        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO_2,
-        .commandBufferInfoCount = 1,
-        .pCommandBufferInfos = &end_info,
-        .signalSemaphoreInfoCount = q->timeline ? 1 : 0,
-        .pSignalSemaphoreInfos = &signal,
-    };
-    VkFence call_fence;
-    bool separate_fence = fence_goes_separately(q, slot, fence, &call_fence);
-    return after_submit(dev, q, slot, next(q->queue, count + 1, copy, call_fence),
-                        separate_fence);
+    cbs[0] = ours;
+    cbs[0].commandBuffer = slot->begin_cb;
+    memcpy(cbs + 1, first->pCommandBufferInfos, first->commandBufferInfoCount * sizeof(*cbs));
+    copy[0].pCommandBufferInfos = cbs;
+    copy[0].commandBufferInfoCount = first->commandBufferInfoCount + 1;
+    VkSubmitInfo2 *tail = &copy[count - 1];
+    if (count > 1) {
+        cbs += first_cbs;
+        memcpy(cbs, last->pCommandBufferInfos, last->commandBufferInfoCount * sizeof(*cbs));
+        tail->pCommandBufferInfos = cbs;
+        tail->commandBufferInfoCount = last->commandBufferInfoCount;
+    }
+    cbs[tail->commandBufferInfoCount] = ours;
+    cbs[tail->commandBufferInfoCount++].commandBuffer = slot->end_cb;
+
+    if (q->timeline) {
+        uint32_t n = last->signalSemaphoreInfoCount;
+        memcpy(semaphores, last->pSignalSemaphoreInfos, n * sizeof(*semaphores));
+        semaphores[n] = (VkSemaphoreSubmitInfo){
+            .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO,
+            .semaphore = q->timeline,
+            .value = slot->value,
+            .stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
+        };
+        tail->signalSemaphoreInfoCount = n + 1;
+        tail->pSignalSemaphoreInfos = semaphores;
+    }
+    return after_submit(dev, q, slot, next(q->queue, count, copy, fence));
 }
 
 void gpu_report_notes(void)
@@ -803,6 +1027,19 @@ void gpu_report_notes(void)
                        "teardown)", (unsigned long long)measured, (unsigned long long)no_slot,
                        (unsigned long long)unsupported, (unsigned long long)unreadable,
                        (unsigned long long)in_flight);
+    fscope_log(FSCOPE_LOG_DEBUG, "GPU timestamp readers: %llu read passes, %llu woken by a submit",
+               (unsigned long long)atomic_load(&gpu_stats.reader_wakes),
+               (unsigned long long)atomic_load(&gpu_stats.reader_woken));
+    if (atomic_load(&gpu_stats.unmeasured_chain))
+        fscope_record_note("%llu submissions not GPU-timed: their last batch's timeline-semaphore "
+                           "struct is not first in its chain, where the layer extends it",
+                           (unsigned long long)atomic_load(&gpu_stats.unmeasured_chain));
+    if (atomic_load(&gpu_stats.slots_grown))
+        fscope_record_note("GPU timing added query slots %llu times while the app ran (more "
+                           "submissions in flight than it had), %llu of them on a submitting "
+                           "thread that found none free",
+                           (unsigned long long)atomic_load(&gpu_stats.slots_grown),
+                           (unsigned long long)atomic_load(&gpu_stats.slots_grown_on_app));
     if (atomic_load(&gpu_stats.calibrated_queues))
         fscope_record_note("GPU clock mapped with VK_EXT_calibrated_timestamps, re-calibrated "
                            "every second");

@@ -25,8 +25,14 @@
  *   buffer (on the H200, +1.4% and +3.2% frame time at 0.73 ms frames in two A/X/A rounds
  *   with the demo's command buffers all read this way, against +0.8% the first way).
  *
- * What cannot be timed is counted, never guessed: secondary command buffers, SIMULTANEOUS_USE,
- * a run submitted again before the last was read, labels left open or closed in another
+ * A SIMULTANEOUS_USE command buffer (vkcube and other apps that record once and submit every
+ * frame) is read the second way: it may be pending twice at once, but almost never is. A run
+ * submitted while an earlier one is not read yet may overlap it on the GPU (both write the
+ * same queries), so both are counted untimed; every run that does not overlap is timed.
+ *
+ * What cannot be timed is counted, never guessed: secondary command buffers, runs of a
+ * SIMULTANEOUS_USE command buffer that may overlap, a run submitted again before the last was
+ * read, labels left open or closed in another
  * command buffer (and passes suspended across them), labels inside a multiview pass, a command
  * buffer that cannot reset and copy queries (a transfer-only family, or a first zone inside a
  * resumed pass). */
@@ -35,6 +41,7 @@
 #include <string.h>
 
 #include "layer.h"
+#include "readback.h"
 #include "record/clock.h"
 #include "record/gpu_zones.h"
 #include "record/meta.h"
@@ -59,6 +66,12 @@ struct zone_block {
     _Atomic uint32_t pending; /* submissions not yet read */
     _Atomic uint32_t gen;     /* moves on when a run is submitted before the last was read */
     bool copy;                /* its command buffer resets it and copies it out (see above) */
+    bool simultaneous;        /* recorded with SIMULTANEOUS_USE: its runs may overlap */
+    /* Its last run's completion signal (written by the submitting thread): a later run
+     * overlaps it only while it is not complete. */
+    struct queue_data *last_queue;
+    const struct gpu_slot *last_slot;
+    uint64_t last_value;
     bool readable;            /* recorded to its end with regions a run times (and copies) */
     uint32_t timed_regions;   /* how many regions a run times: the ended ones */
     uint32_t region_count;    /* region k uses queries 2k and 2k + 1 of the block */
@@ -69,10 +82,7 @@ struct zone_pool {
     struct device_data *dev;
     VkQueryPool pool;
     /* The copies: block b's query q at word b * ZONE_BLOCK_QUERIES + q, mapped for good. */
-    VkBuffer copies;
-    VkDeviceMemory memory;
-    const volatile uint64_t *map;
-    VkDeviceSize invalidate_atom; /* 0: coherent memory, nothing to invalidate */
+    struct readback copies;
     pthread_mutex_t lock; /* the free list */
     uint32_t free_count;
     uint32_t free_list[ZONE_BLOCKS];
@@ -92,7 +102,7 @@ struct cb_zones {
     bool suspended;       /* its last pass was suspended (resumed in another command buffer) */
     bool simultaneous;    /* this recording's SIMULTANEOUS_USE */
     bool one_time;        /* this recording's ONE_TIME_SUBMIT */
-    bool timed;           /* primary, not simultaneous-use, on a family with timestamps */
+    bool timed;           /* primary, on a family with timestamps */
     bool in_multiview;    /* inside a pass with a view mask (classic or dynamic rendering) */
     struct zone_block *block;
     uint32_t open[ZONE_DEPTH];   /* indices of the open regions in block, outermost first */
@@ -104,28 +114,6 @@ struct cb_zones {
 
 /* ---- blocks ---- */
 
-/* The host-visible memory the copies land in: host-cached if there is such, coherent if
- * there is such, else -1. */
-static int copies_memory_type(struct device_data *dev, uint32_t allowed, bool *coherent)
-{
-    VkPhysicalDeviceMemoryProperties props;
-    dev->instance->vk.GetPhysicalDeviceMemoryProperties(dev->physical, &props);
-    int best = -1, best_score = -1;
-    for (uint32_t i = 0; i < props.memoryTypeCount; i++) {
-        VkMemoryPropertyFlags f = props.memoryTypes[i].propertyFlags;
-        if (!(allowed & (1u << i)) || !(f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT))
-            continue;
-        int score = (f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT ? 2 : 0) +
-                    (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT ? 1 : 0);
-        if (score > best_score) {
-            best = (int)i;
-            best_score = score;
-            *coherent = f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-        }
-    }
-    return best;
-}
-
 /* The query pool and the buffer its copies land in, mapped. False (what was made undone)
  * when the device will not give them. */
 static bool pool_make(struct device_data *dev, struct zone_pool *p)
@@ -135,45 +123,13 @@ static bool pool_make(struct device_data *dev, struct zone_pool *p)
         .queryType = VK_QUERY_TYPE_TIMESTAMP,
         .queryCount = ZONE_BLOCKS * ZONE_BLOCK_QUERIES,
     };
-    const VkBufferCreateInfo buffer_info = {
-        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-        .size = ZONE_BLOCKS * ZONE_BLOCK_QUERIES * sizeof(uint64_t),
-        .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
-    };
     if (dev->vk.CreateQueryPool(dev->device, &query_info, NULL, &p->pool) != VK_SUCCESS)
         return false;
-    if (dev->vk.CreateBuffer(dev->device, &buffer_info, NULL, &p->copies) != VK_SUCCESS)
-        goto no_buffer;
-    VkMemoryRequirements req;
-    dev->vk.GetBufferMemoryRequirements(dev->device, p->copies, &req);
-    bool coherent = false;
-    int type = copies_memory_type(dev, req.memoryTypeBits, &coherent);
-    const VkMemoryAllocateInfo alloc = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-        .allocationSize = req.size,
-        .memoryTypeIndex = type < 0 ? 0 : (uint32_t)type,
-    };
-    void *map = NULL;
-    if (type < 0 || dev->vk.AllocateMemory(dev->device, &alloc, NULL, &p->memory) != VK_SUCCESS)
-        goto no_memory;
-    if (dev->vk.BindBufferMemory(dev->device, p->copies, p->memory, 0) != VK_SUCCESS ||
-        dev->vk.MapMemory(dev->device, p->memory, 0, VK_WHOLE_SIZE, 0, &map) != VK_SUCCESS)
-        goto no_map;
-    p->map = map;
-    if (!coherent) {
-        VkPhysicalDeviceProperties props;
-        dev->instance->vk.GetPhysicalDeviceProperties(dev->physical, &props);
-        p->invalidate_atom = props.limits.nonCoherentAtomSize ? props.limits.nonCoherentAtomSize : 1;
+    if (!readback_init(dev, &p->copies, ZONE_BLOCKS * ZONE_BLOCK_QUERIES)) {
+        dev->vk.DestroyQueryPool(dev->device, p->pool, NULL);
+        return false;
     }
     return true;
-no_map:
-    dev->vk.FreeMemory(dev->device, p->memory, NULL);
-no_memory:
-    dev->vk.DestroyBuffer(dev->device, p->copies, NULL);
-no_buffer:
-    dev->vk.DestroyQueryPool(dev->device, p->pool, NULL);
-    return false;
 }
 
 static struct zone_pool *pool_get(struct device_data *dev)
@@ -220,6 +176,7 @@ static struct zone_block *block_take(struct zone_pool *p)
     if (b) {
         b->region_count = 0;
         b->copy = false;
+        b->simultaneous = false;
         b->readable = false;
         b->timed_regions = 0;
         atomic_store(&b->pending, 0);
@@ -321,7 +278,7 @@ void zones_cb_begin(VkCommandBuffer cb, const VkCommandBufferBeginInfo *info)
     z->suspended = false;
     z->simultaneous = info && (info->flags & VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT);
     z->one_time = info && (info->flags & VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
-    z->timed = z->primary && z->stamps && !z->simultaneous;
+    z->timed = z->primary && z->stamps;
 }
 
 /* At the end of the command buffer: what a run of it times, and where the block is copied
@@ -353,18 +310,10 @@ static void block_end(VkCommandBuffer cb, struct cb_zones *z)
         uint32_t first = r;
         while (r < b->region_count && b->regions[r].ended)
             r++;
-        uint32_t query = base + 2 * first, count = 2 * (r - first);
-        z->dev->vk.CmdCopyQueryPoolResults(cb, p->pool, query, count, p->copies,
-                                           query * sizeof(uint64_t), sizeof(uint64_t),
-                                           VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+        readback_record_copy(z->dev, cb, &p->copies, p->pool, base + 2 * first,
+                             2 * (r - first));
     }
-    const VkMemoryBarrier to_host = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-        .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-        .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
-    };
-    z->dev->vk.CmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                                  0, 1, &to_host, 0, NULL, 0, NULL);
+    readback_record_visible(z->dev, cb);
     b->readable = true;
 }
 
@@ -405,19 +354,20 @@ static void zone_open(VkCommandBuffer cb, struct cb_zones *z, const char *name,
     if (!z->timed) {
         if (!z->primary)
             fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_SECONDARY, 1);
-        else if (z->simultaneous)
-            fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_SIMULTANEOUS, 1);
         return; /* else a family without timestamps: GPU timing says so already */
     }
     if (kind == GPU_ZONE_LABEL && z->in_multiview) {
         fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_MULTIVIEW, 1);
         return;
     }
-    /* Reset and copied by the command buffer itself unless it runs once per recording on a
-     * device that resets queries from the host. */
-    bool copy = !z->one_time || !z->dev->reset_query_pool;
-    if (!z->block && copy && (!z->can_reset || z->in_pass)) {
-        /* Its queries could be neither reset before nor copied after each run. */
+    /* A command buffer that may run again without being recorded again resets its block and
+     * copies it out itself. One that runs once per recording is read from its queries; it
+     * resets them itself only where the device has no host reset (or, a CPU device, no safe
+     * one): a block is taken again only once read, so no read can race that reset. */
+    bool copy = !z->one_time || z->simultaneous;
+    bool reset = copy || !z->dev->reset_query_pool;
+    if (!z->block && reset && (!z->can_reset || z->in_pass)) {
+        /* Its queries could not be reset before each run (nor copied after it). */
         fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_NO_RESET, 1);
         return;
     }
@@ -426,10 +376,12 @@ static void zone_open(VkCommandBuffer cb, struct cb_zones *z, const char *name,
         return; /* noted once */
     if (!z->block) {
         z->block = block_take(p);
-        if (z->block && copy) {
+        if (z->block && reset)
             z->dev->vk.CmdResetQueryPool(cb, p->pool, z->block->index * ZONE_BLOCK_QUERIES,
                                          ZONE_BLOCK_QUERIES);
-            z->block->copy = true;
+        if (z->block) {
+            z->block->copy = copy;
+            z->block->simultaneous = z->simultaneous;
         }
     }
     uint16_t id;
@@ -462,7 +414,7 @@ static void zone_close(VkCommandBuffer cb, struct cb_zones *z)
     struct zone_block *b = z->block;
     uint32_t r = z->open[d];
     b->regions[r].ended = true;
-    z->dev->vk.CmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->pool->pool,
+    z->dev->vk.CmdWriteTimestamp(cb, gpu_end_stage(z->dev), b->pool->pool,
                                  b->index * ZONE_BLOCK_QUERIES + 2 * r + 1);
 }
 
@@ -524,7 +476,7 @@ void zones_pass_end(VkCommandBuffer cb)
 
 /* ---- submission and read-back ---- */
 
-void zones_attach(struct gpu_slot *slot, VkCommandBuffer cb)
+void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer cb)
 {
     struct cb_zones *z = state(cb);
     if (!z || !z->block || !z->block->readable)
@@ -534,6 +486,9 @@ void zones_attach(struct gpu_slot *slot, VkCommandBuffer cb)
         fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_FULL, b->timed_regions);
         return;
     }
+    /* Pending and not yet complete by its own signal (one counter read, only here). */
+    bool overlaps = b->simultaneous && atomic_load(&b->pending) &&
+                    !gpu_slot_complete(b->last_queue, b->last_slot, b->last_value);
     if (atomic_load(&b->pending)) {
         if (!b->copy) {
             /* ONE_TIME_SUBMIT submitted twice: only the first run is read. */
@@ -546,8 +501,17 @@ void zones_attach(struct gpu_slot *slot, VkCommandBuffer cb)
     }
     atomic_fetch_add(&b->pending, 1);
     atomic_fetch_add(&b->refs, 1);
-    slot->zone_gens[slot->zone_count] = atomic_load_explicit(&b->gen, memory_order_relaxed);
+    uint32_t gen = atomic_load_explicit(&b->gen, memory_order_relaxed);
+    /* A simultaneous-use run that may overlap the last one: its copy may mix both, so it is
+     * read as stale too, and runs after it are until it is read. */
+    slot->zone_gens[slot->zone_count] = overlaps ? gen - 1 : gen;
+    slot->zone_overlaps[slot->zone_count] = overlaps;
+    if (b->copy)
+        atomic_fetch_add_explicit(&b->pool->dev->zone_copies_in_flight, 1, memory_order_relaxed);
     slot->zones[slot->zone_count++] = b;
+    b->last_queue = q;
+    b->last_slot = slot;
+    b->last_value = slot->value;
 }
 
 void zones_untimed_submit(VkCommandBuffer cb)
@@ -566,19 +530,9 @@ static bool read_copy(struct device_data *dev, const struct zone_block *b, uint3
     uint32_t first = b->index * ZONE_BLOCK_QUERIES, n = 2 * b->region_count;
     if (atomic_load_explicit(&b->gen, memory_order_acquire) != gen)
         return false;
-    if (p->invalidate_atom) {
-        VkDeviceSize a = p->invalidate_atom, begin = first * sizeof(uint64_t) / a * a;
-        VkDeviceSize end = ((first + n) * sizeof(uint64_t) + a - 1) / a * a;
-        const VkMappedMemoryRange range = {
-            .sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
-            .memory = p->memory,
-            .offset = begin,
-            .size = end - begin,
-        };
-        dev->vk.InvalidateMappedMemoryRanges(dev->device, 1, &range);
-    }
+    readback_invalidate(dev, &p->copies, first, n);
     for (uint32_t i = 0; i < n; i++)
-        data[i] = p->map[first + i];
+        data[i] = p->copies.map[first + i];
     /* The submission that bumps gen comes after the bump: if gen has not moved, nothing of
      * that run could have landed before the reads above. */
     atomic_thread_fence(memory_order_seq_cst);
@@ -612,7 +566,11 @@ void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *
                                 z->depth, (enum gpu_zone_kind)z->kind);
         }
         if (!read && b->copy)
-            fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_RESUBMITTED, b->timed_regions);
+            fscope_gpu_zone_untimed(slot->zone_overlaps[k] ? GPU_ZONE_UNTIMED_SIMULTANEOUS
+                                                           : GPU_ZONE_UNTIMED_RESUBMITTED,
+                                    b->timed_regions);
+        if (b->copy)
+            atomic_fetch_sub_explicit(&dev->zone_copies_in_flight, 1, memory_order_relaxed);
         atomic_fetch_sub(&b->pending, 1);
         block_release(b);
     }
@@ -622,6 +580,8 @@ void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *
 void zones_detach(struct device_data *dev, struct gpu_slot *slot)
 {
     for (uint32_t k = 0; k < slot->zone_count; k++) {
+        if (slot->zones[k]->copy)
+            atomic_fetch_sub_explicit(&dev->zone_copies_in_flight, 1, memory_order_relaxed);
         atomic_fetch_sub(&slot->zones[k]->pending, 1);
         block_release(slot->zones[k]);
     }
@@ -636,8 +596,7 @@ void zones_device_destroy(struct device_data *dev)
     const struct forget_what w = { dev, VK_NULL_HANDLE };
     hooks_cb_zones_each(forget_if, &w);
     dev->vk.DestroyQueryPool(dev->device, p->pool, NULL);
-    dev->vk.DestroyBuffer(dev->device, p->copies, NULL);
-    dev->vk.FreeMemory(dev->device, p->memory, NULL); /* unmaps it */
+    readback_finish(dev, &p->copies);
     pthread_mutex_destroy(&p->lock);
     /* The log stays: it belongs to the recording. */
     free(p);

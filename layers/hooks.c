@@ -479,14 +479,18 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdExecuteCommands(VkCommandBuffer 
     device_lookup(cb)->vk.CmdExecuteCommands(cb, count, secondaries);
 }
 
-#define COUNTED(name, field, params, args)                                                     \
+/* Every draw and dispatch entry point the loader can hand out is counted (one a call; a
+ * multi-draw counts its draws: zink draws through vkCmdDrawMultiEXT). An indirect draw counts
+ * once, as its counts live on the GPU. */
+#define COUNTED_N(name, field, amount, params, args)                                           \
     static VKAPI_ATTR void VKAPI_CALL framescope_##name params                                 \
     {                                                                                          \
         struct cb_counts *e = cb_entry(cb, true);                                              \
         if (e)                                                                                 \
-            e->field++;                                                                        \
+            e->field += (amount);                                                              \
         device_lookup(cb)->vk.name args;                                                       \
     }
+#define COUNTED(name, field, params, args) COUNTED_N(name, field, 1, params, args)
 
 COUNTED(CmdDraw, draws,
         (VkCommandBuffer cb, uint32_t vc, uint32_t ic, uint32_t fv, uint32_t fi),
@@ -516,6 +520,46 @@ COUNTED(CmdDrawIndexedIndirectCountKHR, draws,
         (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
          uint32_t m, uint32_t s),
         (cb, b, o, cbuf, co, m, s))
+COUNTED(CmdDrawIndirectCountAMD, draws,
+        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
+         uint32_t m, uint32_t s),
+        (cb, b, o, cbuf, co, m, s))
+COUNTED(CmdDrawIndexedIndirectCountAMD, draws,
+        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
+         uint32_t m, uint32_t s),
+        (cb, b, o, cbuf, co, m, s))
+COUNTED_N(CmdDrawMultiEXT, draws, draw_count,
+          (VkCommandBuffer cb, uint32_t draw_count, const VkMultiDrawInfoEXT *draws,
+           uint32_t instance_count, uint32_t first_instance, uint32_t stride),
+          (cb, draw_count, draws, instance_count, first_instance, stride))
+COUNTED_N(CmdDrawMultiIndexedEXT, draws, draw_count,
+          (VkCommandBuffer cb, uint32_t draw_count, const VkMultiDrawIndexedInfoEXT *draws,
+           uint32_t instance_count, uint32_t first_instance, uint32_t stride,
+           const int32_t *vertex_offset),
+          (cb, draw_count, draws, instance_count, first_instance, stride, vertex_offset))
+COUNTED(CmdDrawIndirectByteCountEXT, draws,
+        (VkCommandBuffer cb, uint32_t instance_count, uint32_t first_instance,
+         VkBuffer counter, VkDeviceSize counter_offset, uint32_t offset, uint32_t stride),
+        (cb, instance_count, first_instance, counter, counter_offset, offset, stride))
+COUNTED(CmdDrawMeshTasksEXT, draws,
+        (VkCommandBuffer cb, uint32_t x, uint32_t y, uint32_t z), (cb, x, y, z))
+COUNTED(CmdDrawMeshTasksIndirectEXT, draws,
+        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, uint32_t n, uint32_t s),
+        (cb, b, o, n, s))
+COUNTED(CmdDrawMeshTasksIndirectCountEXT, draws,
+        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
+         uint32_t m, uint32_t s),
+        (cb, b, o, cbuf, co, m, s))
+COUNTED(CmdDrawMeshTasksNV, draws,
+        (VkCommandBuffer cb, uint32_t task_count, uint32_t first_task),
+        (cb, task_count, first_task))
+COUNTED(CmdDrawMeshTasksIndirectNV, draws,
+        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, uint32_t n, uint32_t s),
+        (cb, b, o, n, s))
+COUNTED(CmdDrawMeshTasksIndirectCountNV, draws,
+        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
+         uint32_t m, uint32_t s),
+        (cb, b, o, cbuf, co, m, s))
 COUNTED(CmdDispatch, dispatches,
         (VkCommandBuffer cb, uint32_t x, uint32_t y, uint32_t z), (cb, x, y, z))
 COUNTED(CmdDispatchIndirect, dispatches,
@@ -524,6 +568,23 @@ COUNTED(CmdDispatchBase, dispatches,
         (VkCommandBuffer cb, uint32_t bx, uint32_t by, uint32_t bz, uint32_t x, uint32_t y,
          uint32_t z),
         (cb, bx, by, bz, x, y, z))
+COUNTED(CmdDispatchBaseKHR, dispatches,
+        (VkCommandBuffer cb, uint32_t bx, uint32_t by, uint32_t bz, uint32_t x, uint32_t y,
+         uint32_t z),
+        (cb, bx, by, bz, x, y, z))
+COUNTED(CmdTraceRaysKHR, dispatches,
+        (VkCommandBuffer cb, const VkStridedDeviceAddressRegionKHR *raygen,
+         const VkStridedDeviceAddressRegionKHR *miss, const VkStridedDeviceAddressRegionKHR *hit,
+         const VkStridedDeviceAddressRegionKHR *callable, uint32_t width, uint32_t height,
+         uint32_t depth),
+        (cb, raygen, miss, hit, callable, width, height, depth))
+COUNTED(CmdTraceRaysIndirectKHR, dispatches,
+        (VkCommandBuffer cb, const VkStridedDeviceAddressRegionKHR *raygen,
+         const VkStridedDeviceAddressRegionKHR *miss, const VkStridedDeviceAddressRegionKHR *hit,
+         const VkStridedDeviceAddressRegionKHR *callable, VkDeviceAddress address),
+        (cb, raygen, miss, hit, callable, address))
+COUNTED(CmdTraceRaysIndirect2KHR, dispatches,
+        (VkCommandBuffer cb, VkDeviceAddress address), (cb, address))
 
 /* ---- render passes and labels: counted, and timed as GPU zones (gpu_zones.c) ---- */
 
@@ -740,6 +801,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdDebugMarkerEndEXT(VkCommandBuffe
     zones_label_end(cb);
 }
 #undef COUNTED
+#undef COUNTED_N
 
 void hooks_report_notes(void)
 {
@@ -779,9 +841,24 @@ PFN_vkVoidFunction hooks_device_proc(const char *name)
     HOOK(CmdDrawIndirectCountKHR)
     HOOK(CmdDrawIndexedIndirectCount)
     HOOK(CmdDrawIndexedIndirectCountKHR)
+    HOOK(CmdDrawIndirectCountAMD)
+    HOOK(CmdDrawIndexedIndirectCountAMD)
+    HOOK(CmdDrawMultiEXT)
+    HOOK(CmdDrawMultiIndexedEXT)
+    HOOK(CmdDrawIndirectByteCountEXT)
+    HOOK(CmdDrawMeshTasksEXT)
+    HOOK(CmdDrawMeshTasksIndirectEXT)
+    HOOK(CmdDrawMeshTasksIndirectCountEXT)
+    HOOK(CmdDrawMeshTasksNV)
+    HOOK(CmdDrawMeshTasksIndirectNV)
+    HOOK(CmdDrawMeshTasksIndirectCountNV)
     HOOK(CmdDispatch)
     HOOK(CmdDispatchIndirect)
     HOOK(CmdDispatchBase)
+    HOOK(CmdDispatchBaseKHR)
+    HOOK(CmdTraceRaysKHR)
+    HOOK(CmdTraceRaysIndirectKHR)
+    HOOK(CmdTraceRaysIndirect2KHR)
     HOOK(CreateRenderPass)
     HOOK(CreateRenderPass2)
     HOOK(CreateRenderPass2KHR)

@@ -245,17 +245,6 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateInstance(
     struct instance_data *inst = calloc(1, sizeof(*inst));
     if (!inst)
         return VK_ERROR_OUT_OF_HOST_MEMORY;
-    /* Advance the chain for the next layer; restored before returning. */
-    VkLayerInstanceLink *link = chain->u.pLayerInfo;
-    chain->u.pLayerInfo = link->pNext;
-    VkResult r = create(info, alloc, ret);
-    chain->u.pLayerInfo = link;
-    if (r != VK_SUCCESS) {
-        free(inst);
-        return r;
-    }
-    inst->instance = *ret;
-    inst->key = dispatch_key(*ret);
     inst->api_version = info->pApplicationInfo && info->pApplicationInfo->apiVersion
                             ? info->pApplicationInfo->apiVersion
                             : VK_API_VERSION_1_0;
@@ -263,6 +252,42 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateInstance(
         if (strcmp(info->ppEnabledExtensionNames[i],
                    VK_KHR_GET_PHYSICAL_DEVICE_PROPERTIES_2_EXTENSION_NAME) == 0)
             inst->properties2 = true;
+    /* A Vulkan 1.0 app that did not enable properties2 gets it from us, so its devices can
+     * have what GPU timing needs (host query reset, timeline semaphores, calibration: all
+     * depend on it). The loader hides it from the app, which never asked for it. */
+    VkInstanceCreateInfo ours = *info;
+    const char **names = NULL;
+    bool add_properties2 = layer_config.gpu_timing && !inst->properties2 &&
+                           inst->api_version < VK_API_VERSION_1_1;
+    if (add_properties2 && (names = calloc(info->enabledExtensionCount + 1, sizeof(*names)))) {
+        if (info->enabledExtensionCount)
+            memcpy(names, info->ppEnabledExtensionNames,
+                   info->enabledExtensionCount * sizeof(*names));
+        names[ours.enabledExtensionCount++] = VK_KHR_GET_PHYSICAL_DEVICE_PROPERTIES_2_EXTENSION_NAME;
+        ours.ppEnabledExtensionNames = names;
+    }
+    /* Advance the chain for the next layer; restored before returning. */
+    VkLayerInstanceLink *link = chain->u.pLayerInfo;
+    chain->u.pLayerInfo = link->pNext;
+    VkResult r = create(&ours, alloc, ret);
+    if (names && r == VK_ERROR_EXTENSION_NOT_PRESENT) {
+        /* Ours to lose, not the app's instance: create it as asked. */
+        fscope_log(FSCOPE_LOG_INFO, "the loader refused %s for this Vulkan 1.0 app; GPU timing "
+                   "takes its slow path", VK_KHR_GET_PHYSICAL_DEVICE_PROPERTIES_2_EXTENSION_NAME);
+        free(names);
+        names = NULL;
+        r = create(info, alloc, ret);
+    }
+    chain->u.pLayerInfo = link;
+    inst->properties2_ours = names != NULL;
+    inst->properties2 |= inst->properties2_ours;
+    free(names);
+    if (r != VK_SUCCESS) {
+        free(inst);
+        return r;
+    }
+    inst->instance = *ret;
+    inst->key = dispatch_key(*ret);
 #define X(name) inst->vk.name = (PFN_vk##name)gipa(*ret, "vk" #name);
     INSTANCE_FUNCTIONS(X)
 #undef X
@@ -321,6 +346,7 @@ static void describe_device(struct instance_data *inst, VkPhysicalDevice phys,
     VkPhysicalDeviceProperties props;
     inst->vk.GetPhysicalDeviceProperties(phys, &props);
     dev->timestamp_period = props.limits.timestampPeriod;
+    dev->cpu_device = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     char driver[2 * VK_MAX_DRIVER_NAME_SIZE + 2];
     VkPhysicalDeviceDriverProperties driver_props = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
@@ -415,7 +441,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
 #undef X
     bool core12 = plan->api >= VK_API_VERSION_1_2;
     dev->calibrated_timestamps = plan->calibration && dev->vk.GetCalibratedTimestampsEXT;
-    if (plan->host_reset && !layer_config.fault_stale_read)
+    if (plan->host_reset && !layer_config.fault_stale_read && !dev->cpu_device)
         dev->reset_query_pool = core12 ? dev->vk.ResetQueryPool : dev->vk.ResetQueryPoolEXT;
     if (plan->timeline) {
         dev->get_counter = core12 ? dev->vk.GetSemaphoreCounterValue
@@ -427,10 +453,11 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     dev->app_host_query_reset = plan->app_host_reset_ext;
     dev->app_timeline_semaphore = plan->app_timeline_ext;
     if (layer_config.gpu_timing)
-        fscope_log(FSCOPE_LOG_INFO, "device %u: GPU timing resets queries %s, waits on %s, maps "
-                   "GPU time %s", dev->id,
+        fscope_log(FSCOPE_LOG_INFO, "device %u: GPU timing resets queries %s, ends spans at "
+                   "%s, completes by %s, maps GPU time %s", dev->id,
                    dev->reset_query_pool ? "from the host" : "in command buffers",
-                   dev->timeline_semaphores ? "a timeline semaphore" : "fences",
+                   dev->cpu_device ? "the top of the pipe (a CPU device)" : "the bottom of the pipe",
+                   dev->timeline_semaphores ? "a timeline semaphore" : "events",
                    dev->calibrated_timestamps && !layer_config.fault_no_calibration
                        ? "by calibrated timestamps"
                        : "by when spans are seen done (no calibration)");

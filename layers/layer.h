@@ -26,7 +26,12 @@
 #define MAX_SURFACES 64
 #define MAX_SWAPCHAINS 64
 #define MAX_RENDER_PASSES 4096 /* render pass objects known per device (engines cache them) */
-#define GPU_SLOTS 64 /* submissions in flight per queue that can carry timestamps */
+/* Submissions in flight per queue that carry timestamps: a queue starts with GPU_SLOTS_FIRST
+ * and the reader thread adds as many again whenever half are in flight, up to GPU_SLOTS_MAX
+ * (zink without kopper keeps hundreds in flight; a test storm keeps thousands). */
+#define GPU_SLOTS_FIRST 64
+#define GPU_SLOTS_MAX 8192 /* power of two: the size of a queue's two slot rings */
+#define GPU_CHUNKS_MAX 16  /* 64, 64, 128, ... 4096 (8) doubling, with room for failed tries */
 
 /* The loader's dispatch pointer: a dispatchable handle's first word. Instances share it
  * with their physical devices; devices with their queues and command buffers. */
@@ -85,9 +90,10 @@ struct instance_data {
     void *key;
     VkInstance instance;
     uint32_t api_version;
-    /* VK_KHR_get_physical_device_properties2 enabled by the app: without it (and below 1.1)
-     * no device extension that depends on it may be added. */
+    /* VK_KHR_get_physical_device_properties2 enabled (by the app, or by us on a Vulkan 1.0
+     * instance, hidden from it): what the device extensions GPU timing adds depend on. */
     bool properties2;
+    bool properties2_ours;
     struct instance_dispatch vk;
 };
 
@@ -121,9 +127,24 @@ struct instance_data {
     X(CmdDrawIndirectCountKHR)                                                                 \
     X(CmdDrawIndexedIndirectCount)                                                             \
     X(CmdDrawIndexedIndirectCountKHR)                                                          \
+    X(CmdDrawMultiEXT)                                                                         \
+    X(CmdDrawMultiIndexedEXT)                                                                  \
+    X(CmdDrawIndirectByteCountEXT)                                                             \
+    X(CmdDrawIndirectCountAMD)                                                                 \
+    X(CmdDrawIndexedIndirectCountAMD)                                                          \
+    X(CmdDrawMeshTasksEXT)                                                                     \
+    X(CmdDrawMeshTasksIndirectEXT)                                                             \
+    X(CmdDrawMeshTasksIndirectCountEXT)                                                        \
+    X(CmdDrawMeshTasksNV)                                                                      \
+    X(CmdDrawMeshTasksIndirectNV)                                                              \
+    X(CmdDrawMeshTasksIndirectCountNV)                                                         \
     X(CmdDispatch)                                                                             \
     X(CmdDispatchIndirect)                                                                     \
     X(CmdDispatchBase)                                                                         \
+    X(CmdDispatchBaseKHR)                                                                      \
+    X(CmdTraceRaysKHR)                                                                         \
+    X(CmdTraceRaysIndirectKHR)                                                                 \
+    X(CmdTraceRaysIndirect2KHR)                                                                \
     X(CreateRenderPass)                                                                        \
     X(CreateRenderPass2)                                                                       \
     X(CreateRenderPass2KHR)                                                                    \
@@ -158,10 +179,11 @@ struct instance_data {
     X(DestroySemaphore)                                                                        \
     X(GetSemaphoreCounterValue)                                                                \
     X(GetSemaphoreCounterValueKHR)                                                             \
-    X(CreateFence)                                                                             \
-    X(DestroyFence)                                                                            \
-    X(ResetFences)                                                                             \
-    X(GetFenceStatus)                                                                          \
+    X(CreateEvent)                                                                             \
+    X(DestroyEvent)                                                                            \
+    X(GetEventStatus)                                                                          \
+    X(ResetEvent)                                                                              \
+    X(CmdSetEvent)                                                                             \
     X(WaitForPresentKHR)                                                                       \
     X(CmdEndRenderPass)                                                                        \
     X(CmdEndRenderPass2)                                                                       \
@@ -183,15 +205,31 @@ struct device_dispatch {
 struct zone_block;
 struct zone_pool;
 
+/* One timed submission's pair of queries and the two command buffers that write them, recorded
+ * once: begin_cb goes in front of the app's first batch, end_cb behind its last. */
 struct gpu_slot {
     VkCommandBuffer begin_cb, end_cb;
+    VkQueryPool query_pool;
+    uint32_t query; /* the begin timestamp's; the end's is the next */
+    /* Without timeline semaphores: set by end_cb after its timestamp, polled by the reader. */
+    VkEvent event;
+    uint64_t value; /* the timeline value its submission signals (its sequence number + 1) */
     /* The GPU zones the submission carries (gpu_zones.c), read with it. */
     struct zone_block *zones[GPU_SLOT_ZONE_BLOCKS];
     uint32_t zone_gens[GPU_SLOT_ZONE_BLOCKS]; /* each block's generation when attached */
+    bool zone_overlaps[GPU_SLOT_ZONE_BLOCKS]; /* a simultaneous-use run that may overlap */
     uint32_t zone_count;
-    /* Without timeline semaphores: signalled when the submission that used this slot is
-     * complete (our own completion signal; the app's fences may be reset or never waited). */
-    VkFence fence;
+    uint32_t laps;             /* FRAMESCOPE_TEST_FAULT=stale-read only */
+    uint64_t fault_last[2];    /* FRAMESCOPE_TEST_FAULT=stale-read only */
+};
+
+/* Slots made at once, with their command pool and query pool. */
+struct gpu_chunk {
+    VkCommandPool pool;
+    VkQueryPool query_pool;
+    uint32_t count;
+    uint32_t taken; /* slots handed out for the first time (submitting thread only) */
+    struct gpu_slot slots[];
 };
 
 /* Maps one queue family's timestamps onto CLOCK_MONOTONIC. */
@@ -211,13 +249,21 @@ struct queue_data {
     struct device_data *device;
     uint32_t family;
     bool timing; /* timestamps can be injected on this queue */
-    VkCommandPool pool;
-    VkQueryPool query_pool;
-    struct gpu_slot slots[GPU_SLOTS];
-    /* Submissions ever given a slot (written by the submitting thread) and read back (written
-     * by the device's reader thread). Slot k signals our timeline semaphore with value k + 1. */
+    /* Chunks of slots, added by the reader or by a submitting thread that found none free,
+     * without a lock: each reserves its slots (slot_count) and an index (chunks_reserved),
+     * makes the chunk and publishes it there; an index whose chunk failed stays NULL. */
+    struct gpu_chunk *_Atomic chunks[GPU_CHUNKS_MAX];
+    _Atomic uint32_t chunks_reserved;
+    _Atomic uint32_t slot_count;
+    uint32_t fresh_chunk; /* submitting thread: the chunk it takes never-used slots from */
+    /* Slots read back and free again: pushed by the reader, popped by the submitting thread. */
+    struct gpu_slot *free_ring[GPU_SLOTS_MAX];
+    _Atomic uint64_t free_in, free_out;
+    /* Slots in flight, in submission order: pushed by the submitting thread (slot_head) and
+     * popped by the reader (slot_tail). The k-th submission signals value k + 1. */
+    struct gpu_slot *flight[GPU_SLOTS_MAX];
     _Atomic uint64_t slot_head, slot_tail;
-    VkSemaphore timeline; /* VK_NULL_HANDLE: the slots' fences are the completion signal */
+    VkSemaphore timeline; /* VK_NULL_HANDLE: each slot's event is the completion signal */
     uint64_t valid_mask;
     struct gpu_calibration calibration; /* reader thread only */
     int64_t anchor_best_gap_ns;         /* uncalibrated re-anchoring, reader thread only */
@@ -225,7 +271,6 @@ struct queue_data {
     int64_t anchor_best_mono_ns;
     uint64_t last_begin_ticks; /* reader thread: catches a stale read */
     bool have_last_begin;
-    uint64_t (*fault_laps)[2]; /* FRAMESCOPE_TEST_FAULT=stale-read only */
     struct gpu_track *track; /* its row in the zone tree, its trace track and its span log */
     /* Scratch for rewritten submissions; grows, never shrinks. */
     void *scratch;
@@ -247,6 +292,14 @@ struct device_data {
      * (vkCmdResetQueryPool in every submission cost most of the layer's GPU-timing overhead
      * on the H200). NULL: reset in the command buffer instead. */
     PFN_vkResetQueryPool reset_query_pool;
+    /* A CPU device (lavapipe). It flushes its rasterizer at every timestamp written after
+     * TOP_OF_PIPE, so each of ours split the app's work into more batches for the rasterizer
+     * threads: zink's glmark2 ran 20% slower in its vertex-bound scene and up to twice as fast
+     * in its fill-bound one, with 2.5x the rasterizer threads' context switches. Its
+     * timestamps are taken by the rasterizer threads as they reach them whatever the stage,
+     * so ours are all written at TOP_OF_PIPE there (gpu_end_stage), and its queries are reset
+     * in the command buffer (its host reset works on the queue thread's context). */
+    bool cpu_device;
     /* Timeline semaphores enabled (by the app or by us): each queue's completion signal. */
     bool timeline_semaphores;
     PFN_vkGetSemaphoreCounterValue get_counter;
@@ -256,18 +309,21 @@ struct device_data {
     bool app_calibrated_timestamps, app_host_query_reset, app_timeline_semaphore;
     uint32_t id; /* 1, 2, ...: names the device in reports and tags its GPU spans */
     struct zone_pool *_Atomic zones; /* GPU zones' queries, made at the first zone */
+    /* Runs of command buffers that copy their zones out, in flight: the next run overwrites
+     * the copy, so the reader looks every millisecond while there are any (gpu.c). */
+    _Atomic uint32_t zone_copies_in_flight;
     bool zones_failed;
     _Atomic bool lost;
 
     /* The reader thread: waits on our completion signals and reads timestamps back, so no app
      * call ever waits for the GPU on our behalf (lavapipe's vkGetQueryPoolResults idles the
-     * whole device). */
+     * whole device). It sleeps on reader_idle (a futex word, 1 while it sleeps there) when
+     * nothing is in flight; a submit wakes it with one atomic exchange and, only then, one
+     * futex wake: no lock is shared with the app's threads. */
     pthread_t reader;
     bool reader_started;
     _Atomic bool reader_stop;
-    _Atomic bool reader_idle;
-    pthread_mutex_t reader_lock;
-    pthread_cond_t reader_wake;
+    _Atomic int reader_idle;
 
     pthread_mutex_t lock; /* guards queues[] and swapchains[] membership, never held down-chain */
     struct table_entry queues[MAX_QUEUES];
@@ -321,6 +377,11 @@ struct gpu_stats {
     _Atomic uint64_t unmeasured_no_slot;
     _Atomic uint64_t unmeasured_unreadable;
     _Atomic uint64_t unmeasured_unsupported;
+    _Atomic uint64_t unmeasured_chain;    /* a timeline struct we cannot extend (not first) */
+    _Atomic uint64_t slots_grown;         /* chunks added while the app ran */
+    _Atomic uint64_t slots_grown_on_app;  /* of which by a submitting thread that found none */
+    _Atomic uint64_t reader_wakes;        /* read passes of the reader threads */
+    _Atomic uint64_t reader_woken;        /* of its sleeps, ended by a submit */
     _Atomic uint64_t in_flight_at_teardown;
     _Atomic uint64_t clamped;
     _Atomic uint64_t backwards; /* a span began before the previous one on its queue */
@@ -338,7 +399,7 @@ struct layer_config {
     double cap_hz;
     bool fault_skip_query_reset; /* test only: makes our injected commands invalid */
     bool fault_no_calibration;   /* test only: map GPU time without calibrated timestamps */
-    bool fault_no_timeline;      /* test only: use the fence completion signal */
+    bool fault_no_timeline;      /* test only: use the event completion signal */
     bool fault_stale_read;       /* test only: hand back a slot's previous lap every other lap,
                                   * with resets in the command buffer: the stale check must fire */
 };
@@ -354,6 +415,14 @@ struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surfac
 void surface_remove(VkSurfaceKHR surface);
 struct swapchain_data *swapchain_lookup(struct device_data *dev, VkSwapchainKHR swapchain);
 
+/* The stage of a timestamp that closes a span: when the work before it is done, which a CPU
+ * device measures at TOP_OF_PIPE without flushing (struct device_data, cpu_device). */
+static inline VkPipelineStageFlagBits gpu_end_stage(const struct device_data *dev)
+{
+    return dev->cpu_device ? VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
+                           : VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT;
+}
+
 /* gpu.c */
 void gpu_queue_init(struct device_data *dev, struct queue_data *q);
 void gpu_queue_finish(struct device_data *dev, struct queue_data *q);
@@ -368,6 +437,9 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
 VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueSubmit2 next,
                      uint32_t count, const VkSubmitInfo2 *submits, VkFence fence);
 void gpu_device_lost(struct device_data *dev, const char *where);
+/* Whether the submission that took slot (signalling value) on q is complete by our own
+ * signal: one counter or event read, from any thread. False when unsure. */
+bool gpu_slot_complete(struct queue_data *q, const struct gpu_slot *slot, uint64_t value);
 void gpu_report_notes(void);
 
 /* hooks.c */
@@ -395,7 +467,7 @@ void zones_pass_begin(VkCommandBuffer cb, VkRect2D area, uint32_t colors, bool d
                       uint32_t view_mask, VkRenderingFlags flags);
 void zones_pass_end(VkCommandBuffer cb);
 /* A timed submission carries cb's zones (before it goes down); an untimed one counts them. */
-void zones_attach(struct gpu_slot *slot, VkCommandBuffer cb);
+void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer cb);
 void zones_untimed_submit(VkCommandBuffer cb);
 /* The submission did not go down after all: its zones are let go unread. */
 void zones_detach(struct device_data *dev, struct gpu_slot *slot);

@@ -11,6 +11,9 @@
  *                               it; waits each time
  *   layer-probe resubmit N      the same command buffer recorded once, submitted N times (a
  *                               fence wait between), as samples that record at start-up do
+ *   layer-probe simultaneous N  the same, recorded once with SIMULTANEOUS_USE, as vkcube does
+ *   layer-probe storm N         N submissions in flight at once: each waits on a timeline
+ *                               semaphore the host signals only after the last is submitted
  *
  * Exit status 0 when the probe ran (the test reads the output), 1 on a failure to run. */
 #include <dlfcn.h>
@@ -207,7 +210,7 @@ static VkResult make_pass2(VkDevice device, VkRenderPass *ret)
     return vkCreateRenderPass2(device, &info, NULL, ret);
 }
 
-static int probe_multiview(int rounds, bool record_once)
+static int probe_multiview(int rounds, bool record_once, bool simultaneous)
 {
     const VkApplicationInfo app = {
         .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
@@ -338,7 +341,9 @@ static int probe_multiview(int rounds, bool record_once)
     for (int round = 0; round < rounds; round++) {
         const VkCommandBufferBeginInfo begin = {
             .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-            .flags = record_once ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+            .flags = simultaneous ? VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT
+                     : record_once ? 0
+                                   : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
         };
         if (record_once && round)
             goto submit;
@@ -389,6 +394,87 @@ static int probe_multiview(int rounds, bool record_once)
     return 0;
 }
 
+/* N submissions held on the GPU by a wait on a timeline semaphore that the host signals once
+ * all are submitted: N in flight at once, as an engine submitting hundreds of times a second
+ * behind a long GPU frame has. */
+static int probe_storm(int count)
+{
+    const VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "layer-probe",
+        .apiVersion = VK_API_VERSION_1_2,
+    };
+    const VkInstanceCreateInfo instance_info = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pApplicationInfo = &app,
+    };
+    VkInstance instance;
+    PROBE_CHECK(vkCreateInstance(&instance_info, NULL, &instance));
+    uint32_t phys_count = 1;
+    VkPhysicalDevice phys;
+    VkResult er = vkEnumeratePhysicalDevices(instance, &phys_count, &phys);
+    if ((er != VK_SUCCESS && er != VK_INCOMPLETE) || !phys_count) {
+        fprintf(stderr, "layer-probe: no physical device\n");
+        return 1;
+    }
+    const float priority = 1.0f;
+    const VkDeviceQueueCreateInfo queue_info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueCount = 1,
+        .pQueuePriorities = &priority,
+    };
+    const VkPhysicalDeviceVulkan12Features features12 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+        .timelineSemaphore = VK_TRUE,
+    };
+    const VkDeviceCreateInfo device_info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = &features12,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue_info,
+    };
+    VkDevice device;
+    PROBE_CHECK(vkCreateDevice(phys, &device_info, NULL, &device));
+    VkQueue queue;
+    vkGetDeviceQueue(device, 0, 0, &queue);
+    const VkSemaphoreTypeCreateInfo type = {
+        .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+        .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
+    };
+    const VkSemaphoreCreateInfo sem_info = { .sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
+                                             .pNext = &type };
+    VkSemaphore gate;
+    PROBE_CHECK(vkCreateSemaphore(device, &sem_info, NULL, &gate));
+    const uint64_t open_value = 1;
+    const VkTimelineSemaphoreSubmitInfo wait_value = {
+        .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+        .waitSemaphoreValueCount = 1,
+        .pWaitSemaphoreValues = &open_value,
+    };
+    const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+    const VkSubmitInfo submit = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .pNext = &wait_value,
+        .waitSemaphoreCount = 1,
+        .pWaitSemaphores = &gate,
+        .pWaitDstStageMask = &stage,
+    };
+    for (int i = 0; i < count; i++)
+        PROBE_CHECK(vkQueueSubmit(queue, 1, &submit, VK_NULL_HANDLE));
+    const VkSemaphoreSignalInfo open = {
+        .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO,
+        .semaphore = gate,
+        .value = open_value,
+    };
+    PROBE_CHECK(vkSignalSemaphore(device, &open));
+    PROBE_CHECK(vkQueueWaitIdle(queue));
+    vkDestroySemaphore(device, gate, NULL);
+    vkDestroyDevice(device, NULL);
+    vkDestroyInstance(instance, NULL);
+    printf("%d submissions in flight at once\n", count);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "functions") == 0)
@@ -398,10 +484,14 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "negotiate") == 0)
         return probe_negotiate(argv[2]);
     if (argc == 3 && strcmp(argv[1], "multiview") == 0 && atoi(argv[2]) > 0)
-        return probe_multiview(atoi(argv[2]), false);
+        return probe_multiview(atoi(argv[2]), false, false);
     if (argc == 3 && strcmp(argv[1], "resubmit") == 0 && atoi(argv[2]) > 0)
-        return probe_multiview(atoi(argv[2]), true);
+        return probe_multiview(atoi(argv[2]), true, false);
+    if (argc == 3 && strcmp(argv[1], "simultaneous") == 0 && atoi(argv[2]) > 0)
+        return probe_multiview(atoi(argv[2]), true, true);
+    if (argc == 3 && strcmp(argv[1], "storm") == 0 && atoi(argv[2]) > 0)
+        return probe_storm(atoi(argv[2]));
     fprintf(stderr, "usage: layer-probe functions | families | negotiate LAYER_SO | "
-            "multiview ROUNDS | resubmit ROUNDS\n");
+            "multiview ROUNDS | resubmit ROUNDS | simultaneous ROUNDS | storm SUBMISSIONS\n");
     return 2;
 }

@@ -4,6 +4,7 @@ Weston, with what framescope printed and wrote parsed and cross-checked.
 
 usage: test_layer.py TEST BUILD_DIR DEMO"""
 import json
+import re
 import os
 import shutil
 import sys
@@ -41,8 +42,18 @@ def vkcube(build, demo, mode):
     check(summary["per_frame"]["submits"] >= 1.0, "no submits counted")
     if mode == "fifo":
         check(summary["verdict"]["run"] == "display", f"FIFO vkcube verdict {summary['verdict']}")
+    # vkcube records one command buffer per swapchain image once, with SIMULTANEOUS_USE, and
+    # submits it again whenever that image comes back: a run does not overlap the last one,
+    # so its pass is timed; a run counted as possibly overlapping is counted, never timed.
+    g = summary["gpu_zones"]
+    passes = [z for z in g["zones"] if z["kind"] == "pass"]
+    timed = sum(z["count"] for z in passes)
+    counted = g["untimed"]["simultaneous_use"] + g["untimed"]["resubmitted"]
+    check(timed + counted <= frames + 2, f"zones {g}")
+    check(timed >= frames // 2, f"vkcube's pass timed in {timed} of {frames} frames: {g}")
     print(f"{mode}: {len(rows)} frames, verdict {summary['verdict']['run']}, "
-          f"fps {summary['fps']:.1f}")
+          f"fps {summary['fps']:.1f}; pass timed {timed} times, counted untimed "
+          f"{g['untimed']['simultaneous_use']}")
 
 
 def test_vkcube_fifo(build, demo):
@@ -200,6 +211,88 @@ def test_gpu_zones_resubmit(build, demo):
               len(paths) * (rounds - timed) + 1, f"{name}: {g['untimed']}, {timed} runs timed")
         print(f"{name}: {timed} of {rounds} runs timed, the rest counted "
               f"({g['untimed']['resubmitted']} zones); no validation error")
+
+
+def test_gpu_zones_simultaneous(build, demo):
+    """A command buffer recorded once with SIMULTANEOUS_USE (as vkcube records its own) and
+    submitted again after each fence wait (tests/layer-probe simultaneous): its runs never
+    overlap (the layer sees the last one complete by its own signal), so each is timed unless
+    the next was submitted before the layer read it (counted as resubmitted, not as
+    overlapping); each run is counted exactly once, the last is always timed, and the Khronos
+    validation layer below ours finds nothing."""
+    probe = os.path.join(build, "tests", "layer-probe")
+    rounds = 20
+    runs = [("plain", run_app([probe, "simultaneous", str(rounds)], None, build))]
+    if os.path.exists("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"):
+        runs.append(("validation", run_app([probe, "simultaneous", str(rounds)], None, build,
+                                           layers=VALIDATION)))
+    paths = ("outer", "outer/pass 64x64 (1 color)", "plain outer",
+             "plain outer/pass 64x64 (1 color)", "plain outer/pass 64x64 (1 color)/plain")
+    for name, r in runs:
+        check(r.rc == 0, f"{name}: {r.stderr[-2000:]}")
+        check(not r.validation_errors(), "\n".join(r.validation_errors()[:5]))
+        g = r.json()["gpu_zones"]
+        zones = {z["path"]: z for z in g["zones"]}
+        timed = zones.get("outer", {}).get("count", 0)
+        check(timed >= 1 and all(zones.get(p, {}).get("count") == timed for p in paths),
+              f"{name}: {g['zones']}")
+        untimed = g["untimed"]
+        # After a fence wait no run overlaps the last: one not read before the next is
+        # submitted is counted as resubmitted, never as overlapping.
+        check(untimed["simultaneous_use"] == 0 and
+              untimed["resubmitted"] == len(paths) * (rounds - timed) and
+              untimed["multiview"] == 1 and
+              sum(untimed.values()) == len(paths) * (rounds - timed) + 1,
+              f"{name}: {untimed}, {timed} runs timed")
+        print(f"{name}: {timed} of {rounds} runs timed, the rest counted "
+              f"({untimed['resubmitted']} zones); no validation error")
+
+
+def test_gpu_storm(build, demo):
+    """Thousands of submissions in flight at once (tests/layer-probe storm: each waits on a
+    timeline semaphore the host signals after the last is submitted): the layer's query slots
+    grow with what is in flight, so every submission is timed and none goes untimed for want
+    of a slot; under validation too."""
+    probe = os.path.join(build, "tests", "layer-probe")
+    runs = [("plain", 3000, None)]
+    if os.path.exists("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"):
+        runs.append(("validation", 300, VALIDATION))
+    for name, count, layers in runs:
+        r = run_app([probe, "storm", str(count)], None, build,
+                    **({"layers": layers} if layers else {}))
+        check(r.rc == 0, f"{name}: {r.stderr[-2000:]}")
+        check(not r.validation_errors(), "\n".join(r.validation_errors()[:5]))
+        m = re.search(r"GPU timing: (\d+) submissions timed; untimed: (\d+) \(no free query "
+                      r"slot\), (\d+) \(device-group or protected\), (\d+) \(unreadable\), "
+                      r"(\d+) \(in flight at teardown\)", r.stderr)
+        check(m, f"{name}: no GPU timing note: {r.stderr[-1500:]}")
+        timed, no_slot, _, unreadable, in_flight = (int(x) for x in m.groups())
+        check(timed == count and no_slot == 0 and unreadable == 0 and in_flight == 0,
+              f"{name}: {m.group(0)}")
+        spans = sum(d["spans"] for d in r.json()["device_gpu"])
+        check(spans == count, f"{name}: {spans} GPU spans for {count} submissions")
+        check("GPU timing added query slots" in r.stderr, f"{name}: slots never grew")
+        print(f"{name}: {count} in flight, {timed} timed, 0 untimed for want of a slot")
+
+
+def test_zink_draws(build, demo):
+    """OpenGL through Mesa's zink (glmark2-wayland on lavapipe), which draws through
+    vkCmdDrawMultiEXT: draws per frame are counted, and match what glmark2's build scene issues
+    (one draw of its model a frame)."""
+    need("glmark2-wayland")
+    env = {"MESA_LOADER_DRIVER_OVERRIDE": "zink", "LIBGL_ALWAYS_SOFTWARE": "1"}
+    with Weston() as w:
+        r = run_app(["glmark2-wayland", "-s", "160x120", "-b", "build:duration=1.5"], w, build,
+                     extra_env=env)
+    check(r.rc == 0, r.stderr[-2000:])
+    s = r.json()
+    frames = s["frames"]
+    check(frames >= 10, f"only {frames} frames")
+    draws = s["per_frame"]["draws"]
+    check(abs(draws - 1.0) <= 2.0 / frames, f"{draws} draws per frame; glmark2's build scene "
+          "draws its model once a frame")
+    check(s["device_gpu"][0]["spans"] > 0, "zink's submissions not GPU-timed")
+    print(f"zink glmark2 build: {frames} frames, {draws:.3f} draws per frame")
 
 
 def validation_run(build, argv, extra_env=None):

@@ -17,7 +17,7 @@ static const char *const untimed_names[GPU_ZONE_UNTIMED_COUNT] = {
     [GPU_ZONE_UNTIMED_NO_RESET] = "where no query reset could be recorded (a transfer-only "
                                   "queue, or a first zone inside a resumed pass)",
     [GPU_ZONE_UNTIMED_MULTIVIEW] = "labels inside multiview passes",
-    [GPU_ZONE_UNTIMED_SIMULTANEOUS] = "in simultaneous-use command buffers",
+    [GPU_ZONE_UNTIMED_SIMULTANEOUS] = "in simultaneous-use runs that may overlap another",
 };
 
 static int by_total(const void *a, const void *b)

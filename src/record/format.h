@@ -315,7 +315,7 @@ enum gpu_zone_untimed {
     GPU_ZONE_UNTIMED_NAMES,       /* the name table was full */
     GPU_ZONE_UNTIMED_NO_RESET,    /* no query reset or copy can be recorded where it would go */
     GPU_ZONE_UNTIMED_MULTIVIEW,   /* a label inside a multiview pass (one query per view) */
-    GPU_ZONE_UNTIMED_SIMULTANEOUS, /* a SIMULTANEOUS_USE command buffer (may run twice at once) */
+    GPU_ZONE_UNTIMED_SIMULTANEOUS, /* a SIMULTANEOUS_USE run that may overlap another */
     GPU_ZONE_UNTIMED_COUNT,
 };
 struct rec_gpu_zone_names {

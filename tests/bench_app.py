@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""What framescope costs a chosen app, and which part of it: rounds of A/X/A (the app without
+the layer, with it, without again) and, with --parts, the layer with one part off at a time
+(GPU timing, GPU zones, the presentation tracker, the kernel view, perf counters) against the
+whole layer, all interleaved in one run so drift hits every variant alike.
+
+The frame rate is the app's own where it prints one (glmark2's "FPS: N" per scene, glxgears'
+"= N FPS", the demo's "N fps"), else frames / wall time (--frames N). Each variant prints its
+median and its spread over the rounds; a median inside the range of every round of the A
+variants is "within the noise". Not a test: it prints what it measured.
+
+usage: bench_app.py BUILD_DIR [--rounds N] [--parts] [--mangohud] [--frames N] -- APP ARGS...
+  e.g. MESA_LOADER_DRIVER_OVERRIDE=zink LIBGL_ALWAYS_SOFTWARE=1 \\
+       bench_app.py build --parts -- glmark2-wayland -s 320x240 -b build:duration=3
+
+Without WAYLAND_DISPLAY or DISPLAY, a private headless Weston is started for the app."""
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vkharness import Weston, layer_env
+
+PARTS = [
+    ("GPU timing (and zones)", {"FRAMESCOPE_GPU": "off"}),
+    ("GPU zones", {"FRAMESCOPE_GPU_ZONES": "off"}),
+    ("presentation tracker", {"FRAMESCOPE_PRESENT": "off"}),
+    ("kernel view", {"FRAMESCOPE_KERNEL": "off"}),
+    ("perf counters", {"FRAMESCOPE_COUNTERS": "off"}),
+]
+
+
+def parse_rates(text, frames, wall):
+    """{scene: fps} from what the app printed, else {"fps": frames / wall}."""
+    glmark = re.findall(r"\[(\w+)\][^\n]*?FPS: (\d+)", text)
+    if glmark:
+        return {name: float(fps) for name, fps in glmark}
+    gears = re.findall(r"= ([\d.]+) FPS", text)
+    if gears:
+        return {"fps": statistics.mean(float(g) for g in gears)}
+    demo = re.search(r"([\d.]+) fps", text)
+    if demo:
+        return {"fps": float(demo.group(1))}
+    if frames:
+        return {"fps": frames / wall}
+    return {}
+
+
+def run(argv, env, frames):
+    start = time.monotonic()
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    wall = time.monotonic() - start
+    if r.returncode != 0:
+        sys.exit(f"bench_app: {argv[0]} exited {r.returncode}: {r.stderr[-800:]}")
+    rates = parse_rates(r.stdout + r.stderr, frames, wall)
+    if not rates:
+        sys.exit(f"bench_app: no frame rate in {argv[0]}'s output; give --frames N")
+    return rates
+
+
+def table(title, results, base_labels):
+    """results: {label: [{scene: fps}, ...]}. Prints median, spread and the change against
+    the mean of the base variants' medians."""
+    print(f"\n{title}")
+    scenes = sorted({s for rows in results.values() for r in rows for s in r})
+    for scene in scenes:
+        print(f"  {scene}")
+        medians, spreads = {}, {}
+        for label, rows in results.items():
+            values = [r[scene] for r in rows if scene in r]
+            medians[label] = statistics.median(values)
+            spreads[label] = (min(values), max(values))
+        base = [medians[b] for b in base_labels]
+        base_ms = statistics.mean(1000 / b for b in base)
+        low = min(spreads[b][0] for b in base_labels)
+        high = max(spreads[b][1] for b in base_labels)
+        for label in results:
+            ms = 1000 / medians[label]
+            delta = 100 * (ms - base_ms) / base_ms
+            within = low <= medians[label] <= high  # inside every round of the base variants
+            print(f"    {label:34} {medians[label]:9.1f} fps  ({spreads[label][0]:.1f}.."
+                  f"{spreads[label][1]:.1f})  frame time {delta:+6.1f}%"
+                  f"{'  within the noise' if within and label not in base_labels else ''}")
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 3 or "--" not in args:
+        sys.exit(__doc__)
+    split = args.index("--")
+    opts, app = args[:split], args[split + 1:]
+    build = opts.pop(0)
+    rounds, parts, mangohud, frames = 3, False, False, None
+    while opts:
+        o = opts.pop(0)
+        if o == "--rounds" and opts and opts[0].isdigit() and int(opts[0]) > 0:
+            rounds = int(opts.pop(0))
+        elif o == "--parts":
+            parts = True
+        elif o == "--mangohud":
+            mangohud = True
+        elif o == "--frames" and opts and opts[0].isdigit() and int(opts[0]) > 0:
+            frames = int(opts.pop(0))
+        else:
+            sys.exit(f"bench_app: bad option {o!r}\n{__doc__}")
+    if not app:
+        sys.exit(__doc__)
+
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith("FRAMESCOPE") and k not in ("VK_INSTANCE_LAYERS", "MANGOHUD")}
+    layer = dict(layer_env(build), FRAMESCOPE_SUMMARY="off")
+    variants = [("A (no layer)", {}), ("X (framescope)", layer), ("A (no layer, again)", {})]
+    if mangohud:
+        variants.append(("MangoHud (no_display)", {"MANGOHUD": "1",
+                                                   "MANGOHUD_CONFIG": "no_display"}))
+    if parts:
+        variants += [(f"framescope, {name} off", dict(layer, **off)) for name, off in PARTS]
+
+    def measure(env_extra):
+        results = {label: [] for label, _ in variants}
+        for _ in range(rounds):
+            for label, extra in variants:
+                results[label].append(run(app, dict(env_extra, **extra), frames))
+        return results
+
+    if os.environ.get("WAYLAND_DISPLAY") or os.environ.get("DISPLAY"):
+        results = measure(base)
+    else:
+        with Weston() as w:
+            results = measure(dict(base, **w.env()))
+    title = f"{' '.join(app)}: {rounds} rounds, variants interleaved"
+    table(title, {k: v for k, v in results.items() if not k.startswith("framescope,")},
+          ["A (no layer)", "A (no layer, again)"])
+    if parts:
+        table("the layer's parts: the whole layer against it with one part off (a part costs "
+              "what turning it off gains)",
+              {k: v for k, v in results.items() if k.startswith(("X", "framescope,"))},
+              ["X (framescope)"])
+
+
+if __name__ == "__main__":
+    main()
