@@ -56,6 +56,8 @@ static const struct fscope_loc loc_gpu_submit = { "submission", __FILE__, __LINE
  * millisecond: its next run overwrites the copy (vkcube's, every 4 frames, is read in time at
  * 600 fps). */
 #define READER_POLL_COPIES_NS 1000000
+/* Completed slots read back in one go (and at most this many queries a call). */
+#define READ_BATCH 64
 /* At device destruction the app has idled the device (a rule of vkDestroyDevice); this only
  * bounds a broken app. */
 #define TEARDOWN_WAIT_NS 1000000000
@@ -473,22 +475,11 @@ static int64_t queue_to_mono(const struct queue_data *q, uint64_t ts)
 }
 
 /* One completed slot's span: recorded, checked against the queue's last begin. */
+/* One completed slot's span from its two timestamps: recorded, checked against the queue's
+ * last begin. */
 static void slot_span(struct device_data *dev, struct queue_data *q, struct gpu_slot *s,
-                      int64_t seen)
+                      uint64_t data[2], int64_t seen)
 {
-    uint64_t data[2] = { 0 };
-    /* Complete by our own signal: no wait, and this lap's values (see record_slot). */
-    VkResult r = dev->vk.GetQueryPoolResults(dev->device, s->query_pool, s->query, 2,
-                                             sizeof(data), data, sizeof(uint64_t),
-                                             VK_QUERY_RESULT_64_BIT);
-    if (r == VK_ERROR_DEVICE_LOST) {
-        gpu_device_lost(dev, "vkGetQueryPoolResults");
-        return;
-    }
-    if (r != VK_SUCCESS) {
-        atomic_fetch_add_explicit(&gpu_stats.unmeasured_unreadable, 1, memory_order_relaxed);
-        return;
-    }
     if (layer_config.fault_stale_read)
         fault_stale_read(s, data);
     double period = dev->timestamp_period;
@@ -537,20 +528,53 @@ static void queue_read_completed(struct device_data *dev, struct queue_data *q)
     uint64_t free_in = atomic_load_explicit(&q->free_in, memory_order_relaxed);
     int64_t seen = fscope_ticks_to_mono_ns(fscope_now());
     while (tail < head) {
-        struct gpu_slot *s = q->flight[tail % GPU_SLOTS_MAX];
-        if (!slot_complete(dev, s, value))
+        /* The completed slots at the tail, read in as few calls as their queries allow:
+         * consecutive slots of a chunk are consecutive queries (lavapipe idles the whole
+         * device in every vkGetQueryPoolResults: one a slot left the reader behind a
+         * 30-submission frame). */
+        struct gpu_slot *done[READ_BATCH];
+        uint64_t data[2 * READ_BATCH];
+        uint32_t n = 0;
+        while (n < READ_BATCH && tail + n < head &&
+               slot_complete(dev, q->flight[(tail + n) % GPU_SLOTS_MAX], value)) {
+            done[n] = q->flight[(tail + n) % GPU_SLOTS_MAX];
+            n++;
+        }
+        if (n == 0)
             break;
-        slot_span(dev, q, s, seen);
-        if (atomic_load(&dev->lost))
-            return;
-        zones_read(dev, q, s, queue_to_mono);
-        if (dev->reset_query_pool && !layer_config.fault_skip_query_reset)
-            dev->reset_query_pool(dev->device, s->query_pool, s->query, 2);
-        if (s->event)
-            dev->vk.ResetEvent(dev->device, s->event);
-        q->free_ring[free_in++ % GPU_SLOTS_MAX] = s;
+        for (uint32_t first = 0, last; first < n; first = last) {
+            for (last = first + 1; last < n && done[last]->query_pool == done[first]->query_pool &&
+                                   done[last]->query == done[last - 1]->query + 2;
+                 last++)
+                ;
+            uint32_t count = 2 * (last - first);
+            VkResult r = dev->vk.GetQueryPoolResults(
+                dev->device, done[first]->query_pool, done[first]->query, count,
+                count * sizeof(uint64_t), &data[2 * first], sizeof(uint64_t),
+                VK_QUERY_RESULT_64_BIT);
+            if (r == VK_ERROR_DEVICE_LOST) {
+                gpu_device_lost(dev, "vkGetQueryPoolResults");
+                return;
+            }
+            for (uint32_t k = first; k < last; k++) {
+                if (r == VK_SUCCESS)
+                    slot_span(dev, q, done[k], &data[2 * k], seen);
+                else
+                    atomic_fetch_add_explicit(&gpu_stats.unmeasured_unreadable, 1,
+                                              memory_order_relaxed);
+            }
+        }
+        for (uint32_t k = 0; k < n; k++) {
+            struct gpu_slot *slot = done[k];
+            zones_read(dev, q, slot, queue_to_mono);
+            if (dev->reset_query_pool && !layer_config.fault_skip_query_reset)
+                dev->reset_query_pool(dev->device, slot->query_pool, slot->query, 2);
+            if (slot->event)
+                dev->vk.ResetEvent(dev->device, slot->event);
+            q->free_ring[free_in++ % GPU_SLOTS_MAX] = slot;
+        }
         atomic_store_explicit(&q->free_in, free_in, memory_order_release);
-        tail++;
+        tail += n;
         atomic_store_explicit(&q->slot_tail, tail, memory_order_release);
     }
     /* Half in flight: add as many again before the submitting thread runs short. */

@@ -13,9 +13,12 @@ usage: bench_app.py BUILD_DIR [--rounds N] [--parts] [--mangohud] [--frames N] -
   e.g. MESA_LOADER_DRIVER_OVERRIDE=zink LIBGL_ALWAYS_SOFTWARE=1 \\
        bench_app.py build --parts -- glmark2-wayland -s 320x240 -b build:duration=3
 
-Without WAYLAND_DISPLAY or DISPLAY, a private headless Weston is started for the app."""
+Without WAYLAND_DISPLAY or DISPLAY, a private headless Weston is started for the app (where
+Weston is installed; else the app runs with no display, e.g. the demo with --output offscreen
+on a headless GPU)."""
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -82,7 +85,8 @@ def table(title, results, base_labels):
             delta = 100 * (ms - base_ms) / base_ms
             within = low <= medians[label] <= high  # inside every round of the base variants
             print(f"    {label:34} {medians[label]:9.1f} fps  ({spreads[label][0]:.1f}.."
-                  f"{spreads[label][1]:.1f})  frame time {delta:+6.1f}%"
+                  f"{spreads[label][1]:.1f})  frame time {delta:+6.2f}% "
+                  f"({1000 * (ms - base_ms):+.2f} us)"
                   f"{'  within the noise' if within and label not in base_labels else ''}")
 
 
@@ -126,8 +130,9 @@ def main():
                 results[label].append(run(app, dict(env_extra, **extra), frames))
         return results
 
-    if os.environ.get("WAYLAND_DISPLAY") or os.environ.get("DISPLAY"):
-        results = measure(base)
+    if os.environ.get("WAYLAND_DISPLAY") or os.environ.get("DISPLAY") or \
+            not shutil.which("weston"):
+        results = measure(base)  # a desktop's, or none at all (a headless GPU, offscreen)
     else:
         with Weston() as w:
             results = measure(dict(base, **w.env()))

@@ -276,9 +276,17 @@ def test_validation_patterns(build, demo):
            [(n, ["--present-mode", "mailbox", "--no-fence-wait"], {"FRAMESCOPE_TEST_FAULT": f})
             for n, f in faults.items()]
     for name, args, env in runs:
+        env = dict(env or {}, FRAMESCOPE_LOG="info")
         r, s, rows, _ = demo_run(build, demo, args, 60, extra_env=env, layers=VALIDATION)
         errors = r.validation_errors()
         check(not errors, f"{name}: validation errors:\n" + "\n".join(errors[:10]))
+        if name in ("api 1.0", "api 1.1"):
+            # The fast path on every instance version: what GPU timing needs is added (and
+            # on 1.0, properties2 for it), and the timeline semaphore completes its spans.
+            check("GPU timing adds to the device: extensions: VK_EXT_host_query_reset, "
+                  "VK_KHR_timeline_semaphore" in r.stderr and
+                  "completes by a timeline semaphore" in r.stderr,
+                  f"{name}: GPU timing took the slow path:\n{r.stderr[-2000:]}")
         m = re.search(r"GPU timing: (\d+) submissions timed", r.stderr)
         check(m and int(m.group(1)) > 0, f"{name}: nothing GPU-timed")
         check(s["budget_ms"]["gpu_busy"] > 0, f"{name}: no GPU busy")

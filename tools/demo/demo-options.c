@@ -74,6 +74,11 @@ static const char usage_text[] =
     "                          --gpu-iters of the second device (default 0); needs\n"
     "                          --devices 2\n"
     "  --no-destroy            exit without destroying any Vulkan object\n"
+    "  --submits N             every submission the demo makes becomes N: N - 1 batches of\n"
+    "                          one empty command buffer, each in a vkQueueSubmit of its own,\n"
+    "                          before it (an\n"
+    "                          engine that submits dozens of times a frame, as DXVK, vkd3d\n"
+    "                          and zink do; 1-256, default 1)\n"
     "  --transfer-queue        also submit an empty batch every frame to a queue of a family\n"
     "                          without graphics (the one with the fewest timestamp bits: an\n"
     "                          upload queue, as DXVK and vkd3d use); not with --thread-split\n"
@@ -159,6 +164,7 @@ enum option_id {
     OPTION_FAULT_MB,
     OPTION_SELF_TIMESTAMPS,
     OPTION_TRANSFER_QUEUE,
+    OPTION_SUBMITS,
 };
 
 static const struct option long_options[] = {
@@ -198,6 +204,7 @@ static const struct option long_options[] = {
     { "die", required_argument, NULL, OPTION_DIE },
     { "self-timestamps", no_argument, NULL, OPTION_SELF_TIMESTAMPS },
     { "transfer-queue", no_argument, NULL, OPTION_TRANSFER_QUEUE },
+    { "submits", required_argument, NULL, OPTION_SUBMITS },
     { NULL, 0, NULL, 0 },
 };
 
@@ -405,6 +412,7 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
         .instances = 1,
         .stall_at = -1,
         .frames_in_flight = 2,
+        .submits = 1,
         .devices = 1,
     };
     bool present_mode_given = false, stall_ms_given = false, frames_in_flight_given = false;
@@ -605,6 +613,11 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
             break;
         case OPTION_TRANSFER_QUEUE:
             options.transfer_queue = true;
+            break;
+        case OPTION_SUBMITS:
+            if (!parse_uint(name, optarg, 1, 256, &value))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.submits = (uint32_t)value;
             break;
         case ':':
             fprintf(stderr, DEMO_NAME ": %s: needs a value (see --help)\n",

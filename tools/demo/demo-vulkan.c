@@ -306,6 +306,7 @@ struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurface
     } };
     uint32_t queue_info_count = 1;
     gpu->transfer_family = UINT32_MAX;
+    gpu->extra_submits = config->extra_submits;
     if (config->transfer_queue) {
         /* Fewest valid bits first: where timestamps wrap soonest (32 bits on an H200). */
         VkQueueFamilyProperties families[16];
@@ -373,6 +374,34 @@ struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurface
             goto error;
     }
 
+    if (gpu->extra_submits) {
+        /* --submits: one empty command buffer, recorded once and in every extra submission
+         * (pending several times at once, so SIMULTANEOUS_USE). */
+        const VkCommandPoolCreateInfo extra_pool_info = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+            .queueFamilyIndex = gpu->queue_family,
+        };
+        VkCommandBufferAllocateInfo extra_alloc = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            .commandBufferCount = 1,
+        };
+        const VkCommandBufferBeginInfo extra_begin = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+            .flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT,
+        };
+        if (!demo_vk_check(vkCreateCommandPool(gpu->device, &extra_pool_info, NULL,
+                                               &gpu->extra_pool), "vkCreateCommandPool"))
+            goto error;
+        extra_alloc.commandPool = gpu->extra_pool;
+        if (!demo_vk_check(vkAllocateCommandBuffers(gpu->device, &extra_alloc, &gpu->extra_cmd),
+                           "vkAllocateCommandBuffers") ||
+            !demo_vk_check(vkBeginCommandBuffer(gpu->extra_cmd, &extra_begin),
+                           "vkBeginCommandBuffer") ||
+            !demo_vk_check(vkEndCommandBuffer(gpu->extra_cmd), "vkEndCommandBuffer"))
+            goto error;
+    }
+
     if (config->submit2) {
         gpu->queue_submit2 = (PFN_vkQueueSubmit2)vkGetDeviceProcAddr(gpu->device,
                                                                      submit2_name);
@@ -397,6 +426,8 @@ void demo_gpu_destroy(struct demo_gpu *gpu)
         vkDestroyFence(gpu->device, gpu->transfer_fence, NULL);
     if (gpu->transfer_pool)
         vkDestroyCommandPool(gpu->device, gpu->transfer_pool, NULL);
+    if (gpu->extra_pool)
+        vkDestroyCommandPool(gpu->device, gpu->extra_pool, NULL);
     if (gpu->device)
         vkDestroyDevice(gpu->device, NULL);
     pthread_mutex_destroy(&gpu->queue_lock);
@@ -438,6 +469,18 @@ bool demo_gpu_submit(struct demo_gpu *gpu, const struct demo_batch *batch)
     }
 
     pthread_mutex_lock(&gpu->queue_lock);
+    const VkSubmitInfo extra = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &gpu->extra_cmd,
+    };
+    for (uint32_t i = 0; i < gpu->extra_submits; i++) {
+        if (!demo_vk_check(vkQueueSubmit(gpu->queue, 1, &extra, VK_NULL_HANDLE),
+                           "vkQueueSubmit")) {
+            pthread_mutex_unlock(&gpu->queue_lock);
+            return false;
+        }
+    }
     if (gpu->queue_submit2) {
         VkSemaphoreSubmitInfo wait_infos[2];
         for (uint32_t i = 0; i < wait_count; i++) {

@@ -63,6 +63,7 @@ struct demo_options {
     int die_signal; /* 0: exit normally after --frames */
     bool self_timestamps;
     bool transfer_queue;
+    uint32_t submits; /* --submits: each submission of the demo's becomes this many */
     /* --passes: each frame's work as named passes, each in a debug-utils label region */
     uint32_t pass_count;
     struct demo_pass {
@@ -121,6 +122,9 @@ struct demo_gpu {
     VkCommandBuffer transfer_cmd;
     VkFence transfer_fence;
     bool transfer_submitted;
+    uint32_t extra_submits; /* --submits N: N - 1 submissions before each of ours */
+    VkCommandPool extra_pool;
+    VkCommandBuffer extra_cmd; /* empty, recorded once: what the extra submissions carry */
 };
 
 /* What a device is created with, besides the queue and, with a surface, VK_KHR_swapchain. */
@@ -136,6 +140,8 @@ struct demo_gpu_config {
     bool timeline_semaphore;
     /* A second queue from the non-graphics family with the fewest timestamp bits. */
     bool transfer_queue;
+    /* Empty submissions made before each of the demo's own (--submits N: N - 1). */
+    uint32_t extra_submits;
 };
 
 /*

@@ -962,6 +962,7 @@ static bool set_up(struct demo *demo, bool *usage_error)
         .vk12_features = options->vk12_features,
         .timeline_semaphore = options->host_delay || options->late_signal,
         .transfer_queue = options->transfer_queue,
+        .extra_submits = options->submits - 1,
     };
     demo->gpu = demo_gpu_create(&demo->instance, demo->surface, &config);
     if (!demo->gpu)
