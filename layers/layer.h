@@ -264,6 +264,10 @@ struct queue_data {
     struct gpu_slot *flight[GPU_SLOTS_MAX];
     _Atomic uint64_t slot_head, slot_tail;
     VkSemaphore timeline; /* VK_NULL_HANDLE: each slot's event is the completion signal */
+    /* Submitting thread: a timeline signal proves every earlier submission on the queue
+     * finished too, so not every submission carries one (gpu.c, signal_due). */
+    uint64_t last_signal_ticks;
+    uint32_t unsignalled;
     uint64_t valid_mask;
     struct gpu_calibration calibration; /* reader thread only */
     int64_t anchor_best_gap_ns;         /* uncalibrated re-anchoring, reader thread only */
@@ -314,6 +318,7 @@ struct device_data {
     _Atomic uint32_t zone_copies_in_flight;
     bool zones_failed;
     _Atomic bool lost;
+    bool idle; /* idled at teardown: every slot complete (read after the reader stopped) */
 
     /* The reader thread: waits on our completion signals and reads timestamps back, so no app
      * call ever waits for the GPU on our behalf (lavapipe's vkGetQueryPoolResults idles the
@@ -377,7 +382,6 @@ struct gpu_stats {
     _Atomic uint64_t unmeasured_no_slot;
     _Atomic uint64_t unmeasured_unreadable;
     _Atomic uint64_t unmeasured_unsupported;
-    _Atomic uint64_t unmeasured_chain;    /* a timeline struct we cannot extend (not first) */
     _Atomic uint64_t slots_grown;         /* chunks added while the app ran */
     _Atomic uint64_t slots_grown_on_app;  /* of which by a submitting thread that found none */
     _Atomic uint64_t reader_wakes;        /* read passes of the reader threads */

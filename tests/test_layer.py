@@ -216,10 +216,10 @@ def test_gpu_zones_resubmit(build, demo):
 def test_gpu_zones_simultaneous(build, demo):
     """A command buffer recorded once with SIMULTANEOUS_USE (as vkcube records its own) and
     submitted again after each fence wait (tests/layer-probe simultaneous): its runs never
-    overlap (the layer sees the last one complete by its own signal), so each is timed unless
-    the next was submitted before the layer read it (counted as resubmitted, not as
-    overlapping); each run is counted exactly once, the last is always timed, and the Khronos
-    validation layer below ours finds nothing."""
+    overlap, so each is timed unless the next was submitted before the layer read it, or
+    before the layer's own completion signal showed it done (counted, never timed); each run
+    is counted exactly once, the last is always timed, and the Khronos validation layer below
+    ours finds nothing."""
     probe = os.path.join(build, "tests", "layer-probe")
     rounds = 20
     runs = [("plain", run_app([probe, "simultaneous", str(rounds)], None, build))]
@@ -238,14 +238,16 @@ def test_gpu_zones_simultaneous(build, demo):
               f"{name}: {g['zones']}")
         untimed = g["untimed"]
         # After a fence wait no run overlaps the last: one not read before the next is
-        # submitted is counted as resubmitted, never as overlapping.
-        check(untimed["simultaneous_use"] == 0 and
-              untimed["resubmitted"] == len(paths) * (rounds - timed) and
+        # submitted is counted as resubmitted; one whose completion the layer's own signal
+        # had not shown yet (it can trail the app's fence) as possibly overlapping.
+        check(untimed["simultaneous_use"] + untimed["resubmitted"] ==
+              len(paths) * (rounds - timed) and
               untimed["multiview"] == 1 and
               sum(untimed.values()) == len(paths) * (rounds - timed) + 1,
               f"{name}: {untimed}, {timed} runs timed")
         print(f"{name}: {timed} of {rounds} runs timed, the rest counted "
-              f"({untimed['resubmitted']} zones); no validation error")
+              f"({untimed['resubmitted']} resubmitted, {untimed['simultaneous_use']} maybe overlapping "
+              f"zones); no validation error")
 
 
 def test_gpu_storm(build, demo):
