@@ -5,22 +5,22 @@
  * The slot's begin command buffer goes in front of the app's first batch and its end command
  * buffer behind the app's last, in the app's own batches: no batch or submission of ours is
  * added, so nothing of ours can make a driver's queue throttle (Mesa's queues make one
- * driver submission per batch). The last batch also signals our completion signal: a
- * per-queue timeline semaphore with the slot's value, added to the batch's own signals. A
- * driver without timeline semaphores gets an event instead, set by the end command buffer
- * after its timestamp and polled.
+ * driver submission per batch). Completion is told by a per-queue timeline semaphore: the
+ * k-th submission's value is k + 1, and the last batch of some submissions (the ones the app
+ * fences, and one a millisecond at most: SIGNAL_GAP_NS) signals it among its own signals; a
+ * signal completes every earlier slot of the queue too. A driver without timeline semaphores
+ * gets an event instead, set by the end command buffer after its timestamp and polled.
  *
- * Nothing here waits or takes a lock on an app thread. A reader thread per device waits on
- * the completion signals, reads the queries, resets them from the host and only then gives
- * the slot back; it reads what completed at most once a millisecond, however many
- * submissions a frame has. A queue starts with GPU_SLOTS_FIRST slots and the reader adds as
- * many again whenever half are in flight, so an app that keeps thousands in flight is timed
- * whole; a submit that still finds none free makes the next chunk itself (counted), and goes
- * untimed (counted) only at GPU_SLOTS_MAX.
+ * Nothing here waits or takes a lock on an app thread. A reader thread per device reads what
+ * completed every few milliseconds (READER_POLL_NS), resets the queries from the host and
+ * only then gives the slots back, however many submissions a frame has. A queue starts with
+ * GPU_SLOTS_FIRST slots and the reader adds as many again whenever half are in flight, so an
+ * app that keeps thousands in flight is timed whole; a submit that still finds none free
+ * makes the next chunk itself (counted), and goes untimed (counted) only at GPU_SLOTS_MAX.
  *
  * Queues are externally synchronised by the app (Vulkan's rule), so the submitting side of a
- * queue's rings and its scratch memory need no lock: submit, present and wait-idle on one
- * queue never run at once. */
+ * queue's rings, its signal bookkeeping and its scratch memory need no lock: submit, present
+ * and wait-idle on one queue never run at once. */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
