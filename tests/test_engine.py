@@ -270,6 +270,11 @@ def test_validation_patterns(build, demo):
         "two devices": ["--devices", "2", "--second-device-gpu-iters", "50"],
         "device cycles": ["--device-cycles", "3"],
         "threads": ["--threads", "3", "--present-mode", "mailbox"],
+        # 30 submissions a frame: the layer's signal rides on few of them (the fenced one,
+        # one a millisecond); every one is still timed and read.
+        "30 submits": ["--submits", "30"],
+        "30 submits, no fence wait": ["--submits", "30", "--present-mode", "mailbox",
+                                      "--no-fence-wait"],
     }
     faults = {"no timeline": "no-timeline", "no calibration": "no-calibration"}
     runs = [(n, a, None) for n, a in cases.items()] + \
@@ -290,6 +295,11 @@ def test_validation_patterns(build, demo):
         m = re.search(r"GPU timing: (\d+) submissions timed", r.stderr)
         check(m and int(m.group(1)) > 0, f"{name}: nothing GPU-timed")
         check(s["budget_ms"]["gpu_busy"] > 0, f"{name}: no GPU busy")
+        if "30 submits" in name:
+            check(int(m.group(1)) == 60 * 30 and
+                  "untimed: 0 (no free query slot), 0 (device-group or protected), "
+                  "0 (unreadable), 0 (in flight at teardown)" in r.stderr,
+                  f"{name}: {r.summary_line('note')}")
         print(f"{name}: 0 validation errors, {m.group(1)} submissions timed")
 
 
