@@ -26,9 +26,10 @@ PATIENCE_S = 120
 
 
 def clean_env(env=None):
-    """The caller's environment without a Wayland session or framescope settings."""
+    """The caller's environment without a display (Wayland or X11) or framescope settings."""
     e = {k: v for k, v in os.environ.items()
-         if not k.startswith("FRAMESCOPE") and k not in ("WAYLAND_DISPLAY", "VK_INSTANCE_LAYERS")}
+         if not k.startswith("FRAMESCOPE") and
+         k not in ("WAYLAND_DISPLAY", "DISPLAY", "VK_INSTANCE_LAYERS")}
     e.update(env or {})
     return e
 
@@ -88,6 +89,46 @@ def test_demo_no_session(exe):
     check(f"capture in {out}" in r.stderr, "capture not pointed at")
     check("warning" not in r.stderr, f"framescope run made the app warn:\n{r.stderr}")
     print(r.stderr)
+
+
+def test_x11_passthrough(exe):
+    """On an X11 desktop (DISPLAY reachable, no Wayland session) `framescope run` starts no
+    private compositor and passes the user's environment through unchanged (XDG_RUNTIME_DIR,
+    with the app's audio and D-Bus sockets, and no WAYLAND_DISPLAY of ours); with no display at
+    all it still starts one."""
+    import subprocess
+    if not shutil.which("Xvfb") or not shutil.which("weston"):
+        print("needs Xvfb and weston")
+        sys.exit(SKIP)
+    runtime = tempfile.mkdtemp(prefix="fscope-xdg-")
+    os.chmod(runtime, 0o700)
+    read_fd, write_fd = os.pipe()
+    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write_fd), "-nolisten", "tcp"],
+                            pass_fds=(write_fd,), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    os.close(write_fd)
+    try:
+        number = b""
+        while not number.endswith(b"\n"):
+            chunk = os.read(read_fd, 16)
+            check(chunk, "Xvfb did not say its display")
+            number += chunk
+        show = ["sh", "-c", 'echo "xdg=$XDG_RUNTIME_DIR wayland=${WAYLAND_DISPLAY-unset}"']
+        r = run(exe, "run", "--no-capture", "--", *show,
+                env={"DISPLAY": ":" + number.decode().strip(), "XDG_RUNTIME_DIR": runtime})
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+        check("headless Weston" not in r.stderr, f"a private compositor on an X11 desktop:\n"
+              f"{r.stderr}")
+        check(f"xdg={runtime} wayland=unset" in r.stdout, f"environment changed: {r.stdout}")
+        # No display at all: the private compositor, and the command runs on it.
+        r = run(exe, "run", "--no-capture", "--", *show, env={"XDG_RUNTIME_DIR": runtime})
+        check(r.returncode == 0 and "started a headless Weston" in r.stderr and
+              "wayland=framescope-0" in r.stdout, f"{r.stdout}\n{r.stderr}")
+        print(f"X11 desktop: environment passed through ({r.stdout.strip()} without one)")
+    finally:
+        os.close(read_fd)
+        xvfb.terminate()
+        xvfb.wait(timeout=30)
 
 
 def test_capture_failure(exe):

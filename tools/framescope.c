@@ -73,8 +73,11 @@ static const char usage[] =
     "      --summary WHERE  off, stderr (default) or a file path for the summary\n"
     "      --cap RATE       cap the frame rate: HZ (1-1000), auto (the refresh of the output\n"
     "                       the frames are shown on) or off (default)\n"
-    "      --compositor MODE  auto (default): start a private headless Weston when no\n"
-    "                       Wayland session is reachable; never: do not start one\n"
+    "      --compositor MODE  auto (default): start a private headless Weston only when\n"
+    "                       there is no display at all (no reachable Wayland session and no\n"
+    "                       X display in DISPLAY; the bundled demo, which draws only on\n"
+    "                       Wayland, whenever no Wayland session is reachable); never: do\n"
+    "                       not start one\n"
     "  -h, --help           this text\n"
     "\n"
     "The command records into shared memory that framescope keeps: when it ends, however it\n"
@@ -181,6 +184,24 @@ static bool wayland_session_reachable(void)
         return false;
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/%s", runtime, display);
+    return file_exists(path);
+}
+
+/* An X server the command can reach: $DISPLAY set, and for a local display (":N") its socket
+ * there. A remote or unusual display is trusted as given. */
+static bool x11_display_reachable(void)
+{
+    const char *display = getenv("DISPLAY");
+    if (!display || !*display)
+        return false;
+    if (display[0] != ':')
+        return true;
+    char *end;
+    long number = strtol(display + 1, &end, 10);
+    if (end == display + 1 || number < 0 || number > 65535)
+        return true;
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/.X11-unix/X%ld", number);
     return file_exists(path);
 }
 
@@ -886,7 +907,13 @@ static int cmd_run(int argc, char **argv)
     struct compositor compositor = { 0 };
     int status, command_signal = 0;
     bool ran = false;
-    if (compositor_auto && !wayland_session_reachable() && compositor_start(&compositor) != 0)
+    /* A private compositor only where there is no display at all: a game on an X11 desktop
+     * keeps the user's display and XDG_RUNTIME_DIR (its audio and D-Bus sockets, and `top`).
+     * The bundled demo draws only on Wayland, so it gets one whenever no Wayland session is
+     * reachable. */
+    bool need_compositor = !wayland_session_reachable() &&
+                           (command == demo_argv || !x11_display_reachable());
+    if (compositor_auto && need_compositor && compositor_start(&compositor) != 0)
         status = child_stop_signal ? 128 + child_stop_signal : 125;
     else
         status = run_command(command, &command_signal, &ran);
