@@ -3,11 +3,13 @@
  * exit with the same code `framescope run` uses after it. Under an observer the app only
  * flushes and marks its recording ended; the observer does the rest, however the app ends. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/capture_dir.h"
 #include "analysis/recording.h"
@@ -23,6 +25,7 @@
 #include "record/stream.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/private_fd.h"
 #include "util/system.h"
 #ifdef FSCOPE_HAVE_WAYLAND
 #include "present/present-wl.h"
@@ -34,6 +37,10 @@ static enum report_summary summary_target = REPORT_SUMMARY_STDERR;
 static char summary_path[1024];
 static char output_dir[1024];
 static _Atomic bool finished, disowned;
+/* The terminal's stderr as it was at start-up, kept apart: an app that closes its fds 1 and 2
+ * at exit (SuperTuxKart does) still gets its summary, and one that opens a file of its own
+ * under number 2 never gets the summary written into it. */
+static struct fscope_private_fd private_stderr = { .fd = -1 };
 
 /* A forked child has none of the parent's threads and must not write the parent's summary or
  * capture when it exits: the run being profiled is the parent's. */
@@ -65,6 +72,8 @@ __attribute__((constructor)) static void library_init(void)
                        fscope_config_escape(summary, shown, sizeof(shown)));
         }
     }
+    if (summary_target == REPORT_SUMMARY_STDERR || summary_target == REPORT_SUMMARY_PATH)
+        fscope_private_fd_init(&private_stderr, STDERR_FILENO);
     const char *out = secure_getenv("FRAMESCOPE_OUTPUT");
     if (out && *out) {
         if (strlen(out) >= sizeof(output_dir) - 32)
@@ -91,6 +100,28 @@ static struct recording *read_own(size_t *ret_len)
     }
     *ret_len = len;
     return rec;
+}
+
+/* Where the summary's "stderr" goes: the private copy of the terminal's stderr while it is
+ * still that file, else stderr if fd 2 is still it, else nowhere. */
+static FILE *summary_stream(void)
+{
+    if (private_stderr.fd < 0)
+        return stderr; /* never had one to keep: as before */
+    if (fscope_private_fd_ours(&private_stderr)) {
+        int fd = fcntl(private_stderr.fd, F_DUPFD_CLOEXEC, 0);
+        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (f)
+            return f;
+        if (fd >= 0)
+            close(fd);
+    }
+    struct fscope_private_fd now;
+    bool same = fscope_private_fd_init(&now, STDERR_FILENO) && now.dev == private_stderr.dev &&
+                now.ino == private_stderr.ino;
+    if (now.fd >= 0)
+        close(now.fd);
+    return same ? stderr : NULL;
 }
 
 FSCOPE_EXPORT void fscope_report_finish(void)
@@ -141,8 +172,11 @@ FSCOPE_EXPORT void fscope_report_finish(void)
         return;
     struct report *r = report_create(rec);
     int capture_error;
+    FILE *err = summary_stream();
     if (r && (report_has_frames(r) || rec->enabled))
-        report_deliver(r, h, len, summary_target, summary_path, output_dir, &capture_error);
+        report_deliver(r, h, len, summary_target, summary_path, output_dir, err, &capture_error);
+    if (err && err != stderr)
+        fclose(err);
     report_destroy(r);
     recording_free(rec);
 }

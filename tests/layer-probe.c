@@ -14,9 +14,15 @@
  *   layer-probe simultaneous N  the same, recorded once with SIMULTANEOUS_USE, as vkcube does
  *   layer-probe storm N         N submissions in flight at once: each waits on a timeline
  *                               semaphore the host signals only after the last is submitted
+ *   layer-probe closed-stderr F an instance, then stdout and stderr closed and F opened twice
+ *                               (taking numbers 1 and 2), "app data" written to each, and exit
+ *                               without destroying anything (SuperTuxKart closes its fds 1
+ *                               and 2 at exit)
  *
  * Exit status 0 when the probe ran (the test reads the output), 1 on a failure to run. */
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -475,6 +481,29 @@ static int probe_storm(int count)
     return 0;
 }
 
+static int probe_closed_stderr(const char *path)
+{
+    const VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "layer-probe",
+        .apiVersion = VK_API_VERSION_1_1,
+    };
+    const VkInstanceCreateInfo instance_info = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pApplicationInfo = &app,
+    };
+    VkInstance instance;
+    PROBE_CHECK(vkCreateInstance(&instance_info, NULL, &instance));
+    close(1);
+    close(2);
+    for (int i = 0; i < 2; i++) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, "app data\n", 9) != 9)
+            return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "functions") == 0)
@@ -491,7 +520,10 @@ int main(int argc, char **argv)
         return probe_multiview(atoi(argv[2]), true, true);
     if (argc == 3 && strcmp(argv[1], "storm") == 0 && atoi(argv[2]) > 0)
         return probe_storm(atoi(argv[2]));
+    if (argc == 3 && strcmp(argv[1], "closed-stderr") == 0)
+        return probe_closed_stderr(argv[2]);
     fprintf(stderr, "usage: layer-probe functions | families | negotiate LAYER_SO | "
-            "multiview ROUNDS | resubmit ROUNDS | simultaneous ROUNDS | storm SUBMISSIONS\n");
+            "multiview ROUNDS | resubmit ROUNDS | simultaneous ROUNDS | storm SUBMISSIONS | "
+            "closed-stderr FILE\n");
     return 2;
 }

@@ -8,6 +8,7 @@ import re
 import os
 import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vkharness import (LAVAPIPE_MAX_ITERS, SKIP, TestFailure, Weston, check,
@@ -295,6 +296,20 @@ def test_zink_draws(build, demo):
           "draws its model once a frame")
     check(s["device_gpu"][0]["spans"] > 0, "zink's submissions not GPU-timed")
     print(f"zink glmark2 build: {frames} frames, {draws:.3f} draws per frame")
+
+
+def test_closed_stderr(build, demo):
+    """An app that closes fds 1 and 2 at exit and opens a file of its own under those numbers
+    (tests/layer-probe closed-stderr): the summary still reaches the terminal's stderr, through
+    the copy the library kept at start-up, and the app's file holds only what the app wrote."""
+    path = os.path.join(tempfile.mkdtemp(prefix="fscope-stderr-"), "app.log")
+    probe = os.path.join(build, "tests", "layer-probe")
+    r = run_app([probe, "closed-stderr", path], None, build, capture=False)
+    check(r.rc == 0, r.stderr[-2000:])
+    check(len(r.summaries()) == 1, f"summary lost with stderr closed:\n{r.stderr[-2000:]}")
+    data = open(path).read()
+    check(data == "app data\n" * 2, f"the app's file was written into: {data[:300]!r}")
+    print("stderr closed: summary on the terminal's stderr, the app's file untouched")
 
 
 def validation_run(build, argv, extra_env=None):

@@ -742,7 +742,7 @@ static int recording_analyse(struct observed_recording *r, int exit_status, int 
         else if (!report_has_frames(report) && !rec->enabled)
             status = 3; /* framescope loaded (the library) but nothing to report */
         else if (report_deliver(report, bytes, (size_t)used, where, summary_path, output,
-                                &capture_error) != 0)
+                                stderr, &capture_error) != 0)
             status = 1;
         if (capture_error)
             fprintf(stderr, "framescope: the capture was NOT written to %s (%s)\n", output,

@@ -1172,32 +1172,34 @@ static int summary_text_writer(FILE *f, const void *arg)
 
 int report_deliver(const struct report *r, const void *recording, size_t recording_len,
                    enum report_summary where, const char *summary_path, const char *output_dir,
-                   int *ret_capture_error)
+                   FILE *err, int *ret_capture_error)
 {
     *ret_capture_error = 0;
     char *text = NULL;
     size_t text_len = 0;
     FILE *summary = where == REPORT_SUMMARY_OFF    ? NULL
                     : where == REPORT_SUMMARY_PATH ? open_memstream(&text, &text_len)
-                                                   : stderr;
+                                                   : err;
     if (where == REPORT_SUMMARY_PATH && !summary)
-        summary = stderr; /* out of memory: here rather than nowhere */
+        summary = err; /* out of memory: there rather than nowhere */
     if (summary)
         report_write(summary, r, REPORT_TEXT);
     int e = 0;
     if (output_dir && output_dir[0])
         *ret_capture_error = e = report_write_capture(r, recording, recording_len, output_dir,
                                                       summary);
-    if (summary == stderr) {
-        fflush(stderr);
+    if (summary == err) {
+        if (err)
+            fflush(err);
     } else if (summary) {
         fclose(summary);
-        /* Written whole (the capture line with it) or, on failure, printed here. */
+        /* Written whole (the capture line with it) or, on failure, printed there. */
         int w = capture_write_file(summary_path, summary_text_writer, text);
         if (w != 0) {
             fscope_log(FSCOPE_LOG_ERROR, "cannot write the summary to %s (%s); printing it here",
                        summary_path, strerror(-w));
-            fputs(text, stderr);
+            if (err)
+                fputs(text, err);
             if (e == 0)
                 e = w;
         }

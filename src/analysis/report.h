@@ -74,12 +74,13 @@ void report_write_capture_line(FILE *f, const char *dir);
 enum report_summary { REPORT_SUMMARY_STDERR, REPORT_SUMMARY_OFF, REPORT_SUMMARY_PATH };
 
 /* A run's end, the same in the app and in framescope run: the summary where asked (a file is
- * written whole, the capture line with it, or printed on stderr with the error), and the
- * capture when output_dir is set. Returns 0, or -errno of the capture (else of the summary
- * file) that failed; *ret_capture_error is the capture's alone. */
+ * written whole, the capture line with it, or printed on err with the error), and the
+ * capture when output_dir is set. err is where "stderr" goes (NULL: nowhere, as when the app
+ * closed its stderr and no copy of it is left). Returns 0, or -errno of the capture (else of
+ * the summary file) that failed; *ret_capture_error is the capture's alone. */
 int report_deliver(const struct report *r, const void *recording, size_t recording_len,
                    enum report_summary where, const char *summary_path, const char *output_dir,
-                   int *ret_capture_error);
+                   FILE *err, int *ret_capture_error);
 
 /* Whether a surface's display paces its frames: evidence, not assumption. */
 struct display_evidence {

@@ -17,6 +17,7 @@
 #include "registry.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/private_fd.h"
 
 /* What a frame's CPU part is made of when the machine has a PMU: IPC, and the two misses
  * that most often explain a low one. */
@@ -230,7 +231,7 @@ static bool group_open(struct fscope_collector *c)
             open_failed(i, errno);
             continue;
         }
-        c->counter_fds[i] = kernel_fd_high(fd);
+        c->counter_fds[i] = fscope_fd_high(fd);
         c->counters_open |= 1u << i;
     }
     if (!c->counters_open)

@@ -16,6 +16,7 @@
 #include "util/config.h"
 #include "util/daemon_proto.h"
 #include "util/log.h"
+#include "util/private_fd.h"
 #include "worker.h"
 
 #define LINK_PERIOD_MS 1000
@@ -68,7 +69,7 @@ static int link_register(struct link *l)
         close(fd);
         return e ? e : -EIO;
     }
-    l->conn = kernel_fd_high(fd);
+    l->conn = fscope_fd_high(fd);
     return 0;
 }
 

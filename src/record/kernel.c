@@ -22,6 +22,7 @@
 #include "util/config.h"
 #include "util/drm_fdinfo.h"
 #include "util/log.h"
+#include "util/private_fd.h"
 #include "worker.h"
 
 static bool kernel_on = true;
@@ -134,21 +135,8 @@ struct sampler {
 };
 
 
-/* Descriptors we hold in the app's table go above this, where a program that still select()s
- * (FD_SETSIZE 1024) never looks, and only when its limit leaves them room. */
-#define HIGH_FD 1024
+/* Perf events only where the limit leaves room for them. */
 #define PERF_MIN_FD_LIMIT 4096
-
-int kernel_fd_high(int fd)
-{
-    if (fd < 0 || fd >= HIGH_FD)
-        return fd;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, HIGH_FD);
-    if (high < 0)
-        return fd; /* the limit keeps us low: better there than not at all */
-    close(fd);
-    return high;
-}
 
 static int perf_open(uint64_t config, int tid, int group, bool exclude_kernel)
 {
@@ -160,7 +148,7 @@ static int perf_open(uint64_t config, int tid, int group, bool exclude_kernel)
     attr.read_format = PERF_FORMAT_GROUP;
     attr.exclude_kernel = exclude_kernel;
     attr.exclude_hv = 1;
-    return kernel_fd_high((int)syscall(SYS_perf_event_open, &attr, tid, -1, group,
+    return fscope_fd_high((int)syscall(SYS_perf_event_open, &attr, tid, -1, group,
                                 PERF_FLAG_FD_CLOEXEC));
 }
 
@@ -442,7 +430,7 @@ static void sampler_tick(void *arg, bool final)
 {
     struct sampler *s = arg;
     if (s->task_dir == 0) {
-        s->task_dir = kernel_fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        s->task_dir = fscope_fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
         s->kms = kms_open(&s->rec->kms);
     }
     bool second = final || s->ticks++ % (1000 / KERNEL_TICK_MS) == 0;

@@ -19,10 +19,6 @@ bool kernel_thread_times(struct fscope_collector *c, uint64_t *ret_oncpu_ns,
 /* Closes the thread's file (at its exit). */
 void kernel_thread_exit(struct fscope_collector *c);
 
-/* Moves a descriptor of ours above 1023, where a program that still select()s never looks
- * (when its limit allows; else leaves it). */
-int kernel_fd_high(int fd);
-
 /* The sampler: one thread of ours that, every KERNEL_TICK_MS, reads every thread's schedstat
  * and perf counters (context switches, migrations, page faults) and records a sample per
  * thread. Started with the first frame log; stopped at exit. */

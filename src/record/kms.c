@@ -10,6 +10,7 @@
 
 #include "kernel.h"
 #include "util/mode_refresh.h"
+#include "util/private_fd.h"
 
 #define DRI_DIR "/dev/dri"
 
@@ -93,7 +94,7 @@ static unsigned read_card(struct kms *k, struct rec_kms *rec, int fd, const char
             for (int i = 0; i < res->count_crtcs; i++)
                 if (res->crtcs[i] == crtc->crtc_id)
                     k->crtc_index[rec->count] = (uint32_t)i;
-            k->fds[rec->count] = added ? kernel_fd_high(fcntl(fd, F_DUPFD_CLOEXEC, 0)) : fd;
+            k->fds[rec->count] = added ? fscope_fd_high(fcntl(fd, F_DUPFD_CLOEXEC, 0)) : fd;
             rec->count++;
             added++;
         }
@@ -135,7 +136,7 @@ struct kms *kms_open(struct rec_kms *rec)
             snprintf(refused, sizeof(refused), "%.16s: %s", e->d_name, strerror(errno));
             continue;
         }
-        fd = kernel_fd_high(fd);
+        fd = fscope_fd_high(fd);
         if (drmIsMaster(fd))
             drmDropMaster(fd);
         if (!read_card(k, rec, fd, e->d_name))
