@@ -157,6 +157,16 @@ FSCOPE_EXPORT void fscope_report_finish(void)
      * run no longer needs for anything else). */
     char why[256];
     int fd = recording_stream_fd();
+    if (fd >= 0 && !recording_fds_ours()) {
+        /* The app closed our stream file: what went there is lost, and its own file may have
+         * the number now. */
+        if (atomic_load(&h->streamed_bytes)) {
+            fscope_log(FSCOPE_LOG_ERROR, "the app closed the recording's stream file: what was "
+                       "streamed to disk is lost, so there is no summary");
+            return;
+        }
+        fd = -1;
+    }
     int e = fd >= 0 ? recording_unstream(h, (size_t)atomic_load(&h->used), fd, why, sizeof(why))
                     : 0;
     if (e) {

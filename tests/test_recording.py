@@ -7,6 +7,7 @@ import json
 import os
 import random
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -308,6 +309,40 @@ def test_malformed(build):
     print(f"{refused} broken recordings refused with one line, none crashed report")
 
 
+def test_fd_closing_app(build):
+    """An app that closes every descriptor it did not open (3..1023) at start-up, then opens
+    four files of its own, which take the numbers the recording's descriptors had, and writes
+    8 MiB to each while it marks frames for 3 s (tests/fd-closer): its files hold exactly what
+    it wrote, under `framescope run` and on its own. With a soft descriptor limit of 1024 the
+    recording's descriptors cannot be moved above the app's range, so the app closes them: the
+    layer sees they are no longer its files (by identity, not number), stops streaming and says
+    so; with room above 1024 they are there, untouched, and streaming goes on. Before this,
+    under `framescope run`, two of the four files got 2,358 bytes of recording each."""
+    exe = os.path.join(build, "tools", "framescope")
+    closer = os.path.join(build, "tests", "fd-closer")
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    limits = [1024] + ([4096] if hard == resource.RLIM_INFINITY or hard >= 4096 else [])
+    for limit in limits:
+        for observed in (True, False):
+            files = tempfile.mkdtemp(prefix="fscope-app-files-")
+            argv = ([exe, "run", "--no-capture", "--"] if observed else []) + [closer, files, "3"]
+
+            def lower_limit(limit=limit):
+                resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=PATIENCE_S,
+                                  env=clean_env(), preexec_fn=lower_limit)
+            r = Result(proc, None)
+            what = f"limit {limit}, {'under framescope run' if observed else 'on its own'}"
+            check(proc.returncode == 0 and "files intact" in proc.stderr,
+                  f"{what}: {proc.stderr[-2000:]}")
+            check(len(r.summaries()) == 1, f"{what}: no summary:\n{proc.stderr[-2000:]}")
+            closed = "the app closed the recording's descriptors" in proc.stderr
+            check(closed == (limit == 1024), f"{what}: descriptors closed said: {closed}")
+            print(f"{what}: app files intact; recording descriptors "
+                  f"{'closed by the app, streaming stopped (said)' if closed else 'above 1023'}")
+
+
 main({
     "death_kill": lambda b: test_death(b, "kill"),
     "death_term": lambda b: test_death(b, "term"),
@@ -319,4 +354,5 @@ main({
     "malformed": test_malformed,
     "bounded_memory": test_bounded_memory,
     "self_streamed": test_self_streamed,
+    "fd_closing_app": test_fd_closing_app,
 })

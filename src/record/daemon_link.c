@@ -30,6 +30,8 @@ struct link {
 /* One registration: the request and the recording's descriptors in one message. */
 static int link_register(struct link *l)
 {
+    if (!recording_fds_ours())
+        return -EBADF; /* the app closed them: never send one of its files instead */
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -errno;

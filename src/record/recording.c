@@ -13,6 +13,7 @@
 #include "framescope.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/private_fd.h"
 #include "util/unnamed_file.h"
 
 static struct rec_header *header;
@@ -32,6 +33,8 @@ bool recording_observed(void)
     return observed;
 }
 
+static struct fscope_private_fd arena_id = { .fd = -1 }, stream_id = { .fd = -1 };
+
 int recording_fd(void)
 {
     return arena_fd;
@@ -40,6 +43,26 @@ int recording_fd(void)
 int recording_stream_fd(void)
 {
     return header && arena_fd >= 0 ? header->stream_fd : -1;
+}
+
+bool recording_fds_ours(void)
+{
+    return arena_id.fd >= 0 && fscope_private_fd_ours(&arena_id) &&
+           (header->stream_fd < 0 || fscope_private_fd_ours(&stream_id));
+}
+
+/* Our descriptors, moved above the app's range and remembered by what they are (an app that
+ * closes the fds it did not open, then opens its own, must never get ours written into). */
+static void adopt_fds(void)
+{
+    if (arena_fd >= 0 && fscope_private_fd_adopt(&arena_id, arena_fd))
+        arena_fd = arena_id.fd;
+    if (header->stream_fd >= 0) {
+        if (fscope_private_fd_adopt(&stream_id, header->stream_fd))
+            header->stream_fd = stream_id.fd;
+        else
+            header->stream_fd = -1;
+    }
 }
 
 void *recording_at(uint64_t offset)
@@ -178,6 +201,7 @@ static bool attach_observer(const char *text)
     header = h;
     arena_size = (uint64_t)st.st_size;
     arena_fd = (int)fd;
+    adopt_fds();
     observed = true;
     return true;
 }
@@ -215,8 +239,8 @@ static bool create_own(void)
     arena_fd = fd;
     rec_header_init(header, size);
     atomic_store(&header->owner_pid, (int32_t)getpid());
-    if (fd >= 0)
-        header->stream_fd = stream_file_create();
+    header->stream_fd = fd >= 0 ? stream_file_create() : -1;
+    adopt_fds();
     return true;
 }
 

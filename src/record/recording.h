@@ -28,6 +28,9 @@ bool recording_observed(void);
 int recording_fd(void);
 /* The file sealed chunks are streamed to, or -1 (then nothing is streamed). */
 int recording_stream_fd(void);
+/* Whether the arena's and the stream file's descriptors are still those files (checked by
+ * identity before anything is written, punched or sent through them). */
+bool recording_fds_ours(void);
 
 /* Reserves size zeroed bytes aligned to REC_ALIGN; returns their offset, or 0 when the arena
  * is full (counted in the header). */

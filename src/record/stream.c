@@ -100,6 +100,14 @@ static void flush(struct streamer *s, struct pending *p, unsigned n)
 {
     if (!n || s->failed)
         return;
+    if (!recording_fds_ours()) {
+        /* The app closed them (as programs that close every fd they did not open do), and
+         * its own files may have their numbers now: never write or punch through them. */
+        s->failed = true;
+        fscope_log(FSCOPE_LOG_WARN, "the app closed the recording's descriptors: it stays in "
+                   "memory from here on, and nothing is written through them");
+        return;
+    }
     int e = batch(s, p, n, false);
     if (e == 0) {
         struct rec_header *h = recording_header();

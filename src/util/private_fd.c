@@ -35,6 +35,18 @@ bool fscope_private_fd_init(struct fscope_private_fd *p, int fd)
     return true;
 }
 
+bool fscope_private_fd_adopt(struct fscope_private_fd *p, int fd)
+{
+    struct stat st;
+    p->fd = -1;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        return false;
+    p->fd = fscope_fd_high(fd);
+    p->dev = st.st_dev;
+    p->ino = st.st_ino;
+    return true;
+}
+
 bool fscope_private_fd_ours(const struct fscope_private_fd *p)
 {
     struct stat st;

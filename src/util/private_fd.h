@@ -20,6 +20,9 @@ struct fscope_private_fd {
 /* A private duplicate of fd, above the app's range, with its identity. False (p->fd -1) when
  * fd is not open or cannot be duplicated. */
 bool fscope_private_fd_init(struct fscope_private_fd *p, int fd);
+/* Takes fd itself (moved above the app's range) and remembers what it is. False (p->fd -1,
+ * fd left as it was) when fd is not open. */
+bool fscope_private_fd_adopt(struct fscope_private_fd *p, int fd);
 /* Whether p->fd is still the file it was made for (the app may have closed it, and may have
  * opened something else under its number). */
 bool fscope_private_fd_ours(const struct fscope_private_fd *p);
