@@ -728,6 +728,14 @@ static void *scratch_reserve(struct queue_data *q, size_t size)
     return q->scratch;
 }
 
+/* memcpy for an app's array, which may be NULL when its count is 0 (memcpy's arguments must
+ * never be NULL, even for 0 bytes). */
+static void copy_array(void *dst, const void *src, size_t bytes)
+{
+    if (bytes)
+        memcpy(dst, src, bytes);
+}
+
 /* Device-group masks and protected submissions index or flag the app's command buffers in
  * ways ours cannot join: such batches go down untouched, and are counted. */
 static bool chain_blocks_injection(const void *pnext)
@@ -908,13 +916,13 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
     VkCommandBuffer *cbs = (VkCommandBuffer *)(semaphores + signals);
 
     cbs[0] = slot->begin_cb;
-    memcpy(cbs + 1, first->pCommandBuffers, first->commandBufferCount * sizeof(*cbs));
+    copy_array(cbs + 1, first->pCommandBuffers, first->commandBufferCount * sizeof(*cbs));
     copy[0].pCommandBuffers = cbs;
     copy[0].commandBufferCount = first->commandBufferCount + 1;
     VkSubmitInfo *tail = &copy[count - 1];
     if (count > 1) {
         cbs += first_cbs;
-        memcpy(cbs, last->pCommandBuffers, last->commandBufferCount * sizeof(*cbs));
+        copy_array(cbs, last->pCommandBuffers, last->commandBufferCount * sizeof(*cbs));
         tail->pCommandBuffers = cbs;
         tail->commandBufferCount = last->commandBufferCount;
     }
@@ -924,7 +932,7 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
         /* Our signal joins the batch's own: the app's values where it gave them (binary
          * semaphores ignore theirs), ours last. */
         uint32_t n = last->signalSemaphoreCount;
-        memcpy(semaphores, last->pSignalSemaphores, n * sizeof(*semaphores));
+        copy_array(semaphores, last->pSignalSemaphores, n * sizeof(*semaphores));
         semaphores[n] = q->timeline;
         for (uint32_t k = 0; k < n; k++)
             values[k] = app_timeline && k < app_timeline->signalSemaphoreValueCount
@@ -989,13 +997,13 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
 
     cbs[0] = ours;
     cbs[0].commandBuffer = slot->begin_cb;
-    memcpy(cbs + 1, first->pCommandBufferInfos, first->commandBufferInfoCount * sizeof(*cbs));
+    copy_array(cbs + 1, first->pCommandBufferInfos, first->commandBufferInfoCount * sizeof(*cbs));
     copy[0].pCommandBufferInfos = cbs;
     copy[0].commandBufferInfoCount = first->commandBufferInfoCount + 1;
     VkSubmitInfo2 *tail = &copy[count - 1];
     if (count > 1) {
         cbs += first_cbs;
-        memcpy(cbs, last->pCommandBufferInfos, last->commandBufferInfoCount * sizeof(*cbs));
+        copy_array(cbs, last->pCommandBufferInfos, last->commandBufferInfoCount * sizeof(*cbs));
         tail->pCommandBufferInfos = cbs;
         tail->commandBufferInfoCount = last->commandBufferInfoCount;
     }
@@ -1004,7 +1012,7 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
 
     if (signal) {
         uint32_t n = last->signalSemaphoreInfoCount;
-        memcpy(semaphores, last->pSignalSemaphoreInfos, n * sizeof(*semaphores));
+        copy_array(semaphores, last->pSignalSemaphoreInfos, n * sizeof(*semaphores));
         semaphores[n] = (VkSemaphoreSubmitInfo){
             .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO,
             .semaphore = q->timeline,
