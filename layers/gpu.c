@@ -214,7 +214,8 @@ static bool record_slot(struct device_data *dev, struct queue_data *q, struct gp
         return false;
     if (dev->vk.BeginCommandBuffer(s->end_cb, &begin) != VK_SUCCESS)
         return false;
-    dev->vk.CmdWriteTimestamp(s->end_cb, gpu_end_stage(dev), s->query_pool, s->query + 1);
+    dev->vk.CmdWriteTimestamp(s->end_cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s->query_pool,
+                              s->query + 1);
     if (s->event)
         dev->vk.CmdSetEvent(s->end_cb, s->event, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
     return dev->vk.EndCommandBuffer(s->end_cb) == VK_SUCCESS;

@@ -414,7 +414,7 @@ static void zone_close(VkCommandBuffer cb, struct cb_zones *z)
     struct zone_block *b = z->block;
     uint32_t r = z->open[d];
     b->regions[r].ended = true;
-    z->dev->vk.CmdWriteTimestamp(cb, gpu_end_stage(z->dev), b->pool->pool,
+    z->dev->vk.CmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->pool->pool,
                                  b->index * ZONE_BLOCK_QUERIES + 2 * r + 1);
 }
 

@@ -346,7 +346,6 @@ static void describe_device(struct instance_data *inst, VkPhysicalDevice phys,
     VkPhysicalDeviceProperties props;
     inst->vk.GetPhysicalDeviceProperties(phys, &props);
     dev->timestamp_period = props.limits.timestampPeriod;
-    dev->cpu_device = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     char driver[2 * VK_MAX_DRIVER_NAME_SIZE + 2];
     VkPhysicalDeviceDriverProperties driver_props = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
@@ -441,7 +440,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
 #undef X
     bool core12 = plan->api >= VK_API_VERSION_1_2;
     dev->calibrated_timestamps = plan->calibration && dev->vk.GetCalibratedTimestampsEXT;
-    if (plan->host_reset && !layer_config.fault_stale_read && !dev->cpu_device)
+    if (plan->host_reset && !layer_config.fault_stale_read)
         dev->reset_query_pool = core12 ? dev->vk.ResetQueryPool : dev->vk.ResetQueryPoolEXT;
     if (plan->timeline) {
         dev->get_counter = core12 ? dev->vk.GetSemaphoreCounterValue
@@ -453,10 +452,9 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     dev->app_host_query_reset = plan->app_host_reset_ext;
     dev->app_timeline_semaphore = plan->app_timeline_ext;
     if (layer_config.gpu_timing)
-        fscope_log(FSCOPE_LOG_INFO, "device %u: GPU timing resets queries %s, ends spans at "
-                   "%s, completes by %s, maps GPU time %s", dev->id,
+        fscope_log(FSCOPE_LOG_INFO, "device %u: GPU timing resets queries %s, completes by %s, "
+                   "maps GPU time %s", dev->id,
                    dev->reset_query_pool ? "from the host" : "in command buffers",
-                   dev->cpu_device ? "the top of the pipe (a CPU device)" : "the bottom of the pipe",
                    dev->timeline_semaphores ? "a timeline semaphore" : "events",
                    dev->calibrated_timestamps && !layer_config.fault_no_calibration
                        ? "by calibrated timestamps"

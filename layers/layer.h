@@ -296,14 +296,6 @@ struct device_data {
      * (vkCmdResetQueryPool in every submission cost most of the layer's GPU-timing overhead
      * on the H200). NULL: reset in the command buffer instead. */
     PFN_vkResetQueryPool reset_query_pool;
-    /* A CPU device (lavapipe). It flushes its rasterizer at every timestamp written after
-     * TOP_OF_PIPE, so each of ours split the app's work into more batches for the rasterizer
-     * threads: zink's glmark2 ran 20% slower in its vertex-bound scene and up to twice as fast
-     * in its fill-bound one, with 2.5x the rasterizer threads' context switches. Its
-     * timestamps are taken by the rasterizer threads as they reach them whatever the stage,
-     * so ours are all written at TOP_OF_PIPE there (gpu_end_stage), and its queries are reset
-     * in the command buffer (its host reset works on the queue thread's context). */
-    bool cpu_device;
     /* Timeline semaphores enabled (by the app or by us): each queue's completion signal. */
     bool timeline_semaphores;
     PFN_vkGetSemaphoreCounterValue get_counter;
@@ -418,14 +410,6 @@ struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surfac
                                  uint32_t x11_window);
 void surface_remove(VkSurfaceKHR surface);
 struct swapchain_data *swapchain_lookup(struct device_data *dev, VkSwapchainKHR swapchain);
-
-/* The stage of a timestamp that closes a span: when the work before it is done, which a CPU
- * device measures at TOP_OF_PIPE without flushing (struct device_data, cpu_device). */
-static inline VkPipelineStageFlagBits gpu_end_stage(const struct device_data *dev)
-{
-    return dev->cpu_device ? VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
-                           : VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT;
-}
 
 /* gpu.c */
 void gpu_queue_init(struct device_data *dev, struct queue_data *q);
