@@ -216,7 +216,10 @@ static VkResult make_pass2(VkDevice device, VkRenderPass *ret)
     return vkCreateRenderPass2(device, &info, NULL, ret);
 }
 
-static int probe_multiview(int rounds, bool record_once, bool simultaneous)
+/* A Vulkan 1.2 instance (with VK_EXT_debug_utils where asked) and a device on its first GPU
+ * with one queue of family 0 and the feature structs given. */
+static int probe_open(bool debug_utils, const void *features, VkInstance *ret_instance,
+                      VkPhysicalDevice *ret_phys, VkDevice *ret_device)
 {
     const VkApplicationInfo app = {
         .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
@@ -227,14 +230,12 @@ static int probe_multiview(int rounds, bool record_once, bool simultaneous)
     const VkInstanceCreateInfo instance_info = {
         .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
         .pApplicationInfo = &app,
-        .enabledExtensionCount = 1,
+        .enabledExtensionCount = debug_utils ? 1 : 0,
         .ppEnabledExtensionNames = &ext,
     };
-    VkInstance instance;
-    PROBE_CHECK(vkCreateInstance(&instance_info, NULL, &instance));
+    PROBE_CHECK(vkCreateInstance(&instance_info, NULL, ret_instance));
     uint32_t count = 1;
-    VkPhysicalDevice phys;
-    VkResult er = vkEnumeratePhysicalDevices(instance, &count, &phys);
+    VkResult er = vkEnumeratePhysicalDevices(*ret_instance, &count, ret_phys);
     if ((er != VK_SUCCESS && er != VK_INCOMPLETE) || !count) {
         fprintf(stderr, "layer-probe: no physical device\n");
         return 1;
@@ -245,18 +246,27 @@ static int probe_multiview(int rounds, bool record_once, bool simultaneous)
         .queueCount = 1,
         .pQueuePriorities = &priority,
     };
+    const VkDeviceCreateInfo device_info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = features,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue_info,
+    };
+    PROBE_CHECK(vkCreateDevice(*ret_phys, &device_info, NULL, ret_device));
+    return 0;
+}
+
+static int probe_multiview(int rounds, bool record_once, bool simultaneous)
+{
     const VkPhysicalDeviceMultiviewFeatures multiview = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MULTIVIEW_FEATURES,
         .multiview = VK_TRUE,
     };
-    const VkDeviceCreateInfo device_info = {
-        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-        .pNext = &multiview,
-        .queueCreateInfoCount = 1,
-        .pQueueCreateInfos = &queue_info,
-    };
+    VkInstance instance;
+    VkPhysicalDevice phys;
     VkDevice device;
-    PROBE_CHECK(vkCreateDevice(phys, &device_info, NULL, &device));
+    if (probe_open(true, &multiview, &instance, &phys, &device) != 0)
+        return 1;
     PFN_vkCmdBeginDebugUtilsLabelEXT begin_label =
         (PFN_vkCmdBeginDebugUtilsLabelEXT)vkGetDeviceProcAddr(device,
                                                               "vkCmdBeginDebugUtilsLabelEXT");
@@ -405,42 +415,15 @@ static int probe_multiview(int rounds, bool record_once, bool simultaneous)
  * behind a long GPU frame has. */
 static int probe_storm(int count)
 {
-    const VkApplicationInfo app = {
-        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-        .pApplicationName = "layer-probe",
-        .apiVersion = VK_API_VERSION_1_2,
-    };
-    const VkInstanceCreateInfo instance_info = {
-        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-        .pApplicationInfo = &app,
-    };
-    VkInstance instance;
-    PROBE_CHECK(vkCreateInstance(&instance_info, NULL, &instance));
-    uint32_t phys_count = 1;
-    VkPhysicalDevice phys;
-    VkResult er = vkEnumeratePhysicalDevices(instance, &phys_count, &phys);
-    if ((er != VK_SUCCESS && er != VK_INCOMPLETE) || !phys_count) {
-        fprintf(stderr, "layer-probe: no physical device\n");
-        return 1;
-    }
-    const float priority = 1.0f;
-    const VkDeviceQueueCreateInfo queue_info = {
-        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-        .queueCount = 1,
-        .pQueuePriorities = &priority,
-    };
     const VkPhysicalDeviceVulkan12Features features12 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
         .timelineSemaphore = VK_TRUE,
     };
-    const VkDeviceCreateInfo device_info = {
-        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-        .pNext = &features12,
-        .queueCreateInfoCount = 1,
-        .pQueueCreateInfos = &queue_info,
-    };
+    VkInstance instance;
+    VkPhysicalDevice phys;
     VkDevice device;
-    PROBE_CHECK(vkCreateDevice(phys, &device_info, NULL, &device));
+    if (probe_open(false, &features12, &instance, &phys, &device) != 0)
+        return 1;
     VkQueue queue;
     vkGetDeviceQueue(device, 0, 0, &queue);
     const VkSemaphoreTypeCreateInfo type = {
