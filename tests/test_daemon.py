@@ -149,6 +149,13 @@ def test_crash(build, demo):
             check(snap.returncode == 0 and snap.stdout.strip().endswith("-snapshot.capture"),
                   f"snapshot: {snap.returncode} {snap.stdout} {snap.stderr}")
             snapshot = snap.stdout.strip()
+            # Two more at once (the same second, as a rule): each its own capture, none
+            # replacing another.
+            more = [cli(build, w, "snapshot", "framescope-demo", "--last", "1")
+                    for _ in range(2)]
+            paths = [snapshot] + [m.stdout.strip() for m in more]
+            check(all(m.returncode == 0 for m in more) and len(set(paths)) == 3 and
+                  all(os.path.isdir(p) for p in paths), f"three snapshots: {paths}")
             summary = capture_frames(snapshot)
             # The last second: at most a second of frames plus the one that straddles it.
             longest = summary["frame_ms"]["max"] / 1e3
@@ -164,7 +171,7 @@ def test_crash(build, demo):
             d.wait_for("; capture ")
         finally:
             d.stop()
-    made = [c for c in captures(state) if not c.endswith("-snapshot.capture")]
+    made = [c for c in captures(state) if not re.search(r"-snapshot(-\d+)?\.capture$", c)]
     check(len(made) == 1, f"captures after the kill: {captures(state)}\n{d.text()}")
     summary = capture_frames(made[0])
     check(summary["frames"] >= live["frames"], f"{summary['frames']} frames in the capture")

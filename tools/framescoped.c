@@ -177,7 +177,10 @@ static void prune_captures(void)
     closedir(d);
 }
 
-/* "<name>-<pid>-<YYYYmmdd-HHMMSS>[-snapshot].capture", the name made safe for a path. */
+/* "<name>-<pid>-<YYYYmmdd-HHMMSS>[-snapshot][-N].capture", the name made safe for a path; -N
+ * (2, 3, ...) when a capture of that name exists already (two snapshots in one second), so
+ * none is ever replaced. The daemon's one thread makes every capture: no race between the
+ * look and the write. */
 static void capture_path(const struct app *a, const char *kind, char *buf, size_t len)
 {
     char name[64];
@@ -192,6 +195,10 @@ static void capture_path(const struct app *a, const char *kind, char *buf, size_
     strftime(when, sizeof(when), "%Y%m%d-%H%M%S", &tm);
     snprintf(buf, len, "%.3900s/%.63s-%d-%.31s%.16s.capture", state_dir, name, a->pid, when,
              kind);
+    struct stat st;
+    for (unsigned n = 2; lstat(buf, &st) == 0 && n < 10000; n++)
+        snprintf(buf, len, "%.3900s/%.63s-%d-%.31s%.16s-%u.capture", state_dir, name, a->pid,
+                 when, kind, n);
 }
 
 /* ---- reading a registered recording ---- */
