@@ -392,6 +392,7 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
                     sizeof(src->threads[i].name));
     }
     copy_string(k->perf_why, sizeof(k->perf_why), src->perf_why, sizeof(src->perf_why));
+    k->unwatched_threads = atomic_load(&src->unwatched_threads);
     k->kms = src->kms;
     if (k->kms.state > REC_KMS_UNAVAILABLE || k->kms.count > REC_KMS_OUTPUTS)
         return malformed(r, "KMS state %u with %u outputs", k->kms.state, k->kms.count);

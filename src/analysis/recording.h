@@ -53,6 +53,7 @@ struct recording_kernel {
     unsigned thread_count;
     struct rec_kernel_thread threads[REC_KERNEL_THREADS];
     char perf_why[192];
+    uint32_t unwatched_threads; /* the most threads at once the sampler could not follow */
     struct rec_kms kms; /* checked: count, state and flags in range, strings terminated */
     uint64_t sample_count;
     struct kernel_sample *samples; /* in the sampler's order: by tick, then thread */

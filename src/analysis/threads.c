@@ -154,6 +154,9 @@ void threads_write_text(FILE *f, const struct recording *rec)
     }
     if (rec->kernel.present && rec->kernel.perf_why[0])
         fprintf(f, "  threads     %s\n", rec->kernel.perf_why);
+    if (rec->kernel.present && rec->kernel.unwatched_threads)
+        fprintf(f, "  threads     up to %u threads alive at once were not sampled: the sampler "
+                "follows %d at a time\n", rec->kernel.unwatched_threads, REC_KERNEL_THREADS);
     table_free(&table);
 }
 
@@ -181,7 +184,7 @@ void threads_write_json(FILE *f, const struct recording *rec)
     }
     fputs("],\n  \"threads_perf\": ", f);
     json_write_string(f, rec->kernel.perf_why);
-    fputs(",\n", f);
+    fprintf(f, ",\n  \"threads_unsampled\": %u,\n", rec->kernel.unwatched_threads);
     table_free(&table);
 }
 

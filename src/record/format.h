@@ -430,7 +430,8 @@ struct rec_kernel {
     char perf_why[192]; /* what perf could not count and why; "" when everything is */
     struct chunked samples; /* struct kernel_sample */
     _Atomic uint32_t drm_fds; /* DRM descriptors of the app seen so far */
-    uint32_t reserved;
+    /* The most threads alive at once beyond REC_KERNEL_THREADS: never sampled, said. */
+    _Atomic uint32_t unwatched_threads;
     struct chunked drm_samples; /* struct drm_sample */
     struct rec_kms kms;
 };

@@ -262,6 +262,7 @@ static void refresh_threads(struct sampler *s, bool names)
     for (unsigned i = 0; i < s->count; i++)
         s->threads[i].seen = false;
     int self = (int)gettid();
+    uint32_t unwatched = 0;
     struct dirent *e;
     while ((e = readdir(dir))) {
         int tid = atoi(e->d_name);
@@ -277,8 +278,10 @@ static void refresh_threads(struct sampler *s, bool names)
                 record_name(s, tid);
             continue;
         }
-        if (s->count >= REC_KERNEL_THREADS)
+        if (s->count >= REC_KERNEL_THREADS) {
+            unwatched++;
             continue;
+        }
         w = &s->threads[s->count++];
         memset(w, 0, sizeof(*w));
         w->tid = tid;
@@ -287,6 +290,8 @@ static void refresh_threads(struct sampler *s, bool names)
         record_name(s, tid);
     }
     closedir(dir);
+    if (unwatched > atomic_load_explicit(&s->rec->unwatched_threads, memory_order_relaxed))
+        atomic_store_explicit(&s->rec->unwatched_threads, unwatched, memory_order_relaxed);
     /* Threads that exited: stop reading them (their last sample stays). */
     for (unsigned i = 0; i < s->count;) {
         if (!s->threads[i].seen) {
