@@ -390,6 +390,7 @@ void gpu_queue_init(struct device_data *dev, struct queue_data *q)
     }
     if (!slots_grow(dev, q))
         goto error_semaphore;
+    q->signal_gap_ticks = fscope_ns_to_ticks(SIGNAL_GAP_NS);
     calibrate(dev, q); /* here, before the reader sees the queue; then every second there */
     q->timing = true;
     fscope_log(FSCOPE_LOG_DEBUG, "device %u: queue family %u (%s) GPU-timed: %u slots to begin "
@@ -830,13 +831,10 @@ static void slot_unused(struct device_data *dev, struct queue_data *q, struct gp
 /* Whether this submission should carry our timeline signal (see SIGNAL_GAP_NS). */
 static bool signal_due(struct queue_data *q, bool app_fence)
 {
-    static uint64_t gap_ticks;
     if (!q->timeline)
         return false;
-    if (!gap_ticks)
-        gap_ticks = fscope_ns_to_ticks(SIGNAL_GAP_NS);
     return app_fence || q->unsignalled + 1 >= SIGNAL_RUN ||
-           fscope_now() - q->last_signal_ticks >= gap_ticks;
+           fscope_now() - q->last_signal_ticks >= q->signal_gap_ticks;
 }
 
 /* The submission went down with (sent) or without our signal. */

@@ -267,6 +267,7 @@ struct queue_data {
     /* Submitting thread: a timeline signal proves every earlier submission on the queue
      * finished too, so not every submission carries one (gpu.c, signal_due). */
     uint64_t last_signal_ticks;
+    uint64_t signal_gap_ticks; /* SIGNAL_GAP_NS in our ticks */
     uint32_t unsignalled;
     uint64_t valid_mask;
     struct gpu_calibration calibration; /* reader thread only */
