@@ -401,6 +401,27 @@ def test_sighup_kills_demo(exe):
         r.close()
 
 
+def test_killed_run(exe):
+    """SIGKILL to `framescope run` itself (it cannot pass that on): the demo and the private
+    Weston die with it instead of living on under init (they did, forever, before)."""
+    import select
+    demo = need_weston_and_demo(exe)
+    r = DemoRun(exe, demo)
+    try:
+        r.wait_up()
+        watched = {"demo": os.pidfd_open(r.demo_pid), "weston": os.pidfd_open(r.weston_pid)}
+        r.proc.send_signal(signal.SIGKILL)
+        r.proc.wait(timeout=PATIENCE_S)
+        for name, fd in watched.items():
+            # A pidfd reads ready once its process has exited: waited for, not polled.
+            ready, _, _ = select.select([fd], [], [], PATIENCE_S)
+            check(ready, f"the {name} still runs {PATIENCE_S} s after framescope was killed")
+            os.close(fd)
+        print("framescope SIGKILLed: the demo and its private Weston died with it")
+    finally:
+        r.close()
+
+
 def test_cleanup_paths(exe):
     """The private Weston is stopped and its directory removed when the command exits with an
     error, cannot be run at all, or is killed."""

@@ -14,10 +14,12 @@
 #include "child.h"
 
 #include <errno.h>
-#include <spawn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
 static volatile sig_atomic_t child_pid; /* the command, not yet reaped; 0 when none */
@@ -57,6 +59,79 @@ int child_catch_stop_signals(void)
     return 0;
 }
 
+/* In the child, between fork and exec: only async-signal-safe calls. */
+static void child_setup_and_exec(char **argv, char **env, const struct child_spawn_opts *o,
+                                 pid_t parent, int report_fd)
+{
+    int e = 0;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+        e = errno;
+    else if (getppid() != parent)
+        _exit(127); /* the parent is already gone: die with it now */
+    if (!e && o->new_group && setpgid(0, 0) != 0)
+        e = errno;
+    for (int signo = 1; !e && o->defaults && signo < NSIG; signo++) {
+        if (sigismember(o->defaults, signo) == 1) {
+            struct sigaction action = { .sa_handler = SIG_DFL };
+            sigemptyset(&action.sa_mask);
+            sigaction(signo, &action, NULL);
+        }
+    }
+    if (!e && o->log_path) {
+        /* The child's standard descriptors, meant to survive exec (no O_CLOEXEC). */
+        int in = open("/dev/null", O_RDONLY);
+        int out = open(o->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (in < 0 || out < 0 || dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 ||
+            dup2(out, STDERR_FILENO) < 0)
+            e = errno;
+        if (in > STDERR_FILENO)
+            close(in);
+        if (out > STDERR_FILENO)
+            close(out);
+    }
+    if (!e) {
+        sigprocmask(SIG_SETMASK, o->mask, NULL);
+        execvpe(argv[0], argv, env);
+        e = errno;
+    }
+    while (write(report_fd, &e, sizeof(e)) < 0 && errno == EINTR)
+        ;
+    _exit(127);
+}
+
+int child_spawn(pid_t *ret_pid, char **argv, char **env, const struct child_spawn_opts *o)
+{
+    /* exec's failure comes back through a pipe that exec itself closes on success. */
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0)
+        return errno;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(report[0]);
+        close(report[1]);
+        return e;
+    }
+    if (pid == 0) {
+        close(report[0]);
+        child_setup_and_exec(argv, env, o, parent, report[1]);
+    }
+    close(report[1]);
+    int e = 0;
+    ssize_t n;
+    while ((n = read(report[0], &e, sizeof(e))) < 0 && errno == EINTR)
+        ;
+    close(report[0]);
+    if (n == (ssize_t)sizeof(e)) {
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        return e ? e : ECHILD;
+    }
+    *ret_pid = pid;
+    return 0;
+}
+
 int child_run(char **argv, char **env, int *ret_signal, bool *ret_ran)
 {
     *ret_signal = 0;
@@ -72,13 +147,9 @@ int child_run(char **argv, char **env, int *ret_signal, bool *ret_ran)
         sigprocmask(SIG_SETMASK, &unblocked, NULL);
         return 128 + signo;
     }
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setsigmask(&attr, &unblocked);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    pid_t pid;
-    int r = posix_spawnp(&pid, argv[0], NULL, &attr, argv, env);
-    posix_spawnattr_destroy(&attr);
+    const struct child_spawn_opts opts = { .mask = &unblocked };
+    pid_t pid = 0;
+    int r = child_spawn(&pid, argv, env, &opts);
     if (r == 0)
         child_pid = pid;
     sigprocmask(SIG_SETMASK, &unblocked, NULL);

@@ -13,7 +13,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,24 +366,15 @@ static int compositor_start(struct compositor *c)
     sigset_t none, forwarded;
     sigemptyset(&none);
     child_stop_signal_set(&forwarded);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &forwarded);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                        POSIX_SPAWN_SETSIGDEF);
-    /* The child's standard descriptors, which are meant to survive exec (no O_CLOEXEC). Not
-     * the terminal: a background group that reads it is stopped. */
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path,
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    int r = posix_spawnp(&c->pid, weston, &actions, &attr, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
+    /* Not the terminal for its standard descriptors: a background group that reads it is
+     * stopped. */
+    const struct child_spawn_opts opts = {
+        .mask = &none,
+        .defaults = &forwarded,
+        .new_group = true,
+        .log_path = log_path,
+    };
+    int r = child_spawn(&c->pid, argv, environ, &opts);
     if (r != 0) {
         fprintf(stderr, "framescope: no Wayland session, and weston could not be started (%s);"
                 " install it (apt-get install weston) or pass --compositor never\n", strerror(r));
