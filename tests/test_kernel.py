@@ -277,15 +277,15 @@ def test_drm(build, demo):
 
 def test_many_threads(build, demo):
     """An app with 300 threads alive at once, more than the sampler follows (256 at a time;
-    tests/many-threads): the summary and summary.json say how many were not sampled, and no
-    more than 256 are listed. Before this the sampler stopped at 256 without a word."""
+    tests/many-threads): the summary and summary.json say how many were not sampled (more
+    than 256 may be listed over the run: a slot a thread leaves is taken by the next one).
+    Before this the sampler stopped at 256 without a word."""
     r = run_app([os.path.join(build, "tests", "many-threads"), "300", "1.5"], None, build)
     check(r.rc == 0, r.stderr[-2000:])
     s = r.json()
     # 300 waiters and the main thread, less the 256 followed (framescope's own threads other
     # than the sampler are the app's threads too, so there may be a few more).
     check(s["threads_unsampled"] >= 300 + 1 - 256, f"threads_unsampled {s['threads_unsampled']}")
-    check(len(s["threads"]) <= 256, f"{len(s['threads'])} threads listed")
     line = (f"up to {s['threads_unsampled']} threads alive at once were not sampled: the "
             f"sampler follows 256 at a time")
     check(line in r.stderr, f"summary does not say it: {r.stderr[-1500:]}")
