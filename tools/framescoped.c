@@ -32,6 +32,7 @@
 #include "analysis/report.h"
 #include "util/config.h"
 #include "util/daemon_proto.h"
+#include "util/text.h"
 
 #define MAX_APPS 1024
 #define MAX_CLIENTS 64 /* connections not yet registered or answered */
@@ -186,7 +187,7 @@ static void capture_path(const struct app *a, const char *kind, char *buf, size_
     char name[64];
     snprintf(name, sizeof(name), "%s", a->name[0] ? a->name : "app");
     for (char *p = name; *p; p++)
-        if (*p == '/' || *p == '.' || (unsigned char)*p < 0x20 || *p == 0x7f)
+        if (*p == '/' || *p == '.' || *p == '\\' || (unsigned char)*p < 0x20 || *p == 0x7f)
             *p = '_';
     char when[32];
     time_t now = time(NULL);
@@ -396,13 +397,9 @@ static void app_register(int conn, const struct fscoped_request *req, const stru
     a->stream_fd = nfds == 2 ? fds[1] : -1;
     a->observed = req->flags & FSCOPED_OBSERVED;
     a->since = time(NULL);
-    memcpy(a->name, req->name, sizeof(a->name));
-    a->name[sizeof(a->name) - 1] = '\0';
-    memcpy(a->exe, req->exe, sizeof(a->exe));
-    a->exe[sizeof(a->exe) - 1] = '\0';
-    for (char *p = a->name; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
+    /* The app chose both (prctl, argv[0]): printable before they reach a log line or top. */
+    fscope_text_printable(a->name, sizeof(a->name), req->name, sizeof(req->name));
+    fscope_text_printable(a->exe, sizeof(a->exe), req->exe, sizeof(req->exe));
     unsigned index = (unsigned)(a - apps);
     struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG(TAG_PIDFD, index) };
     epoll_ctl(epfd, EPOLL_CTL_ADD, pidfd, &ev);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "util/system.h"
+#include "util/text.h"
 
 struct reader {
     const unsigned char *bytes;
@@ -38,13 +39,22 @@ static bool inside(const struct reader *r, uint64_t offset, uint64_t size)
     return offset <= r->len && size <= r->len - offset;
 }
 
+/* Every string a recording holds was written by the app (thread, zone, label and device
+ * names): it is made printable here, once, so that no output (summary, journal, report,
+ * trace) carries a terminal escape or a forged line. */
 static void copy_string(char *dst, size_t dst_len, const char *src, size_t src_len)
 {
-    size_t n = strnlen(src, src_len);
-    if (n >= dst_len)
-        n = dst_len - 1;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
+    fscope_text_printable(dst, dst_len, src, src_len);
+}
+
+/* The same, for a string copied in place with the struct that holds it. */
+static void make_printable(char *s, size_t len)
+{
+    char raw[256];
+    if (len > sizeof(raw))
+        len = sizeof(raw);
+    memcpy(raw, s, len);
+    copy_string(s, len, raw, len);
 }
 
 /* Copies a chunked array's count items out into *ret (malloc'd; NULL for none). */
@@ -329,7 +339,8 @@ static void read_meta(struct recording *rec, const struct rec_meta *m)
     for (unsigned i = 0; i < rec->device_count; i++) {
         struct rec_device *d = &rec->devices[i];
         *d = m->devices[i];
-        d->name[sizeof(d->name) - 1] = d->driver[sizeof(d->driver) - 1] = '\0';
+        make_printable(d->name, sizeof(d->name));
+        make_printable(d->driver, sizeof(d->driver));
     }
     rec->note_count = atomic_load(&m->note_count);
     if (rec->note_count > REC_MAX_NOTES)
@@ -341,7 +352,7 @@ static void read_meta(struct recording *rec, const struct rec_meta *m)
         rec->output_count = REC_MAX_OUTPUTS;
     for (unsigned i = 0; i < rec->output_count; i++) {
         rec->outputs[i] = m->outputs[i];
-        rec->outputs[i].name[sizeof(rec->outputs[i].name) - 1] = '\0';
+        make_printable(rec->outputs[i].name, sizeof(rec->outputs[i].name));
     }
     uint32_t kernel = atomic_load(&m->kernel_state);
     rec->kernel_state = kernel <= REC_KERNEL_UNAVAILABLE ? (enum rec_kernel_state)kernel
@@ -419,11 +430,11 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
         struct drm_sample *d = &k->drm_samples[i];
         if (d->engine_count > DRM_SAMPLE_ENGINES || d->region_count > DRM_SAMPLE_REGIONS)
             return malformed(r, "DRM sample %llu is malformed", (unsigned long long)i);
-        d->driver[sizeof(d->driver) - 1] = '\0';
+        make_printable(d->driver, sizeof(d->driver));
         for (unsigned j = 0; j < d->engine_count; j++)
-            d->engines[j].name[sizeof(d->engines[j].name) - 1] = '\0';
+            make_printable(d->engines[j].name, sizeof(d->engines[j].name));
         for (unsigned j = 0; j < d->region_count; j++)
-            d->regions[j].name[sizeof(d->regions[j].name) - 1] = '\0';
+            make_printable(d->regions[j].name, sizeof(d->regions[j].name));
     }
     return e;
 }
