@@ -5,7 +5,9 @@ binary), with the demo under the layer as a user who enabled it globally would r
 killed under running apps, no daemon at all, another user, hostile messages, fifty apps.
 
 usage: test_daemon.py TEST BUILD_DIR DEMO"""
+import fcntl
 import json
+import mmap
 import os
 import random
 import re
@@ -30,8 +32,9 @@ class Daemon:
     """framescoped behind systemd-socket-activate on the socket path apps look for: the daemon
     starts on the first connection, as under systemd's framescoped.socket."""
 
-    def __init__(self, build, runtime, state, keep=20):
+    def __init__(self, build, runtime, state, keep=20, limit_files=None, args=()):
         self.build, self.runtime, self.state, self.keep = build, runtime, state, keep
+        self.limit_files, self.args = limit_files, list(args)
         self.dir = os.path.join(runtime, "framescope")
         self.path = os.path.join(self.dir, "framescoped.sock")
         self.log_path = os.path.join(state, "daemon.log")
@@ -45,16 +48,28 @@ class Daemon:
         if os.path.exists(self.path):
             os.unlink(self.path)
         self.log = open(self.log_path, "a")
+        # prlimit sets the daemon's descriptor limit (soft and hard) and execs it: the same
+        # process, as LISTEN_PID requires.
+        limit = (["prlimit", f"--nofile={self.limit_files}:{self.limit_files}"]
+                 if self.limit_files else [])
         self.proc = subprocess.Popen(
-            [activate, "--seqpacket", "-l", self.path, "-E", f"XDG_STATE_HOME={self.state}",
-             os.path.join(self.build, "tools", "framescoped"), "--keep", str(self.keep)],
+            [activate, "--seqpacket", "-l", self.path, "-E", f"XDG_STATE_HOME={self.state}"] +
+            limit + [os.path.join(self.build, "tools", "framescoped"), "--keep", str(self.keep)] +
+            self.args,
             stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
-        while not os.path.exists(self.path):
+        # It binds, then listens: the path appears before a connection is taken, and one made
+        # in between is refused. Up when a connection is accepted (it starts the daemon, which
+        # reads nothing from it and drops it).
+        deadline = time.time() + 30
+        while True:
             check(self.proc.poll() is None and time.time() < deadline,
                   "systemd-socket-activate did not listen: " + self.text())
-            time.sleep(0.02)
-        return self
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+                    s.connect(self.path)
+                return self
+            except (FileNotFoundError, ConnectionRefusedError):
+                time.sleep(0.02)
 
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:
@@ -65,6 +80,16 @@ class Daemon:
     def text(self):
         with open(self.log_path) as f:
             return f.read()
+
+    def wait_for_jobs(self, timeout=120):
+        """Until the daemon has no analysis running (no child process of its own)."""
+        deadline = time.time() + timeout
+        while True:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                if not f.read().split():
+                    return
+            check(time.time() < deadline, "the daemon's analyses never ended")
+            time.sleep(0.05)
 
     def wait_for(self, needle, timeout=30, count=1):
         deadline = time.time() + timeout
@@ -451,6 +476,333 @@ def test_units(build, demo):
     print("framescoped.socket and framescoped.service verify clean")
 
 
+def real_recording(build, weston):
+    """The bytes of a real recording of the demo (framescope run's capture keeps it)."""
+    out = tempfile.mkdtemp(prefix="fscope-rec-")
+    env = dict(os.environ, **weston.env())
+    run = subprocess.run([os.path.join(build, "tools", "framescope"), "run", "--summary", "off",
+                          "--output", os.path.join(out, "c"), "--",
+                          os.path.join(build, "tools", "demo", "framescope-demo"), "--quiet",
+                          "--frames", "30"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    check(run.returncode == 0, f"framescope run: {run.returncode} {run.stderr[-800:]}")
+    with open(os.path.join(out, "c", "recording.fsr"), "rb") as f:
+        data = f.read()
+    shutil.rmtree(out)
+    return data
+
+
+def recording_memfd(data, sealed=True):
+    """A memfd holding data, as large as its header says the arena is (sparse), sealed
+    against changes of size as framescope's own are."""
+    fd = os.memfd_create("hostile-recording", os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, struct.unpack_from("=Q", data, 16)[0])
+    os.pwrite(fd, data, 0)
+    if sealed:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+    return fd
+
+
+def registrant(path, data, name, exe=b"", sealed=True, flip=None):
+    """Forks a process that registers a recording of data under name and stays registered
+    until killed (end(pid)): flipping the recording between data and flip meanwhile, when
+    given. Returns its pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fd = recording_memfd(data, sealed)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect(path)
+            s.sendmsg([REQUEST.pack(MAGIC, REGISTER, 0, os.getpid(), 0, name, exe)],
+                      [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", fd))])
+            if flip is None:
+                while True:
+                    signal.pause()
+            m = mmap.mmap(fd, len(data))
+            while True:
+                for version in (flip, data):
+                    m[:len(version)] = version
+        finally:
+            os._exit(0)
+    return pid
+
+
+def end(pid):
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def test_hostile_memory(build, demo):
+    """Issue 18, items 5 and 6. A recording another process rewrites while the daemon reads
+    it (a real one flipped over and over with a corrupted copy of itself), and recordings
+    that could shrink under the daemon: the unsealed one refused, the sealed one unshrinkable.
+    The daemon answers every top and snapshot meanwhile, and no analysis crashes."""
+    state = tempfile.mkdtemp(prefix="fscope-state-")
+    with Weston() as w:
+        data = real_recording(build, w)
+        rng = random.Random(5)
+        flip = bytearray(data)
+        for at in range(4096, len(flip) - 8, 8):  # past the header: one word in 16 changed
+            if rng.random() < 1 / 16:
+                flip[at:at + 8] = rng.getrandbits(64).to_bytes(8, "little")
+        d = Daemon(build, w.runtime, state).start()
+        try:
+            unsealed = registrant(d.path, data, b"unsealed", sealed=False)
+            d.wait_for("not sealed against shrinking")
+            end(unsealed)
+            sealed = recording_memfd(data)
+            try:
+                os.ftruncate(sealed, 4096)
+                check(False, "a sealed recording shrank")
+            except PermissionError:
+                pass
+            os.close(sealed)
+            pid = registrant(d.path, data, b"flipper", flip=bytes(flip))
+            d.wait_for("flipper (pid %d) registered" % pid)
+            answered = 0
+            for i in range(20):
+                apps = top(build, w)
+                check(any(a["pid"] == pid for a in apps), f"the flipped app is not listed: "
+                      f"{apps}\n{d.text()[-2000:]}")
+                answered += 1
+                if i % 5 == 0:
+                    snap = cli(build, w, "snapshot", str(pid))
+                    check(snap.returncode in (0, 1) and snap.stderr.count("\n") <= 1,
+                          f"snapshot: {snap.returncode} {snap.stderr}")
+            end(pid)
+            d.wait_for("flipper (pid %d) exited" % pid)  # the real recording's own end
+            d.wait_for_jobs()
+            check(d.proc.poll() is None, "the daemon died:\n" + d.text()[-3000:])
+            text = d.text()
+            check("died of signal" not in text and "given up" not in text,
+                  "an analysis crashed or hung:\n" + text[-3000:])
+        finally:
+            d.stop()
+    print(f"a recording flipped under the daemon: {answered} tops answered, no analysis "
+          "crashed; an unsealed recording refused, a sealed one cannot shrink")
+
+
+def daemon_cpu_s(d):
+    return cpu_s(daemon_pid(d))
+
+
+def silent_connections(path, count):
+    """Forks a process holding count connections that never say anything, until killed
+    (end(pid)). Returns its pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            held = []
+            for _ in range(count):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                s.connect(path)
+                held.append(s)
+            while True:
+                signal.pause()
+        finally:
+            os._exit(0)
+    return pid
+
+
+def test_hostile_clients(build, demo):
+    """Issue 18, items 8 and 9. Eighty connections that never speak, from ten processes:
+    top is still answered at once (each process holds at most a few; the longest-waiting
+    make room; each is closed when it said nothing in time). Then the daemon with 24
+    descriptors in all, exhausted by silent connections: it stops listening (said once)
+    instead of spinning on accept, and listens again once descriptors are freed."""
+    state = tempfile.mkdtemp(prefix="fscope-state-")
+    with Weston() as w:
+        d = Daemon(build, w.runtime, state).start()
+        try:
+            top(build, w)  # the daemon runs (socket activation starts it on a connection)
+            hogs = [silent_connections(d.path, 8) for _ in range(10)]
+            mine = [socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(12)]
+            for s in mine:
+                s.connect(d.path)
+            for _ in range(3):
+                start = time.monotonic()
+                top(build, w)
+                check(time.monotonic() - start < 30, "top waited behind silent connections")
+            text = d.text()
+            check("to make room" in text and "has 8 waiting already" in text, text[-2000:])
+            # Silent connections are closed: ours read EOF.
+            mine[-1].settimeout(30)
+            check(mine[-1].recv(16) == b"", "a silent connection was kept")
+            for pid in hogs:
+                end(pid)
+            for s in mine:
+                s.close()
+        finally:
+            d.stop()
+        # Out of descriptors.
+        d = Daemon(build, w.runtime, state, limit_files=24).start()
+        try:
+            top(build, w)
+            hogs = [silent_connections(d.path, 8) for _ in range(4)]
+            d.wait_for("out of descriptors")
+            before = daemon_cpu_s(d)
+            time.sleep(2)
+            spent = daemon_cpu_s(d) - before
+            check(spent < 0.5, f"the daemon spent {spent:.2f} s of CPU in 2 s out of "
+                  "descriptors")
+            for pid in hogs:
+                end(pid)
+            d.wait_for("listening again")
+            check(top(build, w) == [], "top after descriptors were freed")
+            text = d.text()
+            # Said once per exhaustion: once here, unless the hogs' own connections
+            # ran it out again while listening resumed.
+            check(1 <= text.count("out of descriptors") <= text.count("listening again") + 1,
+                  text[-2000:])
+        finally:
+            d.stop()
+    print(f"80 silent connections: top answered; out of descriptors: {spent:.3f} s CPU in 2 s, "
+          "listening again once freed")
+
+
+def test_long_reply(build, demo):
+    """Issue 18, items 10 and 11. 400 registered apps whose names and executables are all
+    quotes, backslashes and terminal escapes: top's reply (several times a socket's largest
+    message) arrives whole and parses, every app in it, no control byte in the table."""
+    state = tempfile.mkdtemp(prefix="fscope-state-")
+    count = 400
+    with Weston() as w:
+        data = real_recording(build, w)[:65536]
+        d = Daemon(build, w.runtime, state).start()
+        children = []
+        try:
+            name = b'"\\\x1b[2J\n' * 9
+            exe = b'"' * 255
+            for _ in range(count):
+                children.append(registrant(d.path, data, name[:63], exe))
+            d.wait_for("registered", timeout=120, count=count)
+            out = cli(build, w, "top", "--once", "--json")
+            check(out.returncode == 0, f"top: {out.returncode} {out.stderr}")
+            size = len(out.stdout)
+            apps = json.loads(out.stdout)["apps"]
+            check(len(apps) == count and size > 256 * 1024,
+                  f"{len(apps)} apps in a reply of {size} bytes")
+            check(all("\x1b" not in a["name"] and "\n" not in a["name"] for a in apps),
+                  apps[0])
+            table = cli(build, w, "top", "--once")
+            check(table.returncode == 0 and "\x1b" not in table.stdout and
+                  table.stdout.count("\n") == count + 1,
+                  f"top's table: {table.returncode} {table.stdout[:500]!r}")
+            check("\x1b" not in d.text(), "an escape reached the journal")
+        finally:
+            for pid in children:
+                end(pid)
+            d.stop()
+    print(f"{count} apps: top's reply of {size} bytes whole; names escaped")
+
+
+def test_escapes(build, demo):
+    """Issue 18, item 11. An app whose name (its executable's, so its comm, its main thread's
+    name and its exe) holds a terminal escape and a newline: neither reaches the journal,
+    the app's own summary, top, report or framescope run's summary. (Names read from
+    /proc/.../comm end at the newline; the exe keeps it.)"""
+    state = tempfile.mkdtemp(prefix="fscope-state-")
+    bindir = tempfile.mkdtemp(prefix="fscope-evil-")
+    evil = os.path.join(bindir, "e\x1b[2J\nfake")
+    shutil.copy(demo, evil)
+    with Weston() as w:
+        d = Daemon(build, w.runtime, state).start()
+        try:
+            app = subprocess.Popen([evil, "--quiet", "--frames", "1000000"],
+                                   env=app_env(build, w), stderr=subprocess.PIPE, text=True)
+            d.wait_for("registered")
+            wait_listed(build, w, app.pid, frames=5)
+            table = cli(build, w, "top", "--once")
+            check(table.returncode == 0 and "e\\x1b[2J" in table.stdout and
+                  "\x1b" not in table.stdout, f"top: {table.stdout!r}")
+            app.send_signal(signal.SIGINT)
+            _, err = app.communicate(timeout=120)
+            d.wait_for("; capture ")
+        finally:
+            d.stop()
+        made = captures(state)
+        check(len(made) == 1, made)
+        report = subprocess.run([os.path.join(build, "tools", "framescope"), "report", made[0]],
+                                capture_output=True, text=True, timeout=120)
+        env = dict(os.environ, **w.env())
+        run = subprocess.run([os.path.join(build, "tools", "framescope"), "run", "--output",
+                              os.path.join(bindir, "run"), "--", evil, "--quiet", "--frames",
+                              "20"], env=env, capture_output=True, text=True, timeout=120)
+    outputs = {"the app's summary": err, "the journal": d.text(),
+               "report": report.stdout + report.stderr, "run": run.stdout + run.stderr}
+    check(report.returncode == 0 and run.returncode == 0, outputs)
+    for what, text in outputs.items():
+        check("\x1b" not in text and not re.search(r"^fake", text, re.M),
+              f"{what} carries the app's escape or forged line:\n{text[-2000:]!r}")
+        check("e\\x1b[2J" in text, f"{what} does not name the app:\n"
+              f"{text[-2000:]!r}")
+    print("an app named with an escape and a newline: escaped in the journal, summary, top, "
+          "report and run")
+
+
+def daemon_children(d):
+    try:
+        with open(f"/proc/{d.proc.pid}/task/{d.proc.pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def test_hung_analysis(build, demo):
+    """Issue 18, items 7 and 15. An analysis that hangs (its process stopped, as a read from a
+    hung FUSE or network file leaves it) holds up nobody: top is answered meanwhile, a real app
+    registers and is listed, and the hung one is given up at --timeout, said in the journal,
+    its snapshot directory not left behind."""
+    state = tempfile.mkdtemp(prefix="fscope-state-")
+    with Weston() as w:
+        d = Daemon(build, w.runtime, state, args=["--timeout", "3"]).start()
+        app = other = None
+        try:
+            app = subprocess.Popen([demo, "--quiet", "--frames", "1000000"],
+                                   env=app_env(build, w), stderr=subprocess.DEVNULL)
+            wait_listed(build, w, app.pid, frames=5)
+            stopped = None
+            for attempt in range(20):
+                snap = subprocess.Popen([os.path.join(build, "tools", "framescope"), "snapshot",
+                                         str(app.pid)], env=dict(os.environ,
+                                                                 XDG_RUNTIME_DIR=w.runtime),
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True)
+                while snap.poll() is None and not stopped:
+                    for child in daemon_children(d):
+                        try:
+                            os.kill(child, signal.SIGSTOP)
+                            stopped = child
+                        except ProcessLookupError:
+                            pass
+                if stopped:
+                    break
+                snap.communicate(timeout=60)
+            check(stopped, "no snapshot was analysed in a process of its own")
+            hung_at = time.monotonic()
+            other = subprocess.Popen([demo, "--quiet", "--frames", "1000000"],
+                                     env=app_env(build, w), stderr=subprocess.DEVNULL)
+            listed = wait_listed(build, w, other.pid, frames=1)
+            waited = time.monotonic() - hung_at
+            out, err = snap.communicate(timeout=60)
+            check(snap.returncode == 1 and "no answer" in err, f"the hung snapshot's client: "
+                  f"{snap.returncode} {out} {err}")
+            d.wait_for("given up after 3 s")
+            check(d.proc.poll() is None, d.text()[-2000:])
+            left = [c for c in captures(state) if c.endswith("-snapshot.capture")]
+            check(not left, f"the hung snapshot left {left}")
+        finally:
+            for p in (app, other):
+                if p:
+                    p.kill()
+                    p.wait(30)
+            d.stop()
+    print(f"an analysis hung: another app registered and top listed it {waited:.2f} s later; "
+          "the hung one given up at 3 s")
+
+
 main({"crash": test_crash, "restart": test_restart, "no_daemon": test_no_daemon,
       "hostile": test_hostile, "other_user": test_other_user, "many": test_many,
-      "units": test_units, "args": test_args})
+      "units": test_units, "args": test_args, "hostile_memory": test_hostile_memory,
+      "hostile_clients": test_hostile_clients, "long_reply": test_long_reply,
+      "escapes": test_escapes, "hung_analysis": test_hung_analysis})

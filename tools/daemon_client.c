@@ -39,25 +39,56 @@ static char *ask(const struct fscoped_request *req)
             close(fd);
         return NULL;
     }
-    char *reply = malloc(FSCOPED_REPLY_MAX + 1);
+    /* The reply: packets until the daemon closes (src/util/daemon_proto.h). */
+    char *reply = NULL;
+    size_t len = 0, cap = 0;
     ssize_t n = -1;
-    if (reply && send(fd, req, sizeof(*req), MSG_NOSIGNAL) == (ssize_t)sizeof(*req)) {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        if (poll(&p, 1, REPLY_TIMEOUT_MS) == 1)
-            n = recv(fd, reply, FSCOPED_REPLY_MAX, 0);
-        else
-            errno = ETIMEDOUT;
+    const char *fault = NULL;
+    if (send(fd, req, sizeof(*req), MSG_NOSIGNAL) == (ssize_t)sizeof(*req)) {
+        struct timespec start;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        for (;;) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            long left = REPLY_TIMEOUT_MS - (long)((now.tv_sec - start.tv_sec) * 1000 +
+                                                  (now.tv_nsec - start.tv_nsec) / 1000000);
+            struct pollfd p = { .fd = fd, .events = POLLIN };
+            if (left <= 0 || poll(&p, 1, (int)left) != 1) {
+                fault = "it did not finish its answer in time";
+                break;
+            }
+            if (cap - len < FSCOPED_REPLY_PACKET + 1) {
+                if (cap >= FSCOPED_REPLY_MAX) {
+                    fault = "its answer is longer than we take";
+                    break;
+                }
+                cap = cap ? 2 * cap : 4 * FSCOPED_REPLY_PACKET;
+                char *grown = realloc(reply, cap);
+                if (!grown) {
+                    fault = "out of memory";
+                    break;
+                }
+                reply = grown;
+            }
+            n = recv(fd, reply + len, FSCOPED_REPLY_PACKET, 0);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            len += (size_t)n;
+        }
     }
     int e = errno;
     close(fd);
-    if (n <= 0) {
+    if (fault || n < 0 || len == 0) {
         fprintf(stderr, "framescope: no answer from framescoped: %s\n",
-                n == 0 ? "it closed the connection (another user's daemon, or it refused us)"
-                       : strerror(e));
+                fault ? fault
+                : n < 0 ? strerror(e)
+                        : "it closed the connection (another user's daemon, or it refused us)");
         free(reply);
         return NULL;
     }
-    reply[n] = '\0';
+    reply[len] = '\0';
     return reply;
 }
 

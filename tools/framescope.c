@@ -651,12 +651,12 @@ struct observed_recording {
 
 static int recording_create(struct observed_recording *r)
 {
-    r->fd = memfd_create("framescope-recording", MFD_CLOEXEC);
+    r->fd = sealed_memfd_create("framescope-recording", REC_ARENA_SIZE);
     r->child_fd = r->child_stream_fd = -1;
     r->stream_fd = unnamed_file_create(getenv("TMPDIR")); /* -1: nothing is streamed */
     r->header = MAP_FAILED;
-    if (r->fd < 0 || ftruncate(r->fd, (off_t)REC_ARENA_SIZE) != 0)
-        return -errno;
+    if (r->fd < 0)
+        return r->fd;
     r->header = mmap(NULL, sizeof(*r->header), PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
     if (r->header == MAP_FAILED)
         return -errno;

@@ -6,7 +6,12 @@
  * still running.
  *
  * Socket-activated (framescoped.socket: LISTEN_FDS) or, run by hand, it makes its socket itself
- * in a 0700 directory. One thread, one epoll loop; recordings are mapped only while read. */
+ * in a 0700 directory. One thread, one epoll loop, and nothing in it that a client controls the
+ * duration of: every recording is read and analysed in a child of its own (a job), under a
+ * time limit, so a hostile or huge recording, a hung stream file or a client that never reads
+ * its reply costs that child, never the loop or the other clients. A recording is never
+ * mapped: a job copies what it holds once into its own memory (copy_recording), then
+ * validates and uses only that copy. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,10 +24,12 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,17 +42,26 @@
 #include "util/text.h"
 
 #define MAX_APPS 1024
-#define MAX_CLIENTS 64 /* connections not yet registered or answered */
+#define MAX_CLIENTS 64     /* connections not yet registered or answered */
+#define CLIENTS_PER_PID 8  /* of those, from one process */
+#define CLIENT_IDLE_MS 2000 /* a connection says what it wants within this, or is closed */
+#define MAX_JOBS 4         /* analyses running at once, each in a child */
+#define CAPTURE_JOB_S 300  /* an app's capture is written within this, or given up */
+#define REQUEST_JOB_S 55   /* top's and snapshot's answers (the client waits 60 s) */
 #define DEFAULT_KEEP 20
 
 static const char usage[] =
-    "usage: framescoped [--keep N] [--state-dir DIR]\n"
+    "usage: framescoped [--keep N] [--state-dir DIR] [--timeout SECONDS]\n"
     "\n"
     "The per-user framescope daemon. Profiled apps register with it; when one ends (exit,\n"
     "crash, SIGKILL) it writes the app's capture under DIR (default\n"
     "$XDG_STATE_HOME/framescope, else ~/.local/state/framescope) and keeps the newest N\n"
     "(default 20). Started by systemd's framescoped.socket, or by hand: it then listens at\n"
-    "$XDG_RUNTIME_DIR/framescope/framescoped.sock itself.\n";
+    "$XDG_RUNTIME_DIR/framescope/framescoped.sock itself.\n"
+    "\n"
+    "Each recording is analysed in a process of its own, given up (and said in the log)\n"
+    "when it takes longer than SECONDS: by default 300 for an app's capture and 55 for\n"
+    "what framescope top and snapshot ask.\n";
 
 struct app {
     bool used;
@@ -53,6 +69,7 @@ struct app {
     int pidfd, conn;     /* conn: the app's registration connection; -1 once it closed */
     int memfd, stream_fd; /* stream_fd -1: the app streams nothing */
     bool observed;       /* framescope run writes this app's capture */
+    bool ending;         /* it ended; its capture waits for a job */
     char name[64], exe[256];
     time_t since;
 };
@@ -61,9 +78,10 @@ static struct app apps[MAX_APPS];
 static int epfd = -1;
 static char state_dir[PATH_MAX];
 static long keep = DEFAULT_KEEP;
+static long job_timeout_s; /* --timeout: one limit for every analysis; 0: as above */
 
 /* epoll's data: what an fd is. */
-enum { TAG_LISTEN = 1, TAG_CLIENT, TAG_PIDFD, TAG_APPCONN };
+enum { TAG_LISTEN = 1, TAG_CLIENT, TAG_PIDFD, TAG_APPCONN, TAG_JOB };
 #define TAG(kind, index) (((uint64_t)(kind) << 32) | (uint32_t)(index))
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -202,61 +220,118 @@ static void capture_path(const struct app *a, const char *kind, char *buf, size_
                  when, kind, n);
 }
 
-/* ---- reading a registered recording ---- */
+/* ---- saying things, some of them at most every few seconds ---- */
 
-struct mapped {
+/* Whether a line of this kind may be said now: a client that repeats what gets refused must
+ * not fill the journal. Says how many were held back when it speaks again. */
+struct quiet {
+    time_t last;
+    unsigned held;
+};
+
+static bool quiet_may_say(struct quiet *q, unsigned *ret_held)
+{
+    time_t now = time(NULL);
+    if (q->last && now - q->last < 10) {
+        q->held++;
+        return false;
+    }
+    q->last = now;
+    *ret_held = q->held;
+    q->held = 0;
+    return true;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- reading a registered recording (in a job) ---- */
+
+struct copy {
     void *bytes;
-    size_t len; /* what is in use */
+    size_t len; /* what the header said is in use */
     size_t map_len;
 };
 
-/* Maps the recording (private: unstreaming writes into our copy, never the app's). */
-static int map_recording(const struct app *a, bool writable, struct mapped *m, char *why,
-                         size_t why_len)
+/* The recording, read once into memory of our own: nothing another process writes afterwards
+ * (the app, or anyone else holding its memfd) reaches what is validated and used. Only the
+ * extents that hold data are read; holes stay untouched zero pages, so the copy costs what the
+ * recording really holds. The memfd itself is never mapped: one that shrinks under us gives a
+ * short read, never SIGBUS. */
+static int copy_recording(int fd, struct copy *c, char *why, size_t why_len)
 {
     struct stat st;
-    if (fstat(a->memfd, &st) != 0)
+    struct rec_header h;
+    if (fstat(fd, &st) != 0)
         return -errno;
-    m->map_len = (size_t)st.st_size;
-    m->bytes = mmap(NULL, m->map_len, PROT_READ | (writable ? PROT_WRITE : 0),
-                    (writable ? MAP_PRIVATE : MAP_SHARED) | MAP_NORESERVE, a->memfd, 0);
-    if (m->bytes == MAP_FAILED)
-        return -errno;
-    const struct rec_header *h = m->bytes;
-    uint64_t used = atomic_load(&h->used);
-    if (used < sizeof(*h) || used > m->map_len) {
-        snprintf(why, why_len, "its recording claims %llu bytes in use of %zu",
-                 (unsigned long long)used, m->map_len);
-        munmap(m->bytes, m->map_len);
+    if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+        snprintf(why, why_len, "its recording's header cannot be read");
+        return -EIO;
+    }
+    uint64_t used = atomic_load(&h.used);
+    if (used < sizeof(h) || used > (uint64_t)st.st_size) {
+        snprintf(why, why_len, "its recording claims %llu bytes in use of %lld",
+                 (unsigned long long)used, (long long)st.st_size);
         return -EINVAL;
     }
-    m->len = (size_t)used;
+    long page = sysconf(_SC_PAGESIZE);
+    c->len = (size_t)used;
+    c->map_len = (c->len + (size_t)page - 1) / (size_t)page * (size_t)page;
+    c->bytes = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (c->bytes == MAP_FAILED)
+        return -errno;
+    for (uint64_t at = 0; at < used;) {
+        off_t data = lseek(fd, (off_t)at, SEEK_DATA);
+        if (data < 0 && errno != ENXIO)
+            data = (off_t)at; /* no SEEK_DATA here: read it all */
+        if (data < 0 || (uint64_t)data >= used)
+            break; /* ENXIO: only holes from here on */
+        off_t hole = lseek(fd, data, SEEK_HOLE);
+        uint64_t end = hole < 0 || (uint64_t)hole > used ? used : (uint64_t)hole;
+        for (at = (uint64_t)data; at < end;) {
+            ssize_t n = pread(fd, (char *)c->bytes + at, end - at, (off_t)at);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return 0; /* it shrank: what it held is what was read */
+            at += (uint64_t)n;
+        }
+    }
     return 0;
 }
 
-/* The whole recording (its streamed chunks read back into our private copy), parsed. */
-static int read_whole(const struct app *a, struct mapped *m, struct recording **rec, char *why,
+static void copy_free(struct copy *c)
+{
+    munmap(c->bytes, c->map_len);
+}
+
+/* The whole recording (its streamed chunks read back into our copy), parsed. */
+static int read_whole(const struct app *a, struct copy *c, struct recording **rec, char *why,
                       size_t why_len)
 {
     why[0] = '\0';
-    int e = map_recording(a, true, m, why, why_len);
+    int e = copy_recording(a->memfd, c, why, why_len);
     if (e)
         return e;
-    e = recording_read_ended(m->bytes, m->len, a->stream_fd, rec, why, why_len);
+    e = recording_read_ended(c->bytes, c->len, a->stream_fd, rec, why, why_len);
     if (e)
-        munmap(m->bytes, m->map_len);
+        copy_free(c);
     return e;
 }
 
-/* Analyses an app's recording (all of it, or its last last_ms) into a capture. Returns 0 and
- * the capture's path, or -errno with why. */
-static int write_capture(const struct app *a, const char *kind, uint32_t last_ms, char *path,
-                         size_t path_len, char *summary, size_t summary_len, char *why,
-                         size_t why_len)
+/* Analyses an app's recording (all of it, or its last last_ms) into the capture at path (a
+ * directory claimed for it). Returns 0, or -errno with why. */
+static int write_capture(const struct app *a, uint32_t last_ms, const char *path,
+                         char *summary, size_t summary_len, char *why, size_t why_len)
 {
-    struct mapped m;
+    struct copy c;
     struct recording *rec = NULL;
-    int e = read_whole(a, &m, &rec, why, why_len);
+    int e = read_whole(a, &c, &rec, why, why_len);
     if (e)
         return e;
     if (last_ms)
@@ -265,9 +340,7 @@ static int write_capture(const struct app *a, const char *kind, uint32_t last_ms
     if (!report) {
         e = -ENOMEM;
     } else {
-        int made = make_dirs(state_dir);
-        capture_path(a, kind, path, path_len);
-        e = made ? made : report_write_capture(report, m.bytes, m.len, path, NULL);
+        e = report_write_capture(report, c.bytes, c.len, path, NULL);
         if (e)
             snprintf(why, why_len, "cannot write %s: %s", path, strerror(-e));
         struct live_stats s;
@@ -277,53 +350,228 @@ static int write_capture(const struct app *a, const char *kind, uint32_t last_ms
         report_destroy(report);
     }
     recording_free(rec);
-    munmap(m.bytes, m.map_len);
-    if (!e)
-        prune_captures();
+    copy_free(&c);
     return e;
+}
+
+/* ---- jobs: analyses in children ---- */
+
+enum job_kind { JOB_CAPTURE, JOB_LIST, JOB_SNAPSHOT };
+
+struct job {
+    pid_t pid; /* 0: a free slot */
+    int pidfd;
+    enum job_kind kind;
+    unsigned seconds;
+    uint64_t deadline_ms; /* killed then, whatever it is doing (a hung read, stopped) */
+    char path[PATH_MAX]; /* JOB_CAPTURE, JOB_SNAPSHOT: the capture directory claimed */
+    char what[160];      /* whose and what, for the journal */
+};
+
+static struct job jobs[MAX_JOBS];
+static unsigned job_count;
+
+static void app_forget(struct app *a);
+static void app_capture(struct app *a);
+static void listening_resume(void);
+
+static int fd_compare(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* In a job's child: keeps stdin/out/err and held[] (nothing else the daemon holds: the
+ * socket, other clients, other apps' recordings). */
+static void job_child_setup(int *held, unsigned nheld)
+{
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    qsort(held, nheld, sizeof(*held), fd_compare);
+    unsigned from = 3;
+    for (unsigned i = 0; i < nheld; i++) {
+        if (held[i] < (int)from)
+            continue;
+        if ((unsigned)held[i] > from)
+            close_range(from, (unsigned)held[i] - 1, 0);
+        from = (unsigned)held[i] + 1;
+    }
+    close_range(from, ~0u, 0);
+}
+
+/* Forks a job that keeps held[]: returns 0 in the child, the job in the parent, NULL (said)
+ * when none can start now. */
+static struct job *job_fork(enum job_kind kind, unsigned seconds, int *held,
+                            unsigned nheld, bool *ret_child)
+{
+    *ret_child = false;
+    struct job *j = NULL;
+    for (unsigned i = 0; i < MAX_JOBS && !j; i++)
+        if (!jobs[i].pid)
+            j = &jobs[i];
+    if (!j)
+        return NULL;
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        say("cannot start an analysis: fork: %s", strerror(errno));
+        return NULL;
+    }
+    if (pid == 0) {
+        job_child_setup(held, nheld);
+        *ret_child = true;
+        return j;
+    }
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) {
+        say("cannot follow an analysis: pidfd_open: %s", strerror(errno));
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return NULL;
+    }
+    memset(j, 0, sizeof(*j));
+    j->pid = pid;
+    j->pidfd = pidfd;
+    j->kind = kind;
+    j->seconds = job_timeout_s ? (unsigned)job_timeout_s : seconds;
+    j->deadline_ms = now_ms() + 1000ull * j->seconds;
+    job_count++;
+    struct epoll_event ev = { .events = EPOLLIN,
+                              .data.u64 = TAG(TAG_JOB, (uint32_t)(j - jobs)) };
+    epoll_ctl(epfd, EPOLL_CTL_ADD, pidfd, &ev);
+    return j;
+}
+
+/* A job's child is gone: how it went, in the journal when it failed; its slot to the next. */
+static void job_ended(struct job *j)
+{
+    int status = 0;
+    while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (j->deadline_ms == 0)
+        say("%s: given up after %u s (a read of the recording or its stream file hung?)",
+            j->what, j->seconds);
+    else if (WIFSIGNALED(status))
+        say("%s: the analysis died of signal %d (%s)", j->what, WTERMSIG(status),
+            strsignal(WTERMSIG(status)));
+    if (j->path[0] && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        rmdir(j->path); /* the claimed directory, when nothing was put in its place */
+    epoll_ctl(epfd, EPOLL_CTL_DEL, j->pidfd, NULL);
+    close(j->pidfd);
+    bool capture = j->kind == JOB_CAPTURE;
+    memset(j, 0, sizeof(*j));
+    job_count--;
+    listening_resume();
+    if (capture)
+        prune_captures();
+    /* Apps that ended while every job was busy, oldest first. */
+    for (unsigned i = 0; i < MAX_APPS && job_count < MAX_JOBS; i++)
+        if (apps[i].used && apps[i].ending)
+            app_capture(&apps[i]);
+}
+
+/* Kills the jobs past their time; returns how long until the next is due (-1: none). */
+static int jobs_expire(void)
+{
+    uint64_t now = now_ms();
+    int next = -1;
+    for (unsigned i = 0; i < MAX_JOBS; i++) {
+        struct job *j = &jobs[i];
+        if (!j->pid || !j->deadline_ms)
+            continue;
+        if (j->deadline_ms <= now) {
+            kill(j->pid, SIGKILL); /* its pidfd says when it is gone */
+            j->deadline_ms = 0;
+        } else if (next < 0 || j->deadline_ms - now < (uint64_t)next) {
+            next = (int)(j->deadline_ms - now);
+        }
+    }
+    return next;
+}
+
+/* Claims a fresh capture directory for a (made now, so that the next claim sees it). */
+static int claim_capture(const struct app *a, const char *kind, char *path, size_t len)
+{
+    int e = make_dirs(state_dir);
+    if (e)
+        return e;
+    capture_path(a, kind, path, len);
+    return mkdir(path, 0700) == 0 ? 0 : -errno;
 }
 
 /* ---- apps ---- */
 
 static void app_forget(struct app *a)
 {
-    if (a->pidfd >= 0)
-        close(a->pidfd);
-    if (a->conn >= 0)
-        close(a->conn);
-    if (a->memfd >= 0)
-        close(a->memfd);
-    if (a->stream_fd >= 0)
-        close(a->stream_fd);
+    int fds[] = { a->pidfd, a->conn, a->memfd, a->stream_fd };
+    for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+        if (fds[i] < 0)
+            continue;
+        epoll_ctl(epfd, EPOLL_CTL_DEL, fds[i], NULL);
+        close(fds[i]);
+    }
     memset(a, 0, sizeof(*a));
+    listening_resume();
+}
+
+/* Whether the app reached its exit (its recording says so). */
+static bool app_exited_cleanly(const struct app *a)
+{
+    struct rec_header h;
+    return pread(a->memfd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+           atomic_load(&h.state) == REC_STATE_ENDED;
+}
+
+/* Writes the capture of an app that ended, in a job; the app is forgotten once the job has its
+ * descriptors. While every job is busy it waits (ending), its pidfd out of the loop. */
+static void app_capture(struct app *a)
+{
+    bool clean = app_exited_cleanly(a);
+    const char *how = clean ? "exited" : "ended without reaching its exit (killed or crashed)";
+    char path[PATH_MAX];
+    int e = claim_capture(a, "", path, sizeof(path));
+    if (e) {
+        say("%s (pid %d) %s; no capture: cannot create %s: %s", a->name, a->pid, how, path,
+            strerror(-e));
+        app_forget(a);
+        return;
+    }
+    int held[] = { a->memfd, a->stream_fd };
+    bool child;
+    struct job *j = job_fork(JOB_CAPTURE, CAPTURE_JOB_S, held, 2, &child);
+    if (child) {
+        char summary[128] = "", why[256] = "";
+        e = write_capture(a, 0, path, summary, sizeof(summary), why, sizeof(why));
+        if (e)
+            say("%s (pid %d) %s; no capture: %s", a->name, a->pid, how,
+                why[0] ? why : strerror(-e));
+        else
+            say("%s (pid %d) %s: %s; capture %s", a->name, a->pid, how, summary, path);
+        _exit(e ? 1 : 0);
+    }
+    if (!j) {
+        rmdir(path);
+        if (!a->ending && a->pidfd >= 0)
+            epoll_ctl(epfd, EPOLL_CTL_DEL, a->pidfd, NULL);
+        a->ending = true;
+        return;
+    }
+    snprintf(j->path, sizeof(j->path), "%s", path);
+    snprintf(j->what, sizeof(j->what), "the capture of %s (pid %d)", a->name, a->pid);
+    app_forget(a);
 }
 
 /* The app's process is gone: its capture, and a line for the journal. */
 static void app_ended(struct app *a)
 {
-    const struct rec_header *h = NULL;
-    struct mapped m;
-    char why[256] = "";
-    bool clean = false;
-    if (map_recording(a, false, &m, why, sizeof(why)) == 0) {
-        h = m.bytes;
-        clean = atomic_load(&h->state) == REC_STATE_ENDED;
-        munmap(m.bytes, m.map_len);
-    }
-    const char *how = clean ? "exited" : "ended without reaching its exit (killed or crashed)";
     if (a->observed) {
-        say("%s (pid %d) %s; framescope run analyses it", a->name, a->pid, how);
+        say("%s (pid %d) %s; framescope run analyses it", a->name, a->pid,
+            app_exited_cleanly(a) ? "exited"
+                                  : "ended without reaching its exit (killed or crashed)");
         app_forget(a);
         return;
     }
-    char path[PATH_MAX], summary[128] = "";
-    int e = write_capture(a, "", 0, path, sizeof(path), summary, sizeof(summary), why,
-                          sizeof(why));
-    if (e)
-        say("%s (pid %d) %s; no capture: %s", a->name, a->pid, how, why[0] ? why : strerror(-e));
-    else
-        say("%s (pid %d) %s: %s; capture %s", a->name, a->pid, how, summary, path);
-    app_forget(a);
+    app_capture(a);
 }
 
 static int pidfd_open_of(int pid)
@@ -331,7 +579,8 @@ static int pidfd_open_of(int pid)
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
-/* Checks what a registration carries: a recording of ours, of a size it can have. */
+/* Checks what a registration carries: a recording of ours, of a size it can have and that
+ * cannot change (sealed). */
 static bool recording_plausible(int fd, char *why, size_t why_len)
 {
     struct stat st;
@@ -350,6 +599,12 @@ static bool recording_plausible(int fd, char *why, size_t why_len)
         atomic_load(&h.used) > h.size) {
         snprintf(why, why_len, "not a framescope recording of version %u, or its header "
                  "claims impossible sizes", REC_VERSION);
+        return false;
+    }
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+        snprintf(why, why_len, "its recording is not sealed against shrinking "
+                 "(F_SEAL_SHRINK): a framescope older than this daemon?");
         return false;
     }
     return true;
@@ -383,6 +638,7 @@ static void app_register(int conn, const struct fscoped_request *req, const stru
         if (pidfd >= 0)
             close(pidfd);
         close(conn);
+        listening_resume();
         return;
     }
     /* The same process again (the daemon restarted, or the app reconnected): one entry. */
@@ -426,15 +682,36 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void reply(int conn, const char *text, size_t len)
+/* A short reply from the loop itself (an error): one packet, never waited for. */
+static void reply_now(int conn, const char *text)
 {
-    if (len > FSCOPED_REPLY_MAX)
-        len = FSCOPED_REPLY_MAX;
-    if (send(conn, text, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+    if (send(conn, text, strlen(text), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
         say("a reply was not sent: %s", strerror(errno));
 }
 
-/* Every app, live: what `framescope top` shows. */
+/* A job's reply: packets of FSCOPED_REPLY_PACKET bytes, as many as it takes, then the connection is
+ * closed (the client reads to the end: nothing is ever cut). The client has
+ * REQUEST_JOB_S to read it. */
+static void reply_all(int conn, const char *text, size_t len)
+{
+    int flags = fcntl(conn, F_GETFL);
+    if (flags >= 0)
+        fcntl(conn, F_SETFL, flags & ~O_NONBLOCK);
+    for (size_t at = 0; at < len;) {
+        size_t n = len - at < FSCOPED_REPLY_PACKET ? len - at : FSCOPED_REPLY_PACKET;
+        ssize_t sent = send(conn, text + at, n, MSG_NOSIGNAL);
+        if (sent < 0 && errno == EINTR)
+            continue;
+        if (sent <= 0) {
+            say("a reply was cut at %zu of %zu bytes: %s", at, len,
+                sent < 0 ? strerror(errno) : "nothing sent");
+            return;
+        }
+        at += (size_t)sent;
+    }
+}
+
+/* Every app, live: what `framescope top` shows (in a job). */
 static void reply_list(int conn)
 {
     char *text = NULL;
@@ -447,17 +724,16 @@ static void reply_list(int conn)
     time_t now = time(NULL);
     for (unsigned i = 0; i < MAX_APPS; i++) {
         struct app *a = &apps[i];
-        if (!a->used)
+        if (!a->used || a->ending)
             continue;
-        struct mapped m;
+        struct copy c;
         struct recording *rec = NULL;
         char why[256] = "";
         struct live_stats s = { .verdict = "none" };
-        /* Live: what is still in memory, read in place (the reader copies and checks). */
-        int e = map_recording(a, false, &m, why, sizeof(why));
+        int e = copy_recording(a->memfd, &c, why, sizeof(why));
         if (!e) {
-            e = recording_read(m.bytes, m.len, &rec, why, sizeof(why));
-            munmap(m.bytes, m.map_len);
+            e = recording_read(c.bytes, c.len, &rec, why, sizeof(why));
+            copy_free(&c);
         }
         if (!e) {
             recording_compute_gpu_busy(rec);
@@ -481,16 +757,36 @@ static void reply_list(int conn)
     }
     fputs("]}\n", f);
     fclose(f);
-    reply(conn, text, len);
+    reply_all(conn, text, len);
     free(text);
 }
 
-static void reply_snapshot(int conn, const struct fscoped_request *req)
+static void request_list(int conn)
+{
+    static int held[1 + 2 * MAX_APPS];
+    unsigned nheld = 0;
+    held[nheld++] = conn;
+    for (unsigned i = 0; i < MAX_APPS; i++)
+        if (apps[i].used && !apps[i].ending)
+            held[nheld++] = apps[i].memfd;
+    bool child;
+    struct job *j = job_fork(JOB_LIST, REQUEST_JOB_S, held, nheld, &child);
+    if (child) {
+        reply_list(conn);
+        _exit(0);
+    }
+    if (!j)
+        reply_now(conn, "{\"error\": \"framescoped is busy with other analyses; ask again\"}\n");
+    else
+        snprintf(j->what, sizeof(j->what), "the list for framescope top");
+}
+
+static void request_snapshot(int conn, const struct fscoped_request *req)
 {
     struct app *a = NULL;
     unsigned matches = 0;
     for (unsigned i = 0; i < MAX_APPS; i++) {
-        if (!apps[i].used)
+        if (!apps[i].used || apps[i].ending)
             continue;
         if (req->pid ? apps[i].pid == req->pid
                      : strncmp(apps[i].name, req->name, sizeof(req->name)) == 0) {
@@ -498,40 +794,117 @@ static void reply_snapshot(int conn, const struct fscoped_request *req)
             matches++;
         }
     }
-    char text[PATH_MAX + 512], path[PATH_MAX], summary[128], why[256] = "";
-    FILE *f = fmemopen(text, sizeof(text), "w");
-    if (!f)
-        return;
     if (!a) {
-        fputs("{\"error\": \"no profiled app is running by that pid or name\"}", f);
-    } else if (matches > 1) {
-        fputs("{\"error\": \"more than one profiled app has that name: give its pid\"}", f);
-    } else {
-        int e = write_capture(a, "-snapshot", req->last_ms, path, sizeof(path), summary,
-                              sizeof(summary), why, sizeof(why));
-        fputs(e ? "{\"error\": " : "{\"capture\": ", f);
-        json_string(f, e ? (why[0] ? why : strerror(-e)) : path);
-        fprintf(f, ", \"pid\": %d, \"name\": ", a->pid);
-        json_string(f, a->name);
-        fputc('}', f);
+        reply_now(conn, "{\"error\": \"no profiled app is running by that pid or name\"}\n");
+        return;
+    }
+    if (matches > 1) {
+        reply_now(conn, "{\"error\": \"more than one profiled app has that name: give its "
+                        "pid\"}\n");
+        return;
+    }
+    char path[PATH_MAX];
+    int e = claim_capture(a, "-snapshot", path, sizeof(path));
+    if (e) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (f) {
+            fputs("{\"error\": ", f);
+            char why[PATH_MAX + 64];
+            snprintf(why, sizeof(why), "cannot create %s: %s", path, strerror(-e));
+            json_string(f, why);
+            fputs("}\n", f);
+            fclose(f);
+            reply_now(conn, text);
+            free(text);
+        }
+        return;
+    }
+    int held[] = { conn, a->memfd, a->stream_fd };
+    bool child;
+    struct job *j = job_fork(JOB_SNAPSHOT, REQUEST_JOB_S, held, 3, &child);
+    if (child) {
+        char summary[128] = "", why[256] = "";
+        e = write_capture(a, req->last_ms, path, summary, sizeof(summary), why, sizeof(why));
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (f) {
+            fputs(e ? "{\"error\": " : "{\"capture\": ", f);
+            json_string(f, e ? (why[0] ? why : strerror(-e)) : path);
+            fprintf(f, ", \"pid\": %d, \"name\": ", a->pid);
+            json_string(f, a->name);
+            fputs("}\n", f);
+            fclose(f);
+            reply_all(conn, text, len);
+        }
         if (!e)
             say("snapshot of %s (pid %d): %s; capture %s", a->name, a->pid, summary, path);
+        _exit(e ? 1 : 0);
     }
-    fputc('\n', f);
-    long len = ftell(f);
-    fclose(f);
-    reply(conn, text, len > 0 ? (size_t)len : 0);
+    if (!j) {
+        rmdir(path);
+        reply_now(conn, "{\"error\": \"framescoped is busy with other analyses; ask again\"}\n");
+        return;
+    }
+    snprintf(j->path, sizeof(j->path), "%s", path);
+    snprintf(j->what, sizeof(j->what), "the snapshot of %s (pid %d)", a->name, a->pid);
 }
 
 /* ---- connections ---- */
 
-static int clients[MAX_CLIENTS];
+/* Connections that have not yet said what they want. Each has CLIENT_IDLE_MS to do so; one
+ * process holds at most CLIENTS_PER_PID of them; when all are taken, the one waiting longest
+ * makes room. No client can lock the others out. */
+struct client {
+    int fd; /* -1: a free slot */
+    pid_t pid;
+    uint64_t since_ms;
+};
 
-static void client_accept(int listen_fd)
+static struct client clients[MAX_CLIENTS];
+static int listen_fd = -1;
+static bool listening; /* false while out of descriptors */
+static uint64_t listen_paused_ms;
+static struct quiet quiet_evicted, quiet_per_pid, quiet_idle;
+
+static void client_close(unsigned i)
+{
+    epoll_ctl(epfd, EPOLL_CTL_DEL, clients[i].fd, NULL);
+    close(clients[i].fd);
+    clients[i].fd = -1;
+    listening_resume();
+}
+
+/* Listens again after running out of descriptors, once one was freed. */
+static void listening_resume(void)
+{
+    if (listening || listen_fd < 0)
+        return;
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG(TAG_LISTEN, 0) };
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, listen_fd, &ev) == 0) {
+        listening = true;
+        say("listening again");
+    }
+}
+
+static void listening_pause(int err)
+{
+    epoll_ctl(epfd, EPOLL_CTL_DEL, listen_fd, NULL);
+    listening = false;
+    listen_paused_ms = now_ms();
+    say("out of descriptors (%s): not taking connections until one is freed", strerror(err));
+}
+
+static void client_accept(void)
 {
     int conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (conn < 0)
+    if (conn < 0) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            listening_pause(errno);
         return;
+    }
     struct ucred cred;
     socklen_t len = sizeof(cred);
     if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != getuid()) {
@@ -540,22 +913,65 @@ static void client_accept(int listen_fd)
         close(conn);
         return;
     }
+    unsigned free_slot = MAX_CLIENTS, oldest = MAX_CLIENTS, same_pid = 0;
     for (unsigned i = 0; i < MAX_CLIENTS; i++) {
-        if (clients[i] < 0) {
-            clients[i] = conn;
-            struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG(TAG_CLIENT, i) };
-            epoll_ctl(epfd, EPOLL_CTL_ADD, conn, &ev);
-            return;
+        if (clients[i].fd < 0) {
+            if (free_slot == MAX_CLIENTS)
+                free_slot = i;
+            continue;
+        }
+        if (clients[i].pid == cred.pid)
+            same_pid++;
+        if (oldest == MAX_CLIENTS || clients[i].since_ms < clients[oldest].since_ms)
+            oldest = i;
+    }
+    unsigned held;
+    if (same_pid >= CLIENTS_PER_PID) {
+        if (quiet_may_say(&quiet_per_pid, &held))
+            say("refused a connection: pid %d has %d waiting already (%u more refused since "
+                "last said)", cred.pid, CLIENTS_PER_PID, held);
+        close(conn);
+        return;
+    }
+    if (free_slot == MAX_CLIENTS) {
+        if (quiet_may_say(&quiet_evicted, &held))
+            say("%d connections waiting: closed the longest-waiting one (pid %d) to make room "
+                "(%u more since last said)", MAX_CLIENTS, clients[oldest].pid, held);
+        client_close(oldest);
+        free_slot = oldest;
+    }
+    clients[free_slot] = (struct client){ .fd = conn, .pid = cred.pid, .since_ms = now_ms() };
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG(TAG_CLIENT, free_slot) };
+    epoll_ctl(epfd, EPOLL_CTL_ADD, conn, &ev);
+}
+
+/* Closes connections that said nothing in time; returns how long until the next one is due
+ * (-1: none waits). */
+static int clients_expire(void)
+{
+    uint64_t now = now_ms();
+    int next = -1;
+    unsigned held;
+    for (unsigned i = 0; i < MAX_CLIENTS; i++) {
+        if (clients[i].fd < 0)
+            continue;
+        uint64_t due = clients[i].since_ms + CLIENT_IDLE_MS;
+        if (due <= now) {
+            if (quiet_may_say(&quiet_idle, &held))
+                say("closed a connection from pid %d that said nothing for %d ms (%u more since "
+                    "last said)", clients[i].pid, CLIENT_IDLE_MS, held);
+            client_close(i);
+        } else if (next < 0 || due - now < (uint64_t)next) {
+            next = (int)(due - now);
         }
     }
-    say("refused a connection: %d are waiting already", MAX_CLIENTS);
-    close(conn);
+    return next;
 }
 
 /* One request from a connection; it is answered (or registered) and leaves the client list. */
 static void client_request(unsigned i)
 {
-    int conn = clients[i];
+    int conn = clients[i].fd;
     struct fscoped_request req;
     union {
         char buf[CMSG_SPACE(4 * sizeof(int))];
@@ -584,7 +1000,7 @@ static void client_request(unsigned i)
     }
     /* Everything below takes the connection out of the client list. */
     epoll_ctl(epfd, EPOLL_CTL_DEL, conn, NULL);
-    clients[i] = -1;
+    clients[i].fd = -1;
     struct ucred cred;
     socklen_t len = sizeof(cred);
     bool ok = n == (ssize_t)sizeof(req) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
@@ -600,14 +1016,15 @@ static void client_request(unsigned i)
         if (n != 0)
             say("dropped a malformed message (%zd bytes)", n);
     } else if (req.kind == FSCOPED_LIST) {
-        reply_list(conn);
+        request_list(conn);
     } else if (req.kind == FSCOPED_SNAPSHOT) {
         req.name[sizeof(req.name) - 1] = '\0';
-        reply_snapshot(conn, &req);
+        request_snapshot(conn, &req);
     } else {
         say("dropped a request of unknown kind %u", req.kind);
     }
     close(conn);
+    listening_resume();
 }
 
 /* ---- the socket ---- */
@@ -676,6 +1093,7 @@ int main(int argc, char **argv)
     static const struct option options[] = {
         { "keep", required_argument, NULL, 'k' },
         { "state-dir", required_argument, NULL, 's' },
+        { "timeout", required_argument, NULL, 't' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -687,6 +1105,13 @@ int main(int argc, char **argv)
             if (!fscope_config_parse_long(optarg, 1, 100000, &keep)) {
                 fprintf(stderr, "framescoped: --keep takes a whole number 1..100000, not '%s'\n",
                         optarg);
+                return 2;
+            }
+            break;
+        case 't':
+            if (!fscope_config_parse_long(optarg, 1, 86400, &job_timeout_s)) {
+                fprintf(stderr, "framescoped: --timeout takes whole seconds 1..86400, not "
+                        "'%s'\n", optarg);
                 return 2;
             }
             break;
@@ -715,15 +1140,22 @@ int main(int argc, char **argv)
         return 2;
     }
     setvbuf(stderr, NULL, _IOLBF, 0);
+    /* Every app holds four of our descriptors: as many as we are allowed. */
+    struct rlimit files;
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &files);
+    }
     char path[PATH_MAX];
-    int listen_fd = listen_socket(path, sizeof(path));
+    listen_fd = listen_socket(path, sizeof(path));
     if (listen_fd < 0)
         return 1;
     epfd = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG(TAG_LISTEN, 0) };
     epoll_ctl(epfd, EPOLL_CTL_ADD, listen_fd, &ev);
+    listening = true;
     for (unsigned i = 0; i < MAX_CLIENTS; i++)
-        clients[i] = -1;
+        clients[i].fd = -1;
     struct sigaction sa = { .sa_handler = on_signal };
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -731,26 +1163,42 @@ int main(int argc, char **argv)
     say("listening at %s; captures in %s (newest %ld kept)", path, state_dir, keep);
     while (!stopping) {
         struct epoll_event events[32];
-        int n = epoll_wait(epfd, events, 32, -1);
+        int timeout = clients_expire(), job_due = jobs_expire();
+        if (job_due >= 0 && (timeout < 0 || job_due < timeout))
+            timeout = job_due;
+        if (!listening) {
+            /* Out of descriptors: a freed one resumes listening at once; this catches those
+             * freed outside (a job's child that exited). */
+            if (now_ms() - listen_paused_ms >= 1000)
+                listening_resume();
+            if (timeout < 0 || timeout > 1000)
+                timeout = 1000;
+        }
+        int n = epoll_wait(epfd, events, 32, timeout);
         for (int i = 0; i < n; i++) {
             uint32_t kind = (uint32_t)(events[i].data.u64 >> 32);
             uint32_t index = (uint32_t)events[i].data.u64;
-            if (kind == TAG_LISTEN)
-                client_accept(listen_fd);
-            else if (kind == TAG_CLIENT && index < MAX_CLIENTS && clients[index] >= 0)
+            if (kind == TAG_LISTEN && listening)
+                client_accept();
+            else if (kind == TAG_CLIENT && index < MAX_CLIENTS && clients[index].fd >= 0)
                 client_request(index);
-            else if (kind == TAG_PIDFD && index < MAX_APPS && apps[index].used)
+            else if (kind == TAG_PIDFD && index < MAX_APPS && apps[index].used &&
+                     !apps[index].ending)
                 app_ended(&apps[index]);
+            else if (kind == TAG_JOB && index < MAX_JOBS && jobs[index].pid)
+                job_ended(&jobs[index]);
             else if (kind == TAG_APPCONN && index < MAX_APPS && apps[index].used &&
                      apps[index].conn >= 0) {
                 /* The app closed its side (its exit): its end comes from its pidfd. */
                 epoll_ctl(epfd, EPOLL_CTL_DEL, apps[index].conn, NULL);
                 close(apps[index].conn);
                 apps[index].conn = -1;
+                listening_resume();
             }
         }
     }
-    /* Stopped (a restart): apps keep running and register with the next daemon. */
+    /* Stopped (a restart): apps keep running and register with the next daemon; captures
+     * being written finish in their jobs. */
     say("stopping; %s", "running apps register again with the next framescoped");
     return 0;
 }

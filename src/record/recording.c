@@ -219,9 +219,9 @@ static int stream_file_create(void)
 static bool create_own(void)
 {
     uint64_t size = REC_ARENA_SIZE;
-    int fd = memfd_create("framescope-recording", MFD_CLOEXEC);
+    int fd = sealed_memfd_create("framescope-recording", size);
     void *base = MAP_FAILED;
-    if (fd >= 0 && ftruncate(fd, (off_t)size) == 0)
+    if (fd >= 0)
         base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
     if (base == MAP_FAILED) {
         /* No memfd (a sandbox): anonymous memory, still readable by our own analysis. */

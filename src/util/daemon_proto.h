@@ -4,8 +4,10 @@
  *
  * Every request is one message holding exactly one struct fscoped_request. A registration
  * carries the app's recording (a memfd) and, where it has one, its stream file, as
- * SCM_RIGHTS; the app keeps the connection open while it runs. Every other request gets one
- * reply message: JSON text, at most FSCOPED_REPLY_MAX bytes. */
+ * SCM_RIGHTS, sealed at least against shrinking (F_SEAL_SHRINK: the daemon refuses it
+ * otherwise); the app keeps the connection open while it runs. Every other request gets a
+ * reply of JSON text, as many messages of at most FSCOPED_REPLY_PACKET bytes as it takes,
+ * ended by the daemon closing the connection: the client reads to the end. */
 #ifndef FSCOPE_DAEMON_PROTO_H
 #define FSCOPE_DAEMON_PROTO_H
 
@@ -16,7 +18,8 @@
 #define FSCOPED_MAGIC "FSCOPED1" /* 8 bytes, no NUL in the message */
 #define FSCOPED_SOCKET_DIR "framescope"
 #define FSCOPED_SOCKET_NAME "framescoped.sock"
-#define FSCOPED_REPLY_MAX (256 * 1024)
+#define FSCOPED_REPLY_PACKET (32 * 1024)
+#define FSCOPED_REPLY_MAX (64 * 1024 * 1024) /* what a client takes in all */
 
 enum fscoped_kind {
     FSCOPED_REGISTER = 1, /* fds: recording, [stream file] */
