@@ -885,6 +885,244 @@ def test_compare_bad_args(exe):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_compare_hostile_files(exe):
+    """Capture files as someone else could leave them (issue 18, items 11 and 16), read by diff
+    and by compare, whose runs' captures a later run's command can rewrite: summary.json cut
+    short, 100000 nested arrays or objects, numbers of the wrong type, missing members, a member
+    twice, bytes that are not UTF-8, a NUL, a file past 64 MiB: each refused with one line that
+    names the file and what is wrong. A terminal escape and a newline in an app, member or zone
+    name: printed as escapes, never raw, so no line is forged and no screen cleared."""
+    exe = os.path.abspath(exe)
+    tmp = tempfile.mkdtemp(prefix="fscope-hostile-")
+    try:
+        good = os.path.join(tmp, "good")
+        capture_demo(exe, good, "--frames", "10")
+        summary = json.load(open(os.path.join(good, "summary.json")))
+        injected = "evil\x1b[2J\nframescope: forged line"
+        shown = "evil\\x1b[2J\\x0aframescope: forged line"
+        zones_header = open(os.path.join(good, "zones.csv")).readline().strip().split(",")
+        made = []
+
+        def hostile(edit=None, raw=None, zone=False, size=None):
+            """A copy of the good capture with its summary.json edited (a function of the parsed
+            summary) or replaced by raw bytes, a zone named by the injection added, or the
+            summary grown (sparse) to size bytes."""
+            d = os.path.join(tmp, f"hostile-{len(made)}")
+            made.append(d)
+            shutil.copytree(good, d)
+            path = os.path.join(d, "summary.json")
+            if raw is not None:
+                with open(path, "wb") as f:
+                    f.write(raw)
+            elif edit:
+                s = json.loads(json.dumps(summary))
+                edit(s)
+                with open(path, "w") as f:
+                    json.dump(s, f)  # ensure_ascii: ESC and newline as \u001b and \n
+            if zone:
+                fields = {"thread": injected, "path": injected, "calls": "10",
+                          "inclusive_ms": "1.0"}
+                with open(os.path.join(d, "zones.csv"), "a") as f:
+                    f.write(",".join('"%s"' % fields.get(name, "0") for name in zones_header) +
+                            "\n")
+            if size:
+                os.truncate(path, size)
+            return d
+
+        def printed_safely(r, what):
+            out = r.stdout + r.stderr
+            check("\x1b" not in out, f"{what}: a raw ESC printed: {out[-2000:]!r}")
+            forged = [l for l in out.splitlines() if l.startswith("framescope: forged")]
+            check(not forged, f"{what}: a forged line printed: {forged}")
+
+        def refused(d, what, *expected):
+            r = run(exe, "diff", good, d)
+            lines = r.stderr.strip().splitlines()
+            check(r.returncode == 2, f"{what}: exit {r.returncode}, expected 2: {r.stderr}")
+            check(len(lines) == 1 and lines[0].startswith("framescope: ") and not r.stdout,
+                  f"{what}: not one error line: {r.stderr!r}")
+            for e in expected:
+                check(e in lines[0], f"{what}: {e!r} not in {lines[0]!r}")
+            printed_safely(r, what)
+            print(f"{what}: {lines[0]}")
+
+        def bad_summary(d):
+            return os.path.join(d, "summary.json")
+
+        text = json.dumps(summary).encode()
+        cases = [
+            ("cut short", hostile(raw=text[:len(text) // 2]), "line 1, column "),
+            ("empty", hostile(raw=b""), "line "),
+            ("100000 [", hostile(raw=b"[" * 100000), "nested too deeply"),
+            ("100000 {", hostile(raw=b'{"a": ' * 100000), "nested too deeply"),
+            ("an array", hostile(raw=b"[1, 2]"), "not a framescope summary"),
+            ("fps a string", hostile(lambda s: s.update(fps="60")),
+             '"fps" is a string, not a number'),
+            ("frames true", hostile(lambda s: s.update(frames=True)),
+             '"frames" is a boolean, not a number'),
+            ("frames negative", hostile(lambda s: s.update(frames=-3)), '"frames"'),
+            ("p99 null", hostile(lambda s: s["frame_ms"].update(p99=None)),
+             '"frame_ms.p99" is null, not a number'),
+            ("budget cpu an array", hostile(lambda s: s["budget_ms"].update(cpu=[1])),
+             '"budget_ms.cpu" is an array, not a number'),
+            ("shares a string", hostile(lambda s: s["verdict"].update(shares="all")),
+             '"verdict.shares" is a string, not an object'),
+            ("app a number", hostile(lambda s: s.update(app=7)), '"app" is a number'),
+            ("no frame_ms", hostile(lambda s: s.pop("frame_ms")), '"frame_ms.mean" is missing'),
+            ("no fps", hostile(lambda s: s.pop("fps")), '"fps" is missing'),
+            ("no schema", hostile(lambda s: s.pop("schema")), "not a framescope summary"),
+            ("fps twice", hostile(raw=text.replace(b'"fps":', b'"fps": 1, "fps":', 1)),
+             "duplicate"),
+            ("fps 1e999", hostile(raw=text.replace(b'"fps":', b'"fps": 1e999, "was":', 1)),
+             "overflow"),
+            ("a NUL", hostile(lambda s: s.update(app="a\0b")), "line ", "a NUL in a string"),
+            ("not UTF-8", hostile(raw=text.replace(b'"app": "', b'"app": "\xff\xfe', 1)),
+             "line ", "0xff"),
+            ("a raw ESC", hostile(raw=text.replace(b'"app": "', b'"app": "\x1b[2J', 1)),
+             "line ", "control character 0x1b"),
+            ("a raw ESC outside a string", hostile(raw=b'{"a": zz\x1b[2J}'), "line "),
+            ("200 members", hostile(lambda s: s["budget_ms"].update(
+                {f"k{i}": 0 for i in range(200)})), '"budget_ms" has 210 members'),
+            ("a 100-byte member name", hostile(lambda s: s["budget_ms"].update({"k" * 100: 0})),
+             "member name of 100 bytes"),
+            ("past 64 MiB", hostile(size=(64 << 20) + 1), "67108865 bytes, more than"),
+        ]
+        for what, d, *expected in cases:
+            refused(d, what, bad_summary(d), *expected)
+
+        # Names: an app (diff's heading), a member only B has (the error names it), a zone only
+        # B has (listed as added).
+        r = run(exe, "diff", good, hostile(lambda s: s.update(app=injected)))
+        check(r.returncode == 0 and f"B  {made[-1]}: {shown}, " in r.stdout,
+              f"app name: exit {r.returncode}: {r.stdout[:600]!r} {r.stderr!r}")
+        printed_safely(r, "app name")
+        refused(hostile(lambda s: s["budget_ms"].update({injected: 1})), "member name",
+                f"no number at budget_ms.{shown}")
+        for fmt in ("text", "json"):
+            r = run(exe, "diff", "--format", fmt, good, hostile(zone=True))
+            check(r.returncode == 0, f"zone name ({fmt}): exit {r.returncode}: {r.stderr}")
+            printed_safely(r, f"zone name ({fmt})")
+            if fmt == "text":
+                check(f"added in B: {shown} / {shown} (calls/frame" in r.stdout,
+                      f"zone name not listed escaped: {r.stdout[-800:]!r}")
+            else:
+                rows = json.loads(r.stdout)["rows"]
+                check(any(x.get("thread") == shown and x["status"] == "added" for x in rows),
+                      "zone name not in diff's JSON, escaped")
+        print("app, member and zone names printed escaped")
+
+        # compare: the X run's command rewrites A1's capture before compare reads it.
+        def compare_with_x_planting(name, planted, dest):
+            out = os.path.join(tmp, name)
+            command = ["sh", "-c", f'[ "$STEP" != X ] || cp {planted} {out}/A1/{dest}; exec '
+                       f'{demo_of(exe)} --quiet --frames 10 --present-mode mailbox']
+            return run(exe, "compare", "-o", out, "--a", "STEP=A", "--b", "STEP=X", "--",
+                       *command, env={"XDG_RUNTIME_DIR": tempfile.mkdtemp()})
+
+        r = compare_with_x_planting("cmp-nested", bad_summary(cases[2][1]), "summary.json")
+        last = r.stderr.strip().splitlines()[-1]
+        check(r.returncode == 1 and not r.stdout and "A1/summary.json: line 1" in last and
+              "nested too deeply" in last, f"compare, nested: exit {r.returncode}: {r.stderr!r}")
+        printed_safely(r, "compare, nested")
+        print(f"compare, nested: {last}")
+        r = compare_with_x_planting("cmp-zone", os.path.join(made[-1], "zones.csv"), "zones.csv")
+        check(r.returncode == 0, f"compare, zone name: exit {r.returncode}: {r.stderr[-2000:]}")
+        printed_safely(r, "compare, zone name")
+        check(f"not in every run: {shown} / {shown} (in A1)" in r.stdout,
+              f"compare, zone name not listed escaped: {r.stdout[-800:]!r}")
+        print("compare: a nested summary.json refused, a zone name printed escaped")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_top_hostile_replies(exe):
+    """framescope top and snapshot read framescoped's replies as JSON from whoever holds its
+    socket (issue 18, items 11 and 16): a stand-in daemon answers with JSON cut short, 100000
+    nested arrays, bytes that are not UTF-8, a member twice, no list of apps: one line each and
+    exit 1. Names, verdicts, errors and capture paths holding terminal escapes (ESC, BEL, a raw
+    C1 CSI) and newlines: printed as escapes, no forged line; top --json refuses a raw control
+    character and passes a valid answer as it came."""
+    import socket
+    runtime = tempfile.mkdtemp(prefix="fscope-fake-daemon-")
+    os.mkdir(os.path.join(runtime, "framescope"), 0o700)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    server.bind(os.path.join(runtime, "framescope", "framescoped.sock"))
+    server.listen(8)
+    answer = [b""]
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return  # closed: the test is over
+            with conn:
+                conn.recv(4096)
+                conn.send(answer[0])
+
+    threading.Thread(target=serve, daemon=True).start()
+
+    def ask(reply, *args):
+        answer[0] = reply
+        r = run(exe, *args, env={"XDG_RUNTIME_DIR": runtime})
+        out = r.stdout + r.stderr
+        check("\x1b" not in out and "\x07" not in out and "\u009b" not in out,
+              f"{args} on {reply[:80]!r}: a raw control printed: {out!r}")
+        check(not any(l.startswith("framescope: forged") for l in out.splitlines()),
+              f"{args} on {reply[:80]!r}: a forged line: {out!r}")
+        return r
+
+    try:
+        for reply, expected in [(b'{"apps": [{"pid": 1', "not JSON: line 1"),
+                                (b"[" * 100000, "maximum parsing depth"),
+                                (b'{"apps": [{"name": "\xff"}]}', "not JSON"),
+                                (b'{"apps": [], "apps": []}', "duplicate"),
+                                (b"[1]", "not a JSON object")]:
+            for args in (("top", "--once"), ("top", "--once", "--json")):
+                r = ask(reply, *args)
+                lines = r.stderr.strip().splitlines()
+                check(r.returncode == 1 and len(lines) == 1 and expected in lines[0] and
+                      not r.stdout, f"{args} on {reply[:40]!r}: {r.returncode} {r.stderr!r}")
+            print(f"{reply[:24]!r}...: {lines[0]}")
+        r = ask(b'{"app": []}', "top", "--once")
+        check(r.returncode == 1 and "not a list of apps" in r.stderr and not r.stdout,
+              f"top on no list of apps: {r.returncode} {r.stderr!r}")
+
+        evil = '{"apps": [{"pid": 7, "name": "ev\\u001b[2J\\nforged", "verdict": ' \
+               '"\\u001b]0;title\\u0007", "verdict_share": 0.5, "error": ' \
+               '"stopped\\nframescope: forged line", "fps": "fast"}]}'
+        r = ask(evil.encode(), "top", "--once")
+        row = r.stdout.splitlines()[-1] if r.stdout else ""
+        check(r.returncode == 0 and r.stdout.count("\n") == 2 and
+              row.startswith("7        ev\\x1b[2J\\x0afor ") and
+              "\\x1b]0;title\\x07 (50%)" in row and
+              row.endswith("stopped\\x0aframescope: forged line") and " 0.0 " in row,
+              f"top's table: {r.returncode} {r.stdout!r} {r.stderr!r}")
+        print(row)
+        r = ask(evil.encode(), "top", "--once", "--json")
+        check(r.returncode == 0 and r.stdout == evil, f"top --json: {r.stdout!r} {r.stderr!r}")
+        c1 = '{"apps": [{"pid": 7, "name": "\u009b2J"}]}'.encode()
+        r = ask(c1, "top", "--once")
+        check(r.returncode == 0 and "\\xc2\\x9b2J" in r.stdout, f"C1 in top: {r.stdout!r}")
+        r = ask(c1, "top", "--once", "--json")
+        check(r.returncode == 1 and "control character" in r.stderr and not r.stdout,
+              f"C1 in top --json: {r.returncode} {r.stdout!r} {r.stderr!r}")
+
+        r = ask(b'{"capture": "/tmp/cap\\u001b[2J\\nx.capture"}', "snapshot", "app")
+        check(r.returncode == 0 and r.stdout == "/tmp/cap\\x1b[2J\\x0ax.capture\n",
+              f"snapshot's path: {r.returncode} {r.stdout!r}")
+        r = ask(b'{"error": "no app\\u001b[2J\\nframescope: forged"}', "snapshot", "app")
+        check(r.returncode == 1 and
+              r.stderr == "framescope snapshot: no app\\x1b[2J\\x0aframescope: forged\n",
+              f"snapshot's error: {r.returncode} {r.stderr!r}")
+        r = ask(b'{"capture": 7', "snapshot", "app")
+        check(r.returncode == 1 and "not JSON" in r.stderr, f"snapshot: {r.stderr!r}")
+        print("names, verdicts, errors and paths escaped; top --json refuses a raw C1")
+    finally:
+        server.close()
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 if __name__ == "__main__":

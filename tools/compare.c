@@ -24,8 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "util/config.h"
-#include "json.h"
+#include "util/text.h"
 
 extern char **environ;
 
@@ -33,6 +35,16 @@ extern char **environ;
  * problem; anything near this is not ours. */
 #define SUMMARY_MAX_BYTES (64u << 20)
 #define ERROR_LEN 512
+
+/* A row's name holds "verdict.shares." and a key of summary.json's budget_ms or verdict.shares;
+ * ours are at most 12 bytes ("present_wait"). */
+#define ROW_NAME_LEN 64
+#define SUMMARY_KEY_MAX (ROW_NAME_LEN - sizeof("verdict.shares."))
+/* Keys of one of those objects: ours has 10 (budget_ms). The bound keeps a hostile file from
+ * making the rows' name lookup quadratic. */
+#define SUMMARY_KEYS_MAX 64
+/* The app's name as diff prints it: a process name or an executable's, far shorter. */
+#define APP_SHOWN_LEN 256
 
 enum direction { LOWER_IS_BETTER, HIGHER_IS_BETTER, NO_DIRECTION };
 
@@ -52,10 +64,31 @@ struct zone_total {
     double calls, inclusive_ms;
 };
 
+/* A number of budget_ms or verdict.shares, its key made printable. */
+struct keyed_number {
+    char key[SUMMARY_KEY_MAX + 1];
+    double value;
+};
+
+/* The frame_ms statistics of summary.json, in the order of the rows. */
+#define FRAME_STAT_COUNT 5
+static const struct {
+    const char *key;
+    double quantile; /* -1: the mean; 1: the maximum */
+} frame_stats[FRAME_STAT_COUNT] = {
+    { "mean", -1 }, { "p50", 0.50 }, { "p95", 0.95 }, { "p99", 0.99 }, { "max", 1 },
+};
+
+/* What diff and compare take from a capture: summary.json's numbers and the frames.csv and
+ * zones.csv they are weighed with. Text from the files is made printable where it is read. */
 struct capture {
-    const char *dir;
-    struct json_value *summary;
+    const char *dir; /* names the capture in messages */
+    char app[APP_SHOWN_LEN];
     double frames; /* summary.json's count, for calls per frame */
+    double fps;
+    double frame_ms[FRAME_STAT_COUNT];
+    struct keyed_number budget[SUMMARY_KEYS_MAX], shares[SUMMARY_KEYS_MAX];
+    size_t budget_count, share_count;
     size_t frame_rows;
     double *columns[FRAME_COLUMN_COUNT]; /* frame_rows values each */
     double *sorted_frame_ms;
@@ -65,7 +98,7 @@ struct capture {
 
 /* One line of the comparison, with a value per capture. */
 struct row {
-    char name[64];
+    char name[ROW_NAME_LEN];
     const char *thread, *path; /* a zone's key (owned by a capture); NULL for a summary metric */
     enum direction direction;
     bool present[3];
@@ -248,16 +281,12 @@ static bool parse_number(const char *text, double *ret)
     return true;
 }
 
-/* Opens a capture's CSV file and reads its header; the column of each name in names goes to
- * ret_index (-1 when absent and optional is set). False with the reason in error. */
-static bool csv_open(struct csv *csv, char **ret_text, const char *path, const char *const *names,
-                     size_t name_count, int *ret_index, char *error, size_t error_len)
+/* Starts reading a CSV file's text (len bytes and one writable byte after them) at its
+ * header; the column of each name in names goes to ret_index. False with the reason in error. */
+static bool csv_start(struct csv *csv, char *text, size_t len, const char *const *names,
+                      size_t name_count, int *ret_index, char *error, size_t error_len)
 {
-    size_t len;
-    /* A long capture's frames.csv is large, but it is read once and kept only as numbers. */
-    if (!read_file(path, (size_t)SSIZE_MAX - 1, ret_text, &len, error, error_len))
-        return false;
-    *csv = (struct csv){ .p = *ret_text, .end = *ret_text + len };
+    *csv = (struct csv){ .p = text, .end = text + len };
     int r = csv_next(csv, error, error_len);
     if (r == 0)
         snprintf(error, error_len, "empty: no header line");
@@ -306,15 +335,17 @@ static int double_order(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static bool load_frames(struct capture *c, const char *path, char *error, size_t error_len)
+/* Reads frames.csv's columns from its text (len bytes and one writable byte after them; the
+ * text is decoded in place). False with the reason in error. */
+static bool frames_parse(struct capture *c, char *text, size_t len, char *error,
+                         size_t error_len)
 {
     struct csv csv = { 0 };
-    char *text = NULL;
     int index[FRAME_COLUMN_COUNT];
     size_t capacity = 0;
     bool ok = false;
-    if (!csv_open(&csv, &text, path, frame_column_names, FRAME_COLUMN_COUNT, index, error,
-                  error_len))
+    if (!csv_start(&csv, text, len, frame_column_names, FRAME_COLUMN_COUNT, index, error,
+                   error_len))
         goto out;
     size_t header_count = csv.count;
     int r;
@@ -350,7 +381,6 @@ static bool load_frames(struct capture *c, const char *path, char *error, size_t
     ok = true;
 out:
     free(csv.fields);
-    free(text);
     return ok;
 }
 
@@ -381,15 +411,51 @@ static void zones_merge_same_key(struct capture *c)
     c->zone_count = kept;
 }
 
-static bool load_zones(struct capture *c, const char *path, char *error, size_t error_len)
+/* src (src_len bytes at most) made printable into dst as fscope_text_printable (util/text.h)
+ * makes it, cut at a whole character to fit, but for its backslashes, which are kept: names in
+ * a capture were escaped once where the recording was read ("\x1b"), and escaping them again
+ * would show "\x5cx1b". Whatever a file holds, nothing a terminal acts on is printed. */
+static char *text_shown(char *dst, size_t dst_len, const char *src, size_t src_len)
+{
+    size_t out = 0;
+    dst[0] = '\0';
+    /* A span cut short leaves at most 4 bytes of dst (an escape or a character and the NUL). */
+    for (size_t i = 0; i < src_len && src[i] && dst_len - out > 4;) {
+        size_t span = 0;
+        while (i + span < src_len && src[i + span] && src[i + span] != '\\')
+            span++;
+        if (span == 0) {
+            dst[out++] = '\\';
+            dst[out] = '\0';
+            i++;
+            continue;
+        }
+        /* A backslash is never part of a UTF-8 sequence: no character is split here. */
+        fscope_text_printable(dst + out, dst_len - out, src + i, span);
+        out += strlen(dst + out);
+        i += span;
+    }
+    return dst;
+}
+
+/* A copy of text made printable (text_shown), to free; NULL when out of memory. */
+static char *printable_copy(const char *text)
+{
+    size_t len = strlen(text);
+    char *copy = malloc(4 * len + 1); /* "\xNN" for each byte at most */
+    return copy ? text_shown(copy, 4 * len + 1, text, len) : NULL;
+}
+
+/* Reads zones.csv's totals from its text (len bytes and one writable byte after them; the text
+ * is decoded in place). False with the reason in error. */
+static bool zones_parse(struct capture *c, char *text, size_t len, char *error, size_t error_len)
 {
     static const char *const names[] = { "thread", "path", "calls", "inclusive_ms" };
     struct csv csv = { 0 };
-    char *text = NULL;
     int index[4];
     size_t capacity = 0;
     bool ok = false;
-    if (!csv_open(&csv, &text, path, names, 4, index, error, error_len))
+    if (!csv_start(&csv, text, len, names, 4, index, error, error_len))
         goto out;
     size_t header_count = csv.count;
     int r;
@@ -407,8 +473,9 @@ static bool load_zones(struct capture *c, const char *path, char *error, size_t 
         if (!csv_number(&csv, index[2], names[2], &z.calls, error, error_len) ||
             !csv_number(&csv, index[3], names[3], &z.inclusive_ms, error, error_len))
             goto out;
-        z.thread = strdup(csv.fields[index[0]]);
-        z.path = strdup(csv.fields[index[1]]);
+        /* Names others chose (a game's zones and threads), printed by diff and compare. */
+        z.thread = printable_copy(csv.fields[index[0]]);
+        z.path = printable_copy(csv.fields[index[1]]);
         if (!z.thread || !z.path) {
             free(z.thread);
             free(z.path);
@@ -423,13 +490,172 @@ static bool load_zones(struct capture *c, const char *path, char *error, size_t 
     ok = true;
 out:
     free(csv.fields);
-    free(text);
     return ok;
 }
 
+/* ---- summary.json, read with jansson ---- */
+
+static const char *json_kind(const json_t *value)
+{
+    switch (json_typeof(value)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER:
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: break;
+    }
+    return "null";
+}
+
+/* The value at path in root, members of nested objects joined by '.' ("frame_ms.p50"); NULL
+ * when a part is absent or not an object. */
+static json_t *summary_get(json_t *root, const char *path)
+{
+    json_t *value = root;
+    while (value && *path) {
+        char member[32]; /* our paths' parts are short */
+        size_t len = strcspn(path, ".");
+        snprintf(member, sizeof(member), "%.*s", (int)len, path);
+        value = json_object_get(value, member);
+        path += len + (path[len] == '.');
+    }
+    return value;
+}
+
+/* The number at path. False with the reason in error: absent, or not a number. */
+static bool summary_number(json_t *root, const char *path, double *ret, char *error,
+                           size_t error_len)
+{
+    json_t *value = summary_get(root, path);
+    if (!value)
+        snprintf(error, error_len, "\"%s\" is missing", path);
+    else if (!json_is_number(value))
+        snprintf(error, error_len, "\"%s\" is %s, not a number", path, json_kind(value));
+    else
+        *ret = json_number_value(value);
+    return json_is_number(value);
+}
+
+/* The numbers of the object at path (budget_ms, verdict.shares) into ret (SUMMARY_KEYS_MAX at
+ * most), their keys made printable (text_shown). False with the reason in error. */
+static bool summary_keyed(json_t *root, const char *path, struct keyed_number *ret,
+                          size_t *ret_count, char *error, size_t error_len)
+{
+    json_t *object = summary_get(root, path);
+    if (!object) {
+        snprintf(error, error_len, "\"%s\" is missing", path);
+        return false;
+    }
+    if (!json_is_object(object)) {
+        snprintf(error, error_len, "\"%s\" is %s, not an object", path, json_kind(object));
+        return false;
+    }
+    if (json_object_size(object) > SUMMARY_KEYS_MAX) {
+        snprintf(error, error_len, "\"%s\" has %zu members, more than the %d a framescope "
+                 "summary's has room for", path, json_object_size(object), SUMMARY_KEYS_MAX);
+        return false;
+    }
+    size_t count = 0;
+    const char *key;
+    json_t *value;
+    json_object_foreach(object, key, value) {
+        /* Made printable, a key is at least as long as it was. */
+        char shown[4 * SUMMARY_KEY_MAX + 1];
+        size_t key_len = strlen(key);
+        if (key_len > SUMMARY_KEY_MAX ||
+            strlen(text_shown(shown, sizeof(shown), key, key_len)) > SUMMARY_KEY_MAX) {
+            snprintf(error, error_len, "\"%s\" has a member name of %zu bytes, longer than a "
+                     "framescope summary's", path, key_len);
+            return false;
+        }
+        if (!json_is_number(value)) {
+            snprintf(error, error_len, "\"%s.%s\" is %s, not a number", path, shown,
+                     json_kind(value));
+            return false;
+        }
+        memcpy(ret[count].key, shown, strlen(shown) + 1);
+        ret[count++].value = json_number_value(value);
+    }
+    *ret_count = count;
+    return true;
+}
+
+/* Reads what diff and compare take from summary.json's text (len bytes) into c. False with the
+ * reason in error. */
+static bool summary_parse(struct capture *c, const char *text, size_t len, char *error,
+                          size_t error_len)
+{
+    /* Numbers are doubles however they are written (an integer past int64 too), as our writer
+     * means them; a member given twice makes a file that reads two ways, refused; so is a NUL
+     * in a string (no JSON_ALLOW_NUL) and a top that is not an object or array (no
+     * JSON_DECODE_ANY). jansson bounds nesting itself (JSON_PARSER_MAX_DEPTH, 2048 levels in
+     * Debian's build) and the paths read here are two deep at most. */
+    json_error_t json_error;
+    json_t *root = json_loadb(text, len, JSON_DECODE_INT_AS_REAL | JSON_REJECT_DUPLICATES,
+                             &json_error);
+    if (!root) {
+        /* The message quotes the file ("near '...'"): made printable, and cut where a hostile
+         * quote would make it long. */
+        char shown[256];
+        text_shown(shown, sizeof(shown), json_error.text, sizeof(json_error.text));
+        enum json_error_code code = json_error_code(&json_error);
+        snprintf(error, error_len, "line %d, column %d: %s%s", json_error.line,
+                 json_error.column,
+                 code == json_error_stack_overflow ? "nested too deeply: "
+                 : code == json_error_null_character ? "a NUL in a string: " : "", shown);
+        return false;
+    }
+    bool ok = false;
+    json_t *schema = json_object_get(root, "schema");
+    if (!json_is_string(schema) ||
+        strcmp(json_string_value(schema), "framescope-summary-1") != 0) {
+        snprintf(error, error_len, "not a framescope summary (schema framescope-summary-1 "
+                 "expected)");
+        goto out;
+    }
+    json_t *app = json_object_get(root, "app");
+    if (app && !json_is_string(app)) {
+        snprintf(error, error_len, "\"app\" is %s, not a string", json_kind(app));
+        goto out;
+    }
+    if (app)
+        text_shown(c->app, sizeof(c->app), json_string_value(app), json_string_length(app));
+    else
+        snprintf(c->app, sizeof(c->app), "?");
+    if (!summary_number(root, "frames", &c->frames, error, error_len) ||
+        !summary_number(root, "fps", &c->fps, error, error_len))
+        goto out;
+    if (c->frames < 0) {
+        snprintf(error, error_len, "\"frames\" is %g, not a frame count", c->frames);
+        goto out;
+    }
+    for (int s = 0; s < FRAME_STAT_COUNT; s++) {
+        char path[32];
+        snprintf(path, sizeof(path), "frame_ms.%s", frame_stats[s].key);
+        if (!summary_number(root, path, &c->frame_ms[s], error, error_len))
+            goto out;
+    }
+    if (!summary_keyed(root, "budget_ms", c->budget, &c->budget_count, error, error_len) ||
+        !summary_keyed(root, "verdict.shares", c->shares, &c->share_count, error, error_len))
+        goto out;
+    ok = true;
+out:
+    json_decref(root);
+    return ok;
+}
+
+/* ---- captures ---- */
+
+enum capture_file { FILE_SUMMARY, FILE_FRAMES, FILE_ZONES, CAPTURE_FILE_COUNT };
+static const char *const capture_file_names[CAPTURE_FILE_COUNT] = {
+    "summary.json", "frames.csv", "zones.csv",
+};
+
 static void capture_finish(struct capture *c)
 {
-    json_destroy(c->summary);
     for (int k = 0; k < FRAME_COLUMN_COUNT; k++)
         free(c->columns[k]);
     free(c->sorted_frame_ms);
@@ -441,12 +667,24 @@ static void capture_finish(struct capture *c)
     memset(c, 0, sizeof(*c));
 }
 
+/* Reads one file of a capture from its text: len bytes and one writable byte after them (a
+ * CSV file is decoded in place). False with the reason in error. */
+static bool capture_parse(struct capture *c, enum capture_file file, char *text, size_t len,
+                          char *error, size_t error_len)
+{
+    switch (file) {
+    case FILE_SUMMARY: return summary_parse(c, text, len, error, error_len);
+    case FILE_FRAMES: return frames_parse(c, text, len, error, error_len);
+    case FILE_ZONES: return zones_parse(c, text, len, error, error_len);
+    case CAPTURE_FILE_COUNT: break;
+    }
+    return false;
+}
+
 /* Loads the capture in dir. False after one line on stderr naming the file and the fault. */
 static bool capture_load(struct capture *c, const char *dir)
 {
     char path[PATH_MAX + 32], shown[4 * (PATH_MAX + 32)], error[ERROR_LEN] = "";
-    char *text = NULL;
-    size_t len;
     *c = (struct capture){ .dir = dir };
     struct stat st;
     const char *why = stat(dir, &st) != 0 ? (errno == ENOENT ? "no such capture directory"
@@ -457,32 +695,20 @@ static bool capture_load(struct capture *c, const char *dir)
         fprintf(stderr, "framescope: %s: %s\n", shown_path(dir, shown, sizeof(shown)), why);
         return false;
     }
-    snprintf(path, sizeof(path), "%s/summary.json", dir);
-    if (!read_file(path, SUMMARY_MAX_BYTES, &text, &len, error, sizeof(error)))
-        goto error_file;
-    c->summary = json_parse(text, len, error, sizeof(error));
-    free(text);
-    if (!c->summary)
-        goto error_file;
-    const struct json_value *schema = json_get(c->summary, "schema");
-    if (!schema || schema->type != JSON_STRING ||
-        strcmp(schema->string, "framescope-summary-1") != 0) {
-        snprintf(error, sizeof(error), "not a framescope summary (schema "
-                 "framescope-summary-1 expected)");
-        goto error_file;
+    for (int f = 0; f < CAPTURE_FILE_COUNT; f++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, capture_file_names[f]);
+        /* A long capture's frames.csv is large, but it is read once and kept only as
+         * numbers. */
+        size_t max_bytes = f == FILE_SUMMARY ? SUMMARY_MAX_BYTES : (size_t)SSIZE_MAX - 1;
+        char *text;
+        size_t len;
+        if (!read_file(path, max_bytes, &text, &len, error, sizeof(error)))
+            goto error_file;
+        bool parsed = capture_parse(c, (enum capture_file)f, text, len, error, sizeof(error));
+        free(text);
+        if (!parsed)
+            goto error_file;
     }
-    const struct json_value *frames = json_get(c->summary, "frames");
-    if (!frames || frames->type != JSON_NUMBER || frames->number < 0) {
-        snprintf(error, sizeof(error), "no frame count (\"frames\")");
-        goto error_file;
-    }
-    c->frames = frames->number;
-    snprintf(path, sizeof(path), "%s/frames.csv", dir);
-    if (!load_frames(c, path, error, sizeof(error)))
-        goto error_file;
-    snprintf(path, sizeof(path), "%s/zones.csv", dir);
-    if (!load_zones(c, path, error, sizeof(error)))
-        goto error_file;
     return true;
 
 error_file:
@@ -547,29 +773,16 @@ static struct row *rows_add(struct rows *rows, const char *name, enum direction 
     return row;
 }
 
-/* summary.json's number object.key (key alone when object is NULL). */
-static bool summary_number(const struct capture *c, const char *object, const char *key,
-                           double *ret)
+/* The number of key in a capture's budget_ms or verdict.shares, or NULL. */
+static const struct keyed_number *keyed_find(const struct capture *c, bool shares,
+                                             const char *key)
 {
-    const struct json_value *parent = object ? json_get(c->summary, object) : c->summary;
-    if (object && strcmp(object, "shares") == 0)
-        parent = json_get(json_get(c->summary, "verdict"), "shares");
-    const struct json_value *value = json_get(parent, key);
-    if (!value || value->type != JSON_NUMBER)
-        return false;
-    *ret = value->number;
-    return true;
-}
-
-static bool report_missing(const struct capture *c, const char *object, const char *key)
-{
-    char shown[4 * (PATH_MAX + 32)], path[PATH_MAX + 32];
-    snprintf(path, sizeof(path), "%s/summary.json", c->dir);
-    fprintf(stderr, "framescope: %s: no number at %s%s%s\n",
-            shown_path(path, shown, sizeof(shown)),
-            object ? (strcmp(object, "shares") == 0 ? "verdict.shares" : object) : "",
-            object ? "." : "", key);
-    return false;
+    const struct keyed_number *numbers = shares ? c->shares : c->budget;
+    size_t count = shares ? c->share_count : c->budget_count;
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(numbers[i].key, key) == 0)
+            return &numbers[i];
+    return NULL;
 }
 
 /* The frames.csv column whose mean a budget_ms entry is; -1 for other_wait, the sum of two. */
@@ -587,22 +800,19 @@ static int budget_column(const char *key)
     return strcmp(key, "other_wait") == 0 ? -1 : -2;
 }
 
-/* Adds the rows of object (budget_ms, or shares for verdict.shares): every key any capture
- * has; a key one capture lacks makes its summary malformed. */
-static bool add_keyed_rows(struct rows *rows, struct capture *caps, int cap_count,
-                           const char *object)
+/* Adds the rows of budget_ms, or of verdict.shares: every key any capture has; a key one
+ * capture lacks makes its summary malformed. False after one line on err. */
+static bool add_keyed_rows(struct rows *rows, const struct capture *caps, int cap_count,
+                           bool shares, FILE *err)
 {
-    bool shares = strcmp(object, "shares") == 0;
+    const char *object = shares ? "verdict.shares" : "budget_ms";
     for (int owner = 0; owner < cap_count; owner++) {
-        const struct json_value *parent =
-            shares ? json_get(json_get(caps[owner].summary, "verdict"), "shares")
-                   : json_get(caps[owner].summary, object);
-        if (!parent || parent->type != JSON_OBJECT)
-            return report_missing(&caps[owner], object, "*");
-        for (size_t k = 0; k < parent->count; k++) {
-            const char *key = parent->keys[k];
-            char name[64];
-            snprintf(name, sizeof(name), "%s.%s", shares ? "verdict.shares" : object, key);
+        const struct keyed_number *keys = shares ? caps[owner].shares : caps[owner].budget;
+        size_t key_count = shares ? caps[owner].share_count : caps[owner].budget_count;
+        for (size_t k = 0; k < key_count; k++) {
+            const char *key = keys[k].key;
+            char name[ROW_NAME_LEN];
+            snprintf(name, sizeof(name), "%s.%s", object, key);
             bool seen = false;
             for (size_t r = 0; r < rows->count && !seen; r++)
                 seen = strcmp(rows->items[r].name, name) == 0;
@@ -615,13 +825,20 @@ static bool add_keyed_rows(struct rows *rows, struct capture *caps, int cap_coun
                                            ? LOWER_IS_BETTER : NO_DIRECTION;
             struct row *row = rows_add(rows, name, direction);
             if (!row) {
-                fprintf(stderr, "framescope: out of memory\n");
+                fprintf(err, "framescope: out of memory\n");
                 return false;
             }
             for (int i = 0; i < cap_count; i++) {
-                struct capture *c = &caps[i];
-                if (!summary_number(c, object, key, &row->value[i]))
-                    return report_missing(c, object, key);
+                const struct capture *c = &caps[i];
+                const struct keyed_number *found = keyed_find(c, shares, key);
+                if (!found) {
+                    char path[PATH_MAX + 32], shown[4 * (PATH_MAX + 32)];
+                    snprintf(path, sizeof(path), "%s/summary.json", c->dir);
+                    fprintf(err, "framescope: %s: no number at %s\n",
+                            shown_path(path, shown, sizeof(shown)), name);
+                    return false;
+                }
+                row->value[i] = found->value;
                 row->present[i] = true;
                 size_t n = c->frame_rows;
                 if (shares) {
@@ -638,7 +855,7 @@ static bool add_keyed_rows(struct rows *rows, struct capture *caps, int cap_coun
                 } else if (column == -1 && n) {
                     double *sum = malloc(n * sizeof(double));
                     if (!sum) {
-                        fprintf(stderr, "framescope: out of memory\n");
+                        fprintf(err, "framescope: out of memory\n");
                         return false;
                     }
                     for (size_t f = 0; f < n; f++)
@@ -667,7 +884,7 @@ static const struct zone_total *zone_find(const struct capture *c, const char *t
 
 /* Two rows per zone of any capture: calls per frame and mean ms, with no noise estimate:
  * zones.csv holds one total per zone, not one per frame, so there is no spread to read. */
-static bool add_zone_rows(struct rows *rows, struct capture *caps, int cap_count)
+static bool add_zone_rows(struct rows *rows, const struct capture *caps, int cap_count)
 {
     for (int owner = 0; owner < cap_count; owner++) {
         for (size_t z = 0; z < caps[owner].zone_count; z++) {
@@ -698,19 +915,15 @@ static bool add_zone_rows(struct rows *rows, struct capture *caps, int cap_count
     return true;
 }
 
-/* Every row for cap_count captures. False after one line on stderr. */
-static bool rows_build(struct rows *rows, struct capture *caps, int cap_count)
+/* Every row for cap_count captures. False after one line on err. */
+static bool rows_build(struct rows *rows, const struct capture *caps, int cap_count, FILE *err)
 {
-    static const struct { const char *key; double q; } frame_stats[] = {
-        { "mean", -1 }, { "p50", 0.50 }, { "p95", 0.95 }, { "p99", 0.99 }, { "max", 1 },
-    };
     struct row *row = rows_add(rows, "fps", HIGHER_IS_BETTER);
     if (!row)
         goto error_memory;
     for (int i = 0; i < cap_count; i++) {
-        struct capture *c = &caps[i];
-        if (!summary_number(c, NULL, "fps", &row->value[i]))
-            return report_missing(c, NULL, "fps");
+        const struct capture *c = &caps[i];
+        row->value[i] = c->fps;
         row->present[i] = true;
         /* fps is frames over their summed time, 1000 / the mean frame time: a relative error
          * in the mean is the same relative error in fps (to first order). */
@@ -723,38 +936,37 @@ static bool rows_build(struct rows *rows, struct capture *caps, int cap_count)
         if (isnan(row->noise[i]))
             row->no_noise_why = "fewer than 2 frames";
     }
-    for (size_t s = 0; s < sizeof(frame_stats) / sizeof(frame_stats[0]); s++) {
-        char name[64];
+    for (int s = 0; s < FRAME_STAT_COUNT; s++) {
+        char name[ROW_NAME_LEN];
         snprintf(name, sizeof(name), "frame_ms.%s", frame_stats[s].key);
         if (!(row = rows_add(rows, name, LOWER_IS_BETTER)))
             goto error_memory;
         for (int i = 0; i < cap_count; i++) {
-            struct capture *c = &caps[i];
-            if (!summary_number(c, "frame_ms", frame_stats[s].key, &row->value[i]))
-                return report_missing(c, "frame_ms", frame_stats[s].key);
+            const struct capture *c = &caps[i];
+            row->value[i] = c->frame_ms[s];
             row->present[i] = true;
-            double q = frame_stats[s].q;
+            double q = frame_stats[s].quantile;
             if (q < 0)
                 row->noise[i] = mean_noise(c->columns[COLUMN_FRAME], c->frame_rows);
             else if (q < 1)
                 row->noise[i] = quantile_noise(c->sorted_frame_ms, c->frame_rows, q);
         }
-        if (frame_stats[s].q >= 1)
+        if (frame_stats[s].quantile >= 1)
             row->no_noise_why = "a maximum has no distribution-free interval";
-        else if (frame_stats[s].q > 0)
+        else if (frame_stats[s].quantile > 0)
             row->no_noise_why = "too few frames for an order-statistic interval";
         else
             row->no_noise_why = "fewer than 2 frames";
     }
-    if (!add_keyed_rows(rows, caps, cap_count, "budget_ms") ||
-        !add_keyed_rows(rows, caps, cap_count, "shares"))
+    if (!add_keyed_rows(rows, caps, cap_count, false, err) ||
+        !add_keyed_rows(rows, caps, cap_count, true, err))
         return false;
     if (!add_zone_rows(rows, caps, cap_count))
         goto error_memory;
     return true;
 
 error_memory:
-    fprintf(stderr, "framescope: out of memory\n");
+    fprintf(err, "framescope: out of memory\n");
     return false;
 }
 
@@ -776,20 +988,37 @@ static const char *change_name(enum direction direction, double change)
     return (change < 0) == (direction == LOWER_IS_BETTER) ? "better" : "worse";
 }
 
-static void print_number(FILE *f, double value)
+static void print_number(FILE *out, double value)
 {
     if (isfinite(value))
-        fprintf(f, "%.9g", value);
+        fprintf(out, "%.9g", value);
     else
-        fputs("null", f);
+        fputs("null", out);
 }
 
-static void print_cell(double value, bool present)
+static void print_cell(FILE *out, double value, bool present)
 {
     if (present && isfinite(value))
-        printf(" %12.4f", value);
+        fprintf(out, " %12.4f", value);
     else
-        printf(" %12s", present ? "-" : "absent");
+        fprintf(out, " %12s", present ? "-" : "absent");
+}
+
+/* text as a JSON string. Text that is not UTF-8 (a path from the command line), which jansson
+ * refuses, goes as its printable form (util/text.h), which is. */
+static void print_json_string(FILE *out, const char *text)
+{
+    json_t *string = json_string(text);
+    if (!string) {
+        size_t len = strlen(text);
+        char *shown = malloc(4 * len + 1);
+        if (shown)
+            string = json_string(fscope_text_printable(shown, 4 * len + 1, text, len));
+        free(shown);
+    }
+    if (!string || json_dumpf(string, out, JSON_ENCODE_ANY) != 0)
+        fputs("null", out); /* out of memory */
+    json_decref(string);
 }
 
 /* Zone rows come in pairs under one heading; returns whether this row starts a new zone. */
@@ -817,19 +1046,16 @@ static struct diff_result diff_row(const struct row *row)
     return d;
 }
 
-static void print_diff_text(const struct rows *rows, struct capture *caps)
+static void print_diff_text(FILE *out, const struct rows *rows, const struct capture *caps)
 {
     char shown[4 * PATH_MAX];
-    printf("framescope diff\n");
-    for (int i = 0; i < 2; i++) {
-        const struct json_value *app = json_get(caps[i].summary, "app");
-        printf("  %c  %s: %s, %.0f frames\n", 'A' + i,
-               shown_path(caps[i].dir, shown, sizeof(shown)),
-               app && app->type == JSON_STRING ? app->string : "?", caps[i].frames);
-    }
-    printf("  noise: a difference counts when it exceeds 2*sqrt(seA^2 + seB^2), the standard "
-           "errors from frames.csv\n\n");
-    printf("%-24s %12s %12s %12s %12s\n", "metric", "A", "B", "B - A", "noise");
+    fputs("framescope diff\n", out);
+    for (int i = 0; i < 2; i++)
+        fprintf(out, "  %c  %s: %s, %.0f frames\n", 'A' + i,
+                shown_path(caps[i].dir, shown, sizeof(shown)), caps[i].app, caps[i].frames);
+    fputs("  noise: a difference counts when it exceeds 2*sqrt(seA^2 + seB^2), the standard "
+          "errors from frames.csv\n\n", out);
+    fprintf(out, "%-24s %12s %12s %12s %12s\n", "metric", "A", "B", "B - A", "noise");
     bool zones_started = false;
     for (size_t i = 0; i < rows->count; i++) {
         const struct row *row = &rows->items[i];
@@ -837,28 +1063,28 @@ static void print_diff_text(const struct rows *rows, struct capture *caps)
             continue; /* listed as added or removed below */
         if (zone_heading(rows->items, i)) {
             if (!zones_started)
-                printf("\nzones (thread / path): no noise estimate, zones.csv holds totals, "
-                       "not frames\n");
+                fputs("\nzones (thread / path): no noise estimate, zones.csv holds totals, "
+                      "not frames\n", out);
             zones_started = true;
-            printf("%s / %s\n", row->thread, row->path);
+            fprintf(out, "%s / %s\n", row->thread, row->path);
         }
         struct diff_result d = diff_row(row);
-        printf(row->thread ? "  %-22s" : "%-24s", row->name);
-        print_cell(row->value[0], true);
-        print_cell(row->value[1], true);
+        fprintf(out, row->thread ? "  %-22s" : "%-24s", row->name);
+        print_cell(out, row->value[0], true);
+        print_cell(out, row->value[1], true);
         if (isfinite(d.difference))
-            printf(" %+12.4f", d.difference);
+            fprintf(out, " %+12.4f", d.difference);
         else
-            printf(" %12s", "-");
+            fprintf(out, " %12s", "-");
         if (!d.has_threshold && row->thread)
-            printf(" %12s  no noise estimate\n", "-");
+            fprintf(out, " %12s  no noise estimate\n", "-");
         else if (!d.has_threshold)
-            printf(" %12s  no noise estimate (%s)\n", "-", row->no_noise_why);
+            fprintf(out, " %12s  no noise estimate (%s)\n", "-", row->no_noise_why);
         else if (d.exceeds)
-            printf(" %12.4f  beyond noise: %s\n", d.threshold,
-                   change_name(row->direction, d.difference));
+            fprintf(out, " %12.4f  beyond noise: %s\n", d.threshold,
+                    change_name(row->direction, d.difference));
         else
-            printf(" %12.4f  within noise\n", d.threshold);
+            fprintf(out, " %12.4f  within noise\n", d.threshold);
     }
     for (int side = 0; side < 2; side++) {
         for (size_t i = 0; i < rows->count; i++) {
@@ -868,63 +1094,80 @@ static void print_diff_text(const struct rows *rows, struct capture *caps)
                 continue;
             const struct row *mean = row + 1;
             int present = row->present[0] ? 0 : 1;
-            printf("%s in B: %s / %s (calls/frame %.4f, mean_ms %.4f)\n",
-                   side == 0 ? "added" : "removed", row->thread, row->path,
-                   row->value[present], mean->value[present]);
+            fprintf(out, "%s in B: %s / %s (calls/frame %.4f, mean_ms %.4f)\n",
+                    side == 0 ? "added" : "removed", row->thread, row->path,
+                    row->value[present], mean->value[present]);
         }
     }
 }
 
-static void print_row_key(const struct row *row)
+static void print_row_key(FILE *out, const struct row *row)
 {
-    printf("{\"name\": ");
-    json_print_string(stdout, row->name);
+    fputs("{\"name\": ", out);
+    print_json_string(out, row->name);
     if (row->thread) {
-        printf(", \"thread\": ");
-        json_print_string(stdout, row->thread);
-        printf(", \"path\": ");
-        json_print_string(stdout, row->path);
+        fputs(", \"thread\": ", out);
+        print_json_string(out, row->thread);
+        fputs(", \"path\": ", out);
+        print_json_string(out, row->path);
     }
-    printf(", \"direction\": \"%s\"", direction_name(row->direction));
+    fprintf(out, ", \"direction\": \"%s\"", direction_name(row->direction));
 }
 
-static void print_diff_json(const struct rows *rows, struct capture *caps)
+static void print_diff_json(FILE *out, const struct rows *rows, const struct capture *caps)
 {
-    printf("{\"schema\": \"framescope-diff-1\", \"a\": ");
-    json_print_string(stdout, caps[0].dir);
-    printf(", \"b\": ");
-    json_print_string(stdout, caps[1].dir);
-    printf(",\n \"rows\": [");
+    fputs("{\"schema\": \"framescope-diff-1\", \"a\": ", out);
+    print_json_string(out, caps[0].dir);
+    fputs(", \"b\": ", out);
+    print_json_string(out, caps[1].dir);
+    fputs(",\n \"rows\": [", out);
     for (size_t i = 0; i < rows->count; i++) {
         const struct row *row = &rows->items[i];
-        printf("%s\n  ", i ? "," : "");
-        print_row_key(row);
+        fprintf(out, "%s\n  ", i ? "," : "");
+        print_row_key(out, row);
         const char *status = row->present[0] && row->present[1] ? "both"
                              : row->present[1]                   ? "added"
                                                                  : "removed";
-        printf(", \"status\": \"%s\", \"a\": ", status);
-        print_number(stdout, row->present[0] ? row->value[0] : NAN);
-        printf(", \"b\": ");
-        print_number(stdout, row->present[1] ? row->value[1] : NAN);
+        fprintf(out, ", \"status\": \"%s\", \"a\": ", status);
+        print_number(out, row->present[0] ? row->value[0] : NAN);
+        fputs(", \"b\": ", out);
+        print_number(out, row->present[1] ? row->value[1] : NAN);
         struct diff_result d = diff_row(row);
-        printf(", \"difference\": ");
-        print_number(stdout, row->present[0] && row->present[1] ? d.difference : NAN);
-        printf(", \"noise\": ");
-        print_number(stdout, d.has_threshold ? d.threshold : NAN);
+        fputs(", \"difference\": ", out);
+        print_number(out, row->present[0] && row->present[1] ? d.difference : NAN);
+        fputs(", \"noise\": ", out);
+        print_number(out, d.has_threshold ? d.threshold : NAN);
         if (d.has_threshold) {
-            printf(", \"exceeds_noise\": %s", d.exceeds ? "true" : "false");
-            printf(", \"change\": ");
+            fprintf(out, ", \"exceeds_noise\": %s", d.exceeds ? "true" : "false");
+            fputs(", \"change\": ", out);
             if (d.exceeds)
-                printf("\"%s\"", change_name(row->direction, d.difference));
+                fprintf(out, "\"%s\"", change_name(row->direction, d.difference));
             else
-                printf("null");
+                fputs("null", out);
         } else {
-            printf(", \"exceeds_noise\": null, \"change\": null, \"no_noise_why\": ");
-            json_print_string(stdout, row->no_noise_why);
+            fputs(", \"exceeds_noise\": null, \"change\": null, \"no_noise_why\": ", out);
+            print_json_string(out, row->no_noise_why);
         }
-        printf("}");
+        fputs("}", out);
     }
-    printf("\n ]}\n");
+    fputs("\n ]}\n", out);
+}
+
+/* diff's table of caps[0] (A) against caps[1] (B) on out. Returns 0, or 2 after one line on
+ * err. */
+static int write_diff(const struct capture caps[2], bool json, FILE *out, FILE *err)
+{
+    struct rows rows = { 0 };
+    int status = 2;
+    if (rows_build(&rows, caps, 2, err)) {
+        if (json)
+            print_diff_json(out, &rows, caps);
+        else
+            print_diff_text(out, &rows, caps);
+        status = 0;
+    }
+    free(rows.items);
+    return status;
 }
 
 /* A usage error from getopt: the argument it stopped at (an unknown option, or one missing its
@@ -992,16 +1235,7 @@ int cmd_diff(int argc, char **argv)
         capture_finish(&caps[0]);
         return 2;
     }
-    struct rows rows = { 0 };
-    int status = 2;
-    if (rows_build(&rows, caps, 2)) {
-        if (json)
-            print_diff_json(&rows, caps);
-        else
-            print_diff_text(&rows, caps);
-        status = 0;
-    }
-    free(rows.items);
+    int status = write_diff(caps, json, stdout, stderr);
     capture_finish(&caps[1]);
     capture_finish(&caps[0]);
     return status;
@@ -1164,20 +1398,25 @@ static struct drift_result drift_row(const struct row *row)
 
 static const char *const run_names[3] = { "A1", "X", "A2" };
 
-static void print_compare_text(const struct rows *rows, struct capture *caps,
-                               const struct variant *variants[3])
+/* A configuration as the report names it: its environment changes as given. */
+static const char *setting_name(const char *setting)
+{
+    return *setting ? setting : "(environment unchanged)";
+}
+
+static void print_compare_text(FILE *out, const struct rows *rows, const struct capture *caps,
+                               const char *a_setting, const char *b_setting)
 {
     char shown[4 * PATH_MAX];
-    printf("framescope compare: A1, X, A2 in turn\n");
+    fputs("framescope compare: A1, X, A2 in turn\n", out);
     for (int i = 0; i < 3; i++)
-        printf("  %-2s  %s: %s %s, %.0f frames\n", run_names[i],
-               shown_path(caps[i].dir, shown, sizeof(shown)), i == 1 ? "B" : "A",
-               *variants[i]->text ? variants[i]->text : "(environment unchanged)",
-               caps[i].frames);
-    printf("  drift = |A1 - A2|; X is better or worse only when |X - mean(A1, A2)| exceeds the "
-           "drift, else inconclusive\n\n");
-    printf("%-24s %12s %12s %12s %12s %12s  %s\n", "metric", "A1", "X", "A2", "drift",
-           "X - mean(A)", "verdict");
+        fprintf(out, "  %-2s  %s: %s %s, %.0f frames\n", run_names[i],
+                shown_path(caps[i].dir, shown, sizeof(shown)), i == 1 ? "B" : "A",
+                setting_name(i == 1 ? b_setting : a_setting), caps[i].frames);
+    fputs("  drift = |A1 - A2|; X is better or worse only when |X - mean(A1, A2)| exceeds the "
+          "drift, else inconclusive\n\n", out);
+    fprintf(out, "%-24s %12s %12s %12s %12s %12s  %s\n", "metric", "A1", "X", "A2", "drift",
+            "X - mean(A)", "verdict");
     bool zones_started = false;
     for (size_t i = 0; i < rows->count; i++) {
         const struct row *row = &rows->items[i];
@@ -1185,66 +1424,84 @@ static void print_compare_text(const struct rows *rows, struct capture *caps,
             continue;
         if (zone_heading(rows->items, i)) {
             if (!zones_started)
-                printf("\nzones (thread / path)\n");
+                fputs("\nzones (thread / path)\n", out);
             zones_started = true;
-            printf("%s / %s\n", row->thread, row->path);
+            fprintf(out, "%s / %s\n", row->thread, row->path);
         }
         struct drift_result d = drift_row(row);
-        printf(row->thread ? "  %-22s" : "%-24s", row->name);
+        fprintf(out, row->thread ? "  %-22s" : "%-24s", row->name);
         for (int r = 0; r < 3; r++)
-            print_cell(row->value[r], true);
-        print_cell(d.drift, true);
+            print_cell(out, row->value[r], true);
+        print_cell(out, d.drift, true);
         if (isfinite(d.change))
-            printf(" %+12.4f", d.change);
+            fprintf(out, " %+12.4f", d.change);
         else
-            printf(" %12s", "-");
-        printf("  %s\n", d.verdict);
+            fprintf(out, " %12s", "-");
+        fprintf(out, "  %s\n", d.verdict);
     }
     for (size_t i = 0; i < rows->count; i++) {
         const struct row *row = &rows->items[i];
         if (!zone_heading(rows->items, i) || (row->present[0] && row->present[1] &&
                                               row->present[2]))
             continue;
-        printf("not in every run: %s / %s (in%s%s%s)\n", row->thread, row->path,
-               row->present[0] ? " A1" : "", row->present[1] ? " X" : "",
-               row->present[2] ? " A2" : "");
+        fprintf(out, "not in every run: %s / %s (in%s%s%s)\n", row->thread, row->path,
+                row->present[0] ? " A1" : "", row->present[1] ? " X" : "",
+                row->present[2] ? " A2" : "");
     }
 }
 
-static void print_compare_json(const struct rows *rows, struct capture *caps,
-                               const struct variant *variants[3])
+static void print_compare_json(FILE *out, const struct rows *rows, const struct capture *caps,
+                               const char *a_setting, const char *b_setting)
 {
-    printf("{\"schema\": \"framescope-compare-1\", \"a\": ");
-    json_print_string(stdout, variants[0]->text);
-    printf(", \"b\": ");
-    json_print_string(stdout, variants[1]->text);
-    printf(", \"runs\": {");
+    fputs("{\"schema\": \"framescope-compare-1\", \"a\": ", out);
+    print_json_string(out, a_setting);
+    fputs(", \"b\": ", out);
+    print_json_string(out, b_setting);
+    fputs(", \"runs\": {", out);
     for (int i = 0; i < 3; i++) {
-        printf("%s\"%s\": ", i ? ", " : "", run_names[i]);
-        json_print_string(stdout, caps[i].dir);
+        fprintf(out, "%s\"%s\": ", i ? ", " : "", run_names[i]);
+        print_json_string(out, caps[i].dir);
     }
-    printf("},\n \"rows\": [");
+    fputs("},\n \"rows\": [", out);
     for (size_t i = 0; i < rows->count; i++) {
         const struct row *row = &rows->items[i];
-        printf("%s\n  ", i ? "," : "");
-        print_row_key(row);
+        fprintf(out, "%s\n  ", i ? "," : "");
+        print_row_key(out, row);
         for (int r = 0; r < 3; r++) {
-            printf(", \"%s\": ", r == 0 ? "a1" : r == 1 ? "x" : "a2");
-            print_number(stdout, row->present[r] ? row->value[r] : NAN);
+            fprintf(out, ", \"%s\": ", r == 0 ? "a1" : r == 1 ? "x" : "a2");
+            print_number(out, row->present[r] ? row->value[r] : NAN);
         }
         if (row->present[0] && row->present[1] && row->present[2]) {
             struct drift_result d = drift_row(row);
-            printf(", \"drift\": ");
-            print_number(stdout, d.drift);
-            printf(", \"x_minus_mean_a\": ");
-            print_number(stdout, d.change);
-            printf(", \"verdict\": \"%s\"}", d.verdict);
+            fputs(", \"drift\": ", out);
+            print_number(out, d.drift);
+            fputs(", \"x_minus_mean_a\": ", out);
+            print_number(out, d.change);
+            fprintf(out, ", \"verdict\": \"%s\"}", d.verdict);
         } else {
-            printf(", \"drift\": null, \"x_minus_mean_a\": null, \"verdict\": \"not in every "
-                   "run\"}");
+            fputs(", \"drift\": null, \"x_minus_mean_a\": null, \"verdict\": \"not in every "
+                  "run\"}", out);
         }
     }
-    printf("\n ]}\n");
+    fputs("\n ]}\n", out);
+}
+
+/* compare's table of caps (A1, X, A2) on out; a_setting and b_setting are the environment
+ * changes of A and B as given. Returns 0, or 1 after one line on err. */
+static int write_compare(const struct capture caps[3], const char *a_setting,
+                         const char *b_setting, bool json, FILE *out, FILE *err)
+{
+    struct rows rows = { 0 };
+    int status = 1;
+    if (rows_build(&rows, caps, 3, err)) {
+        if (json)
+            print_compare_json(out, &rows, caps, a_setting, b_setting);
+        else
+            print_compare_text(out, &rows, caps, a_setting, b_setting);
+        status = 0;
+    }
+    free(rows.items);
+    return status;
 }
 
 static const char compare_usage[] =
@@ -1363,8 +1620,7 @@ int cmd_compare(int argc, char **argv)
         memcpy(run_argv, fixed, sizeof(fixed));
         memcpy(run_argv + fixed_count, command, (size_t)command_count * sizeof(char *));
         fprintf(stderr, "framescope: compare: run %s (%d of 3), %s %s\n", run_names[i], i + 1,
-                i == 1 ? "B" : "A",
-                *variants[i]->text ? variants[i]->text : "(environment unchanged)");
+                i == 1 ? "B" : "A", setting_name(variants[i]->text));
         int run_signal;
         bool ran;
         int run_status = child_run(run_argv, env, &run_signal, &ran);
@@ -1392,20 +1648,50 @@ int cmd_compare(int argc, char **argv)
             goto out_captures;
         }
     }
-    struct rows rows = { 0 };
-    if (rows_build(&rows, caps, 3)) {
-        if (json)
-            print_compare_json(&rows, caps, variants);
-        else
-            print_compare_text(&rows, caps, variants);
-        status = 0;
-    }
-    free(rows.items);
+    status = write_compare(caps, a.text, b.text, json, stdout, stderr);
 out_captures:
     for (int i = loaded - 1; i >= 0; i--)
         capture_finish(&caps[i]);
 out:
     free(a.storage);
     free(b.storage);
+    return status;
+}
+
+/* ---- captures given as text ---- */
+
+int compare_texts(struct compare_capture_text captures[2], FILE *out, FILE *err)
+{
+    static const char *const names[2] = { "A", "B" };
+    struct capture caps[2];
+    char error[ERROR_LEN];
+    int loaded, status = 2;
+    for (loaded = 0; loaded < 2; loaded++) {
+        struct compare_capture_text *text = &captures[loaded];
+        char *const texts[CAPTURE_FILE_COUNT] = { text->summary_json, text->frames_csv,
+                                                  text->zones_csv };
+        const size_t lens[CAPTURE_FILE_COUNT] = { text->summary_json_len, text->frames_csv_len,
+                                                  text->zones_csv_len };
+        caps[loaded] = (struct capture){ .dir = names[loaded] };
+        for (int f = 0; f < CAPTURE_FILE_COUNT; f++) {
+            if (!capture_parse(&caps[loaded], (enum capture_file)f, texts[f], lens[f], error,
+                               sizeof(error))) {
+                fprintf(err, "framescope: %s/%s: %s\n", names[loaded], capture_file_names[f],
+                        error);
+                capture_finish(&caps[loaded]);
+                goto out;
+            }
+        }
+    }
+    /* A as A1 and A2 of a comparison: copies that share A's memory, never finished. */
+    const struct capture runs[3] = { caps[0], caps[1], caps[0] };
+    status = 0;
+    for (int json = 0; json < 2; json++)
+        if (write_diff(caps, json, out, err) != 0 ||
+            write_compare(runs, "A=1", "", json, out, err) != 0)
+            status = 2;
+out:
+    while (loaded-- > 0)
+        capture_finish(&caps[loaded]);
     return status;
 }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "json.h"
+#include <jansson.h>
+
 #include "util/config.h"
 #include "util/daemon_proto.h"
+#include "util/text.h"
 
 /* The daemon has this long to answer (a snapshot analyses a recording). */
 #define REPLY_TIMEOUT_MS 60000
@@ -99,38 +102,90 @@ static void request_init(struct fscoped_request *req, enum fscoped_kind kind)
     req->kind = kind;
 }
 
-static double number(const struct json_value *o, const char *key)
+/* src (src_len bytes at most) made printable into dst as fscope_text_printable (util/text.h)
+ * makes it, cut at a whole character to fit, but for its backslashes, which are kept:
+ * framescoped escaped the names once where it read them ("\x1b"), and escaping them again
+ * would show "\x5cx1b". Whatever the reply holds, nothing a terminal acts on is printed. */
+static char *text_shown(char *dst, size_t dst_len, const char *src, size_t src_len)
 {
-    const struct json_value *v = json_get(o, key);
-    return v && v->type == JSON_NUMBER ? v->number : 0;
+    size_t out = 0;
+    dst[0] = '\0';
+    /* A span cut short leaves at most 4 bytes of dst (an escape or a character and the NUL). */
+    for (size_t i = 0; i < src_len && src[i] && dst_len - out > 4;) {
+        size_t span = 0;
+        while (i + span < src_len && src[i + span] && src[i + span] != '\\')
+            span++;
+        if (span == 0) {
+            dst[out++] = '\\';
+            dst[out] = '\0';
+            i++;
+            continue;
+        }
+        /* A backslash is never part of a UTF-8 sequence: no character is split here. */
+        fscope_text_printable(dst + out, dst_len - out, src + i, span);
+        out += strlen(dst + out);
+        i += span;
+    }
+    return dst;
 }
 
-static const char *text(const struct json_value *o, const char *key)
+/* framescoped's reply read as JSON: an object, or NULL after one line on stderr. Whoever holds
+ * the socket wrote it, so it is read as any file from someone else: with jansson, a member
+ * twice refused, and what it says made printable before it is printed. */
+static json_t *reply_parse(const char *reply)
 {
-    const struct json_value *v = json_get(o, key);
-    return v && v->type == JSON_STRING ? v->string : "";
+    json_error_t error;
+    json_t *root = json_loads(reply, JSON_DECODE_INT_AS_REAL | JSON_REJECT_DUPLICATES, &error);
+    if (!root) {
+        char shown[256];
+        fprintf(stderr, "framescope: framescoped's answer is not JSON: line %d, column %d: %s\n",
+                error.line, error.column,
+                text_shown(shown, sizeof(shown), error.text, sizeof(error.text)));
+    } else if (!json_is_object(root)) {
+        fprintf(stderr, "framescope: framescoped's answer is not a JSON object\n");
+        json_decref(root);
+        root = NULL;
+    }
+    return root;
+}
+
+/* The number at key in object; 0 when absent or not a number (not measured yet). */
+static double number(const json_t *object, const char *key)
+{
+    return json_number_value(json_object_get(object, key));
+}
+
+/* The string at key in object made printable in buf (text_shown), cut at a whole character to
+ * fit it (a column's width); "" when absent or not a string. */
+static const char *text(const json_t *object, const char *key, char *buf, size_t len)
+{
+    const json_t *value = json_object_get(object, key);
+    const char *string = json_string_value(value);
+    return text_shown(buf, len, string ? string : "", json_string_length(value));
 }
 
 /* One screen of top: a line per app. */
 static int print_table(const char *reply, bool clear)
 {
-    char error[128];
-    struct json_value *root = json_parse(reply, strlen(reply), error, sizeof(error));
-    const struct json_value *list = json_get(root, "apps");
-    if (!list || list->type != JSON_ARRAY) {
-        fprintf(stderr, "framescope: framescoped's answer is not a list of apps: %s\n",
-                root ? "no \"apps\"" : error);
-        json_destroy(root);
+    json_t *root = reply_parse(reply);
+    if (!root)
+        return 1;
+    const json_t *list = json_object_get(root, "apps");
+    if (!json_is_array(list)) {
+        fprintf(stderr, "framescope: framescoped's answer is not a list of apps: no \"apps\"\n");
+        json_decref(root);
         return 1;
     }
     if (clear)
         fputs("\033[H\033[2J", stdout);
     printf("%-8s %-16s %8s %8s %8s %-22s %7s %7s\n", "PID", "APP", "FPS", "P50 MS", "P99 MS",
            "VERDICT (SHARE)", "SHOWN", "CAP");
-    for (size_t i = 0; i < list->count; i++) {
-        const struct json_value *a = &list->items[i];
-        char verdict[64], shown[16], cap[16];
-        snprintf(verdict, sizeof(verdict), "%s (%.0f%%)", text(a, "verdict"),
+    size_t i;
+    const json_t *a;
+    json_array_foreach(list, i, a) {
+        char name[17], verdict_name[32], verdict[64], shown[16], cap[16], error[512];
+        snprintf(verdict, sizeof(verdict), "%s (%.0f%%)",
+                 text(a, "verdict", verdict_name, sizeof(verdict_name)),
                  100 * number(a, "verdict_share"));
         double resolved = number(a, "resolved");
         if (resolved > 0)
@@ -141,14 +196,36 @@ static int print_table(const char *reply, bool clear)
             snprintf(cap, sizeof(cap), "%.0f Hz", number(a, "cap_hz"));
         else
             snprintf(cap, sizeof(cap), "off");
-        printf("%-8.0f %-16.16s %8.1f %8.2f %8.2f %-22s %7s %7s%s%s\n", number(a, "pid"),
-               text(a, "name"), number(a, "fps"), number(a, "p50_ms"), number(a, "p99_ms"),
-               verdict, shown, cap, text(a, "error")[0] ? "  " : "", text(a, "error"));
+        text(a, "error", error, sizeof(error));
+        printf("%-8.0f %-16s %8.1f %8.2f %8.2f %-22s %7s %7s%s%s\n", number(a, "pid"),
+               text(a, "name", name, sizeof(name)), number(a, "fps"), number(a, "p50_ms"),
+               number(a, "p99_ms"), verdict, shown, cap, error[0] ? "  " : "", error);
     }
-    if (!list->count)
+    if (!json_array_size(list))
         printf("(no profiled app is running)\n");
     fflush(stdout);
-    json_destroy(root);
+    json_decref(root);
+    return 0;
+}
+
+/* top --json: the reply as it came, once it is known to be JSON. Valid JSON holds no raw C0
+ * control but its whitespace, yet may hold a raw DEL or C1 control (U+009B is CSI to some
+ * terminals) in a string, and a carriage return between tokens: refused. */
+static int print_reply(const char *reply)
+{
+    json_t *root = reply_parse(reply);
+    if (!root)
+        return 1;
+    json_decref(root);
+    for (const unsigned char *c = (const unsigned char *)reply; *c; c++) {
+        if (*c == '\r' || *c == 0x7f || (c[0] == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f)) {
+            fprintf(stderr, "framescope: framescoped's answer holds a control character at "
+                    "byte %zu\n", (size_t)(c - (const unsigned char *)reply));
+            return 1;
+        }
+    }
+    fputs(reply, stdout);
+    fflush(stdout);
     return 0;
 }
 
@@ -157,7 +234,8 @@ static const char top_usage[] =
     "Every app profiled on this desktop (registered with framescoped), refreshed: frames per\n"
     "second, frame time p50/p99 over the last second, the verdict of most of those frames,\n"
     "the share of them shown (where presentation feedback arrived) and the cap.\n"
-    "--once prints one table and exits; --json prints framescoped's answer as it is.\n";
+    "--once prints one table and exits; --json prints framescoped's answer as it is, once it\n"
+    "is known to be JSON with no raw control character (names in the table are escaped).\n";
 
 int cmd_top(int argc, char **argv)
 {
@@ -196,8 +274,7 @@ int cmd_top(int argc, char **argv)
         char *reply = ask(&req);
         if (!reply)
             return 1;
-        int status = json ? (fputs(reply, stdout), fflush(stdout), 0)
-                          : print_table(reply, !once && isatty(STDOUT_FILENO));
+        int status = json ? print_reply(reply) : print_table(reply, !once && isatty(STDOUT_FILENO));
         free(reply);
         if (status || once)
             return status;
@@ -256,18 +333,18 @@ int cmd_snapshot(int argc, char **argv)
     char *reply = ask(&req);
     if (!reply)
         return 1;
-    char error[128];
-    struct json_value *root = json_parse(reply, strlen(reply), error, sizeof(error));
-    int status = 1;
+    json_t *root = reply_parse(reply);
+    free(reply);
     if (!root)
-        fprintf(stderr, "framescope: framescoped's answer is not JSON: %s\n", error);
-    else if (text(root, "capture")[0]) {
-        printf("%s\n", text(root, "capture"));
+        return 1;
+    char capture[4 * PATH_MAX], error[1024];
+    int status = 1;
+    if (text(root, "capture", capture, sizeof(capture))[0]) {
+        printf("%s\n", capture);
         status = 0;
     } else {
-        fprintf(stderr, "framescope snapshot: %s\n", text(root, "error"));
+        fprintf(stderr, "framescope snapshot: %s\n", text(root, "error", error, sizeof(error)));
     }
-    json_destroy(root);
-    free(reply);
+    json_decref(root);
     return status;
 }
