@@ -293,6 +293,27 @@ def check_compositor_gone(runtime_dir, weston_pgid=None):
               f"{[(p, proc_stat(p)) for p in members]}")
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def default_stop_signals():
+    """Popen's preexec_fn for a framescope the test signals: SIGINT, SIGTERM and SIGHUP at
+    their default action and unblocked, whatever the suite was started with. framescope keeps
+    a signal that was ignored when it started ignored, for the command too (nohup's promise):
+    under `nohup meson test` every SIGHUP case failed, the demo living on after SIGHUP and the
+    stand-in Weston waited for until framescope's own 10 s bound (issue 18, item 17)."""
+    for signo in STOP_SIGNALS:
+        signal.signal(signo, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+def ignored_signals(pid):
+    """The signals a process ignores, as a set of numbers."""
+    with open(f"/proc/{pid}/status") as f:
+        bits = next(int(l.split()[1], 16) for l in f if l.startswith("SigIgn:"))
+    return {n for n in range(1, 65) if bits & (1 << (n - 1))}
+
+
 def need_weston_and_demo(exe):
     demo = os.path.join(os.path.dirname(os.path.abspath(exe)), "demo", "framescope-demo")
     if not shutil.which("weston") or not os.access(demo, os.X_OK):
@@ -305,7 +326,7 @@ class DemoRun:
     """`framescope run --output DIR -- framescope-demo --frames 0` with no Wayland session;
     wait_up() returns once the demo's window is up, its swapchain under the layer."""
 
-    def __init__(self, exe, demo):
+    def __init__(self, exe, demo, preexec_fn=default_stop_signals):
         self.tmp = tempfile.mkdtemp(prefix="fscope-cli-")
         self.out = os.path.join(self.tmp, "capture")
         self.stdout = open(os.path.join(self.tmp, "stdout"), "w+")
@@ -313,7 +334,7 @@ class DemoRun:
         self.demo_pid = self.weston_pid = None
         self.proc = subprocess.Popen(
             [exe, "run", "--output", self.out, "--", demo, "--frames", "0"],
-            stdout=self.stdout, stderr=self.stderr, env=clean_env())
+            stdout=self.stdout, stderr=self.stderr, env=clean_env(), preexec_fn=preexec_fn)
 
     def wait_up(self):
         cli = self.proc.pid
@@ -388,7 +409,9 @@ def test_signals_stop_demo(exe):
 
 def test_sighup_kills_demo(exe):
     """SIGHUP sent to framescope reaches the demo, which does not handle it and dies of it:
-    framescope exits 129 as a shell would, and still leaves no Weston or directory behind."""
+    framescope exits 129 as a shell would, and still leaves no Weston or directory behind.
+    Started under nohup (SIGHUP ignored), framescope leaves it ignored for the demo too, and
+    SIGTERM still stops the run."""
     demo = need_weston_and_demo(exe)
     r = DemoRun(exe, demo)
     try:
@@ -397,6 +420,24 @@ def test_sighup_kills_demo(exe):
         check(rc == 128 + signal.SIGHUP, f"exit status {rc}, expected 129:\n{err[-3000:]}")
         check("died of signal 1" in err, f"the command's death not reported:\n{err[-2000:]}")
         check_compositor_gone(r.runtime_dir, r.weston_pid)
+    finally:
+        r.close()
+
+    def nohup():
+        default_stop_signals()
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    r = DemoRun(exe, demo, preexec_fn=nohup)
+    try:
+        r.wait_up()
+        # What the demo does with SIGHUP is read from its status, not waited for.
+        check(signal.SIGHUP in ignored_signals(r.proc.pid) and
+              signal.SIGHUP in ignored_signals(r.demo_pid),
+              "under nohup framescope or the demo does not ignore SIGHUP")
+        rc, out, err = r.finish(signal.SIGTERM)
+        check(rc == 0 and "died of signal" not in err,
+              f"under nohup: exit status {rc} after SIGTERM, expected 0:\n{err[-3000:]}")
+        check_compositor_gone(r.runtime_dir, r.weston_pid)
+        print("SIGHUP: exit 129, Weston gone; under nohup the demo ignores it, SIGTERM stops it")
     finally:
         r.close()
 
@@ -436,12 +477,16 @@ def test_cleanup_paths(exe):
         check_compositor_gone(private_runtime_dir(r.stderr))
 
 
-# Stands in for weston: records its pid and runtime directory, ignores SIGTERM and never opens
-# a socket, so framescope is still waiting for it when the signal comes and must kill it.
+# Stands in for weston: records its pid and runtime directory, ignores SIGTERM, never opens a
+# socket, and sends framescope (its parent) the signal under test as soon as it runs, so that
+# the signal comes while framescope waits for it, however slowly either is scheduled (the
+# test sending it once it saw the state file could come after framescope's own 10 s bound on
+# a loaded machine). framescope must then kill it.
 STUBBORN_WESTON = """#!/bin/sh
 trap '' TERM
 echo "$$ $XDG_RUNTIME_DIR" > "$FAKE_WESTON_STATE.tmp"
 mv "$FAKE_WESTON_STATE.tmp" "$FAKE_WESTON_STATE"
+kill -$FAKE_WESTON_SIGNAL $PPID
 exec sleep 1000
 """
 
@@ -463,18 +508,20 @@ def test_signal_during_compositor_start(exe):
             name = signal.Signals(signo).name
             state = os.path.join(tmp, f"state-{name}")
             env = clean_env({"PATH": os.path.join(tmp, "bin") + ":" + os.environ["PATH"],
-                             "FAKE_WESTON_STATE": state})
+                             "FAKE_WESTON_STATE": state, "FAKE_WESTON_SIGNAL": name[3:]})
             proc = subprocess.Popen([exe, "run", "--no-capture", "--", "touch", marker],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    env=env)
+                                    env=env, preexec_fn=default_stop_signals)
             try:
-                wait_for("the stand-in weston", lambda: os.path.exists(state), proc)
-                pid, runtime_dir = open(state).read().split()
-                proc.send_signal(signo)
                 _, err = proc.communicate(timeout=PATIENCE_S)
+            except subprocess.TimeoutExpired:
+                raise TestFailure(f"{name}: framescope still running {PATIENCE_S} s after the "
+                                  f"stand-in weston started")
             finally:
                 if proc.poll() is None:
                     kill_leftovers(proc.pid, reaper(proc))
+            check(os.path.exists(state), f"{name}: the stand-in weston never ran:\n{err}")
+            pid, runtime_dir = open(state).read().split()
             check(proc.returncode == 128 + signo, f"{name}: exit status {proc.returncode}, "
                   f"expected {128 + signo}:\n{err}")
             check("while the headless Weston started" in err, f"{name}: not reported: {err}")
