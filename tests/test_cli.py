@@ -760,19 +760,31 @@ def diff_rows(exe, a, b):
 
 
 def test_diff_captures(exe):
-    """Two real captures, one with 3 ms more CPU work per frame: frame time and CPU work worse
+    """Two real captures, one with more CPU work per frame: frame time and CPU work worse
     beyond the noise, a metric equal on both sides (the cap's wait, 0) not flagged; a capture
-    against itself: nothing beyond the noise; zones keyed by thread and path, no noise made up."""
+    against itself: nothing beyond the noise; zones keyed by thread and path, no noise made up.
+
+    The extra work is sized from two baseline captures taken first: four times the larger of
+    the noise diff gives them and the difference between them, at least 3 ms. A fixed 3 ms was
+    within the noise on a loaded 2-core machine (issue 18, item 17)."""
     tmp = tempfile.mkdtemp(prefix="fscope-diff-")
+    metrics = ("frame_ms.mean", "frame_ms.p50", "budget_ms.cpu")
     try:
-        base, slow = os.path.join(tmp, "base"), os.path.join(tmp, "slow")
+        base, again, slow = (os.path.join(tmp, n) for n in ("base", "again", "slow"))
         capture_demo(exe, base, "--frames", "100")
-        capture_demo(exe, slow, "--frames", "100", "--cpu-ms", "3")
+        capture_demo(exe, again, "--frames", "100")
+        baseline = [diff_rows(exe, base, again)[(None, None, n)] for n in metrics]
+        spread = max(max(x["noise"], abs(x["difference"])) for x in baseline)
+        extra_ms = max(3.0, 4 * spread)
+        print(f"two baselines differ by up to {spread:.3f} ms (noise or difference): "
+              f"{extra_ms:.3f} ms more CPU work a frame")
+        capture_demo(exe, slow, "--frames", "100", "--cpu-ms", f"{extra_ms:.3f}")
         rows = diff_rows(exe, base, slow)
-        for name in ("frame_ms.mean", "frame_ms.p50", "budget_ms.cpu"):
+        for name in metrics:
             x = rows[(None, None, name)]
-            check(x["exceeds_noise"] is True and x["change"] == "worse" and x["difference"] > 2.5,
-                  f"{name}: 3 ms more CPU work not worse beyond the noise: {x}")
+            check(x["exceeds_noise"] is True and x["change"] == "worse" and
+                  x["difference"] > extra_ms - spread,
+                  f"{name}: {extra_ms:.3f} ms more CPU work not worse beyond the noise: {x}")
         fps = rows[(None, None, "fps")]
         check(fps["change"] == "worse" and fps["difference"] < 0, f"fps: {fps}")
         cap = rows[(None, None, "budget_ms.cap")]
