@@ -63,6 +63,20 @@ int child_catch_stop_signals(void)
 static void child_setup_and_exec(char **argv, char **env, const struct child_spawn_opts *o,
                                  pid_t parent, int report_fd)
 {
+    /* pass_on must not run in the child: with child_pid 0 here it would swallow a signal meant
+     * for the command (a terminal's ^C to the whole group between fork and exec), and the
+     * command would run on as if never interrupted. The default action, which exec gives it
+     * anyway, ends the child as the signal would have ended the command. child_run forks with
+     * the signals blocked, so none slips in before this. */
+    for (unsigned i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++) {
+        struct sigaction old;
+        if (sigaction(stop_signals[i], NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO) &&
+            old.sa_sigaction == pass_on) {
+            struct sigaction action = { .sa_handler = SIG_DFL };
+            sigemptyset(&action.sa_mask);
+            sigaction(stop_signals[i], &action, NULL);
+        }
+    }
     int e = 0;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
         e = errno;
