@@ -411,39 +411,12 @@ static void zones_merge_same_key(struct capture *c)
     c->zone_count = kept;
 }
 
-/* src (src_len bytes at most) made printable into dst as fscope_text_printable (util/text.h)
- * makes it, cut at a whole character to fit, but for its backslashes, which are kept: names in
- * a capture were escaped once where the recording was read ("\x1b"), and escaping them again
- * would show "\x5cx1b". Whatever a file holds, nothing a terminal acts on is printed. */
-static char *text_shown(char *dst, size_t dst_len, const char *src, size_t src_len)
-{
-    size_t out = 0;
-    dst[0] = '\0';
-    /* A span cut short leaves at most 4 bytes of dst (an escape or a character and the NUL). */
-    for (size_t i = 0; i < src_len && src[i] && dst_len - out > 4;) {
-        size_t span = 0;
-        while (i + span < src_len && src[i + span] && src[i + span] != '\\')
-            span++;
-        if (span == 0) {
-            dst[out++] = '\\';
-            dst[out] = '\0';
-            i++;
-            continue;
-        }
-        /* A backslash is never part of a UTF-8 sequence: no character is split here. */
-        fscope_text_printable(dst + out, dst_len - out, src + i, span);
-        out += strlen(dst + out);
-        i += span;
-    }
-    return dst;
-}
-
-/* A copy of text made printable (text_shown), to free; NULL when out of memory. */
+/* A copy of text made printable (fscope_text_shown), to free; NULL when out of memory. */
 static char *printable_copy(const char *text)
 {
     size_t len = strlen(text);
     char *copy = malloc(4 * len + 1); /* "\xNN" for each byte at most */
-    return copy ? text_shown(copy, 4 * len + 1, text, len) : NULL;
+    return copy ? fscope_text_shown(copy, 4 * len + 1, text, len) : NULL;
 }
 
 /* Reads zones.csv's totals from its text (len bytes and one writable byte after them; the text
@@ -540,7 +513,7 @@ static bool summary_number(json_t *root, const char *path, double *ret, char *er
 }
 
 /* The numbers of the object at path (budget_ms, verdict.shares) into ret (SUMMARY_KEYS_MAX at
- * most), their keys made printable (text_shown). False with the reason in error. */
+ * most), their keys made printable (fscope_text_shown). False with the reason in error. */
 static bool summary_keyed(json_t *root, const char *path, struct keyed_number *ret,
                           size_t *ret_count, char *error, size_t error_len)
 {
@@ -566,7 +539,7 @@ static bool summary_keyed(json_t *root, const char *path, struct keyed_number *r
         char shown[4 * SUMMARY_KEY_MAX + 1];
         size_t key_len = strlen(key);
         if (key_len > SUMMARY_KEY_MAX ||
-            strlen(text_shown(shown, sizeof(shown), key, key_len)) > SUMMARY_KEY_MAX) {
+            strlen(fscope_text_shown(shown, sizeof(shown), key, key_len)) > SUMMARY_KEY_MAX) {
             snprintf(error, error_len, "\"%s\" has a member name of %zu bytes, longer than a "
                      "framescope summary's", path, key_len);
             return false;
@@ -600,7 +573,7 @@ static bool summary_parse(struct capture *c, const char *text, size_t len, char 
         /* The message quotes the file ("near '...'"): made printable, and cut where a hostile
          * quote would make it long. */
         char shown[256];
-        text_shown(shown, sizeof(shown), json_error.text, sizeof(json_error.text));
+        fscope_text_shown(shown, sizeof(shown), json_error.text, sizeof(json_error.text));
         enum json_error_code code = json_error_code(&json_error);
         snprintf(error, error_len, "line %d, column %d: %s%s", json_error.line,
                  json_error.column,
@@ -622,7 +595,7 @@ static bool summary_parse(struct capture *c, const char *text, size_t len, char 
         goto out;
     }
     if (app)
-        text_shown(c->app, sizeof(c->app), json_string_value(app), json_string_length(app));
+        fscope_text_shown(c->app, sizeof(c->app), json_string_value(app), json_string_length(app));
     else
         snprintf(c->app, sizeof(c->app), "?");
     if (!summary_number(root, "frames", &c->frames, error, error_len) ||

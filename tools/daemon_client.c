@@ -102,33 +102,6 @@ static void request_init(struct fscoped_request *req, enum fscoped_kind kind)
     req->kind = kind;
 }
 
-/* src (src_len bytes at most) made printable into dst as fscope_text_printable (util/text.h)
- * makes it, cut at a whole character to fit, but for its backslashes, which are kept:
- * framescoped escaped the names once where it read them ("\x1b"), and escaping them again
- * would show "\x5cx1b". Whatever the reply holds, nothing a terminal acts on is printed. */
-static char *text_shown(char *dst, size_t dst_len, const char *src, size_t src_len)
-{
-    size_t out = 0;
-    dst[0] = '\0';
-    /* A span cut short leaves at most 4 bytes of dst (an escape or a character and the NUL). */
-    for (size_t i = 0; i < src_len && src[i] && dst_len - out > 4;) {
-        size_t span = 0;
-        while (i + span < src_len && src[i + span] && src[i + span] != '\\')
-            span++;
-        if (span == 0) {
-            dst[out++] = '\\';
-            dst[out] = '\0';
-            i++;
-            continue;
-        }
-        /* A backslash is never part of a UTF-8 sequence: no character is split here. */
-        fscope_text_printable(dst + out, dst_len - out, src + i, span);
-        out += strlen(dst + out);
-        i += span;
-    }
-    return dst;
-}
-
 /* framescoped's reply read as JSON: an object, or NULL after one line on stderr. Whoever holds
  * the socket wrote it, so it is read as any file from someone else: with jansson, a member
  * twice refused, and what it says made printable before it is printed. */
@@ -140,7 +113,7 @@ static json_t *reply_parse(const char *reply)
         char shown[256];
         fprintf(stderr, "framescope: framescoped's answer is not JSON: line %d, column %d: %s\n",
                 error.line, error.column,
-                text_shown(shown, sizeof(shown), error.text, sizeof(error.text)));
+                fscope_text_shown(shown, sizeof(shown), error.text, sizeof(error.text)));
     } else if (!json_is_object(root)) {
         fprintf(stderr, "framescope: framescoped's answer is not a JSON object\n");
         json_decref(root);
@@ -155,13 +128,13 @@ static double number(const json_t *object, const char *key)
     return json_number_value(json_object_get(object, key));
 }
 
-/* The string at key in object made printable in buf (text_shown), cut at a whole character to
- * fit it (a column's width); "" when absent or not a string. */
+/* The string at key in object made printable in buf (fscope_text_shown), cut at a whole
+ * character to fit it (a column's width); "" when absent or not a string. */
 static const char *text(const json_t *object, const char *key, char *buf, size_t len)
 {
     const json_t *value = json_object_get(object, key);
     const char *string = json_string_value(value);
-    return text_shown(buf, len, string ? string : "", json_string_length(value));
+    return fscope_text_shown(buf, len, string ? string : "", json_string_length(value));
 }
 
 /* One screen of top: a line per app. */

@@ -30,7 +30,8 @@ static size_t utf8_length(const unsigned char *s, size_t n)
     return cp < min || cp > 0x10ffff || surrogate ? 0 : len;
 }
 
-char *fscope_text_printable(char *dst, size_t dst_len, const char *src, size_t src_len)
+static char *printable(char *dst, size_t dst_len, const char *src, size_t src_len,
+                       bool keep_backslashes)
 {
     const unsigned char *s = (const unsigned char *)src;
     size_t n = 0;
@@ -38,7 +39,8 @@ char *fscope_text_printable(char *dst, size_t dst_len, const char *src, size_t s
         n++;
     size_t out = 0;
     for (size_t i = 0; i < n;) {
-        size_t len = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '\\' ? 1
+        bool plain = s[i] >= 0x20 && s[i] < 0x7f && (s[i] != '\\' || keep_backslashes);
+        size_t len = plain ? 1
                      : s[i] >= 0x80                             ? utf8_length(s + i, n - i)
                                                                 : 0;
         if (len == 0) {
@@ -57,4 +59,14 @@ char *fscope_text_printable(char *dst, size_t dst_len, const char *src, size_t s
     }
     dst[out] = '\0';
     return dst;
+}
+
+char *fscope_text_printable(char *dst, size_t dst_len, const char *src, size_t src_len)
+{
+    return printable(dst, dst_len, src, src_len, false);
+}
+
+char *fscope_text_shown(char *dst, size_t dst_len, const char *src, size_t src_len)
+{
+    return printable(dst, dst_len, src, src_len, true);
 }

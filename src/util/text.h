@@ -10,5 +10,9 @@
  * "\xNN"; valid UTF-8 passes as it is. Cut at a whole character or escape when dst is too
  * small; dst is always terminated (dst_len >= 1). Returns dst. */
 char *fscope_text_printable(char *dst, size_t dst_len, const char *src, size_t src_len);
+/* The same for text made printable once already (names in framescoped's replies, in a
+ * capture's files): its backslashes are kept, so "\x1b" is not shown as "\x5cx1b". Whatever
+ * src holds, nothing a terminal acts on comes out. */
+char *fscope_text_shown(char *dst, size_t dst_len, const char *src, size_t src_len);
 
 #endif
