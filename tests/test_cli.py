@@ -463,6 +463,84 @@ def test_killed_run(exe):
         r.close()
 
 
+def test_signal_before_exec(exe):
+    """A signal that reaches the command between framescope's fork and its exec (where a
+    terminal's ^C or hangup, sent to the whole foreground group, can land) ends it as it would
+    have ended the command: exit 128+N, the command never run. framescope's own handler used to
+    run in the child there and drop it, and the command ran on. The child is held by ptrace at
+    its fork, sent SIGTERM there, and let go."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    libc.ptrace.restype = ctypes.c_long
+    PTRACE_TRACEME, PTRACE_CONT, PTRACE_DETACH = 0, 7, 17
+    PTRACE_SETOPTIONS, PTRACE_GETEVENTMSG = 0x4200, 0x4201
+    PTRACE_O_TRACEFORK, PTRACE_EVENT_FORK = 0x2, 1
+    WALL = 0x40000000  # waits for a tracee that is not our child
+
+    def ptrace(request, pid, data=0):
+        if libc.ptrace(request, pid, None, data) == -1:
+            e = ctypes.get_errno()
+            raise OSError(e, f"ptrace {request}: {os.strerror(e)}")
+
+    tmp = tempfile.mkdtemp(prefix="fscope-cli-")
+    marker, err_path = os.path.join(tmp, "MARKER"), os.path.join(tmp, "stderr")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            default_stop_signals()
+            fd = os.open(err_path, os.O_WRONLY | os.O_CREAT, 0o600)
+            os.dup2(fd, 2)
+            if libc.ptrace(PTRACE_TRACEME, 0, None, None) == 0:
+                os.execve(exe, [exe, "run", "--no-capture", "--compositor", "never", "--",
+                                "touch", marker], clean_env())
+        finally:
+            os._exit(127)
+    child = None
+    try:
+        _, status = os.waitpid(pid, 0)  # the SIGTRAP of its exec
+        if not os.WIFSTOPPED(status):
+            print("cannot trace framescope here (ptrace refused)")
+            pid = 0
+            sys.exit(SKIP)
+        ptrace(PTRACE_SETOPTIONS, pid, PTRACE_O_TRACEFORK)
+        ptrace(PTRACE_CONT, pid)
+        while child is None:
+            _, status = os.waitpid(pid, WALL)
+            check(os.WIFSTOPPED(status), f"framescope ended before it forked: {status:#x}:\n"
+                  f"{open(err_path).read()}")
+            if status >> 16 == PTRACE_EVENT_FORK:
+                msg = ctypes.c_ulong()
+                ptrace(PTRACE_GETEVENTMSG, pid, ctypes.addressof(msg))
+                child = msg.value
+            else:  # a signal on its way to framescope: delivered
+                ptrace(PTRACE_CONT, pid, os.WSTOPSIG(status))
+        # The child starts stopped (SIGSTOP, ours to drop), before any of its own code.
+        _, status = os.waitpid(child, WALL)
+        check(os.WIFSTOPPED(status), f"the forked child did not stop: {status:#x}")
+        os.kill(child, signal.SIGTERM)
+        ptrace(PTRACE_DETACH, child)
+        ptrace(PTRACE_DETACH, pid)
+        _, status = os.waitpid(pid, 0)
+        pid = 0
+        rc = os.waitstatus_to_exitcode(status)
+        err = open(err_path).read()
+        check(rc == 128 + signal.SIGTERM and not os.path.exists(marker),
+              f"SIGTERM between fork and exec: exit status {rc}, expected 143; the command "
+              f"{'ran' if os.path.exists(marker) else 'did not run'}:\n{err}")
+        print("SIGTERM between fork and exec: the command never ran, exit 143")
+    finally:
+        for p in (child, pid):
+            if p:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+        if pid:
+            os.waitpid(pid, 0)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_cleanup_paths(exe):
     """The private Weston is stopped and its directory removed when the command exits with an
     error, cannot be run at all, or is killed."""
