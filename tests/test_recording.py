@@ -9,6 +9,7 @@ import random
 import re
 import resource
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -309,6 +310,157 @@ def test_malformed(build):
     print(f"{refused} broken recordings refused with one line, none crashed report")
 
 
+# Where the amplifying mutations write: fields of struct rec_header, rec_dir_entry, chunked,
+# rec_frame_log and rec_thread (src/record/format.h, little-endian x86-64).
+HEADER_DIR_COUNT = 216
+DIRECTORY, DIR_ENTRY_SIZE, DIR_ENTRIES = 224, 24, 1024
+OBJ_THREAD, OBJ_FRAME_LOG = 3, 4
+FRAME_LOG_FRAMES = 328  # the log's struct chunked
+CHUNKED_CHUNK_ITEMS, CHUNKED_COUNT, CHUNKED_TABLE_OFFSET, CHUNKED_TABLE_CAPACITY = 4, 8, 24, 32
+THREAD_STATE, THREAD_SLOT, THREAD_RING_OFFSET, THREAD_RING_MASK, THREAD_RING_HEAD = 0, 40, 64, 72, 80
+SLOT_EXTERNAL = 4
+
+
+def u32(data, at):
+    return struct.unpack_from("<I", data, at)[0]
+
+
+def u64(data, at):
+    return struct.unpack_from("<Q", data, at)[0]
+
+
+def directory_entries(data):
+    """(type, offset, size) of each published directory entry."""
+    return [struct.unpack_from("<I4xQQ", data, DIRECTORY + DIR_ENTRY_SIZE * i)
+            for i in range(u32(data, HEADER_DIR_COUNT))]
+
+
+def every_entry_names(data, entry):
+    """The directory full, every entry naming the same object."""
+    out = bytearray(data)
+    struct.pack_into("<I", out, HEADER_DIR_COUNT, DIR_ENTRIES)
+    for i in range(DIR_ENTRIES):
+        struct.pack_into("<I4xQQ", out, DIRECTORY + DIR_ENTRY_SIZE * i, *entry)
+    return out
+
+
+def amplifying(data):
+    """Recordings whose objects name the same bytes more than once, each as (name, bytes, what
+    the refusal must say). A reader that follows them copies and analyses those bytes once per
+    name: a few MiB become GiB."""
+    entries = directory_entries(data)
+    log = next(e for e in entries if e[0] == OBJ_FRAME_LOG)
+    threads = [e for e in entries if e[0] == OBJ_THREAD]
+    check(len(threads) >= 2, f"a recording with {len(threads)} thread slots")
+    frames = log[1] + FRAME_LOG_FRAMES
+    table = u64(data, frames + CHUNKED_TABLE_OFFSET)
+    capacity = u64(data, frames + CHUNKED_TABLE_CAPACITY)
+    first_chunk = u64(data, table)
+    # Every chunk-table entry the first chunk, and frames for every one of them.
+    one_chunk = bytearray(data)
+    for c in range(capacity):
+        struct.pack_into("<Q", one_chunk, table + 8 * c, first_chunk)
+    struct.pack_into("<Q", one_chunk, frames + CHUNKED_COUNT,
+                     capacity * u32(data, frames + CHUNKED_CHUNK_ITEMS))
+    yield "every chunk-table entry names one chunk", one_chunk, "overlaps"
+    yield "every directory entry names one frame log", every_entry_names(data, log), "overlaps"
+    yield "both (the amplification)", every_entry_names(one_chunk, log), "overlaps"
+    # The demo's own thread, its whole ring to be read, named by every entry.
+    live = threads[-1]
+    whole_ring = bytearray(data)
+    struct.pack_into("<Q", whole_ring, live[1] + THREAD_RING_HEAD,
+                     2 * (u64(data, live[1] + THREAD_RING_MASK) + 1))
+    yield "every directory entry names one thread", every_entry_names(whole_ring, live), "overlaps"
+    shared_ring = bytearray(data)
+    struct.pack_into("<Q", shared_ring, threads[1][1] + THREAD_RING_OFFSET,
+                     u64(data, threads[0][1] + THREAD_RING_OFFSET))
+    yield "two threads share a ring", shared_ring, "overlaps"
+    chunk_in_header = bytearray(data)
+    struct.pack_into("<Q", chunk_in_header, table, 64)
+    yield "a chunk inside the header", chunk_in_header, "overlaps"
+    misaligned = bytearray(data)
+    struct.pack_into("<Q", misaligned, live[1] + THREAD_RING_OFFSET,
+                     u64(data, live[1] + THREAD_RING_OFFSET) + 4)
+    yield "a ring misaligned by 4", misaligned, "aligned"
+    slot = bytearray(data)
+    struct.pack_into("<i", slot, live[1] + THREAD_STATE, SLOT_EXTERNAL)
+    struct.pack_into("<I", slot, live[1] + THREAD_SLOT, 0x7FFFFFFF)
+    yield "a thread slot past an int", slot, "slot"
+
+
+def sanitized(build):
+    """The build's -Db_sanitize, from meson's introspection."""
+    options = json.load(open(os.path.join(build, "meson-info", "intro-buildoptions.json")))
+    return next((o["value"] for o in options if o["name"] == "b_sanitize"), "none")
+
+
+# Runs a command and prints its exit status, seconds and peak resident bytes. A fresh, small
+# interpreter forks it: a child's peak counts what it shared with its parent before exec, and
+# this test's own process holds several recordings.
+MEASURE = """
+import os, resource, sys, time
+address_space = int(sys.argv[1])
+start = time.monotonic()
+pid = os.fork()
+if pid == 0:
+    if address_space:
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), time.monotonic() - start, usage.ru_maxrss * 1024)
+"""
+
+
+def measured_report(build, directory, fmt, address_space):
+    """`framescope report` on directory: its exit status, stderr, seconds and peak resident
+    bytes."""
+    exe, _ = tools(build)
+    args = [exe, "report"] + (["--format", fmt] if fmt else []) + [directory]
+    proc = subprocess.run([sys.executable, "-c", MEASURE, str(address_space)] + args,
+                          capture_output=True, text=True, timeout=PATIENCE_S)
+    rc, seconds, rss = proc.stdout.split()
+    return int(rc), proc.stderr, float(seconds), int(rss)
+
+
+def test_amplified(build):
+    """A recording whose directory or chunk-table entries name the same bytes again, whose
+    objects overlap, whose ring is misaligned or whose thread slot does not fit an int is
+    refused with one line saying so, in about the time and memory a real one of its size takes
+    (issue 18, items 7 and 14). Before, the recording with every directory entry naming one
+    frame log, whose chunk table names one chunk throughout, took report to 4.3 GiB."""
+    out = os.path.join(tempfile.mkdtemp(prefix="fscope-amp-"), "capture")
+    r = framescope_run(build, out, "--frames", "20", summary="off")
+    check(r.rc == 0, r.stderr[-1500:])
+    path = os.path.join(out, "recording.fsr")
+    data = open(path, "rb").read()
+    # The yardstick: the real recording's report, measured here, in the same build.
+    rc, err, base_s, base_rss = measured_report(build, out, None, 0)
+    check(rc == 0, f"report of the real recording failed: {err}")
+    # Outside a sanitizer (whose shadow memory is virtual), a runaway read also meets a limit
+    # instead of the machine's memory.
+    address_space = 0 if sanitized(build) != "none" else 512 * 2**20 + 4 * len(data)
+    allowed_rss = base_rss + 2 * len(data)
+    allowed_s = 10 * base_s + 1.0
+    print(f"real recording: {len(data)} bytes, report in {base_s:.3f} s, "
+          f"{base_rss / 2**20:.1f} MiB resident")
+    for name, broken, says in amplifying(data):
+        with open(path, "wb") as f:
+            f.write(broken)
+        for fmt in (None, "trace"):
+            rc, err, seconds, rss = measured_report(build, out, fmt, address_space)
+            what = f"{name} ({fmt or 'text'})"
+            check("runtime error" not in err and "Sanitizer" not in err,
+                  f"{what}: a sanitizer spoke:\n{err[-2000:]}")
+            lines = err.strip().splitlines()
+            check(rc == 2 and len(lines) == 1 and says in lines[0],
+                  f"{what}: exit {rc}, not refused with one line saying '{says}': {err[-500:]}")
+            check(rss <= allowed_rss, f"{what}: {rss / 2**20:.1f} MiB resident, more than "
+                  f"{allowed_rss / 2**20:.1f}")
+            check(seconds <= allowed_s, f"{what}: {seconds:.2f} s, more than {allowed_s:.2f}")
+            print(f"{what}: refused in {seconds:.3f} s, {rss / 2**20:.1f} MiB: {lines[0]}")
+
+
 def test_fd_closing_app(build):
     """An app that closes every descriptor it did not open (3..1023) at start-up, then opens
     four files of its own, which take the numbers the recording's descriptors had, and writes
@@ -352,6 +504,7 @@ main({
     "reproduce": test_reproduce,
     "fork_and_launch": test_fork_and_launch,
     "malformed": test_malformed,
+    "amplified": test_amplified,
     "bounded_memory": test_bounded_memory,
     "self_streamed": test_self_streamed,
     "fd_closing_app": test_fd_closing_app,

@@ -14,11 +14,30 @@
 #include "util/system.h"
 #include "util/text.h"
 
+/* One range of the recording that a read object came from. */
+struct claim {
+    uint64_t offset, end;
+    uint32_t entry;   /* its directory entry; CLAIM_HEADER for the header */
+    uint32_t type;    /* the entry's enum rec_object_type */
+    const char *part; /* NULL for the object itself, else "chunk table", "chunk", ... */
+    uint64_t index;   /* which chunk */
+};
+#define CLAIM_HEADER UINT32_MAX
+
 struct reader {
     const unsigned char *bytes;
     size_t len;
     char *why;
     size_t why_len;
+    /* Every range read so far, and their sum. A writer allocates each object once, so no two
+     * may share a byte: one that does (a directory or chunk-table entry naming something
+     * again) is refused, and what is copied and analysed never exceeds the recording. */
+    struct claim *claims;
+    size_t claim_count, claim_capacity;
+    uint64_t claimed_bytes;
+    uint32_t entry, type; /* the directory entry being read */
+    /* Room in rec's arrays that every object of a kind appends to. */
+    uint64_t span_capacity, gpu_zone_capacity;
 };
 
 static int malformed(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -39,6 +58,106 @@ static bool inside(const struct reader *r, uint64_t offset, uint64_t size)
     return offset <= r->len && size <= r->len - offset;
 }
 
+static const char *const type_names[REC_OBJ_TYPE_COUNT] = {
+    [REC_OBJ_NONE] = "nothing",
+    [REC_OBJ_META] = "metadata",
+    [REC_OBJ_LOCS] = "location table",
+    [REC_OBJ_THREAD] = "thread",
+    [REC_OBJ_FRAME_LOG] = "frame log",
+    [REC_OBJ_SPAN_LOG] = "GPU span log",
+    [REC_OBJ_CAP] = "cap",
+    [REC_OBJ_KERNEL] = "kernel sampler",
+    [REC_OBJ_GPU_ZONE_NAMES] = "GPU zone name table",
+    [REC_OBJ_GPU_ZONES] = "GPU zone log",
+};
+
+/* "the header", "the frame log of directory entry 3", "chunk 7 of the frame log of ...". */
+static const char *claim_describe(const struct claim *c, char *buf, size_t len)
+{
+    const char *type = c->type < REC_OBJ_TYPE_COUNT ? type_names[c->type] : "object";
+    if (c->entry == CLAIM_HEADER)
+        snprintf(buf, len, "the header");
+    else if (!c->part)
+        snprintf(buf, len, "the %s of directory entry %u", type, c->entry);
+    else if (strcmp(c->part, "chunk") == 0)
+        snprintf(buf, len, "chunk %llu of the %s of directory entry %u",
+                 (unsigned long long)c->index, type, c->entry);
+    else
+        snprintf(buf, len, "the %s of the %s of directory entry %u", c->part, type, c->entry);
+    return buf;
+}
+
+static int claim_compare(const void *a, const void *b)
+{
+    const struct claim *x = a, *y = b;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* Sorts the claims and refuses the first two that share a byte. Sorted by offset, ranges that
+ * do not overlap their neighbours overlap nothing (every claim holds a byte at least). */
+static int claims_check(struct reader *r)
+{
+    if (r->claim_count < 2)
+        return 0;
+    qsort(r->claims, r->claim_count, sizeof(*r->claims), claim_compare);
+    for (size_t i = 1; i < r->claim_count; i++) {
+        const struct claim *a = &r->claims[i - 1], *b = &r->claims[i];
+        if (b->offset >= a->end)
+            continue;
+        char first[96], second[96];
+        return malformed(r, "%s (bytes %llu-%llu) overlaps %s (bytes %llu-%llu)",
+                         claim_describe(b, second, sizeof(second)), (unsigned long long)b->offset,
+                         (unsigned long long)b->end - 1, claim_describe(a, first, sizeof(first)),
+                         (unsigned long long)a->offset, (unsigned long long)a->end - 1);
+    }
+    return 0;
+}
+
+/* Claims [offset, offset + size) for what is read there (part of the current directory entry's
+ * object, or the object itself for NULL): inside the recording, aligned as the writer aligns
+ * it, and no byte of it read for anything else. A sum of claims beyond the recording's size is
+ * refused at once, so a read never copies more than the recording holds; the ranges themselves
+ * are checked when the read ends (claims_check), or at once when the sum gives one away. */
+static int claim(struct reader *r, uint64_t offset, uint64_t size, uint64_t align,
+                 const char *part, uint64_t index)
+{
+    struct claim c = { offset, offset + size, r->entry, r->type, part, index };
+    char what[96];
+    if (size == 0 || !inside(r, offset, size))
+        return malformed(r, "%s (%llu bytes at %llu) is outside the recording's %zu bytes",
+                         claim_describe(&c, what, sizeof(what)), (unsigned long long)size,
+                         (unsigned long long)offset, r->len);
+    if (offset % align)
+        return malformed(r, "%s at %llu is not aligned to %llu bytes",
+                         claim_describe(&c, what, sizeof(what)), (unsigned long long)offset,
+                         (unsigned long long)align);
+    if (r->claim_count == r->claim_capacity) {
+        size_t capacity = r->claim_capacity ? 2 * r->claim_capacity : 64;
+        struct claim *claims = realloc(r->claims, capacity * sizeof(*claims));
+        if (!claims)
+            return -ENOMEM;
+        r->claims = claims;
+        r->claim_capacity = capacity;
+    }
+    r->claims[r->claim_count++] = c;
+    if (size > r->len - r->claimed_bytes) {
+        int e = claims_check(r);
+        return e ? e : malformed(r, "the recording's objects add up to more than its %zu bytes",
+                                 r->len);
+    }
+    r->claimed_bytes += size;
+    return 0;
+}
+
+static void reader_finish(struct reader *r)
+{
+    free(r->claims);
+    r->claims = NULL;
+    r->claim_count = r->claim_capacity = 0;
+}
+
 /* Every string a recording holds was written by the app (thread, zone, label and device
  * names): it is made printable here, once, so that no output (summary, journal, report,
  * trace) carries a terminal escape or a forged line. */
@@ -57,67 +176,99 @@ static void make_printable(char *s, size_t len)
     copy_string(s, len, raw, len);
 }
 
-/* Copies a chunked array's count items out into *ret (malloc'd; NULL for none). */
+/* Copies a chunked array's count items out into *ret (malloc'd; NULL for none). a is the
+ * reader's copy of the array's header (object_copy). Its chunk table and every chunk are
+ * claimed, streamed ones too (they hold that place in the arena), before anything is
+ * allocated for the items. */
 static int read_chunked(struct reader *r, struct recording *rec, const struct chunked *a,
-                        uint32_t item_size,
-                        const char *what, void **ret, uint64_t *ret_count)
+                        uint32_t item_size, const char *what, void **ret, uint64_t *ret_count)
 {
     *ret = NULL;
     *ret_count = 0;
     rec->items_dropped += a->dropped; /* appends the full arena refused */
-    uint64_t count = atomic_load_explicit(&a->count, memory_order_acquire);
+    uint64_t count = atomic_load(&a->count);
     if (!count)
         return 0;
-    uint64_t capacity = atomic_load_explicit(&a->table_capacity, memory_order_acquire);
-    uint64_t table_offset = atomic_load_explicit(&a->table_offset, memory_order_acquire);
+    uint64_t capacity = atomic_load(&a->table_capacity);
+    uint64_t table_offset = atomic_load(&a->table_offset);
     uint64_t chunk_items = a->chunk_items;
     if (a->item_size != item_size)
         return malformed(r, "%s: items of %u bytes, expected %u", what, a->item_size, item_size);
-    /* Items the writer published lie in distinct chunks of the arena: they fit in it. */
-    if (chunk_items == 0 || count > r->len / item_size ||
-        (uint64_t)chunk_items > r->len / item_size)
-        return malformed(r, "%s: %llu items in chunks of %llu do not fit in the recording", what,
-                         (unsigned long long)count, (unsigned long long)chunk_items);
-    uint64_t chunks = (count + chunk_items - 1) / chunk_items;
-    if (chunks > capacity || capacity > r->len / sizeof(uint64_t) ||
-        !inside(r, table_offset, capacity * sizeof(uint64_t)))
-        return malformed(r, "%s: its chunk table is outside the recording", what);
+    if (chunk_items == 0 || chunk_items > r->len / item_size)
+        return malformed(r, "%s: chunks of %llu items do not fit in the recording", what,
+                         (unsigned long long)chunk_items);
+    uint64_t chunk_bytes = chunk_items * item_size;
+    uint64_t chunks = count / chunk_items + (count % chunk_items != 0);
+    if (chunks > capacity || capacity > r->len / sizeof(uint64_t))
+        return malformed(r, "%s: %llu items in chunks of %llu, and a chunk table of %llu", what,
+                         (unsigned long long)count, (unsigned long long)chunk_items,
+                         (unsigned long long)capacity);
+    int e = claim(r, table_offset, capacity * sizeof(uint64_t), REC_ALIGN, "chunk table", 0);
+    if (e)
+        return e;
+    /* The table read once: the chunks claimed are the chunks copied. */
+    uint64_t *table = malloc(chunks * sizeof(*table));
+    if (!table)
+        return -ENOMEM;
+    memcpy(table, r->bytes + table_offset, chunks * sizeof(*table));
+    for (uint64_t c = 0; c < chunks && !e; c++)
+        e = claim(r, table[c], chunk_bytes, REC_ALIGN, "chunk", c);
     /* Chunks still in the stream file (a recording read while its app runs, for a trace) are
      * not here: the items start after them. */
-    uint64_t streamed = atomic_load_explicit(&a->streamed_chunks, memory_order_acquire);
+    uint64_t streamed = atomic_load(&a->streamed_chunks);
     if (streamed > chunks)
         streamed = chunks;
     uint64_t skipped = streamed * chunk_items;
-    if (skipped >= count) {
-        *ret_count = 0;
-        return 0;
-    }
-    count -= skipped;
-    unsigned char *items = malloc(count * item_size);
-    if (!items)
-        return -ENOMEM;
-    for (uint64_t c = streamed; c < chunks; c++) {
-        uint64_t chunk_offset;
-        memcpy(&chunk_offset, r->bytes + table_offset + c * sizeof(uint64_t), sizeof(chunk_offset));
-        uint64_t first = c * chunk_items - skipped;
-        uint64_t n = count - first < chunk_items ? count - first : chunk_items;
-        if (!inside(r, chunk_offset, chunk_items * item_size) || chunk_offset == 0) {
-            free(items);
-            return malformed(r, "%s: chunk %llu is outside the recording", what,
-                             (unsigned long long)c);
+    unsigned char *items = NULL;
+    if (!e && skipped < count) {
+        count -= skipped;
+        items = malloc(count * item_size);
+        if (!items)
+            e = -ENOMEM;
+        for (uint64_t c = streamed; !e && c < chunks; c++) {
+            uint64_t first = c * chunk_items - skipped;
+            uint64_t n = count - first < chunk_items ? count - first : chunk_items;
+            memcpy(items + first * item_size, r->bytes + table[c], n * item_size);
         }
-        memcpy(items + first * item_size, r->bytes + chunk_offset, n * item_size);
+    }
+    free(table);
+    if (e) {
+        free(items);
+        return e;
     }
     *ret = items;
-    *ret_count = count;
+    *ret_count = items ? count : 0;
+    return 0;
+}
+
+/* Appends count items to one of rec's growing arrays, doubling its room as needed: many small
+ * objects of a kind cost a copy of the whole each only log(n) times. */
+static int append_items(void **array, uint64_t *have, uint64_t *capacity, const void *items,
+                        uint64_t count, size_t item_size)
+{
+    if (count > *capacity - *have) {
+        uint64_t want = *capacity ? *capacity : 64;
+        while (want < *have + count)
+            want *= 2;
+        void *grown = realloc(*array, want * item_size);
+        if (!grown)
+            return -ENOMEM;
+        *array = grown;
+        *capacity = want;
+    }
+    memcpy((unsigned char *)*array + *have * item_size, items, count * item_size);
+    *have += count;
     return 0;
 }
 
 static int check_frame(struct reader *r, const struct recording_log *log, uint64_t i)
 {
     const struct fscope_frame *f = &log->frames[i];
+    /* A bool's byte as written: any other value than 0 or 1 is no bool to load. */
+    unsigned char ambiguous;
+    memcpy(&ambiguous, &f->output_ambiguous, 1);
     bool ok = f->block_span_count <= FRAME_BLOCK_SPANS && f->present_state < FRAME_PRESENT_STATE_COUNT &&
-              f->end_ticks >= f->start_ticks;
+              f->end_ticks >= f->start_ticks && ambiguous <= 1;
     for (unsigned s = 0; ok && s < f->block_span_count; s++)
         ok = f->block_span_kind[s] < FSCOPE_BLOCK_COUNT &&
              f->block_span_end[s] >= f->block_span_start[s];
@@ -185,22 +336,16 @@ static int read_gpu_zones(struct reader *r, struct recording *rec, const struct 
     uint64_t count;
     int e = read_chunked(r, rec, &src->spans, sizeof(struct gpu_zone_span), "GPU zones", &spans,
                          &count);
-    if (e || !count)
-        return e;
-    struct gpu_zone_span *all = realloc(rec->gpu_zones, (rec->gpu_zone_count + count) *
-                                                            sizeof(*all));
-    if (!all) {
-        free(spans);
-        return -ENOMEM;
+    for (uint64_t i = 0; !e && i < count; i++) {
+        const struct gpu_zone_span *z = &((const struct gpu_zone_span *)spans)[i];
+        if (z->end < z->begin || z->kind > GPU_ZONE_PASS)
+            e = malformed(r, "a GPU zone ends before it begins, or has kind %u", z->kind);
     }
-    memcpy(all + rec->gpu_zone_count, spans, count * sizeof(*all));
+    if (!e && count)
+        e = append_items((void **)&rec->gpu_zones, &rec->gpu_zone_count, &r->gpu_zone_capacity,
+                         spans, count, sizeof(struct gpu_zone_span));
     free(spans);
-    rec->gpu_zones = all;
-    for (uint64_t i = rec->gpu_zone_count; i < rec->gpu_zone_count + count; i++)
-        if (all[i].end < all[i].begin || all[i].kind > GPU_ZONE_PASS)
-            return malformed(r, "a GPU zone ends before it begins, or has kind %u", all[i].kind);
-    rec->gpu_zone_count += count;
-    return 0;
+    return e;
 }
 
 static int read_spans(struct reader *r, struct recording *rec, const struct rec_span_log *src)
@@ -208,26 +353,18 @@ static int read_spans(struct reader *r, struct recording *rec, const struct rec_
     void *spans;
     uint64_t count;
     int e = read_chunked(r, rec, &src->spans, sizeof(struct gpu_span), "GPU spans", &spans, &count);
-    if (e || !count)
-        return e;
-    struct gpu_span *all = realloc(rec->spans, (rec->span_count + count) * sizeof(*all));
-    if (!all) {
-        free(spans);
-        return -ENOMEM;
+    for (uint64_t i = 0; !e && i < count; i++) {
+        const struct gpu_span *span = &((const struct gpu_span *)spans)[i];
+        if (span->end < span->begin)
+            e = malformed(r, "a GPU span ends before it begins");
+        else if (span->device_id > rec->max_device_id)
+            rec->max_device_id = span->device_id;
     }
-    memcpy(all + rec->span_count, spans, count * sizeof(*all));
+    if (!e && count)
+        e = append_items((void **)&rec->spans, &rec->span_count, &r->span_capacity, spans, count,
+                         sizeof(struct gpu_span));
     free(spans);
-    for (uint64_t i = rec->span_count; i < rec->span_count + count; i++) {
-        if (all[i].end < all[i].begin) {
-            rec->spans = all;
-            return malformed(r, "a GPU span ends before it begins");
-        }
-        if (all[i].device_id > rec->max_device_id)
-            rec->max_device_id = all[i].device_id;
-    }
-    rec->spans = all;
-    rec->span_count += count;
-    return 0;
+    return e;
 }
 
 static int read_cap(struct reader *r, struct recording *rec, const struct rec_cap *src)
@@ -248,7 +385,10 @@ static int read_cap(struct reader *r, struct recording *rec, const struct rec_ca
     return 0;
 }
 
-static int read_thread(struct reader *r, struct recording *rec, const struct rec_thread *src)
+/* src is the reader's copy of the slot; live is the slot in the arena, whose head is read
+ * again after the ring is copied. */
+static int read_thread(struct reader *r, struct recording *rec, const struct rec_thread *src,
+                       const struct rec_thread *live)
 {
     int state = atomic_load(&src->state);
     if (state != SLOT_LIVE && state != SLOT_EXITED && state != SLOT_EXTERNAL)
@@ -257,15 +397,25 @@ static int read_thread(struct reader *r, struct recording *rec, const struct rec
     memset(t, 0, sizeof(*t));
     t->state = state;
     copy_string(t->name, sizeof(t->name), src->name, sizeof(src->name));
+    /* External tracks are named by their slot, one of the directory's objects. */
+    if (state == SLOT_EXTERNAL && src->slot >= REC_DIR_ENTRIES)
+        return malformed(r, "thread '%s' names slot %u; a recording has at most %u", t->name,
+                         src->slot, REC_DIR_ENTRIES);
     t->tid = state == SLOT_EXTERNAL ? 1000000 + (int)src->slot : src->tid;
-    uint32_t nodes = atomic_load_explicit(&src->node_count, memory_order_acquire);
-    uint64_t ring_size = src->ring_mask + 1;
-    if (nodes == 0 || nodes > src->node_capacity ||
-        !inside(r, src->nodes_offset, (uint64_t)src->node_capacity * sizeof(struct zone_node)) ||
-        src->ring_mask == UINT64_MAX || (src->ring_mask & ring_size) != 0 ||
-        ring_size > r->len / sizeof(struct fscope_event) ||
-        !inside(r, src->ring_offset, ring_size * sizeof(struct fscope_event)))
-        return malformed(r, "thread '%s': its zone tree or ring is outside the recording", t->name);
+    uint32_t nodes = atomic_load(&src->node_count);
+    uint64_t ring_mask = src->ring_mask, ring_size = ring_mask + 1;
+    if (nodes == 0 || nodes > src->node_capacity || ring_mask == UINT64_MAX ||
+        (ring_mask & ring_size) != 0 || ring_size > r->len / sizeof(struct fscope_event))
+        return malformed(r, "thread '%s': %u zones of %u, a ring of %llu events", t->name, nodes,
+                         src->node_capacity, (unsigned long long)ring_size);
+    /* Both allocated by the writer on their own (recording_alloc): aligned to REC_ALIGN. */
+    int e = claim(r, src->nodes_offset, (uint64_t)src->node_capacity * sizeof(struct zone_node),
+                  REC_ALIGN, "zone tree", 0);
+    if (!e)
+        e = claim(r, src->ring_offset, ring_size * sizeof(struct fscope_event), REC_ALIGN, "ring",
+                  0);
+    if (e)
+        return e;
     t->nodes = malloc(nodes * sizeof(*t->nodes));
     if (!t->nodes)
         return -ENOMEM;
@@ -276,18 +426,21 @@ static int read_thread(struct reader *r, struct recording *rec, const struct rec
     for (uint32_t i = 1; i < nodes; i++)
         if (t->nodes[i].parent >= i)
             return malformed(r, "thread '%s': zone %u has a parent after it", t->name, i);
-    uint64_t head = atomic_load_explicit(&src->ring_head, memory_order_acquire);
+    uint64_t head = atomic_load(&src->ring_head);
     uint64_t first = head > ring_size ? head - ring_size : 0;
     t->event_count = head - first;
     t->events = malloc((t->event_count ? t->event_count : 1) * sizeof(*t->events));
     if (!t->events)
         return -ENOMEM;
-    const struct fscope_event *ring = (const void *)(r->bytes + src->ring_offset);
-    for (uint64_t i = first; i < head; i++)
-        t->events[i - first] = ring[i & src->ring_mask];
+    /* The ring's window in at most two pieces: from the oldest slot to the end, then from 0. */
+    const unsigned char *ring = r->bytes + src->ring_offset;
+    uint64_t oldest = first & ring_mask;
+    uint64_t to_end = ring_size - oldest < t->event_count ? ring_size - oldest : t->event_count;
+    memcpy(t->events, ring + oldest * sizeof(*t->events), to_end * sizeof(*t->events));
+    memcpy(t->events + to_end, ring, (t->event_count - to_end) * sizeof(*t->events));
     /* A thread still running (the app reading its own recording) may have overwritten the
      * oldest of them while we copied: those are not trustworthy, drop them. */
-    uint64_t head_after = atomic_load_explicit(&src->ring_head, memory_order_acquire);
+    uint64_t head_after = atomic_load_explicit(&live->ring_head, memory_order_acquire);
     uint64_t safe_first = head_after > ring_size ? head_after - ring_size : 0;
     uint64_t skip = safe_first > first ? safe_first - first : 0;
     if (skip > t->event_count)
@@ -462,6 +615,28 @@ static int check_header(struct reader *r, const struct rec_header *h)
     return 0;
 }
 
+/* The header, copied once (another process may be writing it) and checked. */
+static int header_copy(struct reader *r, struct rec_header **ret)
+{
+    *ret = NULL;
+    /* The arena is mapped (page-aligned); its 8-byte fields are loaded atomically. */
+    if ((uintptr_t)r->bytes % 8)
+        return malformed(r, "the recording is not aligned in memory");
+    if (r->len < sizeof(**ret))
+        return malformed(r, "not a framescope recording");
+    struct rec_header *h = malloc(sizeof(*h));
+    if (!h)
+        return -ENOMEM;
+    memcpy(h, r->bytes, sizeof(*h));
+    int e = check_header(r, h);
+    if (e) {
+        free(h);
+        return e;
+    }
+    *ret = h;
+    return 0;
+}
+
 /* The directory's entries, within its capacity. */
 static uint32_t directory_entries(const struct rec_header *h)
 {
@@ -469,8 +644,8 @@ static uint32_t directory_entries(const struct rec_header *h)
     return entries < REC_DIR_ENTRIES ? entries : REC_DIR_ENTRIES;
 }
 
-/* Entry i's object and type: 0 with *ret_object NULL for an entry a writer reserved and never
- * published, -EINVAL for one that is not a valid object of its type. */
+/* Entry i's object in the arena and its type: 0 with *ret_object NULL for an entry a writer
+ * reserved and never published, -EINVAL for one that is not a valid object of its type. */
 static int directory_object(struct reader *r, const struct rec_header *h, uint32_t i,
                             uint32_t *ret_type, void **ret_object)
 {
@@ -488,6 +663,83 @@ static int directory_object(struct reader *r, const struct rec_header *h, uint32
     return 0;
 }
 
+/* The same, with the object's bytes claimed for entry i (and what is claimed next, its chunks,
+ * tree and ring, named after it). */
+static int directory_claim(struct reader *r, const struct rec_header *h, uint32_t i,
+                           uint32_t *ret_type, void **ret_object)
+{
+    int e = directory_object(r, h, i, ret_type, ret_object);
+    if (e || !*ret_object)
+        return e;
+    r->entry = i;
+    r->type = *ret_type;
+    return claim(r, h->dir[i].offset, h->dir[i].size, 8, NULL, 0);
+}
+
+/* A writer's counters loaded in the order it publishes them (a count before the table of
+ * chunks that holds its items, the table's capacity before its offset), into a copy. */
+static void chunked_load(struct chunked *dst, const struct chunked *live)
+{
+    atomic_store_explicit(&dst->count, atomic_load_explicit(&live->count, memory_order_acquire),
+                          memory_order_relaxed);
+    uint64_t capacity = atomic_load_explicit(&live->table_capacity, memory_order_acquire);
+    uint64_t table = atomic_load_explicit(&live->table_offset, memory_order_acquire);
+    atomic_store_explicit(&dst->table_capacity, capacity, memory_order_relaxed);
+    atomic_store_explicit(&dst->table_offset, table, memory_order_relaxed);
+    atomic_store_explicit(&dst->streamed_chunks,
+                          atomic_load_explicit(&live->streamed_chunks, memory_order_acquire),
+                          memory_order_relaxed);
+}
+
+/* The object at live, copied once into private memory (malloc'd; NULL when out of memory), so
+ * what is checked is what is used however its app writes on. The counters a running writer
+ * publishes are loaded again after the copy, in their order, so that they never promise more
+ * than the arena held when they were read. */
+static void *object_copy(const void *live, uint32_t type)
+{
+    void *copy = malloc(object_sizes[type]);
+    if (!copy)
+        return NULL;
+    memcpy(copy, live, object_sizes[type]);
+    switch (type) {
+    case REC_OBJ_FRAME_LOG:
+        chunked_load(&((struct rec_frame_log *)copy)->frames,
+                     &((const struct rec_frame_log *)live)->frames);
+        break;
+    case REC_OBJ_SPAN_LOG:
+        chunked_load(&((struct rec_span_log *)copy)->spans,
+                     &((const struct rec_span_log *)live)->spans);
+        break;
+    case REC_OBJ_CAP:
+        chunked_load(&((struct rec_cap *)copy)->events, &((const struct rec_cap *)live)->events);
+        break;
+    case REC_OBJ_GPU_ZONES:
+        chunked_load(&((struct rec_gpu_zones *)copy)->spans,
+                     &((const struct rec_gpu_zones *)live)->spans);
+        break;
+    case REC_OBJ_KERNEL:
+        chunked_load(&((struct rec_kernel *)copy)->samples,
+                     &((const struct rec_kernel *)live)->samples);
+        chunked_load(&((struct rec_kernel *)copy)->drm_samples,
+                     &((const struct rec_kernel *)live)->drm_samples);
+        break;
+    case REC_OBJ_THREAD: {
+        struct rec_thread *t = copy;
+        const struct rec_thread *l = live;
+        atomic_store_explicit(&t->node_count,
+                              atomic_load_explicit(&l->node_count, memory_order_acquire),
+                              memory_order_relaxed);
+        atomic_store_explicit(&t->ring_head,
+                              atomic_load_explicit(&l->ring_head, memory_order_acquire),
+                              memory_order_relaxed);
+        break;
+    }
+    default:
+        break;
+    }
+    return copy;
+}
+
 static int read_objects(struct reader *r, struct recording *rec, const struct rec_header *h)
 {
     uint32_t entries = directory_entries(h);
@@ -498,16 +750,19 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
         return -ENOMEM;
     for (uint32_t i = 0; i < entries; i++) {
         uint32_t type;
-        void *object;
-        int e = directory_object(r, h, i, &type, &object);
+        void *live;
+        int e = directory_claim(r, h, i, &type, &live);
         if (e)
             return e;
-        if (!object)
+        if (!live)
             continue; /* reserved by a writer that died before publishing it */
+        void *object = object_copy(live, type);
+        if (!object)
+            return -ENOMEM;
         switch (type) {
         case REC_OBJ_META: read_meta(rec, object); break;
         case REC_OBJ_LOCS: e = read_locs(r, rec, object); break;
-        case REC_OBJ_THREAD: e = read_thread(r, rec, object); break;
+        case REC_OBJ_THREAD: e = read_thread(r, rec, object, live); break;
         case REC_OBJ_FRAME_LOG: e = read_frame_log(r, rec, object); break;
         case REC_OBJ_SPAN_LOG: e = read_spans(r, rec, object); break;
         case REC_OBJ_CAP: e = read_cap(r, rec, object); break;
@@ -515,6 +770,7 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
         case REC_OBJ_GPU_ZONE_NAMES: e = read_gpu_zone_names(r, rec, object); break;
         case REC_OBJ_GPU_ZONES: e = read_gpu_zones(r, rec, object); break;
         }
+        free(object);
         if (e)
             return e;
     }
@@ -524,21 +780,25 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
 int recording_read(const void *bytes, size_t len, struct recording **ret, char *why,
                    size_t why_len)
 {
-    struct reader r = { bytes, len, why, why_len };
+    struct reader r = { .bytes = bytes, .len = len, .why = why, .why_len = why_len };
     if (why_len)
         why[0] = '\0';
-    const struct rec_header *h = bytes;
-    int e = check_header(&r, h);
+    struct rec_header *h;
+    int e = header_copy(&r, &h);
     if (e)
         return e;
     uint64_t used = atomic_load(&h->used);
-    if (used < h->header_size || used > len)
+    if (used < h->header_size || used > len) {
+        free(h);
         return malformed(&r, "the recording claims %llu bytes but holds %zu",
                          (unsigned long long)used, len);
+    }
     r.len = (size_t)used;
     struct recording *rec = calloc(1, sizeof(*rec));
-    if (!rec)
+    if (!rec) {
+        free(h);
         return -ENOMEM;
+    }
     copy_string(rec->app, sizeof(rec->app), h->app, sizeof(h->app));
     rec->pid = atomic_load(&h->owner_pid);
     uint32_t state = atomic_load(&h->state);
@@ -554,8 +814,18 @@ int recording_read(const void *bytes, size_t len, struct recording **ret, char *
     rec->gpu_timing = true;
     if (!isfinite(rec->ns_per_tick) || rec->ns_per_tick <= 0 || rec->ns_per_tick > 1e6)
         e = malformed(&r, "the recording's clock rate is not a rate");
+    r.entry = CLAIM_HEADER;
+    if (!e)
+        e = claim(&r, 0, h->header_size, 1, NULL, 0);
     if (!e)
         e = read_objects(&r, rec, h);
+    /* Overlapping objects explain whatever else looked wrong in them: said first. */
+    if (!e || e == -EINVAL) {
+        int overlap = claims_check(&r);
+        e = overlap ? overlap : e;
+    }
+    reader_finish(&r);
+    free(h);
     if (e) {
         recording_free(rec);
         return e;
@@ -653,37 +923,92 @@ const struct rec_loc *recording_loc_find(const struct recording *rec, const void
     return NULL;
 }
 
-/* Brings one array's streamed chunks back from the stream file into bytes. */
-static int unstream_array(struct reader *r, struct chunked *a, int stream_fd)
+/* What recording_unstream brings back: every streamed chunk (its place in the arena is its
+ * place in the stream file), and the arrays whose streamed_chunks it then sets to 0. */
+struct unstream_plan {
+    struct { uint64_t offset, bytes; } *chunks;
+    size_t chunk_count, chunk_capacity;
+    struct chunked **arrays;
+    size_t array_count, array_capacity;
+};
+
+static bool plan_grow(void **array, size_t *capacity, size_t count, size_t item_size)
 {
-    uint64_t streamed = atomic_load(&a->streamed_chunks);
+    if (count < *capacity)
+        return true;
+    size_t want = *capacity ? 2 * *capacity : 64;
+    void *grown = realloc(*array, want * item_size);
+    if (!grown)
+        return false;
+    *array = grown;
+    *capacity = want;
+    return true;
+}
+
+/* Plans one array's streamed chunks: its table and each chunk claimed as recording_read claims
+ * them, so no byte of the stream file is read twice and none is written over another object. */
+static int unstream_plan_array(struct reader *r, struct chunked *live, struct unstream_plan *p)
+{
+    struct chunked a;
+    memcpy(&a, live, sizeof(a));
+    chunked_load(&a, live);
+    uint64_t streamed = atomic_load(&a.streamed_chunks);
     if (!streamed)
         return 0;
-    uint64_t capacity = atomic_load(&a->table_capacity);
-    uint64_t table_offset = atomic_load(&a->table_offset);
-    uint64_t chunk_bytes = (uint64_t)a->chunk_items * a->item_size;
-    if (streamed > capacity || capacity > r->len / sizeof(uint64_t) ||
-        !inside(r, table_offset, capacity * sizeof(uint64_t)) || chunk_bytes == 0 ||
-        chunk_bytes > r->len)
-        return malformed(r, "a streamed array's chunk table is outside the recording");
-    for (uint64_t c = 0; c < streamed; c++) {
+    uint64_t capacity = atomic_load(&a.table_capacity);
+    uint64_t table_offset = atomic_load(&a.table_offset);
+    if (a.item_size == 0 || a.chunk_items == 0 || a.chunk_items > r->len / a.item_size ||
+        streamed > capacity || capacity > r->len / sizeof(uint64_t))
+        return malformed(r, "a streamed array of %llu chunks of %u items of %u bytes, and a "
+                         "chunk table of %llu", (unsigned long long)streamed, a.chunk_items,
+                         a.item_size, (unsigned long long)capacity);
+    uint64_t chunk_bytes = (uint64_t)a.chunk_items * a.item_size;
+    int e = claim(r, table_offset, capacity * sizeof(uint64_t), REC_ALIGN, "chunk table", 0);
+    for (uint64_t c = 0; !e && c < streamed; c++) {
         uint64_t offset;
         memcpy(&offset, r->bytes + table_offset + c * sizeof(uint64_t), sizeof(offset));
-        if (offset == 0 || !inside(r, offset, chunk_bytes))
-            return malformed(r, "streamed chunk %llu is outside the recording",
-                             (unsigned long long)c);
+        e = claim(r, offset, chunk_bytes, REC_ALIGN, "chunk", c);
+        if (!e && !plan_grow((void **)&p->chunks, &p->chunk_capacity, p->chunk_count,
+                             sizeof(*p->chunks)))
+            e = -ENOMEM;
+        if (!e) {
+            p->chunks[p->chunk_count].offset = offset;
+            p->chunks[p->chunk_count++].bytes = chunk_bytes;
+        }
+    }
+    if (!e && !plan_grow((void **)&p->arrays, &p->array_capacity, p->array_count,
+                         sizeof(*p->arrays)))
+        e = -ENOMEM;
+    if (!e)
+        p->arrays[p->array_count++] = live;
+    return e;
+}
+
+/* Reads the planned chunks from the stream file into bytes, each whole or an error. */
+static int unstream_read(struct reader *r, const struct unstream_plan *p, int stream_fd)
+{
+    struct stat st;
+    bool sized = fstat(stream_fd, &st) == 0 && S_ISREG(st.st_mode);
+    for (size_t i = 0; i < p->chunk_count; i++) {
+        uint64_t offset = p->chunks[i].offset, bytes = p->chunks[i].bytes;
+        /* Never more than the file holds: a recording cannot make us read past its end. */
+        if (sized && offset + bytes > (uint64_t)st.st_size)
+            return malformed(r, "a streamed chunk (%llu bytes at %llu) is beyond the stream "
+                             "file's %lld bytes", (unsigned long long)bytes,
+                             (unsigned long long)offset, (long long)st.st_size);
         unsigned char *to = (unsigned char *)r->bytes + offset;
-        for (uint64_t done = 0; done < chunk_bytes;) {
-            ssize_t n = pread(stream_fd, to + done, chunk_bytes - done, (off_t)(offset + done));
+        for (uint64_t done = 0; done < bytes;) {
+            ssize_t n = pread(stream_fd, to + done, bytes - done, (off_t)(offset + done));
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0)
-                return n < 0 ? -errno : malformed(r, "the stream file ends inside chunk %llu",
-                                                  (unsigned long long)c);
+                return n < 0 ? -errno : malformed(r, "the stream file ends inside the chunk "
+                                                  "at %llu", (unsigned long long)offset);
             done += (uint64_t)n;
         }
     }
-    atomic_store(&a->streamed_chunks, 0);
+    for (size_t i = 0; i < p->array_count; i++)
+        atomic_store(&p->arrays[i]->streamed_chunks, 0);
     return 0;
 }
 
@@ -702,34 +1027,58 @@ int recording_read_ended(void *bytes, size_t len, int stream_fd, struct recordin
 
 int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t why_len)
 {
-    struct reader r = { bytes, len, why, why_len };
+    struct reader r = { .bytes = bytes, .len = len, .why = why, .why_len = why_len };
     if (why_len)
         why[0] = '\0';
-    const struct rec_header *h = bytes;
-    int e = check_header(&r, h);
+    struct rec_header *h;
+    int e = header_copy(&r, &h);
+    if (e)
+        return e;
+    uint64_t used = atomic_load(&h->used);
+    if (used < h->header_size || used > len)
+        e = malformed(&r, "the recording claims %llu bytes but holds %zu",
+                      (unsigned long long)used, len);
+    else
+        r.len = (size_t)used;
+    struct unstream_plan plan = { 0 };
+    r.entry = CLAIM_HEADER;
+    if (!e)
+        e = claim(&r, 0, h->header_size, 1, NULL, 0);
     for (uint32_t i = 0; !e && i < directory_entries(h); i++) {
         uint32_t type;
         void *object;
-        if ((e = directory_object(&r, h, i, &type, &object)) || !object ||
-            (type != REC_OBJ_FRAME_LOG && type != REC_OBJ_SPAN_LOG && type != REC_OBJ_CAP &&
-             type != REC_OBJ_KERNEL && type != REC_OBJ_GPU_ZONES))
+        if ((e = directory_claim(&r, h, i, &type, &object)) || !object)
             continue;
-        struct chunked *a = type == REC_OBJ_FRAME_LOG ? &((struct rec_frame_log *)object)->frames
-                            : type == REC_OBJ_SPAN_LOG ? &((struct rec_span_log *)object)->spans
-                            : type == REC_OBJ_KERNEL   ? &((struct rec_kernel *)object)->samples
-                            : type == REC_OBJ_GPU_ZONES ? &((struct rec_gpu_zones *)object)->spans
-                                                        : &((struct rec_cap *)object)->events;
-        e = unstream_array(&r, a, stream_fd);
-        if (!e && type == REC_OBJ_KERNEL)
-            e = unstream_array(&r, &((struct rec_kernel *)object)->drm_samples, stream_fd);
+        if (type == REC_OBJ_FRAME_LOG)
+            e = unstream_plan_array(&r, &((struct rec_frame_log *)object)->frames, &plan);
+        else if (type == REC_OBJ_SPAN_LOG)
+            e = unstream_plan_array(&r, &((struct rec_span_log *)object)->spans, &plan);
+        else if (type == REC_OBJ_CAP)
+            e = unstream_plan_array(&r, &((struct rec_cap *)object)->events, &plan);
+        else if (type == REC_OBJ_GPU_ZONES)
+            e = unstream_plan_array(&r, &((struct rec_gpu_zones *)object)->spans, &plan);
+        else if (type == REC_OBJ_KERNEL) {
+            e = unstream_plan_array(&r, &((struct rec_kernel *)object)->samples, &plan);
+            if (!e)
+                e = unstream_plan_array(&r, &((struct rec_kernel *)object)->drm_samples, &plan);
+        }
     }
+    /* Nothing is written into the recording before every chunk is known to be its own. */
+    if (!e)
+        e = claims_check(&r);
+    if (!e)
+        e = unstream_read(&r, &plan, stream_fd);
+    free(plan.chunks);
+    free(plan.arrays);
+    reader_finish(&r);
+    free(h);
     return e;
 }
 
 int recording_set_system(void *bytes, size_t len, const struct rec_system *sys, char *why,
                          size_t why_len)
 {
-    struct reader r = { bytes, len, why, why_len };
+    struct reader r = { .bytes = bytes, .len = len, .why = why, .why_len = why_len };
     if (why_len)
         why[0] = '\0';
     const struct rec_header *h = bytes;

@@ -1,6 +1,13 @@
 /* A recording read back (src/record/format.h): every byte checked, everything copied out, so
  * analysis never touches the arena and a malformed or hostile recording is an error message,
- * never a crash. The model is what every analysis and output function takes. */
+ * never a crash. The model is what every analysis and output function takes.
+ *
+ * The reader's rule beyond the format's: a writer allocates every object once, so each range
+ * the reader takes from the arena (an object the directory names, a chunk table, a chunk, a
+ * zone tree, a ring) must be its own, aligned as the writer aligns it. A range read twice or
+ * overlapping another (a directory or chunk-table entry naming something again) makes the
+ * recording malformed ("... overlaps ..."): what a read copies, and so what analysis spends
+ * and writes, is bounded by the recording's size, however its entries point. */
 #ifndef FSCOPE_ANALYSIS_RECORDING_H
 #define FSCOPE_ANALYSIS_RECORDING_H
 
@@ -101,8 +108,9 @@ struct recording {
     uint32_t max_device_id;
 };
 
-/* Reads a recording from len bytes. Returns 0 and *ret (free with recording_free), or -EINVAL
- * (malformed: why says what, in a sentence) or -ENOMEM. */
+/* Reads a recording from len bytes (aligned to 8 at least, as a mapping is; another process
+ * may be writing them: each object is copied once, then checked). Returns 0 and *ret (free
+ * with recording_free), or -EINVAL (malformed: why says what, in a sentence) or -ENOMEM. */
 int recording_read(const void *bytes, size_t len, struct recording **ret, char *why,
                    size_t why_len);
 /* Reads the recording in fd (a memfd or a capture's recording file) from offset 0. */
@@ -111,7 +119,9 @@ void recording_free(struct recording *rec);
 
 /* Makes a recording whole again before it is read or saved: copies the chunks its app
  * streamed to stream_fd (src/record/stream.c) back into bytes, len of them, writable. Checks
- * what it follows as recording_read does. Returns 0, -EINVAL (why says what) or -errno. */
+ * what it follows as recording_read does, each streamed chunk its own range (so no byte of the
+ * stream file is read twice, and no more of it than the recording's size) and inside the
+ * stream file, before anything is written. Returns 0, -EINVAL (why says what) or -errno. */
 int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t why_len);
 /* An ended run's recording, whole and read, as an observer (framescope run, framescoped)
  * makes it: its streamed chunks read back from stream_fd (-1: none), this machine recorded as
