@@ -314,8 +314,10 @@ def test_malformed(build):
 # rec_frame_log and rec_thread (src/record/format.h, little-endian x86-64).
 HEADER_DIR_COUNT = 216
 DIRECTORY, DIR_ENTRY_SIZE, DIR_ENTRIES = 224, 24, 1024
-OBJ_THREAD, OBJ_FRAME_LOG = 3, 4
+OBJ_THREAD, OBJ_FRAME_LOG, OBJ_SPAN_LOG = 3, 4, 5
 FRAME_LOG_FRAMES = 328  # the log's struct chunked
+SPAN_LOG_SPANS = 0      # struct rec_span_log's
+GPU_SPAN_DEVICE = 16    # struct gpu_span's device_id
 CHUNKED_CHUNK_ITEMS, CHUNKED_COUNT, CHUNKED_TABLE_OFFSET, CHUNKED_TABLE_CAPACITY = 4, 8, 24, 32
 THREAD_STATE, THREAD_SLOT, THREAD_RING_OFFSET, THREAD_RING_MASK, THREAD_RING_HEAD = 0, 40, 64, 72, 80
 SLOT_EXTERNAL = 4
@@ -388,6 +390,17 @@ def amplifying(data):
     yield "a thread slot past an int", slot, "slot"
 
 
+def costly(data):
+    """Recordings that are whole but ask analysis for more work than their size, each as (name,
+    bytes, format, what the report must say)."""
+    spans = next(e for e in directory_entries(data) if e[0] == OBJ_SPAN_LOG)
+    first_span = u64(data, u64(data, spans[1] + SPAN_LOG_SPANS + CHUNKED_TABLE_OFFSET))
+    # summary.json gives each device's GPU time: it asked every id up to the largest.
+    far_device = bytearray(data)
+    struct.pack_into("<I", far_device, first_span + GPU_SPAN_DEVICE, 0xFFFFFFFF)
+    yield "a GPU span on device 4294967295", far_device, "json", '"id": 4294967295'
+
+
 def sanitized(build):
     """The build's -Db_sanitize, from meson's introspection."""
     options = json.load(open(os.path.join(build, "meson-info", "intro-buildoptions.json")))
@@ -396,28 +409,29 @@ def sanitized(build):
 
 # Runs a command and prints its exit status, seconds and peak resident bytes. A fresh, small
 # interpreter forks it: a child's peak counts what it shared with its parent before exec, and
-# this test's own process holds several recordings.
+# this test's own process holds several recordings. Its CPU time is limited (SIGXCPU).
 MEASURE = """
 import os, resource, sys, time
-address_space = int(sys.argv[1])
+address_space, cpu_s = int(sys.argv[1]), int(sys.argv[2])
 start = time.monotonic()
 pid = os.fork()
 if pid == 0:
     if address_space:
         resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    os.execv(sys.argv[2], sys.argv[2:])
+    os.execv(sys.argv[3], sys.argv[3:])
 _, status, usage = os.wait4(pid, 0)
 print(os.waitstatus_to_exitcode(status), time.monotonic() - start, usage.ru_maxrss * 1024)
 """
 
 
-def measured_report(build, directory, fmt, address_space):
+def measured_report(build, directory, fmt, address_space, cpu_s=PATIENCE_S):
     """`framescope report` on directory: its exit status, stderr, seconds and peak resident
     bytes."""
     exe, _ = tools(build)
     args = [exe, "report"] + (["--format", fmt] if fmt else []) + [directory]
-    proc = subprocess.run([sys.executable, "-c", MEASURE, str(address_space)] + args,
+    proc = subprocess.run([sys.executable, "-c", MEASURE, str(address_space), str(cpu_s)] + args,
                           capture_output=True, text=True, timeout=PATIENCE_S)
     rc, seconds, rss = proc.stdout.split()
     return int(rc), proc.stderr, float(seconds), int(rss)
@@ -426,9 +440,11 @@ def measured_report(build, directory, fmt, address_space):
 def test_amplified(build):
     """A recording whose directory or chunk-table entries name the same bytes again, whose
     objects overlap, whose ring is misaligned or whose thread slot does not fit an int is
-    refused with one line saying so, in about the time and memory a real one of its size takes
-    (issue 18, items 7 and 14). Before, the recording with every directory entry naming one
-    frame log, whose chunk table names one chunk throughout, took report to 4.3 GiB."""
+    refused with one line saying so, and one that asks analysis for more than its size is
+    reported, in about the time and memory a real one of its size takes (issue 18, items 7 and
+    14). Before, the recording with every directory entry naming one frame log, whose chunk
+    table names one chunk throughout, took report 15-37 s and 4.1 GiB; one GPU span on device
+    4294967295 kept summary.json's writer busy for more than a minute."""
     out = os.path.join(tempfile.mkdtemp(prefix="fscope-amp-"), "capture")
     r = framescope_run(build, out, "--frames", "20", summary="off")
     check(r.rc == 0, r.stderr[-1500:])
@@ -459,6 +475,18 @@ def test_amplified(build):
                   f"{allowed_rss / 2**20:.1f}")
             check(seconds <= allowed_s, f"{what}: {seconds:.2f} s, more than {allowed_s:.2f}")
             print(f"{what}: refused in {seconds:.3f} s, {rss / 2**20:.1f} MiB: {lines[0]}")
+    for name, costly_data, fmt, says in costly(data):
+        with open(path, "wb") as f:
+            f.write(costly_data)
+        rc, err, seconds, rss = measured_report(build, out, fmt, address_space,
+                                                int(allowed_s) + 1)
+        check(rc == 0 and not err, f"{name}: exit {rc} (-{int(signal.SIGXCPU)}: out of CPU "
+              f"time): {err[-500:]}")
+        check(rss <= allowed_rss and seconds <= allowed_s,
+              f"{name}: {seconds:.2f} s, {rss / 2**20:.1f} MiB")
+        r = report(build, out, fmt)
+        check(says in r.stdout.decode(), f"{name}: the report does not say {says}")
+        print(f"{name}: reported in {seconds:.3f} s, {rss / 2**20:.1f} MiB")
 
 
 def test_fd_closing_app(build):

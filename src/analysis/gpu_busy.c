@@ -1,35 +1,50 @@
-/* GPU busy time from the recording's GPU spans: per device, per frame and per block. */
+/* GPU busy time from the recording's GPU spans: per device, per frame and per block.
+ *
+ * Each device's spans are merged once into a sorted union with running sums, so the busy
+ * time inside any interval is two binary searches, however many spans the interval covers
+ * and however often a surface's frames change device: a recording's size bounds the work
+ * (before, each change of device rebuilt the union, and a frame covering every span walked
+ * them all: frames times spans). */
 #include "report.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static int span_compare(const void *a, const void *b)
+/* One device's spans (every device's for id 0) merged: sorted, disjoint, and before[i] the
+ * busy ticks of spans[0..i). Disjoint intervals of uint64_t ticks sum within uint64_t. */
+struct busy_union {
+    uint32_t device_id;
+    uint64_t count;
+    struct gpu_span *spans;
+    uint64_t *before;
+    uint64_t raw; /* spans that went into it */
+};
+
+struct busy_index {
+    struct busy_union all;
+    struct busy_union *devices; /* by device id */
+    size_t device_count;
+    struct gpu_span *by_device; /* storage of the devices' unions */
+    uint64_t *by_device_before;
+};
+
+static int by_begin(const void *a, const void *b)
 {
     const struct gpu_span *x = a, *y = b;
     return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
-/* The union of one device's GPU spans (every device's for device_id 0), sorted; spans on
- * several queues (and real GPUs) overlap. Returns the count; *ret is malloc'd (NULL if none);
- * ret_raw, if not NULL, gets how many spans went into the union. */
-static uint64_t device_busy_union(const struct recording *rec, uint32_t device_id,
-                                  struct gpu_span **ret, uint64_t *ret_raw)
+static int by_device_then_begin(const void *a, const void *b)
 {
-    uint64_t total = rec->span_count;
-    *ret = NULL;
-    if (ret_raw)
-        *ret_raw = 0;
-    struct gpu_span *spans = total ? malloc(total * sizeof(*spans)) : NULL;
-    if (!spans)
-        return 0;
-    uint64_t n = 0;
-    for (uint64_t j = 0; j < total; j++)
-        if (device_id == 0 || rec->spans[j].device_id == device_id)
-            spans[n++] = rec->spans[j];
-    if (ret_raw)
-        *ret_raw = n;
-    qsort(spans, n, sizeof(*spans), span_compare);
+    const struct gpu_span *x = a, *y = b;
+    if (x->device_id != y->device_id)
+        return x->device_id < y->device_id ? -1 : 1;
+    return by_begin(a, b);
+}
+
+/* Merges n spans sorted by begin in place into u (spans and before point into storage). */
+static void union_merge(struct busy_union *u, struct gpu_span *spans, uint64_t *before, uint64_t n)
+{
     uint64_t merged = 0;
     for (uint64_t j = 0; j < n; j++) {
         if (merged && spans[j].begin <= spans[merged - 1].end) {
@@ -39,71 +54,148 @@ static uint64_t device_busy_union(const struct recording *rec, uint32_t device_i
             spans[merged++] = spans[j];
         }
     }
-    *ret = spans;
-    return merged;
+    before[0] = 0;
+    for (uint64_t j = 0; j < merged; j++)
+        before[j + 1] = before[j] + (spans[j].end - spans[j].begin);
+    u->spans = spans;
+    u->before = before;
+    u->count = merged;
+    u->raw = n;
 }
 
-/* Busy time of the sorted, disjoint spans[lo..] inside [begin, end). */
-static uint64_t busy_within(const struct gpu_span *spans, uint64_t count, uint64_t lo,
-                            uint64_t begin, uint64_t end)
+static void busy_index_free(struct busy_index *x)
 {
-    uint64_t busy = 0;
-    for (uint64_t j = lo; j < count && spans[j].begin < end; j++) {
-        uint64_t b = spans[j].begin > begin ? spans[j].begin : begin;
-        uint64_t e = spans[j].end < end ? spans[j].end : end;
-        if (e > b)
-            busy += e - b;
+    free(x->all.spans);
+    free(x->all.before);
+    free(x->devices);
+    free(x->by_device);
+    free(x->by_device_before);
+}
+
+/* Every union of rec's spans. False when memory ran out (x then holds none). */
+static bool busy_index_build(const struct recording *rec, struct busy_index *x)
+{
+    memset(x, 0, sizeof(*x));
+    uint64_t n = rec->span_count;
+    if (!n)
+        return true;
+    x->all.spans = malloc(n * sizeof(*x->all.spans));
+    x->all.before = malloc((n + 1) * sizeof(*x->all.before));
+    x->by_device = malloc(n * sizeof(*x->by_device));
+    /* A device's sums take one more entry than its spans: n + devices <= 2n in all. */
+    x->by_device_before = malloc(2 * n * sizeof(*x->by_device_before));
+    if (!x->all.spans || !x->all.before || !x->by_device || !x->by_device_before)
+        goto error;
+    memcpy(x->all.spans, rec->spans, n * sizeof(*rec->spans));
+    qsort(x->all.spans, n, sizeof(*x->all.spans), by_begin);
+    union_merge(&x->all, x->all.spans, x->all.before, n);
+    memcpy(x->by_device, rec->spans, n * sizeof(*rec->spans));
+    qsort(x->by_device, n, sizeof(*x->by_device), by_device_then_begin);
+    size_t devices = 1;
+    for (uint64_t j = 1; j < n; j++)
+        devices += x->by_device[j].device_id != x->by_device[j - 1].device_id;
+    x->devices = calloc(devices, sizeof(*x->devices));
+    if (!x->devices)
+        goto error;
+    /* Each device's run of spans merged where it lies; its sums after the previous ones'. */
+    uint64_t start = 0, sums = 0;
+    for (uint64_t j = 1; j <= n; j++) {
+        if (j < n && x->by_device[j].device_id == x->by_device[start].device_id)
+            continue;
+        struct busy_union *u = &x->devices[x->device_count++];
+        u->device_id = x->by_device[start].device_id;
+        union_merge(u, x->by_device + start, x->by_device_before + sums, j - start);
+        sums += u->count + 1;
+        start = j;
     }
-    return busy;
+    return true;
+error:
+    busy_index_free(x);
+    memset(x, 0, sizeof(*x));
+    return false;
 }
 
-void device_gpu_totals(const struct recording *rec, uint32_t device_id, uint64_t *ret_busy_ticks,
-                       uint64_t *ret_spans)
+/* The union of a frame's device: every device's for 0; NULL when that device has no span. */
+static const struct busy_union *busy_index_find(const struct busy_index *x, uint32_t device_id)
 {
-    struct gpu_span *spans;
-    uint64_t raw = 0;
-    uint64_t n = device_busy_union(rec, device_id, &spans, &raw);
-    uint64_t busy = 0;
-    for (uint64_t j = 0; j < n; j++)
-        busy += spans[j].end - spans[j].begin;
-    free(spans);
-    *ret_busy_ticks = busy;
-    *ret_spans = raw;
+    if (device_id == 0)
+        return x->all.count ? &x->all : NULL;
+    size_t lo = 0, hi = x->device_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->devices[mid].device_id == device_id)
+            return &x->devices[mid];
+        if (x->devices[mid].device_id < device_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* Busy ticks of u before t: the whole spans that end by then, and the part of one it is in. */
+static uint64_t busy_before(const struct busy_union *u, uint64_t t)
+{
+    uint64_t lo = 0, hi = u->count; /* the first span beginning at or after t */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (u->spans[mid].begin < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo && u->spans[lo - 1].end > t)
+        return u->before[lo - 1] + (t - u->spans[lo - 1].begin);
+    return u->before[lo];
+}
+
+/* Busy ticks of u inside [begin, end). */
+static uint64_t busy_within(const struct busy_union *u, uint64_t begin, uint64_t end)
+{
+    if (!u || end <= begin)
+        return 0;
+    return busy_before(u, end) - busy_before(u, begin);
+}
+
+size_t device_gpu_totals(const struct recording *rec, struct device_gpu_total **ret)
+{
+    *ret = NULL;
+    struct busy_index x;
+    if (!busy_index_build(rec, &x) || !x.device_count) {
+        busy_index_free(&x);
+        return 0;
+    }
+    struct device_gpu_total *totals = calloc(x.device_count, sizeof(*totals));
+    for (size_t d = 0; totals && d < x.device_count; d++) {
+        const struct busy_union *u = &x.devices[d];
+        totals[d] = (struct device_gpu_total){ u->device_id, u->before[u->count], u->raw };
+    }
+    size_t count = totals ? x.device_count : 0;
+    busy_index_free(&x);
+    *ret = totals;
+    return count;
 }
 
 void recording_compute_gpu_busy(struct recording *rec)
 {
+    struct busy_index x;
+    bool indexed = busy_index_build(rec, &x);
     for (unsigned l = 0; l < rec->log_count; l++) {
         struct recording_log *log = &rec->logs[l];
-        uint64_t count = log->frame_count;
-        uint32_t device = UINT32_MAX;
-        struct gpu_span *spans = NULL;
-        uint64_t merged = 0, lo = 0;
-        for (uint64_t f = 0; f < count; f++) {
+        for (uint64_t f = 0; f < log->frame_count; f++) {
             struct fscope_frame *frame = &log->frames[f];
-            if (frame->device_id != device) {
-                /* A surface keeps its device for most of its life: rebuild only on a change. */
-                free(spans);
-                device = frame->device_id;
-                merged = device_busy_union(rec, device, &spans, NULL);
-                lo = 0;
-            }
-            /* Frames of one log are in time order, so the search start only moves forward. */
-            while (lo < merged && spans[lo].end <= frame->start_ticks)
-                lo++;
-            frame->gpu_busy_ticks = busy_within(spans, merged, lo, frame->start_ticks,
-                                                frame->end_ticks);
+            const struct busy_union *u = indexed ? busy_index_find(&x, frame->device_id) : NULL;
+            frame->gpu_busy_ticks = busy_within(u, frame->start_ticks, frame->end_ticks);
             memset(frame->block_gpu_ticks, 0, sizeof(frame->block_gpu_ticks));
             for (unsigned i = 0; i < frame->block_span_count; i++) {
                 unsigned kind = frame->block_span_kind[i];
                 frame->block_gpu_ticks[kind] +=
-                    busy_within(spans, merged, lo, frame->block_span_start[i],
-                                frame->block_span_end[i]);
+                    busy_within(u, frame->block_span_start[i], frame->block_span_end[i]);
             }
             for (unsigned b = 0; b < FSCOPE_BLOCK_COUNT; b++)
                 if (frame->block_gpu_ticks[b] > frame->block_ticks[b])
                     frame->block_gpu_ticks[b] = frame->block_ticks[b];
         }
-        free(spans);
     }
+    busy_index_free(&x);
 }

@@ -357,8 +357,6 @@ static int read_spans(struct reader *r, struct recording *rec, const struct rec_
         const struct gpu_span *span = &((const struct gpu_span *)spans)[i];
         if (span->end < span->begin)
             e = malformed(r, "a GPU span ends before it begins");
-        else if (span->device_id > rec->max_device_id)
-            rec->max_device_id = span->device_id;
     }
     if (!e && count)
         e = append_items((void **)&rec->spans, &rec->span_count, &r->span_capacity, spans, count,

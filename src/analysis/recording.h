@@ -105,7 +105,6 @@ struct recording {
     uint64_t items_dropped;  /* frames, spans and cap events the full arena refused */
     uint64_t alloc_failures; /* the arena refused an allocation */
     uint64_t locs_dropped;
-    uint32_t max_device_id;
 };
 
 /* Reads a recording from len bytes (aligned to 8 at least, as a mapping is; another process

@@ -251,6 +251,9 @@ struct run_stats {
     int kernel_tid; /* the thread that closed most of them */
     struct counter_stats counters;
     uint64_t verdict_frames[FSCOPE_VERDICT_COUNT];
+    /* Frames that missed their cap's deadline, by what bound them instead: the same for every
+     * cap, counted once. */
+    uint64_t missed_by_verdict[FSCOPE_VERDICT_COUNT];
     enum fscope_verdict run_verdict;
     char reason[1024];
     struct display_evidence *evidence; /* per log, in log order */
@@ -441,6 +444,8 @@ static void compute_stats(const struct recording *rec, struct run_stats *s)
             enum fscope_verdict v = frame_verdict(&b);
             s->verdict_frames[v]++;
             verdict_ns[v] += b.frame;
+            if (f->cap_flags & CAP_FLAG_MISSED)
+                s->missed_by_verdict[v]++;
         }
     }
     counters_compute(rec, &s->counters);
@@ -486,9 +491,10 @@ struct cap_stats {
 
 /* Accuracy over intervals between two releases at the same target, where the second release
  * waited (a missed deadline or a resync is reported separately: it was not the cap's doing). */
-static bool cap_compute(const struct recording *rec, const struct recording_cap *cap,
-                        const struct display_evidence *evidence, struct cap_stats *ret)
+static bool cap_compute(const struct run_stats *s, const struct recording_cap *cap,
+                        struct cap_stats *ret)
 {
+    const struct recording *rec = s->rec;
     memset(ret, 0, sizeof(*ret));
     ret->cap = cap;
     uint64_t n = cap->event_count;
@@ -522,19 +528,7 @@ static bool cap_compute(const struct recording *rec, const struct recording_cap 
     }
     free(errs);
     /* What the frames that missed were bound by instead. */
-    unsigned logs = rec->log_count;
-    for (unsigned l = 0; l < logs; l++) {
-        const struct recording_log *log = &rec->logs[l];
-        uint64_t count = log->frame_count;
-        for (uint64_t i = 0; i < count; i++) {
-            const struct fscope_frame *f = &log->frames[i];
-            if (f->cap_flags & CAP_FLAG_MISSED) {
-                struct frame_budget_ns b;
-                frame_budget(rec, f, evidence ? &evidence[l] : NULL, &b);
-                ret->missed_by_verdict[frame_verdict(&b)]++;
-            }
-        }
-    }
+    memcpy(ret->missed_by_verdict, s->missed_by_verdict, sizeof(ret->missed_by_verdict));
     return true;
 }
 
@@ -544,7 +538,7 @@ static void write_caps_text(FILE *f, const struct run_stats *s)
     unsigned n = rec->cap_count;
     for (unsigned i = 0; i < n; i++) {
         struct cap_stats c;
-        if (!cap_compute(rec, &rec->caps[i], s->evidence, &c))
+        if (!cap_compute(s, &rec->caps[i], &c))
             continue;
         fprintf(f, "  cap         %s: target %.3f Hz (%.3f ms); achieved mean interval %.3f ms; "
                 "|interval - target| p50 %.1f  p99 %.1f  max %.1f us over %llu intervals; "
@@ -571,7 +565,7 @@ static void write_caps_json(FILE *f, const struct run_stats *s)
     bool first = true;
     for (unsigned i = 0; i < n; i++) {
         struct cap_stats c;
-        if (!cap_compute(rec, &rec->caps[i], s->evidence, &c))
+        if (!cap_compute(s, &rec->caps[i], &c))
             continue;
         fputs(first ? "{\"label\": " : ", {\"label\": ", f);
         first = false;
@@ -712,19 +706,21 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
                 d->last_id, d->count);
     }
     fputs("]", f);
-    uint32_t last_id = rec->max_device_id;
-    /* GPU time per device, kept apart: a frame's GPU busy is its presenting device's. */
+    /* GPU time per device, kept apart: a frame's GPU busy is its presenting device's. The
+     * devices that have spans, not every id up to the largest (a recording names any). */
     fputs(",\n  \"device_gpu\": [", f);
+    struct device_gpu_total *gpu;
+    size_t gpu_count = device_gpu_totals(rec, &gpu);
     bool first_gpu = true;
-    for (uint32_t id = 1; id <= last_id; id++) {
-        uint64_t busy, spans;
-        device_gpu_totals(rec, id, &busy, &spans);
-        if (!spans)
+    for (size_t i = 0; i < gpu_count; i++) {
+        if (gpu[i].device_id == 0)
             continue;
         fprintf(f, "%s{\"id\": %u, \"spans\": %llu, \"busy_ms\": %.6f}", first_gpu ? "" : ", ",
-                id, (unsigned long long)spans, recording_ns(rec, busy) / 1e6);
+                gpu[i].device_id, (unsigned long long)gpu[i].spans,
+                recording_ns(rec, gpu[i].busy_ticks) / 1e6);
         first_gpu = false;
     }
+    free(gpu);
     fputs("]", f);
     fputs(",\n  \"clock\": ", f);
     json_write_string(f, recording_clock_describe(rec, clock, sizeof(clock)));

@@ -121,9 +121,13 @@ const char *verdict_name(enum fscope_verdict v);
 /* Fills gpu_busy_ticks and block_gpu_ticks of every frame from the GPU spans of the frame's
  * device (of every device for frames marked by the app). */
 void recording_compute_gpu_busy(struct recording *rec);
-/* Total GPU busy time (union of its spans) and span count of one device. */
-void device_gpu_totals(const struct recording *rec, uint32_t device_id, uint64_t *ret_busy_ticks,
-                       uint64_t *ret_spans);
+/* Every device with GPU spans, by id: its busy time (the union of its spans) and its span
+ * count. Returns how many; *ret is malloc'd (NULL for none, or when memory ran out). */
+struct device_gpu_total {
+    uint32_t device_id;
+    uint64_t busy_ticks, spans;
+};
+size_t device_gpu_totals(const struct recording *rec, struct device_gpu_total **ret);
 
 /* Shared by the capture's writers (report.c, formats.c). */
 /* VkPresentModeKHR values (analysis does not include Vulkan). */
