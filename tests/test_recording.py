@@ -318,6 +318,7 @@ OBJ_THREAD, OBJ_FRAME_LOG, OBJ_SPAN_LOG = 3, 4, 5
 FRAME_LOG_FRAMES = 328  # the log's struct chunked
 SPAN_LOG_SPANS = 0      # struct rec_span_log's
 GPU_SPAN_DEVICE = 16    # struct gpu_span's device_id
+FRAME_SIZE, FRAME_START, FRAME_END = 496, 8, 16  # struct fscope_frame
 CHUNKED_CHUNK_ITEMS, CHUNKED_COUNT, CHUNKED_TABLE_OFFSET, CHUNKED_TABLE_CAPACITY = 4, 8, 24, 32
 THREAD_STATE, THREAD_SLOT, THREAD_RING_OFFSET, THREAD_RING_MASK, THREAD_RING_HEAD = 0, 40, 64, 72, 80
 SLOT_EXTERNAL = 4
@@ -391,14 +392,24 @@ def amplifying(data):
 
 
 def costly(data):
-    """Recordings that are whole but ask analysis for more work than their size, each as (name,
-    bytes, format, what the report must say)."""
+    """Recordings that are whole but ask analysis for more work than their size or numbers
+    beyond its arithmetic, each as (name, bytes, format, what the report must say)."""
     spans = next(e for e in directory_entries(data) if e[0] == OBJ_SPAN_LOG)
     first_span = u64(data, u64(data, spans[1] + SPAN_LOG_SPANS + CHUNKED_TABLE_OFFSET))
     # summary.json gives each device's GPU time: it asked every id up to the largest.
     far_device = bytearray(data)
     struct.pack_into("<I", far_device, first_span + GPU_SPAN_DEVICE, 0xFFFFFFFF)
     yield "a GPU span on device 4294967295", far_device, "json", '"id": 4294967295'
+    # Frames of 2^62 ticks: their sums overflowed int64_t (UBSan in a sanitized build).
+    log = next(e for e in directory_entries(data) if e[0] == OBJ_FRAME_LOG)
+    frames = log[1] + FRAME_LOG_FRAMES
+    first_frame = u64(data, u64(data, frames + CHUNKED_TABLE_OFFSET))
+    count = u64(data, frames + CHUNKED_COUNT)
+    long_frames = bytearray(data)
+    for i in range(count):
+        at = first_frame + FRAME_SIZE * i
+        struct.pack_into("<Q", long_frames, at + FRAME_END, u64(data, at + FRAME_START) + 2**62)
+    yield "frames of 2^62 ticks", long_frames, None, f"frames      {count} in"
 
 
 def sanitized(build):
@@ -481,7 +492,7 @@ def test_amplified(build):
         rc, err, seconds, rss = measured_report(build, out, fmt, address_space,
                                                 int(allowed_s) + 1)
         check(rc == 0 and not err, f"{name}: exit {rc} (-{int(signal.SIGXCPU)}: out of CPU "
-              f"time): {err[-500:]}")
+              f"time; a sanitizer's report?): {err[-500:]}")
         check(rss <= allowed_rss and seconds <= allowed_s,
               f"{name}: {seconds:.2f} s, {rss / 2**20:.1f} MiB")
         r = report(build, out, fmt)

@@ -238,11 +238,11 @@ static struct report_column *report_columns(const struct formats_run *run, uint6
         column->frames_in_it++;
         if (b.frame > column->frame_max_ns)
             column->frame_max_ns = b.frame;
-        column->sum_ns[SUM_FRAME] += b.frame;
-        column->sum_ns[SUM_GPU_BUSY] += b.gpu_busy;
-        column->sum_ns[SUM_CPU] += b.cpu;
+        column->sum_ns[SUM_FRAME] = ns_sum(column->sum_ns[SUM_FRAME], b.frame);
+        column->sum_ns[SUM_GPU_BUSY] = ns_sum(column->sum_ns[SUM_GPU_BUSY], b.gpu_busy);
+        column->sum_ns[SUM_CPU] = ns_sum(column->sum_ns[SUM_CPU], b.cpu);
         for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
-            column->sum_ns[SUM_BLOCKS + k] += b.block[k];
+            column->sum_ns[SUM_BLOCKS + k] = ns_sum(column->sum_ns[SUM_BLOCKS + k], b.block[k]);
     }
     *ret_count = count;
     return columns;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report.h"
 #include "trace.h"
 #include "zones.h"
 
@@ -14,8 +15,8 @@ static const char *const untimed_names[GPU_ZONE_UNTIMED_COUNT] = {
     [GPU_ZONE_UNTIMED_UNBALANCED] = "begun and ended in different command buffers",
     [GPU_ZONE_UNTIMED_RESUBMITTED] = "in command buffers submitted again before read",
     [GPU_ZONE_UNTIMED_NAMES] = "beyond the name table",
-    [GPU_ZONE_UNTIMED_NO_RESET] = "where no query reset could be recorded (a transfer-only "
-                                  "queue, or a first zone inside a resumed pass)",
+    [GPU_ZONE_UNTIMED_NO_RESET] = ("where no query reset could be recorded (a transfer-only "
+                                   "queue, or a first zone inside a resumed pass)"),
     [GPU_ZONE_UNTIMED_MULTIVIEW] = "labels inside multiview passes",
     [GPU_ZONE_UNTIMED_SIMULTANEOUS] = "in simultaneous-use runs that may overlap another",
 };
@@ -42,9 +43,10 @@ struct gpu_zone_total *gpu_zones_totals(const struct recording *rec, unsigned *r
         if (s->name >= names)
             continue; /* a name published after its span was copied: ignored */
         struct gpu_zone_total *z = &t[s->name];
-        int64_t ns = (int64_t)recording_ns(rec, s->end - s->begin);
+        double span_ns = recording_ns(rec, s->end - s->begin);
+        int64_t ns = span_ns < (double)REPORT_NS_MAX ? (int64_t)span_ns : REPORT_NS_MAX;
         z->count++;
-        z->total_ns += ns;
+        z->total_ns = ns_sum(z->total_ns, ns);
         if (ns > z->max_ns)
             z->max_ns = ns;
         z->depth = s->depth;
@@ -60,7 +62,7 @@ struct gpu_zone_total *gpu_zones_totals(const struct recording *rec, unsigned *r
         size_t parent_len = (size_t)(slash - t[i].path);
         for (unsigned p = 0; p < names; p++)
             if (strlen(t[p].path) == parent_len && strncmp(t[p].path, t[i].path, parent_len) == 0)
-                t[p].children_ns += t[i].total_ns;
+                t[p].children_ns = ns_sum(t[p].children_ns, t[i].total_ns);
     }
     unsigned n = 0;
     for (unsigned i = 0; i < names; i++)
@@ -161,17 +163,17 @@ void gpu_zones_write_trace(FILE *f, const struct recording *rec, int pid, int64_
         const struct gpu_zone_span *s = &rec->gpu_zones[i];
         if (s->name >= rec->gpu_zone_name_count)
             continue;
-        int tid = GPU_ZONE_TID + (int)s->device_id;
+        long long tid = GPU_ZONE_TID + (long long)s->device_id; /* any uint32_t */
         if (s->device_id <= REC_MAX_DEVICES && !named[s->device_id]) {
             named[s->device_id] = 1;
-            fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
+            fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%lld,\"name\":\"thread_name\","
                     "\"args\":{\"name\":\"gpu zones (device %u)\"}}", *first ? "" : ",", pid,
                     tid, s->device_id);
             *first = false;
         }
         double ts = (double)(recording_mono_ns(rec, s->begin) - base_ns) / 1000.0;
         double dur = recording_ns(rec, s->end - s->begin) / 1000.0;
-        fprintf(f, "%s\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"name\":",
+        fprintf(f, "%s\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f,\"name\":",
                 *first ? "" : ",", pid, tid, ts, dur);
         const char *path = rec->gpu_zone_names[s->name];
         const char *leaf = strrchr(path, '/');

@@ -18,11 +18,17 @@ static const char *state_name(uint32_t state)
 }
 
 /* The vblank rate over the run in Hz; 0 when too short to say. */
+/* Nanoseconds between the first and last vblank read (as recorded: any two numbers). */
+static double vblank_span_ns(const struct rec_kms_output *o)
+{
+    return (double)o->last_ns - (double)o->first_ns;
+}
+
 static double measured_hz(const struct rec_kms_output *o)
 {
-    if (!o->vblanks || o->last_ns - o->first_ns < MEASURE_MIN_NS)
+    if (!o->vblanks || vblank_span_ns(o) < MEASURE_MIN_NS)
         return 0;
-    return (double)(o->last_seq - o->first_seq) * 1e9 / (double)(o->last_ns - o->first_ns);
+    return (double)(o->last_seq - o->first_seq) * 1e9 / vblank_span_ns(o);
 }
 
 /* The compositor's output of the same name (connector names are what wl_output.name gives on
@@ -58,7 +64,7 @@ void kms_write_text(FILE *f, const struct recording *rec)
         fprintf(f, "  kms         %s %s %dx%d: mode %.3f Hz", o->card, o->connector, o->width,
                 o->height, o->mode_refresh_mhz / 1e3);
         if (hz > 0)
-            fprintf(f, ", vblanks %.3f Hz over %.1f s", hz, (double)(o->last_ns - o->first_ns) / 1e9);
+            fprintf(f, ", vblanks %.3f Hz over %.1f s", hz, vblank_span_ns(o) / 1e9);
         else
             fputs(", vblanks not measured (counter not readable, or under 0.5 s)", f);
         fprintf(f, "; VRR capable %s, enabled %s", vrr_text(o->vrr_capable),

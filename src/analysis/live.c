@@ -20,7 +20,11 @@ static uint64_t newest_end(const struct recording *rec)
 
 static uint64_t window_ticks(const struct recording *rec, double seconds)
 {
-    return rec->ns_per_tick > 0 ? (uint64_t)(seconds * 1e9 / rec->ns_per_tick) : 0;
+    if (rec->ns_per_tick <= 0)
+        return 0;
+    /* Any rate the recording claims: a window past uint64_t's ticks is all of them. */
+    double ticks = seconds * 1e9 / rec->ns_per_tick;
+    return ticks < 18446744073709549568.0 ? (uint64_t)ticks : UINT64_MAX;
 }
 
 void live_stats_compute(const struct recording *rec, double window_s, struct live_stats *ret)

@@ -176,9 +176,9 @@ static void analyse_primary(const struct recording *rec, struct presentation_sta
     if (s->unit_ms > 0) {
         size_t at_one = 0;
         for (size_t i = 0; i < nshown; i++) {
-            long units = lround(shown[i] / s->unit_ms);
-            if (units < 1)
-                units = 1;
+            /* Refreshes in an interval, in any recording a count a long holds. */
+            double ratio = shown[i] / s->unit_ms;
+            long units = ratio < 1.0 ? 1 : ratio < 1e15 ? lround(ratio) : (long)1e15;
             s->intervals_by_units[units >= 4 ? 3 : units - 1]++;
             s->missed_refreshes += (uint64_t)(units - 1);
             at_one += units == 1;

@@ -889,8 +889,16 @@ double recording_ns(const struct recording *rec, uint64_t ticks)
 
 int64_t recording_mono_ns(const struct recording *rec, uint64_t ticks)
 {
-    return rec->clock_base_ns +
-           (int64_t)((double)(int64_t)(ticks - rec->clock_base_ticks) * rec->ns_per_tick);
+    /* Saturated at a quarter of int64_t's range either way: a recording's ticks and base may
+     * be anything, and callers subtract one such time from another. */
+    const double limit = (double)(INT64_MAX / 4);
+    double scaled = (double)(int64_t)(ticks - rec->clock_base_ticks) * rec->ns_per_tick;
+    int64_t base = rec->clock_base_ns > INT64_MAX / 4    ? INT64_MAX / 4
+                   : rec->clock_base_ns < -(INT64_MAX / 4) ? -(INT64_MAX / 4)
+                                                           : rec->clock_base_ns;
+    int64_t delta = scaled >= limit ? INT64_MAX / 4 : scaled <= -limit ? -(INT64_MAX / 4)
+                                                                        : (int64_t)scaled;
+    return base + delta;
 }
 
 const char *recording_clock_describe(const struct recording *rec, char *buf, size_t len)

@@ -42,7 +42,17 @@ const char *block_name(enum fscope_block kind)
 
 int64_t ticks_ns(const struct recording *rec, uint64_t ticks)
 {
-    return (int64_t)llround(recording_ns(rec, ticks));
+    double ns = recording_ns(rec, ticks);
+    return ns < (double)REPORT_NS_MAX ? (int64_t)llround(ns) : REPORT_NS_MAX;
+}
+
+int64_t ns_sum(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b)
+        return INT64_MIN;
+    return a + b;
 }
 
 static int compare_double(const void *a, const void *b)
@@ -178,9 +188,11 @@ void frame_budget(const struct recording *rec, const struct fscope_frame *f,
     }
     if (f->kernel_valid) {
         ret->kernel = true;
-        int64_t oncpu = (int64_t)f->kernel_oncpu_ns, runnable = (int64_t)f->kernel_runnable_ns;
-        ret->oncpu = oncpu < ret->frame ? oncpu : ret->frame;
-        ret->runnable = runnable < ret->frame - ret->oncpu ? runnable : ret->frame - ret->oncpu;
+        /* Compared unsigned: the recording's counts may be anything. */
+        uint64_t oncpu = f->kernel_oncpu_ns, runnable = f->kernel_runnable_ns;
+        ret->oncpu = oncpu < (uint64_t)ret->frame ? (int64_t)oncpu : ret->frame;
+        ret->runnable = runnable < (uint64_t)(ret->frame - ret->oncpu) ? (int64_t)runnable
+                                                                        : ret->frame - ret->oncpu;
         ret->asleep = ret->frame - ret->oncpu - ret->runnable;
         int64_t blocks = ret->frame - ret->cpu;
         int64_t outside = ret->asleep - blocks;
@@ -415,35 +427,37 @@ static void compute_stats(const struct recording *rec, struct run_stats *s)
                 first = f->start_ticks;
             if (f->end_ticks > last)
                 last = f->end_ticks;
-            total->frame += b.frame;
-            total->cpu += b.cpu;
-            total->gpu_busy += b.gpu_busy;
+            /* Sums that saturate: each term is at most REPORT_NS_MAX, and a recording may
+             * hold millions of them. */
+            total->frame = ns_sum(total->frame, b.frame);
+            total->cpu = ns_sum(total->cpu, b.cpu);
+            total->gpu_busy = ns_sum(total->gpu_busy, b.gpu_busy);
             for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++) {
-                total->block[k] += b.block[k];
-                total->block_gpu[k] += b.block_gpu[k];
+                total->block[k] = ns_sum(total->block[k], b.block[k]);
+                total->block_gpu[k] = ns_sum(total->block_gpu[k], b.block_gpu[k]);
             }
-            total->display_wait += b.display_wait;
-            total->present_overhead += b.present_overhead;
-            total->gpu_in_waits += b.gpu_in_waits;
-            total->gpu_idle_in_waits += b.gpu_idle_in_waits;
+            total->display_wait = ns_sum(total->display_wait, b.display_wait);
+            total->present_overhead = ns_sum(total->present_overhead, b.present_overhead);
+            total->gpu_in_waits = ns_sum(total->gpu_in_waits, b.gpu_in_waits);
+            total->gpu_idle_in_waits = ns_sum(total->gpu_idle_in_waits, b.gpu_idle_in_waits);
             for (unsigned k = 0; k < 3; k++)
-                total->other_wait[k] += b.other_wait[k];
+                total->other_wait[k] = ns_sum(total->other_wait[k], b.other_wait[k]);
             for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
                 s->count_mean[k] += (double)f->counts[k];
             if (b.kernel) {
                 s->kernel_frames++;
-                s->cpu_busy += b.cpu_busy;
-                s->cpu_starved += b.cpu_starved;
-                s->cpu_blocked += b.cpu_blocked;
-                s->kernel_cpu += b.cpu;
-                s->oncpu += b.oncpu;
-                s->runnable += b.runnable;
-                s->asleep += b.asleep;
+                s->cpu_busy = ns_sum(s->cpu_busy, b.cpu_busy);
+                s->cpu_starved = ns_sum(s->cpu_starved, b.cpu_starved);
+                s->cpu_blocked = ns_sum(s->cpu_blocked, b.cpu_blocked);
+                s->kernel_cpu = ns_sum(s->kernel_cpu, b.cpu);
+                s->oncpu = ns_sum(s->oncpu, b.oncpu);
+                s->runnable = ns_sum(s->runnable, b.runnable);
+                s->asleep = ns_sum(s->asleep, b.asleep);
                 s->kernel_tid = f->kernel_tid;
             }
             enum fscope_verdict v = frame_verdict(&b);
             s->verdict_frames[v]++;
-            verdict_ns[v] += b.frame;
+            verdict_ns[v] = ns_sum(verdict_ns[v], b.frame);
             if (f->cap_flags & CAP_FLAG_MISSED)
                 s->missed_by_verdict[v]++;
         }
@@ -844,7 +858,7 @@ static void write_recording_notes(FILE *f, const struct recording *rec)
 
 void csv_write_ms(FILE *f, int64_t ns)
 {
-    uint64_t magnitude = ns < 0 ? (uint64_t)-ns : (uint64_t)ns;
+    uint64_t magnitude = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;
     fprintf(f, ",%s%llu.%06llu", ns < 0 ? "-" : "", (unsigned long long)(magnitude / 1000000),
             (unsigned long long)(magnitude % 1000000));
 }

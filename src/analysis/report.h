@@ -134,7 +134,13 @@ size_t device_gpu_totals(const struct recording *rec, struct device_gpu_total **
 enum { PRESENT_IMMEDIATE = 0, PRESENT_MAILBOX = 1, PRESENT_FIFO = 2, PRESENT_FIFO_RELAXED = 3 };
 /* A block kind as frames.csv names its column, without _ms. */
 const char *block_name(enum fscope_block kind);
+/* Durations as nanoseconds, at most REPORT_NS_MAX: 2^53 ns (104 days) is as far as a double
+ * holds every nanosecond, and no frame, wait or run is longer. A recording that claims more is
+ * clamped there, so that arithmetic on a few of them cannot overflow; sums of many saturate
+ * (ns_sum). */
+#define REPORT_NS_MAX (INT64_C(1) << 53)
 int64_t ticks_ns(const struct recording *rec, uint64_t ticks);
+int64_t ns_sum(int64_t a, int64_t b);
 /* ",ms" with six decimals: exact nanoseconds, so columns sum exactly; negative values too. */
 void csv_write_ms(FILE *f, int64_t ns);
 /* Where frames.csv's start_ms counts from: the first frame of any surface (0 with none). */

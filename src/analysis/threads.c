@@ -123,7 +123,7 @@ static int by_oncpu(const void *a, const void *b)
     const struct thread_total *x = a, *y = b;
     uint64_t dx = delta(x->first->oncpu_ns, x->last->oncpu_ns);
     uint64_t dy = delta(y->first->oncpu_ns, y->last->oncpu_ns);
-    return dx < dy ? 1 : dx > dy ? -1 : x->tid - y->tid;
+    return dx < dy ? 1 : dx > dy ? -1 : (x->tid > y->tid) - (x->tid < y->tid);
 }
 
 void threads_write_text(FILE *f, const struct recording *rec)
@@ -210,8 +210,12 @@ int threads_write_csv(FILE *f, const void *arg)
             continue; /* its first sample (or a torn one) */
         struct thread_delta d;
         thread_delta(prev, s, &d);
+        /* The kernel's counts as the recording has them: anything, so clamped as spans are. */
         int64_t span = ticks_ns(rec, d.ticks);
-        int64_t asleep = span - (int64_t)d.oncpu_ns - (int64_t)d.runnable_ns;
+        int64_t oncpu = d.oncpu_ns < (uint64_t)REPORT_NS_MAX ? (int64_t)d.oncpu_ns : REPORT_NS_MAX;
+        int64_t runnable = d.runnable_ns < (uint64_t)REPORT_NS_MAX ? (int64_t)d.runnable_ns
+                                                                    : REPORT_NS_MAX;
+        int64_t asleep = span - oncpu - runnable;
         fprintf(f, "%d,", s->tid);
         /* Names are the program's own: no commas or quotes in CSV. */
         for (const char *c = t->name; *c; c++)
@@ -220,8 +224,8 @@ int threads_write_csv(FILE *f, const void *arg)
                                               : -ticks_ns(rec, origin - prev->ticks);
         csv_write_ms(f, start);
         csv_write_ms(f, start + span);
-        csv_write_ms(f, (int64_t)d.oncpu_ns);
-        csv_write_ms(f, (int64_t)d.runnable_ns);
+        csv_write_ms(f, oncpu);
+        csv_write_ms(f, runnable);
         csv_write_ms(f, asleep > 0 ? asleep : 0);
         fprintf(f, ",%llu", (unsigned long long)d.runs);
         if (d.flags & KERNEL_SAMPLE_SWITCHES)
