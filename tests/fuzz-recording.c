@@ -1,37 +1,94 @@
 /* libFuzzer harness for the recording reader and everything analysis does with what it read
- * (tests/fuzz_recording.sh builds and runs it with clang-14; a benchmark, not a test).
- * Whatever the bytes, reading returns an error or a recording, and every report format of a
- * recording read is written without a crash, a leak or undefined behaviour. */
-#include <stdint.h>
+ * (tests/fuzz_recording.sh builds and runs it with clang-14; a benchmark, not a test): the
+ * path of `framescope report`. Whatever the bytes, reading returns an error or a recording,
+ * and every report format of a recording read is written without a crash, a leak or undefined
+ * behaviour, and no bigger than a small multiple of the recording (it is counted).
+ *
+ * The input is an arena with its zeros as counts (tests/fuzz-arena.h);
+ * `fuzz-recording --encode RECORDING SEED` writes a recording that way, for a seed, and
+ * `fuzz-recording --check SEED` says whether it is read. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/recording.h"
 #include "analysis/report.h"
+#include "fuzz-arena.h"
 
+int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* Counts what a report writes, and writes nothing. */
+static ssize_t count_write(void *cookie, const char *buf, size_t size)
 {
-    /* The arena is aligned as mmap aligns it; a reader is handed it that way. */
-    size_t padded = (size + REC_ALIGN - 1) / REC_ALIGN * REC_ALIGN;
-    void *bytes = aligned_alloc(REC_ALIGN, padded ? padded : REC_ALIGN);
-    if (!bytes)
-        return 0;
-    memcpy(bytes, data, size);
+    (void)buf;
+    *(size_t *)cookie += size;
+    return (ssize_t)size;
+}
+
+/* One input through report's path. Returns whether it read; why says why not. */
+static bool run(const uint8_t *data, size_t size, char *why, size_t why_len)
+{
+    static struct fuzz_arena arena;
+    snprintf(why, why_len, "out of memory");
+    if (!fuzz_arena_decode(&arena, data, size))
+        return false;
+    const unsigned char *bytes = arena.bytes;
+    size_t len = arena.len;
     struct recording *rec = NULL;
-    char why[256];
-    if (recording_read(bytes, size, &rec, why, sizeof(why)) == 0) {
+    bool read = recording_read(bytes, len, &rec, why, why_len) == 0;
+    if (read) {
         struct report *report = report_create(rec);
-        FILE *sink = fopen("/dev/null", "w");
+        size_t written = 0;
+        FILE *sink = fopencookie(&written, "w", (cookie_io_functions_t){ .write = count_write });
         for (unsigned f = 0; report && sink && f < REPORT_FORMAT_COUNT; f++)
             report_write(sink, report, (enum report_format)f);
         if (sink)
             fclose(sink);
+        /* Each format is a bounded multiple of what it was read from: a line per frame,
+         * event, sample or zone, names cut at their fields' sizes, and a recording of len
+         * bytes reads into at most len bytes of them. The largest multiple is a zone's: a
+         * 64-byte node, a zones.csv line of up to ~670 bytes (a 255-byte path, quotes
+         * doubled), and that line again in report.html, each byte escaped to at most 6: ~73
+         * bytes out per byte in. A reader that copies something twice goes far beyond. */
+        if (written > 128 * (size_t)len + (1u << 20)) {
+            fprintf(stderr, "%zu bytes of reports from a recording of %zu bytes\n", written, len);
+            abort();
+        }
         report_destroy(report);
         recording_free(rec);
     }
-    free(bytes);
+    return read;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char why[256];
+    run(data, size, why, sizeof(why));
+    return 0;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    if (*argc == 4 && strcmp((*argv)[1], "--encode") == 0) {
+        size_t len;
+        unsigned char *bytes = fuzz_file_read((*argv)[2], &len);
+        FILE *out = fopen((*argv)[3], "wb");
+        if (!bytes || !out)
+            exit(1);
+        fuzz_arena_encode(bytes, len, out);
+        exit(fclose(out) == 0 ? 0 : 1);
+    }
+    /* --check SEED: the seed is read (else the fuzzer would start from a refusal). */
+    if (*argc == 3 && strcmp((*argv)[1], "--check") == 0) {
+        size_t len;
+        uint8_t *seed = fuzz_file_read((*argv)[2], &len);
+        char why[256];
+        bool read = seed && run(seed, len, why, sizeof(why));
+        if (!read)
+            fprintf(stderr, "the seed is not read: %s\n", seed ? why : "unreadable");
+        exit(read ? 0 : 1);
+    }
     return 0;
 }

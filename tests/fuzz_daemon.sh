@@ -1,0 +1,38 @@
+#!/bin/sh
+# Fuzzes the path framescoped takes with a client's recording and stream file (registration,
+# top, the capture at exit or a snapshot; tests/fuzz-daemon.c) with libFuzzer (clang-14, ASan
+# and UBSan), seeded with a real recording of the demo whose first chunks were moved to a
+# stream file. A benchmark: it prints how many inputs ran and fails on the first crash, leak,
+# undefined behaviour or capture out of proportion to its recording; the input that caused it
+# is kept as BUILD_DIR/fuzz-daemon-crash-*.
+#   usage: fuzz_daemon.sh BUILD_DIR [SECONDS]   (default 120 s)
+set -eu
+build=$(cd "$1" && pwd)
+seconds=${2:-120}
+src=$(cd "$(dirname "$0")/.." && pwd)
+command -v clang-14 >/dev/null || { echo "clang-14 not installed: skipped"; exit 77; }
+work=$(mktemp -d /tmp/fscope-fuzz-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+clang-14 -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=undefined -I "$src/include" -I "$src/src" -I "$src/tests" \
+    "$src/tests/fuzz-daemon.c" "$src"/src/analysis/*.c "$src"/src/util/*.c -lm \
+    -o "$work/fuzz-daemon"
+# Captures are written and removed at every input: in memory where there is a tmpfs.
+captures=$(mktemp -d "$( [ -d /dev/shm ] && echo /dev/shm || echo /tmp )/fscope-fuzz-XXXXXX")
+trap 'rm -rf "$work" "$captures"' EXIT
+# The seed: a small real recording (a short ring keeps it small), from framescope run.
+mkdir "$work/corpus"
+mkdir -m 700 "$work/runtime"
+XDG_RUNTIME_DIR="$work/runtime" FRAMESCOPE_RING_EVENTS=64 \
+    "$build/tools/framescope" run --summary off --output "$work/seed" -- \
+    "$build/tools/demo/framescope-demo" --quiet --frames 8 >/dev/null
+"$work/fuzz-daemon" --seed "$work/seed/recording.fsr" "$work/corpus/demo"
+TMPDIR="$captures" "$work/fuzz-daemon" --check "$work/corpus/demo"
+# Room for mutations to add objects and bytes: four times the seed.
+size=$(($(stat -c %s "$work/corpus/demo") * 4))
+status=0
+TMPDIR="$captures" "$work/fuzz-daemon" -max_total_time="$seconds" -max_len="$size" \
+    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$build/fuzz-daemon-" \
+    "$work/corpus" > "$work/log" 2>&1 || status=$?
+tail -n 25 "$work/log"
+exit "$status"
