@@ -801,8 +801,49 @@ def test_hung_analysis(build, demo):
           "the hung one given up at 3 s")
 
 
+# Where test_sparse_claims writes: struct rec_header's used and directory, struct rec_thread's
+# ring (src/record/format.h, little-endian x86-64; tests/test_recording.py names the same).
+HEADER_USED, HEADER_DIR_COUNT, DIRECTORY, DIR_ENTRY_SIZE = 24, 216, 224, 24
+OBJ_THREAD = 3
+THREAD_RING_OFFSET, THREAD_RING_MASK, THREAD_RING_HEAD = 64, 72, 80
+EVENT_SIZE = 16  # struct fscope_event
+
+
+def test_sparse_claims(build, demo):
+    """Issue 18, item 7, in the daemon: a registration whose recording is a few MiB of data in
+    a sparse memfd (free for its sender) but whose thread ring claims a GiB of its holes. The
+    analysis is bounded by what the recording really holds: it fails for want of memory, said
+    in the journal, instead of copying a GiB of zeros; the daemon answers meanwhile."""
+    state = tempfile.mkdtemp(prefix="fscope-state-")
+    with Weston() as w:
+        data = bytearray(real_recording(build, w))
+        threads = [struct.unpack_from("<I4xQQ", data, DIRECTORY + DIR_ENTRY_SIZE * i)
+                   for i in range(struct.unpack_from("<I", data, HEADER_DIR_COUNT)[0])]
+        thread = [t for t in threads if t[0] == OBJ_THREAD][-1][1]
+        events = 1 << 26                     # a GiB of events
+        ring = 1 << 30                       # far past the data, in the holes
+        struct.pack_into("<QQQ", data, thread + THREAD_RING_OFFSET, ring, events - 1, events)
+        struct.pack_into("<Q", data, HEADER_USED, ring + events * EVENT_SIZE)
+        d = Daemon(build, w.runtime, state).start()
+        try:
+            pid = registrant(d.path, bytes(data), b"sparse")
+            d.wait_for("sparse (pid %d) registered" % pid)
+            check(any(a["pid"] == pid for a in top(build, w)), "the sparse app is not listed")
+            end(pid)
+            d.wait_for("sparse (pid %d) exited; no capture" % pid, timeout=120)
+            d.wait_for_jobs()
+            text = d.text()
+            line = next(l for l in text.splitlines() if "sparse (pid %d) exited" % pid in l)
+            check("memory" in line, f"the analysis was not bounded: {line}")
+            check(d.proc.poll() is None and top(build, w) == [], text[-2000:])
+        finally:
+            d.stop()
+    print(f"a GiB of holes claimed by {len(data) >> 20} MiB of data: refused for memory ({line})")
+
+
 main({"crash": test_crash, "restart": test_restart, "no_daemon": test_no_daemon,
       "hostile": test_hostile, "other_user": test_other_user, "many": test_many,
       "units": test_units, "args": test_args, "hostile_memory": test_hostile_memory,
       "hostile_clients": test_hostile_clients, "long_reply": test_long_reply,
-      "escapes": test_escapes, "hung_analysis": test_hung_analysis})
+      "escapes": test_escapes, "hung_analysis": test_hung_analysis,
+      "sparse_claims": test_sparse_claims})

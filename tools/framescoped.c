@@ -255,7 +255,43 @@ struct copy {
     void *bytes;
     size_t len; /* what the header said is in use */
     size_t map_len;
+    size_t data; /* of it, the bytes the file really holds (read) */
 };
+
+/* A job's memory, bounded by what the recording really holds: the address space it has now
+ * (the copy's whole range, holes included) plus four times the bytes read and 256 MiB. A
+ * recording whose objects claim gigabytes of holes (a sparse memfd costs its sender nothing)
+ * makes the analysis fail for want of memory, said in the journal, instead of filling the
+ * machine's. */
+static void job_bound_memory(const struct copy *c)
+{
+    FILE *f = fopen("/proc/self/statm", "re");
+    unsigned long pages = 0;
+    if (!f)
+        return;
+    if (fscanf(f, "%lu", &pages) != 1)
+        pages = 0;
+    fclose(f);
+    if (!pages)
+        return;
+    rlim_t limit = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + 4 * (rlim_t)c->data +
+                   ((rlim_t)256 << 20);
+    struct rlimit r;
+    if (getrlimit(RLIMIT_AS, &r) != 0)
+        return;
+    r.rlim_cur = r.rlim_max != RLIM_INFINITY && r.rlim_max < limit ? r.rlim_max : limit;
+    setrlimit(RLIMIT_AS, &r);
+}
+
+/* Lifts a job's bound (to the hard limit) before the next recording it reads. */
+static void job_unbound_memory(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_AS, &r) == 0) {
+        r.rlim_cur = r.rlim_max;
+        setrlimit(RLIMIT_AS, &r);
+    }
+}
 
 /* The recording, read once into memory of our own: nothing another process writes afterwards
  * (the app, or anyone else holding its memfd) reaches what is validated and used. Only the
@@ -281,6 +317,7 @@ static int copy_recording(int fd, struct copy *c, char *why, size_t why_len)
     long page = sysconf(_SC_PAGESIZE);
     c->len = (size_t)used;
     c->map_len = (c->len + (size_t)page - 1) / (size_t)page * (size_t)page;
+    c->data = 0;
     c->bytes = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (c->bytes == MAP_FAILED)
@@ -300,6 +337,7 @@ static int copy_recording(int fd, struct copy *c, char *why, size_t why_len)
             if (n <= 0)
                 return 0; /* it shrank: what it held is what was read */
             at += (uint64_t)n;
+            c->data += (size_t)n;
         }
     }
     return 0;
@@ -318,6 +356,11 @@ static int read_whole(const struct app *a, struct copy *c, struct recording **re
     int e = copy_recording(a->memfd, c, why, why_len);
     if (e)
         return e;
+    struct stat st;
+    struct copy bound = *c;
+    if (a->stream_fd >= 0 && fstat(a->stream_fd, &st) == 0 && st.st_size > 0)
+        bound.data += (size_t)st.st_size; /* its chunks come back into the copy */
+    job_bound_memory(&bound);
     e = recording_read_ended(c->bytes, c->len, a->stream_fd, rec, why, why_len);
     if (e)
         copy_free(c);
@@ -730,8 +773,11 @@ static void reply_list(int conn)
         struct recording *rec = NULL;
         char why[256] = "";
         struct live_stats s = { .verdict = "none" };
+        /* Each app's bound is its own: the last one's is lifted first. */
+        job_unbound_memory();
         int e = copy_recording(a->memfd, &c, why, sizeof(why));
         if (!e) {
+            job_bound_memory(&c);
             e = recording_read(c.bytes, c.len, &rec, why, sizeof(why));
             copy_free(&c);
         }
