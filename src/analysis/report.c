@@ -143,10 +143,24 @@ void display_evidence_compute(const struct recording *rec, const struct recordin
         }
         return;
     }
-    /* No feedback: the present mode is all we know. */
-    ret->paces = fifo * 2 > count;
-    snprintf(ret->why, sizeof(ret->why), "%s present mode, no presentation feedback",
-             ret->paces ? "FIFO" : "non-FIFO");
+    /* No feedback: FIFO alone is no evidence (Xvfb, or a compositor that never says when it
+     * showed a frame, lets a FIFO app run at hundreds of frames a second). A display paces it
+     * when it presents at the refresh of an output we know. */
+    char output[64];
+    double hz;
+    bool fifo_mostly = fifo * 2 > count;
+    ret->paces = fifo_mostly && presentation_pacing_output(rec, ret->app_interval_ms, output,
+                                                           sizeof(output), &hz);
+    if (ret->paces)
+        snprintf(ret->why, sizeof(ret->why), "FIFO at the refresh of output %s (%.0f Hz: the "
+                 "app presents every %.2f ms), no presentation feedback", output, hz,
+                 ret->app_interval_ms);
+    else if (fifo_mostly)
+        snprintf(ret->why, sizeof(ret->why), "FIFO present mode but no presentation feedback, "
+                 "and the app presents every %.2f ms, at no known output's refresh: no "
+                 "evidence a display paces it", ret->app_interval_ms);
+    else
+        snprintf(ret->why, sizeof(ret->why), "non-FIFO present mode, no presentation feedback");
 }
 
 void frame_budget(const struct recording *rec, const struct fscope_frame *f,
@@ -843,10 +857,18 @@ static void write_recording_notes(FILE *f, const struct recording *rec)
             fprintf(f, "  ended       killed by signal %d (%s) before its exit: the recording "
                     "holds what it had written until then\n", rec->end_signal,
                     strsignal(rec->end_signal));
-        else if (rec->end_status)
-            fprintf(f, "  ended       exited (status %d) without reaching framescope's exit "
-                    "handler: the recording holds what it had written until then\n",
-                    rec->end_status - 1);
+        else if (rec->end_status) {
+            int status = rec->end_status - 1;
+            char how[96] = "";
+            if (status == 124)
+                snprintf(how, sizeof(how), " (what timeout(1) returns when its time runs out)");
+            else if (status > 128 && status < 128 + 65)
+                snprintf(how, sizeof(how), " (128 + %d: a death by signal %s, as a shell "
+                         "reports it)", status - 128, strsignal(status - 128));
+            fprintf(f, "  ended       %s ended without reaching its own exit; the command "
+                    "framescope ran exited with status %d%s: the recording holds what it had "
+                    "written until then\n", rec->app[0] ? rec->app : "the app", status, how);
+        }
         else
             fprintf(f, "  ended       still running or cut short: the recording holds what it "
                     "had written until then\n");
