@@ -173,7 +173,8 @@ def check_untold(mode, text, summary):
     for zero in ("shown every 0.000", "claims 0.000 ms", "refresh unit 0.000", "@0.00Hz",
                  "latency     present call to shown: mean 0.000", "intervals   1 refresh 0,"):
         check(zero not in text, f"{mode}: {zero!r} printed as measured:\n{text[-2500:]}")
-    unknowns = ["shown every unknown", "latency     unknown", "intervals   unknown"]
+    unknowns = ["shown every unknown", "latency     unknown", "intervals   unknown",
+                "animation   error unknown"]
     unknowns += [f"{o['name']} {o['width']}x{o['height']} (refresh not reported)"
                  for o in p["outputs"] if o["refresh_hz"] == 0]
     for unknown in unknowns:

@@ -14,6 +14,7 @@
 #include "counters.h"
 #include "formats.h"
 #include "gpu_zones.h"
+#include "hitches.h"
 #include "kms.h"
 #include "presentation.h"
 #include "stats.h"
@@ -284,6 +285,7 @@ struct run_stats {
     char reason[1024];
     struct display_evidence *evidence; /* per log, in log order */
     unsigned primary_log;              /* the log with the most frames */
+    struct hitch_stats hitches;
 };
 
 static double percentile_ms(const int64_t *sorted, uint64_t n, double p)
@@ -318,8 +320,7 @@ static double ms_per_frame(int64_t total_ns, uint64_t frames)
     return (double)total_ns / 1e6 / (double)frames;
 }
 
-/* "name (tid N)" of a thread the recording knows, else "tid N". Returns buf. */
-static const char *thread_label(const struct recording *rec, int tid, char *buf, size_t len)
+const char *report_thread_label(const struct recording *rec, int tid, char *buf, size_t len)
 {
     for (unsigned i = 0; i < rec->thread_count; i++) {
         if (rec->threads[i].tid == tid && rec->threads[i].state != SLOT_EXTERNAL) {
@@ -387,7 +388,7 @@ static void run_reason(struct run_stats *s)
             double cpu = (double)s->kernel_cpu;
             snprintf(split, sizeof(split), "; of the CPU part, on thread %s: busy %.1f%%, "
                      "starved (runnable, no CPU) %.1f%%, blocked outside Vulkan %.1f%%",
-                     thread_label(s->rec, s->kernel_tid, thread, sizeof(thread)),
+                     report_thread_label(s->rec, s->kernel_tid, thread, sizeof(thread)),
                      100.0 * (double)s->cpu_busy / cpu,
                      100.0 * (double)s->cpu_starved / cpu, 100.0 * (double)s->cpu_blocked / cpu);
         }
@@ -409,6 +410,7 @@ static void compute_stats(const struct recording *rec, struct run_stats *s)
     s->rec = rec;
     presentation_compute(rec, &s->presentation);
     s->evidence = evidence_all(rec);
+    hitches_compute(rec, s->evidence, &s->hitches);
     unsigned logs = rec->log_count;
     uint64_t most = 0;
     for (unsigned l = 0; l < logs; l++) {
@@ -636,7 +638,8 @@ static void write_kernel_text(FILE *f, const struct run_stats *s)
     uint64_t n = s->kernel_frames;
     fprintf(f, "  kernel      thread %s: CPU part %.3f = busy %.3f + starved %.3f + blocked "
             "outside Vulkan %.3f ms per frame; whole frame: on CPU %.3f, runnable %.3f, asleep "
-            "%.3f ms (%llu frames)\n", thread_label(rec, s->kernel_tid, thread, sizeof(thread)),
+            "%.3f ms (%llu frames)\n",
+            report_thread_label(rec, s->kernel_tid, thread, sizeof(thread)),
             ms_per_frame(s->kernel_cpu, n), ms_per_frame(s->cpu_busy, n),
             ms_per_frame(s->cpu_starved, n), ms_per_frame(s->cpu_blocked, n),
             ms_per_frame(s->oncpu, n), ms_per_frame(s->runnable, n), ms_per_frame(s->asleep, n),
@@ -690,7 +693,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
         write_kernel_text(f, s);
         char thread[64];
         counters_write_text(f, rec, &s->counters,
-                            thread_label(rec, s->kernel_tid, thread, sizeof(thread)));
+                            report_thread_label(rec, s->kernel_tid, thread, sizeof(thread)));
         gpu_zones_write_text(f, rec, s->frames);
         threads_write_text(f, rec);
         drm_write_text(f, rec);
@@ -707,6 +710,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
         fputc('\n', f);
     }
     presentation_write_text(rec, f, &s->presentation);
+    hitches_write_text(f, rec, &s->hitches);
     write_caps_text(f, s);
     write_recording_notes(f, rec);
     for (unsigned i = 0; i < rec->note_count; i++)
@@ -785,7 +789,7 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
         fputs(", \"why\": ", f);
         json_write_string(f, rec->kernel_why);
         fputs(", \"thread\": ", f);
-        json_write_string(f, s->kernel_frames ? thread_label(rec, s->kernel_tid, thread,
+        json_write_string(f, s->kernel_frames ? report_thread_label(rec, s->kernel_tid, thread,
                                                               sizeof(thread)) : "");
         fprintf(f, ", \"frames\": %llu, \"cpu_ms\": %.6f, \"cpu_busy_ms\": %.6f, "
                 "\"cpu_starved_ms\": %.6f, \"cpu_blocked_ms\": %.6f, \"oncpu_ms\": %.6f, "
@@ -811,6 +815,7 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
                 s->frames ? (double)s->verdict_frames[v] / (double)s->frames : 0.0);
     fputs("}},\n", f);
     presentation_write_json(rec, f, &s->presentation);
+    hitches_write_json(f, rec, &s->hitches);
     threads_write_json(f, rec);
     drm_write_json(f, rec);
     kms_write_json(f, rec);
@@ -1001,7 +1006,7 @@ static int zones_writer(FILE *f, const void *arg)
 static int trace_writer(FILE *f, const void *arg)
 {
     const struct run_stats *s = arg;
-    return trace_write(f, s->rec);
+    return trace_write(f, s->rec, &s->hitches);
 }
 
 static int threads_writer(FILE *f, const void *arg)
@@ -1046,6 +1051,7 @@ static void formats_run_fill(const struct run_stats *s, struct formats_run *ret)
         ret->verdict_share[v] = s->frames ? (double)s->verdict_frames[v] / (double)s->frames : 0;
     ret->gpu_timed = s->total.gpu_timed;
     memcpy(ret->budget_ms, s->budget_ms, sizeof(ret->budget_ms));
+    ret->hitches = &s->hitches;
 }
 
 struct report *report_create(struct recording *rec)
@@ -1064,6 +1070,7 @@ void report_destroy(struct report *r)
     if (!r)
         return;
     free(r->stats.evidence);
+    hitches_free(&r->stats.hitches);
     free(r);
 }
 

@@ -240,6 +240,8 @@ static void run_cpu_load(const struct demo_options *options, uint64_t frame)
         wait_for_worker_lock(options->lock_wait_ms);
     if ((int64_t)frame == options->stall_at)
         sleep_ms(options->stall_ms);
+    if ((int64_t)frame == options->cpu_spike_at)
+        burn_cpu(options->cpu_spike_ms);
 }
 
 /*
