@@ -105,4 +105,32 @@ def test_spikes(build, demo):
           f"animation error p99 {h['animation_error_ms']['p99']:.2f} ms")
 
 
-main({"steady": test_steady, "spikes": test_spikes})
+def test_pipelines(build, demo):
+    """A level's materials compiled mid-run (--pipelines-at: N graphics pipelines and their
+    two shader modules each, on the render thread): frames.csv counts exactly N pipelines and
+    2N shader modules, all in that frame, with the time they took; when that frame is a
+    hitch, its evidence names them."""
+    n, at = 12, 90
+    r, s = demo_run(build, demo, ["--pipelines-at", f"{at}:{n}"])
+    rows = r.frames()
+    pipelines = {int(x["frame"]): int(x["pipelines"]) for x in rows if int(x["pipelines"])}
+    shaders = {int(x["frame"]): int(x["shader_modules"]) for x in rows
+               if int(x["shader_modules"])}
+    check(pipelines == {at: n} and shaders == {at: 2 * n},
+          f"pipelines by frame {pipelines}, shader modules {shaders}; want {n} and {2 * n} at "
+          f"frame {at}")
+    row = next(x for x in rows if int(x["frame"]) == at)
+    check(float(row["pipeline_ms"]) > 0, row)
+    hitch = next((x for x in s["hitches"]["all"] if x["frame"] == at), None)
+    if hitch:
+        e = hitch["evidence"]
+        check(e["pipelines"] == n and e["shader_modules"] == 2 * n and
+              abs(e["pipeline_ms"] - float(row["pipeline_ms"])) < 1e-3, hitch)
+        check(re.search(r"^  hitch       frame %d .*creating %d pipelines" % (at, n), r.stderr,
+                        re.M) or hitch not in s["hitches"]["worst"], r.stderr[-3000:])
+    print(f"{n} pipelines at frame {at}: {float(row['pipeline_ms']):.1f} ms, counted exactly; "
+          + (f"a hitch of +{hitch['excess_ms']:.1f} ms with them as evidence" if hitch
+             else "not a hitch (they compiled fast)"))
+
+
+main({"steady": test_steady, "spikes": test_spikes, "pipelines": test_pipelines})

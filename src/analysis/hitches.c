@@ -170,6 +170,13 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
             .median_ns = median,
             .tid = f->kernel_valid ? f->kernel_tid : 0,
         };
+        h.pipelines = f->counts[FSCOPE_COUNT_PIPELINES];
+        h.shaders = f->counts[FSCOPE_COUNT_SHADERS];
+        h.memory_calls = f->counts[FSCOPE_COUNT_MEMORY_CALLS];
+        h.pipeline_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_PIPELINE_TICKS]);
+        h.shader_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SHADER_TICKS]);
+        h.memory_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_MEMORY_TICKS]);
+        h.swapchain_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SWAPCHAIN_TICKS]);
         split_excess(&h, parts, lo, hi, scratch);
         if (s->count == *cap) {
             size_t grown = *cap ? 2 * *cap : 64;
@@ -280,6 +287,31 @@ static void parts_text(const struct hitch *h, char *buf, size_t len)
     }
 }
 
+/* "; in the frame, the app's threads spent 79.0 ms creating 14 pipelines, ...": what of the
+ * hitches' evidence the frame holds (0.1 ms at least), else "". */
+static void evidence_text(const struct hitch *h, char *buf, size_t len)
+{
+    char items[4][96];
+    int64_t ns[4] = { h->pipeline_ns, h->shader_ns, h->memory_ns, h->swapchain_ns };
+    snprintf(items[0], sizeof(items[0]), "creating %llu pipeline%s",
+             (unsigned long long)h->pipelines, h->pipelines == 1 ? "" : "s");
+    snprintf(items[1], sizeof(items[1]), "creating %llu shader module%s",
+             (unsigned long long)h->shaders, h->shaders == 1 ? "" : "s");
+    snprintf(items[2], sizeof(items[2]), "in %llu device-memory allocations or frees",
+             (unsigned long long)h->memory_calls);
+    snprintf(items[3], sizeof(items[3]), "creating a swapchain");
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < 4 && at < len; i++) {
+        if (ns[i] < 100000)
+            continue;
+        int w = snprintf(buf + at, len - at, "%s%.1f ms %s",
+                         at ? ", " : "; in the frame, the app's threads spent ",
+                         (double)ns[i] / 1e6, items[i]);
+        at = w < 0 ? len : at + (size_t)w;
+    }
+}
+
 void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch_stats *s)
 {
     if (!s->frames_judged)
@@ -307,10 +339,12 @@ void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch
         if (h->tid)
             snprintf(thread, sizeof(thread), "; thread %s",
                      report_thread_label(rec, h->tid, label, sizeof(label)));
-        fprintf(f, "  hitch       frame %llu%s at %.3f s: %.1f ms, +%.1f ms over %.1f: %s%s\n",
+        char evidence[256];
+        evidence_text(h, evidence, sizeof(evidence));
+        fprintf(f, "  hitch       frame %llu%s at %.3f s: %.1f ms, +%.1f ms over %.1f: %s%s%s\n",
                 (unsigned long long)h->frame, rec->log_count > 1 ? " (its surface's)" : "",
                 h->at_s, (double)h->frame_ns / 1e6, (double)(h->frame_ns - h->median_ns) / 1e6,
-                (double)h->median_ns / 1e6, parts, thread);
+                (double)h->median_ns / 1e6, parts, thread, evidence);
     }
     if (s->animation_samples)
         fprintf(f, "  animation   error (shown against simulated time, PresentMon's): mean %.3f  "
@@ -335,7 +369,12 @@ static void hitch_json(FILE *f, const struct recording *rec, const struct hitch 
     fputs(", \"parts_ms\": {", f);
     for (unsigned c = 0; c < HITCH_CAUSE_COUNT; c++)
         fprintf(f, "%s\"%s\": %.6f", c ? ", " : "", cause_names[c], (double)h->part_ns[c] / 1e6);
-    fputs("}}", f);
+    fprintf(f, "}, \"evidence\": {\"pipelines\": %llu, \"pipeline_ms\": %.6f, "
+            "\"shader_modules\": %llu, \"shader_module_ms\": %.6f, \"memory_calls\": %llu, "
+            "\"memory_ms\": %.6f, \"swapchain_ms\": %.6f}}", (unsigned long long)h->pipelines,
+            (double)h->pipeline_ns / 1e6, (unsigned long long)h->shaders,
+            (double)h->shader_ns / 1e6, (unsigned long long)h->memory_calls,
+            (double)h->memory_ns / 1e6, (double)h->swapchain_ns / 1e6);
 }
 
 void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch_stats *s)

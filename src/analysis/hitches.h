@@ -51,6 +51,10 @@ struct hitch {
     int64_t part_ns[HITCH_CAUSE_COUNT]; /* the excess split; sums to frame - median */
     enum hitch_cause cause;             /* the largest part */
     int tid;                            /* the thread that closed the frame; 0 unknown */
+    /* What the app's threads (all of them) did in the frame that stalls a frame where it is
+     * done on its critical path: evidence beside the parts, not a part of its own. */
+    uint64_t pipelines, shaders, memory_calls;
+    int64_t pipeline_ns, shader_ns, memory_ns, swapchain_ns;
 };
 
 struct hitch_stats {

@@ -912,7 +912,9 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
           "cap,present,presented_ms,latency_ms,latency_from_return_ms,refresh_ms,seq,flags,"
           "output,device,display_gpu_ms,display_wait_ms,present_overhead_ms,waits_gpu_ms,"
           "waits_gpu_idle_ms,other_fence_ms,other_semaphore_ms,other_idle_ms,cpu_busy_ms,"
-          "cpu_starved_ms,cpu_blocked_ms,oncpu_ms,runnable_ms,asleep_ms,kernel_tid", f);
+          "cpu_starved_ms,cpu_blocked_ms,oncpu_ms,runnable_ms,asleep_ms,kernel_tid,"
+          "pipelines,pipeline_ms,shader_modules,shader_module_ms,memory_calls,memory_ms,"
+          "swapchain_ms", f);
     counters_write_csv_header(f, rec);
     fputc('\n', f);
     unsigned logs = rec->log_count;
@@ -978,6 +980,13 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
             } else {
                 fputs(",,,,,,,", f);
             }
+            fprintf(f, ",%llu", (unsigned long long)fr->counts[FSCOPE_COUNT_PIPELINES]);
+            csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_PIPELINE_TICKS]));
+            fprintf(f, ",%llu", (unsigned long long)fr->counts[FSCOPE_COUNT_SHADERS]);
+            csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_SHADER_TICKS]));
+            fprintf(f, ",%llu", (unsigned long long)fr->counts[FSCOPE_COUNT_MEMORY_CALLS]);
+            csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_MEMORY_TICKS]));
+            csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_SWAPCHAIN_TICKS]));
             counters_write_csv_row(f, rec, fr);
             fputc('\n', f);
         }
