@@ -134,6 +134,90 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyCommandPool(
     dev->vk.DestroyCommandPool(device, pool, alloc);
 }
 
+/* ---- work that stalls a frame on its thread (the hitches' evidence) ---- */
+
+/* Charges ticks since start and n objects to this thread's counters. */
+static void evidence(enum fscope_counter ticks, enum fscope_counter objects, uint64_t start,
+                     uint64_t n)
+{
+    struct fscope_collector *c = fscope_thread_collector();
+    if (!c)
+        return;
+    fscope_collector_count(c, ticks, fscope_now() - start);
+    fscope_collector_count(c, objects, n);
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateGraphicsPipelines(
+    VkDevice device, VkPipelineCache cache, uint32_t count,
+    const VkGraphicsPipelineCreateInfo *infos, const VkAllocationCallbacks *alloc,
+    VkPipeline *ret)
+{
+    struct device_data *dev = device_lookup(device);
+    uint64_t start = fscope_now();
+    VkResult r = dev->vk.CreateGraphicsPipelines(device, cache, count, infos, alloc, ret);
+    evidence(FSCOPE_COUNT_PIPELINE_TICKS, FSCOPE_COUNT_PIPELINES, start, count);
+    return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateComputePipelines(
+    VkDevice device, VkPipelineCache cache, uint32_t count,
+    const VkComputePipelineCreateInfo *infos, const VkAllocationCallbacks *alloc,
+    VkPipeline *ret)
+{
+    struct device_data *dev = device_lookup(device);
+    uint64_t start = fscope_now();
+    VkResult r = dev->vk.CreateComputePipelines(device, cache, count, infos, alloc, ret);
+    evidence(FSCOPE_COUNT_PIPELINE_TICKS, FSCOPE_COUNT_PIPELINES, start, count);
+    return r;
+}
+
+/* A deferred operation returns at once and compiles later (on threads the app joins): only
+ * the call's own time is charged. */
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateRayTracingPipelinesKHR(
+    VkDevice device, VkDeferredOperationKHR deferred, VkPipelineCache cache, uint32_t count,
+    const VkRayTracingPipelineCreateInfoKHR *infos, const VkAllocationCallbacks *alloc,
+    VkPipeline *ret)
+{
+    struct device_data *dev = device_lookup(device);
+    uint64_t start = fscope_now();
+    VkResult r = dev->vk.CreateRayTracingPipelinesKHR(device, deferred, cache, count, infos,
+                                                      alloc, ret);
+    evidence(FSCOPE_COUNT_PIPELINE_TICKS, FSCOPE_COUNT_PIPELINES, start, count);
+    return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateShaderModule(
+    VkDevice device, const VkShaderModuleCreateInfo *info, const VkAllocationCallbacks *alloc,
+    VkShaderModule *ret)
+{
+    struct device_data *dev = device_lookup(device);
+    uint64_t start = fscope_now();
+    VkResult r = dev->vk.CreateShaderModule(device, info, alloc, ret);
+    evidence(FSCOPE_COUNT_SHADER_TICKS, FSCOPE_COUNT_SHADERS, start, 1);
+    return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_AllocateMemory(
+    VkDevice device, const VkMemoryAllocateInfo *info, const VkAllocationCallbacks *alloc,
+    VkDeviceMemory *ret)
+{
+    struct device_data *dev = device_lookup(device);
+    uint64_t start = fscope_now();
+    VkResult r = dev->vk.AllocateMemory(device, info, alloc, ret);
+    evidence(FSCOPE_COUNT_MEMORY_TICKS, FSCOPE_COUNT_MEMORY_CALLS, start, 1);
+    return r;
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_FreeMemory(VkDevice device, VkDeviceMemory memory,
+                                                       const VkAllocationCallbacks *alloc)
+{
+    struct device_data *dev = device_lookup(device);
+    uint64_t start = fscope_now();
+    dev->vk.FreeMemory(device, memory, alloc);
+    if (memory)
+        evidence(FSCOPE_COUNT_MEMORY_TICKS, FSCOPE_COUNT_MEMORY_CALLS, start, 1);
+}
+
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_AllocateCommandBuffers(
     VkDevice device, const VkCommandBufferAllocateInfo *info, VkCommandBuffer *cbs)
 {
@@ -817,6 +901,12 @@ PFN_vkVoidFunction hooks_device_proc(const char *name)
 #define HOOK(fn)                                                                               \
     if (strcmp(name, "vk" #fn) == 0)                                                           \
         return (PFN_vkVoidFunction)framescope_##fn;
+    HOOK(CreateGraphicsPipelines)
+    HOOK(CreateComputePipelines)
+    HOOK(CreateRayTracingPipelinesKHR)
+    HOOK(CreateShaderModule)
+    HOOK(AllocateMemory)
+    HOOK(FreeMemory)
     HOOK(QueueSubmit)
     HOOK(QueueSubmit2)
     HOOK(QueueSubmit2KHR)

@@ -673,7 +673,11 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateSwapchainKHR(
     VkSwapchainKHR *ret)
 {
     struct device_data *dev = device_lookup(device);
+    uint64_t start = fscope_now();
     VkResult r = dev->vk.CreateSwapchainKHR(device, info, alloc, ret);
+    struct fscope_collector *c = fscope_thread_collector();
+    if (c)
+        fscope_collector_count(c, FSCOPE_COUNT_SWAPCHAIN_TICKS, fscope_now() - start);
     if (r != VK_SUCCESS)
         return r;
     struct surface_data *surface = surface_lookup(info->surface);

@@ -193,7 +193,11 @@ struct instance_data {
     X(CmdBeginDebugUtilsLabelEXT)                                                              \
     X(CmdEndDebugUtilsLabelEXT)                                                                \
     X(CmdDebugMarkerBeginEXT)                                                                  \
-    X(CmdDebugMarkerEndEXT)
+    X(CmdDebugMarkerEndEXT)                                                                    \
+    X(CreateGraphicsPipelines)                                                                 \
+    X(CreateComputePipelines)                                                                  \
+    X(CreateRayTracingPipelinesKHR)                                                            \
+    X(CreateShaderModule)
 
 struct device_dispatch {
 #define X(name) PFN_vk##name name;

@@ -193,7 +193,7 @@ FSCOPE_EXPORT void fscope_report_finish(void)
 
 static int trace_file_writer(FILE *f, const void *arg)
 {
-    return trace_write(f, arg);
+    return trace_write(f, arg, NULL); /* the flight recorder alone: no frames judged */
 }
 
 FSCOPE_EXPORT int fscope_trace_dump(const char *path)

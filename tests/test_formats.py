@@ -218,6 +218,12 @@ def test_html(build, demo):
     check(dom.count("<svg") == 3, f"{dom.count('<svg')} charts drawn, 3 expected")
     check(f"{summary['verdict']['run']}-bound" in dom, "the verdict is not on the page")
     check("vkQueuePresentKHR" in dom, "the zone table is not on the page")
+    # Issue 19: threads that share a name are told apart by their id.
+    with open(os.path.join(r.capture_dir, "zones.csv")) as f:
+        zone_rows = list(csv.DictReader(f))
+    for z in zone_rows:
+        cell = f"{z['thread']} (tid {z['thread_id']})"
+        check(cell in dom, f"zone table row without its thread id: {cell!r}")
 
     # The negative control: the same page with its data broken must say so, or the check
     # above proves nothing.

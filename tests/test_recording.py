@@ -318,7 +318,7 @@ OBJ_THREAD, OBJ_FRAME_LOG, OBJ_SPAN_LOG = 3, 4, 5
 FRAME_LOG_FRAMES = 328  # the log's struct chunked
 SPAN_LOG_SPANS = 0      # struct rec_span_log's
 GPU_SPAN_DEVICE = 16    # struct gpu_span's device_id
-FRAME_SIZE, FRAME_START, FRAME_END = 496, 8, 16  # struct fscope_frame
+FRAME_START, FRAME_END = 8, 16  # struct fscope_frame (its size: the frames' item_size)
 CHUNKED_CHUNK_ITEMS, CHUNKED_COUNT, CHUNKED_TABLE_OFFSET, CHUNKED_TABLE_CAPACITY = 4, 8, 24, 32
 THREAD_STATE, THREAD_SLOT, THREAD_RING_OFFSET, THREAD_RING_MASK, THREAD_RING_HEAD = 0, 40, 64, 72, 80
 SLOT_EXTERNAL = 4
@@ -407,7 +407,7 @@ def costly(data):
     count = u64(data, frames + CHUNKED_COUNT)
     long_frames = bytearray(data)
     for i in range(count):
-        at = first_frame + FRAME_SIZE * i
+        at = first_frame + u32(data, frames) * i  # struct chunked's item_size
         struct.pack_into("<Q", long_frames, at + FRAME_END, u64(data, at + FRAME_START) + 2**62)
     yield "frames of 2^62 ticks", long_frames, None, f"frames      {count} in"
 

@@ -159,8 +159,59 @@ def test_vkcube(build, probe, game):
             print(f"{mode}: this driver presents through Present: {surface['presented']} shown")
             continue
         check("does not present through the Present extension" in r.stderr, r.stderr[-1500:])
+        check_untold(mode, r.stderr, summary)
         print(f"{mode}: {summary['frames']} frames; no completion from lavapipe's PutImage path: "
-              f"said after {surface['requested']} presents")
+              f"said after {surface['requested']} presents; unknowns said unknown")
+
+
+def check_untold(mode, text, summary):
+    """Issue 19: with no presentation feedback the summary prints nothing as measured that was
+    not: no zeros for cadence, refresh, intervals or latency, every frame in the tally (the
+    untracked ones too, and those never resolved called so), and no display pacing from the
+    present mode alone."""
+    p, surface = summary["presentation"], summary["surfaces"][0]
+    for zero in ("shown every 0.000", "claims 0.000 ms", "refresh unit 0.000", "@0.00Hz",
+                 "latency     present call to shown: mean 0.000", "intervals   1 refresh 0,"):
+        check(zero not in text, f"{mode}: {zero!r} printed as measured:\n{text[-2500:]}")
+    unknowns = ["shown every unknown", "latency     unknown", "intervals   unknown",
+                "animation   error unknown"]
+    unknowns += [f"{o['name']} {o['width']}x{o['height']} (refresh not reported)"
+                 for o in p["outputs"] if o["refresh_hz"] == 0]
+    for unknown in unknowns:
+        check(unknown in text, f"{mode}: no {unknown!r}:\n{text[-2500:]}")
+    tally = (f"shown       {summary['frames']} frames = presented {p['presented']} + discarded "
+             f"{p['discarded']} ({p['discarded_recreation']} by swapchain recreation) + never "
+             f"resolved {p['pending']} (feedback stopped) + untracked {p['untracked']}")
+    check(p["requested"] + p["untracked"] == summary["frames"] and tally in text,
+          f"{mode}: the tally does not hold every frame: want {tally!r} in\n{text[-2500:]}")
+    evidence = surface["display_evidence"]
+    check(not surface["display_paces"] and ("no evidence a display paces it" in evidence or
+                                            "non-FIFO" in evidence),
+          f"{mode}: paced by a display without evidence: {surface}")
+    check(summary["verdict"]["shares"].get("display", 0) == 0,
+          f"{mode}: frames called display-bound without evidence: {summary['verdict']}")
+
+
+def test_vkcube_timeout(build, probe, game):
+    """Issue 19: `framescope run -- timeout 3 vkcube`: vkcube is ended by timeout's SIGTERM and
+    timeout exits 124; the summary says what ended and how in plain words."""
+    if not shutil.which("vkcube"):
+        print("vkcube not installed")
+        sys.exit(SKIP)
+    out = tempfile.mkdtemp(prefix="fscope-timeout-")
+    runtime = tempfile.mkdtemp(prefix="fscope-rt-")
+    with Xvfb() as x:
+        env = dict(os.environ, DISPLAY=x.display, XDG_RUNTIME_DIR=runtime)
+        env.pop("WAYLAND_DISPLAY", None)
+        r = subprocess.run([os.path.join(build, "tools", "framescope"), "run", "--output",
+                            os.path.join(out, "c"), "--", "timeout", "3", "vkcube"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    check(r.returncode == 124, f"framescope run: {r.returncode} {r.stderr[-1500:]}")
+    want = ("ended       vkcube ended without reaching its own exit; the command framescope ran "
+            "exited with status 124 (what timeout(1) returns when its time runs out)")
+    check(want in r.stderr, f"no {want!r} in:\n{r.stderr[-2500:]}")
+    check("ended exited" not in r.stderr, r.stderr[-2500:])
+    print("timeout 3 vkcube: " + want.split("       ", 1)[1])
 
 
 class XWayland:
@@ -357,4 +408,5 @@ def test_no_present(build, probe, game):
 
 
 main({"xvfb": test_xvfb, "xwayland": test_xwayland, "vkcube": test_vkcube,
+      "vkcube_timeout": test_vkcube_timeout,
       "game_xvfb": test_game_xvfb, "game_mixed": test_game_mixed, "no_present": test_no_present})

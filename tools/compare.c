@@ -94,6 +94,11 @@ struct capture {
     double *sorted_frame_ms;
     struct zone_total *zones; /* sorted by thread, then path; one entry per key */
     size_t zone_count;
+    /* Its hitches (absent from captures made before they were counted). */
+    bool has_hitches;
+    double hitch_count;
+    struct keyed_number hitch_causes[SUMMARY_KEYS_MAX];
+    size_t hitch_cause_count;
 };
 
 /* One line of the comparison, with a value per capture. */
@@ -614,6 +619,12 @@ static bool summary_parse(struct capture *c, const char *text, size_t len, char 
     if (!summary_keyed(root, "budget_ms", c->budget, &c->budget_count, error, error_len) ||
         !summary_keyed(root, "verdict.shares", c->shares, &c->share_count, error, error_len))
         goto out;
+    c->has_hitches = summary_get(root, "hitches") != NULL;
+    if (c->has_hitches &&
+        (!summary_number(root, "hitches.count", &c->hitch_count, error, error_len) ||
+         !summary_keyed(root, "hitches.causes_ms", c->hitch_causes, &c->hitch_cause_count,
+                        error, error_len)))
+        goto out;
     ok = true;
 out:
     json_decref(root);
@@ -888,6 +899,49 @@ static bool add_zone_rows(struct rows *rows, const struct capture *caps, int cap
     return true;
 }
 
+/* The hitch count and each cause's excess, where every capture has them (a capture made
+ * before hitches were counted has none: no rows rather than rows half empty). Fewer is
+ * better; a count's noise is a Poisson count's (2 sqrt(n)), an excess in ms has none. False
+ * when out of memory. */
+static bool add_hitch_rows(struct rows *rows, const struct capture *caps, int cap_count)
+{
+    for (int i = 0; i < cap_count; i++)
+        if (!caps[i].has_hitches)
+            return true;
+    struct row *row = rows_add(rows, "hitches.count", LOWER_IS_BETTER);
+    if (!row)
+        return false;
+    for (int i = 0; i < cap_count; i++) {
+        row->value[i] = caps[i].hitch_count;
+        row->present[i] = true;
+        row->noise[i] = 2 * sqrt(caps[i].hitch_count > 1 ? caps[i].hitch_count : 1);
+    }
+    for (size_t k = 0; k < caps[0].hitch_cause_count; k++) {
+        char name[ROW_NAME_LEN];
+        snprintf(name, sizeof(name), "hitches.causes_ms.%s", caps[0].hitch_causes[k].key);
+        bool everywhere = true;
+        double values[3] = { 0 };
+        for (int i = 0; i < cap_count && everywhere; i++) {
+            everywhere = false;
+            for (size_t j = 0; j < caps[i].hitch_cause_count; j++)
+                if (strcmp(caps[i].hitch_causes[j].key, caps[0].hitch_causes[k].key) == 0) {
+                    values[i] = caps[i].hitch_causes[j].value;
+                    everywhere = true;
+                }
+        }
+        if (!everywhere)
+            continue;
+        if (!(row = rows_add(rows, name, LOWER_IS_BETTER)))
+            return false;
+        row->no_noise_why = "a hitch's excess is one event, not a distribution";
+        for (int i = 0; i < cap_count; i++) {
+            row->value[i] = values[i];
+            row->present[i] = true;
+        }
+    }
+    return true;
+}
+
 /* Every row for cap_count captures. False after one line on err. */
 static bool rows_build(struct rows *rows, const struct capture *caps, int cap_count, FILE *err)
 {
@@ -934,7 +988,7 @@ static bool rows_build(struct rows *rows, const struct capture *caps, int cap_co
     if (!add_keyed_rows(rows, caps, cap_count, false, err) ||
         !add_keyed_rows(rows, caps, cap_count, true, err))
         return false;
-    if (!add_zone_rows(rows, caps, cap_count))
+    if (!add_zone_rows(rows, caps, cap_count) || !add_hitch_rows(rows, caps, cap_count))
         goto error_memory;
     return true;
 

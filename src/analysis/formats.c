@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hitches.h"
 #include "trace.h"
 #include "zones.h"
 
@@ -331,6 +332,32 @@ static int write_report_data(FILE *f, const struct formats_run *run)
             first = false;
         }
         last_shown = fr->presented_ticks;
+    }
+    fputs("],\n\"hitches\": [", f);
+    /* Every hitch, as the summary lists the worst: when, how long, and the evidence. */
+    const struct hitch_stats *hs = run->hitches;
+    for (uint64_t i = 0; hs && i < hs->count; i++) {
+        const struct hitch *h = &hs->hitches[i];
+        char parts[512] = "";
+        size_t at = 0;
+        for (unsigned c = 0; c < HITCH_CAUSE_COUNT && at < sizeof(parts); c++) {
+            if (h->part_ns[c] <= 0)
+                continue;
+            int w = snprintf(parts + at, sizeof(parts) - at, "%s%s +%.1f ms", at ? ", " : "",
+                             hitch_cause_words((enum hitch_cause)c), (double)h->part_ns[c] / 1e6);
+            at = w < 0 ? sizeof(parts) : at + (size_t)w;
+        }
+        char thread[96] = "";
+        if (h->tid)
+            report_thread_label(rec, h->tid, thread, sizeof(thread));
+        fprintf(f, "%s{\"frame\": %llu, \"at_s\": %.3f, \"frame_ms\": %.3f, \"excess_ms\": %.3f, "
+                "\"cause\": \"%s\", \"evidence\": ", i ? ",\n" : "", (unsigned long long)h->frame,
+                h->at_s, (double)h->frame_ns / 1e6, (double)(h->frame_ns - h->median_ns) / 1e6,
+                hitch_cause_name(h->cause));
+        html_json_string(f, parts);
+        fputs(", \"thread\": ", f);
+        html_json_string(f, thread);
+        fputc('}', f);
     }
     fputs("],\n\"zones_csv\": ", f);
     html_json_string(f, zones);
@@ -672,6 +699,29 @@ static const char report_page_tail[] =
     "        return rows;\n"
     "    }\n"
     "\n"
+    "    function renderHitches() {\n"
+    "        add(report, 'h2', 'Hitches');\n"
+    "        if (!data.hitches.length) {\n"
+    "            add(report, 'p', 'No hitches: no frame was twice the median of its neighbours '\n"
+    "                + 'and 4 ms over it.', 'note');\n"
+    "            return;\n"
+    "        }\n"
+    "        var table = add(report, 'table');\n"
+    "        var head = add(table, 'tr');\n"
+    "        ['frame', 'at (s)', 'frame (ms)', 'over its neighbours (ms)', 'cause', 'evidence',\n"
+    "         'thread'].forEach(function (name) { add(head, 'th', name); });\n"
+    "        data.hitches.forEach(function (h) {\n"
+    "            var tr = add(table, 'tr');\n"
+    "            add(tr, 'td', String(h.frame));\n"
+    "            add(tr, 'td', h.at_s.toFixed(3));\n"
+    "            add(tr, 'td', h.frame_ms.toFixed(1));\n"
+    "            add(tr, 'td', '+' + h.excess_ms.toFixed(1));\n"
+    "            add(tr, 'td', h.cause, 'text');\n"
+    "            add(tr, 'td', h.evidence, 'text');\n"
+    "            add(tr, 'td', h.thread, 'text');\n"
+    "        });\n"
+    "    }\n"
+    "\n"
     "    function renderZones() {\n"
     "        add(report, 'h2', 'Zones');\n"
     "        var rows = parseCsv(data.zones_csv);\n"
@@ -697,8 +747,13 @@ static const char report_page_tail[] =
     "                    var depth = value.split('/').length - 1;\n"
     "                    var label = '  '.repeat(depth) + value.split('/').pop();\n"
     "                    add(tr, 'td', label, 'path').title = value;\n"
+    "                } else if (name === 'thread') {\n"
+    "                    // Threads share names (five called after the game): the id tells them\n"
+    "                    // apart.\n"
+    "                    var id = row[at['thread_id']];\n"
+    "                    add(tr, 'td', id ? value + ' (tid ' + id + ')' : value, 'text');\n"
     "                } else {\n"
-    "                    add(tr, 'td', value, name === 'thread' ? 'text' : undefined);\n"
+    "                    add(tr, 'td', value);\n"
     "                }\n"
     "            });\n"
     "        });\n"
@@ -708,6 +763,7 @@ static const char report_page_tail[] =
     "    renderFrameTimes();\n"
     "    renderBudget();\n"
     "    renderHistogram();\n"
+    "    renderHitches();\n"
     "    renderZones();\n"
     "    document.getElementById('status').textContent = 'rendered';\n"
     "    document.body.dataset.rendered = 'yes';\n"

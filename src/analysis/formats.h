@@ -10,6 +10,8 @@
 
 #include "report.h"
 
+struct hitch_stats;
+
 /* What the writers need of the run beyond the frame logs; the report fills it. */
 struct formats_run {
     const struct recording *rec;
@@ -27,6 +29,7 @@ struct formats_run {
     double verdict_share[FSCOPE_VERDICT_COUNT];
     bool gpu_timed;
     double budget_ms[2 + FSCOPE_BLOCK_COUNT]; /* means: cpu, gpu busy, blocks in enum order */
+    const struct hitch_stats *hitches;        /* NULL: none judged */
 };
 
 /* Writers for capture_dir_write() (capture_dir.h); run is a struct formats_run. Each

@@ -233,9 +233,14 @@ static void write_diagnoses(const struct recording *rec, struct presentation_sta
     } else if (s->presented_interval_ms > 0 && s->claimed_refresh_ms > 0 &&
                fabs(s->presented_interval_ms - s->claimed_refresh_ms) >
                    0.1 * s->claimed_refresh_ms) {
-        diagnose(s, "presenting every %.2f ms while the output claims %.0f Hz (%.2f ms)%s",
+        /* The shown cadence is the compositor's (the app's own is in the diagnosis above when
+         * it outruns the output): said as such, so the two never read as a contradiction. */
+        bool faster = s->app_interval_ms < 0.9 * s->presented_interval_ms;
+        diagnose(s, "the compositor shows a new frame every %.2f ms while the output claims "
+                 "%.0f Hz (%.2f ms)%s; the app presents every %.2f ms%s",
                  s->presented_interval_ms, 1000.0 / s->claimed_refresh_ms,
-                 s->claimed_refresh_ms, s->vsync ? "" : "; no vsync flag");
+                 s->claimed_refresh_ms, s->vsync ? "" : ", no vsync flag", s->app_interval_ms,
+                 faster ? ", faster than it shows them" : ", at the cadence it is shown");
     }
 }
 
@@ -327,11 +332,27 @@ void presentation_write_text(const struct recording *rec, FILE *f,
     }
     if (!s->tracked)
         return;
+    /* Feedback that stopped (or a recording that ended) leaves pending frames that will never
+     * be resolved: they are called what they are. */
+    bool stopped = false;
+    const char *why_unknown = "the compositor reported no presentation time";
+    for (unsigned l = 0; l < logs; l++)
+        if (rec->logs[l].untracked_why[0]) {
+            stopped = true;
+            why_unknown = rec->logs[l].untracked_why;
+            break;
+        }
+    bool final = stopped || rec->state == REC_STATE_ENDED;
     const struct presentation_accounting *t = &s->total;
-    fprintf(f, "  shown       requested %llu = presented %llu + discarded %llu (%llu by "
-            "swapchain recreation) + pending %llu%s\n", (unsigned long long)t->requested,
-            (unsigned long long)t->presented, (unsigned long long)t->discarded,
-            (unsigned long long)t->discarded_recreation, (unsigned long long)t->pending,
+    fprintf(f, "  shown       %llu frames = presented %llu + discarded %llu (%llu by swapchain "
+            "recreation) + %s %llu%s + untracked %llu%s%s\n",
+            (unsigned long long)(t->requested + t->untracked), (unsigned long long)t->presented,
+            (unsigned long long)t->discarded, (unsigned long long)t->discarded_recreation,
+            final ? "never resolved" : "pending", (unsigned long long)t->pending,
+            final && t->pending ? (stopped ? " (feedback stopped)" : " (the app ended first)")
+                                : "",
+            (unsigned long long)t->untracked,
+            t->untracked ? " (no feedback asked for them)" : "",
             t->failed ? "; some feedback requests failed" : "");
     if (t->present_failed)
         fprintf(f, "  failed      %llu presents returned an error (out of date, surface lost): "
@@ -341,28 +362,55 @@ void presentation_write_text(const struct recording *rec, FILE *f,
                 s->mismatch_text);
     struct output outs[MAX_OUTPUTS];
     unsigned nout = outputs_known(rec, outs);
-    fprintf(f, "  cadence     app presents every %.3f ms; shown every %.3f ms; compositor claims "
-            "%.3f ms refresh%s; refresh unit %.3f ms (%s)\n", s->app_interval_ms,
-            s->presented_interval_ms, s->claimed_refresh_ms, s->vsync ? " (vsync)" : "",
-            s->unit_ms, s->vsync ? "claimed, vsync-flagged" : "measured");
-    fprintf(f, "  intervals   1 refresh %llu, 2: %llu, 3: %llu, 4+: %llu; missed refreshes %llu; "
-            "judder %.3f ms\n", (unsigned long long)s->intervals_by_units[0],
-            (unsigned long long)s->intervals_by_units[1],
-            (unsigned long long)s->intervals_by_units[2],
-            (unsigned long long)s->intervals_by_units[3],
-            (unsigned long long)s->missed_refreshes, s->judder_ms);
-    fprintf(f, "  latency     present call to shown: mean %.3f  p50 %.3f  p95 %.3f  p99 %.3f ms;"
-            " from its return: mean %.3f  p50 %.3f ms\n", s->latency_ms[0], s->latency_ms[1],
-            s->latency_ms[2], s->latency_ms[3], s->latency_return_ms[0], s->latency_return_ms[1]);
+    /* What was not reported is said unknown, with why, never printed as a measured zero. */
+    char shown_every[48], claims[64];
+    if (s->presented_interval_ms > 0)
+        snprintf(shown_every, sizeof(shown_every), "%.3f ms", s->presented_interval_ms);
+    else
+        snprintf(shown_every, sizeof(shown_every), "unknown");
+    if (s->claimed_refresh_ms > 0)
+        snprintf(claims, sizeof(claims), "%.3f ms refresh%s", s->claimed_refresh_ms,
+                 s->vsync ? " (vsync)" : "");
+    else
+        snprintf(claims, sizeof(claims), "no refresh");
+    fprintf(f, "  cadence     app presents every %.3f ms; shown every %s; compositor claims %s",
+            s->app_interval_ms, shown_every, claims);
+    if (s->unit_ms > 0)
+        fprintf(f, "; refresh unit %.3f ms (%s)\n", s->unit_ms,
+                s->vsync ? "claimed, vsync-flagged" : "measured");
+    else
+        fprintf(f, "; refresh unit unknown (%s)\n", why_unknown);
+    if (s->unit_ms > 0)
+        fprintf(f, "  intervals   1 refresh %llu, 2: %llu, 3: %llu, 4+: %llu; missed refreshes "
+                "%llu; judder %.3f ms\n", (unsigned long long)s->intervals_by_units[0],
+                (unsigned long long)s->intervals_by_units[1],
+                (unsigned long long)s->intervals_by_units[2],
+                (unsigned long long)s->intervals_by_units[3],
+                (unsigned long long)s->missed_refreshes, s->judder_ms);
+    else
+        fprintf(f, "  intervals   unknown: no refresh to count them in (%s)\n", why_unknown);
+    if (s->latency_samples)
+        fprintf(f, "  latency     present call to shown: mean %.3f  p50 %.3f  p95 %.3f  p99 %.3f "
+                "ms; from its return: mean %.3f  p50 %.3f ms\n", s->latency_ms[0],
+                s->latency_ms[1], s->latency_ms[2], s->latency_ms[3], s->latency_return_ms[0],
+                s->latency_return_ms[1]);
+    else
+        fprintf(f, "  latency     unknown: no frame's presentation time was reported (%s)\n",
+                why_unknown);
     if (s->shown_output >= 0 && (unsigned)s->shown_output < nout)
         fprintf(f, "  shown on    %s (%dx%d @ %.3f Hz, scale %d)%s\n", outs[s->shown_output].name,
                 outs[s->shown_output].width, outs[s->shown_output].height,
                 outs[s->shown_output].refresh_hz, outs[s->shown_output].scale,
                 s->shown_output_ambiguous ? "; matched by refresh, several outputs share it" : "");
     fprintf(f, "  outputs    ");
-    for (unsigned i = 0; i < nout; i++)
-        fprintf(f, " %s %dx%d@%.2fHz scale %d;", outs[i].name, outs[i].width, outs[i].height,
-                outs[i].refresh_hz, outs[i].scale);
+    for (unsigned i = 0; i < nout; i++) {
+        fprintf(f, " %s %dx%d", outs[i].name, outs[i].width, outs[i].height);
+        if (outs[i].refresh_hz > 0)
+            fprintf(f, "@%.2fHz", outs[i].refresh_hz);
+        else
+            fputs(" (refresh not reported)", f);
+        fprintf(f, " scale %d;", outs[i].scale);
+    }
     fprintf(f, "%s\n", nout ? "" : " unknown");
     for (unsigned i = 0; i < s->diagnosis_count; i++)
         fprintf(f, "  diagnosis   %s\n", s->diagnoses[i]);

@@ -14,6 +14,7 @@
 #include "counters.h"
 #include "formats.h"
 #include "gpu_zones.h"
+#include "hitches.h"
 #include "kms.h"
 #include "presentation.h"
 #include "stats.h"
@@ -143,10 +144,24 @@ void display_evidence_compute(const struct recording *rec, const struct recordin
         }
         return;
     }
-    /* No feedback: the present mode is all we know. */
-    ret->paces = fifo * 2 > count;
-    snprintf(ret->why, sizeof(ret->why), "%s present mode, no presentation feedback",
-             ret->paces ? "FIFO" : "non-FIFO");
+    /* No feedback: FIFO alone is no evidence (Xvfb, or a compositor that never says when it
+     * showed a frame, lets a FIFO app run at hundreds of frames a second). A display paces it
+     * when it presents at the refresh of an output we know. */
+    char output[64];
+    double hz;
+    bool fifo_mostly = fifo * 2 > count;
+    ret->paces = fifo_mostly && presentation_pacing_output(rec, ret->app_interval_ms, output,
+                                                           sizeof(output), &hz);
+    if (ret->paces)
+        snprintf(ret->why, sizeof(ret->why), "FIFO at the refresh of output %s (%.0f Hz: the "
+                 "app presents every %.2f ms), no presentation feedback", output, hz,
+                 ret->app_interval_ms);
+    else if (fifo_mostly)
+        snprintf(ret->why, sizeof(ret->why), "FIFO present mode but no presentation feedback, "
+                 "and the app presents every %.2f ms, at no known output's refresh: no "
+                 "evidence a display paces it", ret->app_interval_ms);
+    else
+        snprintf(ret->why, sizeof(ret->why), "non-FIFO present mode, no presentation feedback");
 }
 
 void frame_budget(const struct recording *rec, const struct fscope_frame *f,
@@ -270,6 +285,7 @@ struct run_stats {
     char reason[1024];
     struct display_evidence *evidence; /* per log, in log order */
     unsigned primary_log;              /* the log with the most frames */
+    struct hitch_stats hitches;
 };
 
 static double percentile_ms(const int64_t *sorted, uint64_t n, double p)
@@ -304,8 +320,7 @@ static double ms_per_frame(int64_t total_ns, uint64_t frames)
     return (double)total_ns / 1e6 / (double)frames;
 }
 
-/* "name (tid N)" of a thread the recording knows, else "tid N". Returns buf. */
-static const char *thread_label(const struct recording *rec, int tid, char *buf, size_t len)
+const char *report_thread_label(const struct recording *rec, int tid, char *buf, size_t len)
 {
     for (unsigned i = 0; i < rec->thread_count; i++) {
         if (rec->threads[i].tid == tid && rec->threads[i].state != SLOT_EXTERNAL) {
@@ -373,7 +388,7 @@ static void run_reason(struct run_stats *s)
             double cpu = (double)s->kernel_cpu;
             snprintf(split, sizeof(split), "; of the CPU part, on thread %s: busy %.1f%%, "
                      "starved (runnable, no CPU) %.1f%%, blocked outside Vulkan %.1f%%",
-                     thread_label(s->rec, s->kernel_tid, thread, sizeof(thread)),
+                     report_thread_label(s->rec, s->kernel_tid, thread, sizeof(thread)),
                      100.0 * (double)s->cpu_busy / cpu,
                      100.0 * (double)s->cpu_starved / cpu, 100.0 * (double)s->cpu_blocked / cpu);
         }
@@ -395,6 +410,7 @@ static void compute_stats(const struct recording *rec, struct run_stats *s)
     s->rec = rec;
     presentation_compute(rec, &s->presentation);
     s->evidence = evidence_all(rec);
+    hitches_compute(rec, s->evidence, &s->hitches);
     unsigned logs = rec->log_count;
     uint64_t most = 0;
     for (unsigned l = 0; l < logs; l++) {
@@ -622,7 +638,8 @@ static void write_kernel_text(FILE *f, const struct run_stats *s)
     uint64_t n = s->kernel_frames;
     fprintf(f, "  kernel      thread %s: CPU part %.3f = busy %.3f + starved %.3f + blocked "
             "outside Vulkan %.3f ms per frame; whole frame: on CPU %.3f, runnable %.3f, asleep "
-            "%.3f ms (%llu frames)\n", thread_label(rec, s->kernel_tid, thread, sizeof(thread)),
+            "%.3f ms (%llu frames)\n",
+            report_thread_label(rec, s->kernel_tid, thread, sizeof(thread)),
             ms_per_frame(s->kernel_cpu, n), ms_per_frame(s->cpu_busy, n),
             ms_per_frame(s->cpu_starved, n), ms_per_frame(s->cpu_blocked, n),
             ms_per_frame(s->oncpu, n), ms_per_frame(s->runnable, n), ms_per_frame(s->asleep, n),
@@ -676,7 +693,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
         write_kernel_text(f, s);
         char thread[64];
         counters_write_text(f, rec, &s->counters,
-                            thread_label(rec, s->kernel_tid, thread, sizeof(thread)));
+                            report_thread_label(rec, s->kernel_tid, thread, sizeof(thread)));
         gpu_zones_write_text(f, rec, s->frames);
         threads_write_text(f, rec);
         drm_write_text(f, rec);
@@ -693,6 +710,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
         fputc('\n', f);
     }
     presentation_write_text(rec, f, &s->presentation);
+    hitches_write_text(f, rec, &s->hitches);
     write_caps_text(f, s);
     write_recording_notes(f, rec);
     for (unsigned i = 0; i < rec->note_count; i++)
@@ -771,7 +789,7 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
         fputs(", \"why\": ", f);
         json_write_string(f, rec->kernel_why);
         fputs(", \"thread\": ", f);
-        json_write_string(f, s->kernel_frames ? thread_label(rec, s->kernel_tid, thread,
+        json_write_string(f, s->kernel_frames ? report_thread_label(rec, s->kernel_tid, thread,
                                                               sizeof(thread)) : "");
         fprintf(f, ", \"frames\": %llu, \"cpu_ms\": %.6f, \"cpu_busy_ms\": %.6f, "
                 "\"cpu_starved_ms\": %.6f, \"cpu_blocked_ms\": %.6f, \"oncpu_ms\": %.6f, "
@@ -797,6 +815,7 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
                 s->frames ? (double)s->verdict_frames[v] / (double)s->frames : 0.0);
     fputs("}},\n", f);
     presentation_write_json(rec, f, &s->presentation);
+    hitches_write_json(f, rec, &s->hitches);
     threads_write_json(f, rec);
     drm_write_json(f, rec);
     kms_write_json(f, rec);
@@ -843,10 +862,18 @@ static void write_recording_notes(FILE *f, const struct recording *rec)
             fprintf(f, "  ended       killed by signal %d (%s) before its exit: the recording "
                     "holds what it had written until then\n", rec->end_signal,
                     strsignal(rec->end_signal));
-        else if (rec->end_status)
-            fprintf(f, "  ended       exited (status %d) without reaching framescope's exit "
-                    "handler: the recording holds what it had written until then\n",
-                    rec->end_status - 1);
+        else if (rec->end_status) {
+            int status = rec->end_status - 1;
+            char how[96] = "";
+            if (status == 124)
+                snprintf(how, sizeof(how), " (what timeout(1) returns when its time runs out)");
+            else if (status > 128 && status < 128 + 65)
+                snprintf(how, sizeof(how), " (128 + %d: a death by signal %s, as a shell "
+                         "reports it)", status - 128, strsignal(status - 128));
+            fprintf(f, "  ended       %s ended without reaching its own exit; the command "
+                    "framescope ran exited with status %d%s: the recording holds what it had "
+                    "written until then\n", rec->app[0] ? rec->app : "the app", status, how);
+        }
         else
             fprintf(f, "  ended       still running or cut short: the recording holds what it "
                     "had written until then\n");
@@ -885,7 +912,9 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
           "cap,present,presented_ms,latency_ms,latency_from_return_ms,refresh_ms,seq,flags,"
           "output,device,display_gpu_ms,display_wait_ms,present_overhead_ms,waits_gpu_ms,"
           "waits_gpu_idle_ms,other_fence_ms,other_semaphore_ms,other_idle_ms,cpu_busy_ms,"
-          "cpu_starved_ms,cpu_blocked_ms,oncpu_ms,runnable_ms,asleep_ms,kernel_tid", f);
+          "cpu_starved_ms,cpu_blocked_ms,oncpu_ms,runnable_ms,asleep_ms,kernel_tid,"
+          "pipelines,pipeline_ms,shader_modules,shader_module_ms,memory_calls,memory_ms,"
+          "swapchain_ms", f);
     counters_write_csv_header(f, rec);
     fputc('\n', f);
     unsigned logs = rec->log_count;
@@ -951,6 +980,13 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
             } else {
                 fputs(",,,,,,,", f);
             }
+            fprintf(f, ",%llu", (unsigned long long)fr->counts[FSCOPE_COUNT_PIPELINES]);
+            csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_PIPELINE_TICKS]));
+            fprintf(f, ",%llu", (unsigned long long)fr->counts[FSCOPE_COUNT_SHADERS]);
+            csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_SHADER_TICKS]));
+            fprintf(f, ",%llu", (unsigned long long)fr->counts[FSCOPE_COUNT_MEMORY_CALLS]);
+            csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_MEMORY_TICKS]));
+            csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_SWAPCHAIN_TICKS]));
             counters_write_csv_row(f, rec, fr);
             fputc('\n', f);
         }
@@ -979,7 +1015,7 @@ static int zones_writer(FILE *f, const void *arg)
 static int trace_writer(FILE *f, const void *arg)
 {
     const struct run_stats *s = arg;
-    return trace_write(f, s->rec);
+    return trace_write(f, s->rec, &s->hitches);
 }
 
 static int threads_writer(FILE *f, const void *arg)
@@ -1024,6 +1060,7 @@ static void formats_run_fill(const struct run_stats *s, struct formats_run *ret)
         ret->verdict_share[v] = s->frames ? (double)s->verdict_frames[v] / (double)s->frames : 0;
     ret->gpu_timed = s->total.gpu_timed;
     memcpy(ret->budget_ms, s->budget_ms, sizeof(ret->budget_ms));
+    ret->hitches = &s->hitches;
 }
 
 struct report *report_create(struct recording *rec)
@@ -1042,6 +1079,7 @@ void report_destroy(struct report *r)
     if (!r)
         return;
     free(r->stats.evidence);
+    hitches_free(&r->stats.hitches);
     free(r);
 }
 

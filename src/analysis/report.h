@@ -116,6 +116,8 @@ struct frame_budget_ns {
 void frame_budget(const struct recording *rec, const struct fscope_frame *f,
                   const struct display_evidence *ev, struct frame_budget_ns *ret);
 enum fscope_verdict frame_verdict(const struct frame_budget_ns *b);
+/* "name (tid N)" of a thread the recording knows, else "tid N". Returns buf. */
+const char *report_thread_label(const struct recording *rec, int tid, char *buf, size_t len);
 const char *verdict_name(enum fscope_verdict v);
 
 /* Fills gpu_busy_ticks and block_gpu_ticks of every frame from the GPU spans of the frame's

@@ -12,6 +12,7 @@
 
 #include "framescope.h"
 #include "gpu_zones.h"
+#include "hitches.h"
 #include "zones.h"
 
 #define TRACE_MAX_DEPTH 64
@@ -104,7 +105,23 @@ static void write_thread(struct trace_writer *w, const struct recording_thread *
     }
 }
 
-int trace_write(FILE *f, const struct recording *rec)
+/* Each hitch as an instant event on the track of the thread that closed its frame, at the
+ * frame's end (its present call), named by its cause. */
+static void write_hitches(struct trace_writer *w, const struct hitch_stats *hitches)
+{
+    for (uint64_t i = 0; hitches && i < hitches->count; i++) {
+        const struct hitch *h = &hitches->hitches[i];
+        int tid = h->tid ? h->tid : w->pid;
+        event_prefix(w, "i", tid, h->end_ticks);
+        fprintf(w->f, ",\"s\":\"t\",\"name\":\"hitch +%.1f ms: %s\",\"args\":{\"frame\":%llu,"
+                "\"surface\":%u,\"frame_ms\":%.3f,\"median_ms\":%.3f}}",
+                (double)(h->frame_ns - h->median_ns) / 1e6, hitch_cause_name(h->cause),
+                (unsigned long long)h->frame, h->log, (double)h->frame_ns / 1e6,
+                (double)h->median_ns / 1e6);
+    }
+}
+
+int trace_write(FILE *f, const struct recording *rec, const struct hitch_stats *hitches)
 {
     const struct fscope_event **stack = malloc(sizeof(*stack) * TRACE_MAX_DEPTH);
     if (!stack)
@@ -117,6 +134,7 @@ int trace_write(FILE *f, const struct recording *rec)
     for (unsigned i = 0; i < rec->thread_count; i++)
         write_thread(&w, &rec->threads[i], stack);
     gpu_zones_write_trace(f, rec, w.pid, w.base_ns, &w.first);
+    write_hitches(&w, hitches);
     fputs("\n]}\n", f);
     free(stack);
     return 0;

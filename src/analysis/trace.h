@@ -7,7 +7,9 @@
 #include "recording.h"
 
 /* Writes the whole Chrome trace of rec to f. Returns 0 or -errno. */
-int trace_write(FILE *f, const struct recording *rec);
+struct hitch_stats;
+/* hitches: NULL, or instant events to add on the threads' tracks. */
+int trace_write(FILE *f, const struct recording *rec, const struct hitch_stats *hitches);
 
 /* Writes a JSON string literal (with quotes) for s. */
 void json_write_string(FILE *f, const char *s);

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define REC_MAGIC "FSCOPREC"
-#define REC_VERSION 4u
+#define REC_VERSION 5u
 /* Objects and chunks start at multiples of this: a cache line, so no two writers share one. */
 #define REC_ALIGN 64u
 /* The arena's size: virtual address space only (a sparse memfd, mapped without reserve), so
@@ -183,6 +183,15 @@ enum fscope_counter {
     FSCOPE_COUNT_WAIT_FENCE_TICKS,
     FSCOPE_COUNT_WAIT_SEMAPHORE_TICKS,
     FSCOPE_COUNT_WAIT_IDLE_TICKS,
+    /* Work that stalls a frame when done on its critical path (the hitches' evidence): time
+     * in the call and how many objects it made, on every thread. */
+    FSCOPE_COUNT_PIPELINE_TICKS, /* vkCreate{Graphics,Compute,RayTracing}Pipelines */
+    FSCOPE_COUNT_PIPELINES,
+    FSCOPE_COUNT_SHADER_TICKS,   /* vkCreateShaderModule */
+    FSCOPE_COUNT_SHADERS,
+    FSCOPE_COUNT_MEMORY_TICKS,   /* vkAllocateMemory, vkFreeMemory */
+    FSCOPE_COUNT_MEMORY_CALLS,
+    FSCOPE_COUNT_SWAPCHAIN_TICKS, /* vkCreateSwapchainKHR */
     FSCOPE_COUNT_COUNT,
 };
 

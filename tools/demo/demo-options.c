@@ -36,6 +36,10 @@ static const char usage_text[] =
     "                          frames; replaces --gpu-iters)\n"
     "  --stall-at F            sleep once, before recording frame F (0-based) ...\n"
     "  --stall-ms M            ... for M ms, like a load screen (both are needed)\n"
+    "  --cpu-spike F:M         busy-loop M ms once, before recording frame F (0-based)\n"
+    "  --pipelines-at F:N      create N graphics pipelines (and their shader modules) with no\n"
+    "                          cache once, before recording frame F, then destroy them (a\n"
+    "                          level loading its materials mid-run)\n"
     "  --frames-in-flight K    frames the CPU may run ahead of the GPU (1-8, default 2)\n"
     "\n"
     "Output\n"
@@ -144,6 +148,8 @@ enum option_id {
     OPTION_NO_DESTROY,
     OPTION_STALL_AT,
     OPTION_STALL_MS,
+    OPTION_CPU_SPIKE,
+    OPTION_PIPELINES_AT,
     OPTION_FRAMES_IN_FLIGHT,
     OPTION_QUIET,
     OPTION_HELP,
@@ -187,6 +193,8 @@ static const struct option long_options[] = {
     { "no-destroy", no_argument, NULL, OPTION_NO_DESTROY },
     { "stall-at", required_argument, NULL, OPTION_STALL_AT },
     { "stall-ms", required_argument, NULL, OPTION_STALL_MS },
+    { "cpu-spike", required_argument, NULL, OPTION_CPU_SPIKE },
+    { "pipelines-at", required_argument, NULL, OPTION_PIPELINES_AT },
     { "frames-in-flight", required_argument, NULL, OPTION_FRAMES_IN_FLIGHT },
     { "quiet", no_argument, NULL, OPTION_QUIET },
     { "help", no_argument, NULL, OPTION_HELP },
@@ -411,6 +419,8 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
         .threads = 1,
         .instances = 1,
         .stall_at = -1,
+        .cpu_spike_at = -1,
+        .pipelines_at = -1,
         .frames_in_flight = 2,
         .submits = 1,
         .devices = 1,
@@ -511,6 +521,39 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
                 return DEMO_PARSE_EXIT_USAGE;
             options.stall_at = (int64_t)value;
             break;
+        case OPTION_CPU_SPIKE: {
+            char frame[32];
+            const char *colon = strchr(optarg, ':');
+            if (!colon || (size_t)(colon - optarg) >= sizeof(frame)) {
+                fprintf(stderr, DEMO_NAME ": --cpu-spike takes FRAME:MS, not '%s'\n", optarg);
+                return DEMO_PARSE_EXIT_USAGE;
+            }
+            memcpy(frame, optarg, (size_t)(colon - optarg));
+            frame[colon - optarg] = '\0';
+            if (!parse_uint(name, frame, 0, INT64_MAX, &value) ||
+                !parse_ms(name, colon + 1, 60000.0, &options.cpu_spike_ms))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.cpu_spike_at = (int64_t)value;
+            break;
+        }
+        case OPTION_PIPELINES_AT: {
+            char frame[32];
+            const char *colon = strchr(optarg, ':');
+            uint64_t count;
+            if (!colon || (size_t)(colon - optarg) >= sizeof(frame)) {
+                fprintf(stderr, DEMO_NAME ": --pipelines-at takes FRAME:COUNT, not '%s'\n",
+                        optarg);
+                return DEMO_PARSE_EXIT_USAGE;
+            }
+            memcpy(frame, optarg, (size_t)(colon - optarg));
+            frame[colon - optarg] = '\0';
+            if (!parse_uint(name, frame, 0, INT64_MAX, &value) ||
+                !parse_uint(name, colon + 1, 1, 1000, &count))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.pipelines_at = (int64_t)value;
+            options.pipelines = (uint32_t)count;
+            break;
+        }
         case OPTION_STALL_MS:
             if (!parse_ms(name, optarg, 600000.0, &options.stall_ms))
                 return DEMO_PARSE_EXIT_USAGE;

@@ -46,6 +46,10 @@ struct demo_options {
     bool no_destroy;
     int64_t stall_at;           /* -1: no stall */
     double stall_ms;
+    int64_t cpu_spike_at;       /* -1: none */
+    double cpu_spike_ms;
+    int64_t pipelines_at;       /* -1: none */
+    uint32_t pipelines;
     uint32_t frames_in_flight;
     bool quiet;
     uint32_t api_version;       /* VK_API_VERSION_1_x; 0: the loader's, at most 1.3 */

@@ -240,6 +240,21 @@ static void run_cpu_load(const struct demo_options *options, uint64_t frame)
         wait_for_worker_lock(options->lock_wait_ms);
     if ((int64_t)frame == options->stall_at)
         sleep_ms(options->stall_ms);
+    if ((int64_t)frame == options->cpu_spike_at)
+        burn_cpu(options->cpu_spike_ms);
+}
+
+/* --pipelines-at: a level's materials compiled mid-run, on the render thread. */
+static void create_pipelines(struct demo *demo, uint64_t frame, VkFormat format,
+                             VkImageLayout layout)
+{
+    if ((int64_t)frame != demo->options.pipelines_at)
+        return;
+    for (uint32_t i = 0; i < demo->options.pipelines; i++) {
+        struct demo_pipeline *p = demo_pipeline_create(demo->gpu, format, layout);
+        if (p)
+            demo_pipeline_destroy(demo->gpu, p);
+    }
 }
 
 /*
@@ -415,6 +430,7 @@ static bool run_wayland_frame(struct demo *demo, uint64_t frame)
         return false;
 
     run_cpu_load(options, frame);
+    create_pipelines(demo, frame, demo->surface_format.format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR);
 
     struct demo_render_target target = render_target(demo->targets, image_index);
     struct demo_frame_sync sync = {
@@ -456,6 +472,7 @@ static bool run_no_fence_wait_frame(struct demo *demo, uint64_t frame)
         return false;
 
     run_cpu_load(&demo->options, frame);
+    create_pipelines(demo, frame, demo->surface_format.format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR);
 
     struct demo_frame_sync sync = {
         .render_done = demo->targets->images[image_index].render_done,
@@ -487,6 +504,8 @@ static bool run_offscreen_frame(struct demo *demo, uint64_t frame)
     if (!demo_renderer_wait_slot(demo->renderer, &unused))
         return false;
     run_cpu_load(&demo->options, frame);
+    create_pipelines(demo, frame, VK_FORMAT_R8G8B8A8_UNORM,
+                     VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
 
     uint32_t image_index = (uint32_t)(frame % demo->targets->image_count);
     struct demo_render_target target = render_target(demo->targets, image_index);

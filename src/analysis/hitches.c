@@ -1,0 +1,404 @@
+#include "hitches.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h"
+#include "trace.h"
+
+static const char *const cause_names[HITCH_CAUSE_COUNT] = {
+    "cpu_work", "starved", "asleep", "cpu", "gpu", "display", "present", "sync", "cap",
+    "unexplained",
+};
+
+static const char *const cause_words[HITCH_CAUSE_COUNT] = {
+    "CPU work",
+    "starved (runnable, no CPU: other work ran)",
+    "asleep outside Vulkan (a lock, I/O, a page fault, another thread)",
+    "the CPU part (not split: no kernel view of the frame)",
+    "waiting for the GPU",
+    "waiting for the display",
+    "in acquire/present with the GPU idle (compositor or driver)",
+    "fence/semaphore waits with the GPU idle",
+    "the frame cap",
+    "unexplained",
+};
+
+const char *hitch_cause_name(enum hitch_cause c)
+{
+    return c < HITCH_CAUSE_COUNT ? cause_names[c] : "?";
+}
+
+const char *hitch_cause_words(enum hitch_cause c)
+{
+    return c < HITCH_CAUSE_COUNT ? cause_words[c] : "?";
+}
+
+/* A frame's parts, a partition of it (struct frame_budget_ns says how each is measured). */
+static void frame_parts(const struct frame_budget_ns *b, int64_t p[HITCH_CAUSE_COUNT])
+{
+    memset(p, 0, HITCH_CAUSE_COUNT * sizeof(*p));
+    if (b->kernel) {
+        p[HITCH_CPU_WORK] = b->cpu_busy;
+        p[HITCH_STARVED] = b->cpu_starved;
+        p[HITCH_ASLEEP] = b->cpu_blocked;
+    } else {
+        p[HITCH_CPU] = b->cpu;
+    }
+    for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
+        if (k != FSCOPE_BLOCK_CAP)
+            p[HITCH_GPU] += b->block_gpu[k];
+    p[HITCH_DISPLAY] = b->display_wait;
+    p[HITCH_PRESENT] = b->present_overhead;
+    p[HITCH_SYNC] = b->gpu_idle_in_waits;
+    p[HITCH_CAP] = b->block[FSCOPE_BLOCK_CAP];
+}
+
+static int compare_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int64_t median_i64(int64_t *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), compare_i64);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The neighbours of frame i among n: up to HITCH_WINDOW, centred where the log allows. */
+static void window_of(uint64_t i, uint64_t n, uint64_t *ret_lo, uint64_t *ret_hi)
+{
+    int64_t lo = (int64_t)i - HITCH_WINDOW / 2, hi = (int64_t)i + HITCH_WINDOW / 2;
+    if (lo < 0) {
+        hi -= lo;
+        lo = 0;
+    }
+    if (hi >= (int64_t)n) {
+        lo -= hi - (int64_t)n + 1;
+        hi = (int64_t)n - 1;
+    }
+    *ret_lo = lo < 0 ? 0 : (uint64_t)lo;
+    *ret_hi = (uint64_t)hi;
+}
+
+/* Splits hitch h's excess over the parts that grew against their neighbours' medians. */
+static void split_excess(struct hitch *h, int64_t (*parts)[HITCH_CAUSE_COUNT], uint64_t lo,
+                         uint64_t hi, int64_t *scratch)
+{
+    int64_t excess = h->frame_ns - h->median_ns, grown[HITCH_CAUSE_COUNT] = { 0 }, sum = 0;
+    for (unsigned c = 0; c < HITCH_UNEXPLAINED; c++) {
+        size_t m = 0;
+        for (uint64_t j = lo; j <= hi; j++)
+            if (j != h->frame)
+                scratch[m++] = parts[j][c];
+        int64_t d = parts[h->frame][c] - (m ? median_i64(scratch, m) : 0);
+        grown[c] = d > 0 ? d : 0;
+        sum += grown[c];
+    }
+    memset(h->part_ns, 0, sizeof(h->part_ns));
+    if (sum * 2 < excess) {
+        h->part_ns[HITCH_UNEXPLAINED] = excess;
+        h->cause = HITCH_UNEXPLAINED;
+        return;
+    }
+    int64_t given = 0;
+    unsigned largest = 0;
+    for (unsigned c = 0; c < HITCH_UNEXPLAINED; c++) {
+        h->part_ns[c] = (int64_t)((double)excess * (double)grown[c] / (double)sum);
+        given += h->part_ns[c];
+        if (grown[c] > grown[largest])
+            largest = c;
+    }
+    h->part_ns[largest] += excess - given; /* rounding: the parts sum to the excess exactly */
+    h->cause = (enum hitch_cause)largest;
+}
+
+static void keep_worst(struct hitch_stats *s, const struct hitch *h)
+{
+    int64_t excess = h->frame_ns - h->median_ns;
+    unsigned at = s->worst_count;
+    while (at > 0 && s->worst[at - 1].frame_ns - s->worst[at - 1].median_ns < excess)
+        at--;
+    if (at >= HITCH_WORST)
+        return;
+    unsigned last = s->worst_count < HITCH_WORST ? s->worst_count : HITCH_WORST - 1;
+    memmove(&s->worst[at + 1], &s->worst[at], (last - at) * sizeof(*h));
+    s->worst[at] = *h;
+    if (s->worst_count < HITCH_WORST)
+        s->worst_count++;
+}
+
+static void log_hitches(const struct recording *rec, unsigned l, const struct display_evidence *ev,
+                        uint64_t origin, struct hitch_stats *s, size_t *cap)
+{
+    const struct recording_log *log = &rec->logs[l];
+    uint64_t n = log->frame_count;
+    if (n < 9)
+        return; /* too few neighbours to call any frame a spike */
+    int64_t (*parts)[HITCH_CAUSE_COUNT] = malloc(n * sizeof(*parts));
+    int64_t *times = malloc(n * sizeof(*times));
+    int64_t *scratch = malloc(HITCH_WINDOW * sizeof(*scratch));
+    if (!parts || !times || !scratch)
+        goto out;
+    for (uint64_t i = 0; i < n; i++) {
+        struct frame_budget_ns b;
+        frame_budget(rec, &log->frames[i], ev, &b);
+        times[i] = b.frame;
+        frame_parts(&b, parts[i]);
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t lo, hi;
+        window_of(i, n, &lo, &hi);
+        size_t m = 0;
+        for (uint64_t j = lo; j <= hi; j++)
+            if (j != i)
+                scratch[m++] = times[j];
+        int64_t median = median_i64(scratch, m);
+        s->frames_judged++;
+        if ((double)times[i] < HITCH_RATIO * (double)median ||
+            (double)(times[i] - median) < HITCH_FLOOR_MS * 1e6)
+            continue;
+        const struct fscope_frame *f = &log->frames[i];
+        struct hitch h = {
+            .log = l,
+            .frame = i,
+            .end_ticks = f->end_ticks,
+            .at_s = recording_ns(rec, f->start_ticks - origin) / 1e9,
+            .frame_ns = times[i],
+            .median_ns = median,
+            .tid = f->kernel_valid ? f->kernel_tid : 0,
+        };
+        h.pipelines = f->counts[FSCOPE_COUNT_PIPELINES];
+        h.shaders = f->counts[FSCOPE_COUNT_SHADERS];
+        h.memory_calls = f->counts[FSCOPE_COUNT_MEMORY_CALLS];
+        h.pipeline_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_PIPELINE_TICKS]);
+        h.shader_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SHADER_TICKS]);
+        h.memory_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_MEMORY_TICKS]);
+        h.swapchain_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SWAPCHAIN_TICKS]);
+        split_excess(&h, parts, lo, hi, scratch);
+        if (s->count == *cap) {
+            size_t grown = *cap ? 2 * *cap : 64;
+            struct hitch *more = realloc(s->hitches, grown * sizeof(*more));
+            if (!more)
+                goto out;
+            s->hitches = more;
+            *cap = grown;
+        }
+        s->hitches[s->count++] = h;
+        s->excess_ns += h.frame_ns - h.median_ns;
+        for (unsigned c = 0; c < HITCH_CAUSE_COUNT; c++)
+            s->cause_ns[c] += h.part_ns[c];
+        keep_worst(s, &h);
+    }
+out:
+    free(parts);
+    free(times);
+    free(scratch);
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* PresentMon 2's animation error over the shown frames of every log. */
+static void animation_error(const struct recording *rec, struct hitch_stats *s)
+{
+    uint64_t total = 0;
+    for (unsigned l = 0; l < rec->log_count; l++)
+        total += rec->logs[l].frame_count;
+    double *err = total ? malloc(total * sizeof(*err)) : NULL;
+    if (!err)
+        return;
+    size_t n = 0;
+    double sum = 0;
+    for (unsigned l = 0; l < rec->log_count; l++) {
+        const struct recording_log *log = &rec->logs[l];
+        const struct fscope_frame *prev = NULL;
+        for (uint64_t i = 0; i < log->frame_count; i++) {
+            const struct fscope_frame *f = &log->frames[i];
+            if (f->present_state != FRAME_PRESENT_PRESENTED || !f->presented_ticks)
+                continue;
+            if (prev && f->presented_ticks > prev->presented_ticks &&
+                f->start_ticks > prev->start_ticks) {
+                double shown = recording_ns(rec, f->presented_ticks - prev->presented_ticks);
+                double simulated = recording_ns(rec, f->start_ticks - prev->start_ticks);
+                err[n] = fabs(shown - simulated) / 1e6;
+                sum += err[n++];
+            }
+            prev = f;
+        }
+    }
+    if (n) {
+        qsort(err, n, sizeof(*err), compare_double);
+        s->animation_samples = n;
+        s->animation_error_ms[0] = sum / (double)n;
+        s->animation_error_ms[1] = err[stats_rank(n, 0.95)];
+        s->animation_error_ms[2] = err[stats_rank(n, 0.99)];
+    }
+    free(err);
+}
+
+void hitches_compute(const struct recording *rec, const struct display_evidence *ev,
+                     struct hitch_stats *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    uint64_t origin = UINT64_MAX;
+    for (unsigned l = 0; l < rec->log_count; l++)
+        if (rec->logs[l].frame_count && rec->logs[l].frames[0].start_ticks < origin)
+            origin = rec->logs[l].frames[0].start_ticks;
+    size_t cap = 0;
+    for (unsigned l = 0; l < rec->log_count; l++)
+        log_hitches(rec, l, ev ? &ev[l] : NULL, origin, ret, &cap);
+    animation_error(rec, ret);
+}
+
+void hitches_free(struct hitch_stats *s)
+{
+    free(s->hitches);
+    s->hitches = NULL;
+}
+
+/* "CPU work +79.1 ms, asleep outside Vulkan +3.0 ms": the parts of a hitch's excess of at
+ * least a tenth of it, largest first. */
+static void parts_text(const struct hitch *h, char *buf, size_t len)
+{
+    int64_t excess = h->frame_ns - h->median_ns;
+    bool used[HITCH_CAUSE_COUNT] = { false };
+    size_t at = 0;
+    buf[0] = '\0';
+    for (;;) {
+        int best = -1;
+        for (unsigned c = 0; c < HITCH_CAUSE_COUNT; c++)
+            if (!used[c] && h->part_ns[c] * 10 >= excess && h->part_ns[c] > 0 &&
+                (best < 0 || h->part_ns[c] > h->part_ns[best]))
+                best = (int)c;
+        if (best < 0 || at >= len)
+            break;
+        used[best] = true;
+        int w = snprintf(buf + at, len - at, "%s%s +%.1f ms", at ? ", " : "",
+                         cause_words[best], (double)h->part_ns[best] / 1e6);
+        if (w < 0)
+            break;
+        at += (size_t)w;
+    }
+}
+
+/* "; in the frame, the app's threads spent 79.0 ms creating 14 pipelines, ...": what of the
+ * hitches' evidence the frame holds (0.1 ms at least), else "". */
+static void evidence_text(const struct hitch *h, char *buf, size_t len)
+{
+    char items[4][96];
+    int64_t ns[4] = { h->pipeline_ns, h->shader_ns, h->memory_ns, h->swapchain_ns };
+    snprintf(items[0], sizeof(items[0]), "creating %llu pipeline%s",
+             (unsigned long long)h->pipelines, h->pipelines == 1 ? "" : "s");
+    snprintf(items[1], sizeof(items[1]), "creating %llu shader module%s",
+             (unsigned long long)h->shaders, h->shaders == 1 ? "" : "s");
+    snprintf(items[2], sizeof(items[2]), "in %llu device-memory allocations or frees",
+             (unsigned long long)h->memory_calls);
+    snprintf(items[3], sizeof(items[3]), "creating a swapchain");
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < 4 && at < len; i++) {
+        if (ns[i] < 100000)
+            continue;
+        int w = snprintf(buf + at, len - at, "%s%.1f ms %s",
+                         at ? ", " : "; in the frame, the app's threads spent ",
+                         (double)ns[i] / 1e6, items[i]);
+        at = w < 0 ? len : at + (size_t)w;
+    }
+}
+
+void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch_stats *s)
+{
+    if (!s->frames_judged)
+        return;
+    if (!s->count) {
+        fprintf(f, "  hitches     none in %llu frames (a hitch: %.0fx the median of the %d "
+                "frames around it and %.0f ms over it)\n", (unsigned long long)s->frames_judged,
+                HITCH_RATIO, HITCH_WINDOW, HITCH_FLOOR_MS);
+    } else {
+        fprintf(f, "  hitches     %llu in %llu frames, %.1f ms over their neighbours in all (a "
+                "hitch: %.0fx the median of the %d frames around it and %.0f ms over it); "
+                "by cause:", (unsigned long long)s->count,
+                (unsigned long long)s->frames_judged, (double)s->excess_ns / 1e6, HITCH_RATIO,
+                HITCH_WINDOW, HITCH_FLOOR_MS);
+        for (unsigned c = 0; c < HITCH_CAUSE_COUNT; c++)
+            if (s->cause_ns[c] > 0)
+                fprintf(f, " %s %.0f%%", cause_names[c],
+                        100.0 * (double)s->cause_ns[c] / (double)s->excess_ns);
+        fputc('\n', f);
+    }
+    for (unsigned i = 0; i < s->worst_count; i++) {
+        const struct hitch *h = &s->worst[i];
+        char parts[512], thread[80] = "", label[64];
+        parts_text(h, parts, sizeof(parts));
+        if (h->tid)
+            snprintf(thread, sizeof(thread), "; thread %s",
+                     report_thread_label(rec, h->tid, label, sizeof(label)));
+        char evidence[256];
+        evidence_text(h, evidence, sizeof(evidence));
+        fprintf(f, "  hitch       frame %llu%s at %.3f s: %.1f ms, +%.1f ms over %.1f: %s%s%s\n",
+                (unsigned long long)h->frame, rec->log_count > 1 ? " (its surface's)" : "",
+                h->at_s, (double)h->frame_ns / 1e6, (double)(h->frame_ns - h->median_ns) / 1e6,
+                (double)h->median_ns / 1e6, parts, thread, evidence);
+    }
+    if (s->animation_samples)
+        fprintf(f, "  animation   error (shown against simulated time, PresentMon's): mean %.3f  "
+                "p95 %.3f  p99 %.3f ms over %llu shown frames\n", s->animation_error_ms[0],
+                s->animation_error_ms[1], s->animation_error_ms[2],
+                (unsigned long long)s->animation_samples);
+    else
+        fprintf(f, "  animation   error unknown: no frame's presentation time was reported\n");
+}
+
+static void hitch_json(FILE *f, const struct recording *rec, const struct hitch *h)
+{
+    char thread[96] = "";
+    if (h->tid)
+        report_thread_label(rec, h->tid, thread, sizeof(thread));
+    fprintf(f, "{\"frame\": %llu, \"surface\": %u, \"at_s\": %.6f, \"frame_ms\": %.6f, "
+            "\"median_ms\": %.6f, \"excess_ms\": %.6f, \"cause\": \"%s\", \"thread\": ",
+            (unsigned long long)h->frame, h->log, h->at_s, (double)h->frame_ns / 1e6,
+            (double)h->median_ns / 1e6, (double)(h->frame_ns - h->median_ns) / 1e6,
+            cause_names[h->cause]);
+    json_write_string(f, thread);
+    fputs(", \"parts_ms\": {", f);
+    for (unsigned c = 0; c < HITCH_CAUSE_COUNT; c++)
+        fprintf(f, "%s\"%s\": %.6f", c ? ", " : "", cause_names[c], (double)h->part_ns[c] / 1e6);
+    fprintf(f, "}, \"evidence\": {\"pipelines\": %llu, \"pipeline_ms\": %.6f, "
+            "\"shader_modules\": %llu, \"shader_module_ms\": %.6f, \"memory_calls\": %llu, "
+            "\"memory_ms\": %.6f, \"swapchain_ms\": %.6f}}", (unsigned long long)h->pipelines,
+            (double)h->pipeline_ns / 1e6, (unsigned long long)h->shaders,
+            (double)h->shader_ns / 1e6, (unsigned long long)h->memory_calls,
+            (double)h->memory_ns / 1e6, (double)h->swapchain_ns / 1e6);
+}
+
+void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch_stats *s)
+{
+    fprintf(f, "  \"hitches\": {\"definition\": {\"ratio\": %.1f, \"window\": %d, \"floor_ms\": "
+            "%.1f}, \"frames_judged\": %llu, \"count\": %llu, \"excess_ms\": %.6f, "
+            "\"causes_ms\": {", HITCH_RATIO, HITCH_WINDOW, HITCH_FLOOR_MS,
+            (unsigned long long)s->frames_judged, (unsigned long long)s->count,
+            (double)s->excess_ns / 1e6);
+    for (unsigned c = 0; c < HITCH_CAUSE_COUNT; c++)
+        fprintf(f, "%s\"%s\": %.6f", c ? ", " : "", cause_names[c], (double)s->cause_ns[c] / 1e6);
+    fputs("},\n    \"worst\": [", f);
+    for (unsigned i = 0; i < s->worst_count; i++) {
+        if (i)
+            fputs(", ", f);
+        hitch_json(f, rec, &s->worst[i]);
+    }
+    fputs("],\n    \"all\": [", f);
+    for (uint64_t i = 0; i < s->count; i++) {
+        if (i)
+            fputs(", ", f);
+        hitch_json(f, rec, &s->hitches[i]);
+    }
+    fprintf(f, "],\n    \"animation_error_ms\": {\"samples\": %llu, \"mean\": %.6f, \"p95\": "
+            "%.6f, \"p99\": %.6f}},\n", (unsigned long long)s->animation_samples,
+            s->animation_error_ms[0], s->animation_error_ms[1], s->animation_error_ms[2]);
+}

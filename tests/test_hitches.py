@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Hitches (issue 19): the demo under the layer on a headless Weston, with spikes of known kind
+at known frames, sized from a run measured in the same test. The hitch list names each spike's
+frame and the cause the recording shows for it (CPU work, or asleep outside Vulkan), every
+hitch's parts add up to its excess, and the same hitches are in summary.json, the summary,
+trace.json (instant events) and report.html; a steady run, slow or not, has none.
+
+usage: test_hitches.py TEST BUILD_DIR DEMO"""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vkharness import Weston, check, main, run_app
+
+FRAMES = 180
+
+
+def demo_run(build, demo, args, frames=FRAMES):
+    with Weston() as w:
+        r = run_app([demo, "--present-mode", "mailbox", "--frames", str(frames)] + args, w,
+                    build)
+    check(r.rc == 0, r.stderr[-2000:])
+    return r, r.json()
+
+
+def check_parts(h):
+    """A hitch's parts are a split of its excess: they sum to it."""
+    total = sum(h["parts_ms"].values())
+    check(abs(total - h["excess_ms"]) < 1e-3 * max(1.0, h["excess_ms"]),
+          f"frame {h['frame']}: parts {h['parts_ms']} sum to {total}, excess {h['excess_ms']}")
+
+
+def test_steady(build, demo):
+    """A steady run has no hitches, however slow its frames: every frame spins three times the
+    slowest frame of a run without it (start-up included) on the clock (a spin that other
+    work preempts still ends on time), so no frame is twice its neighbours' median; what
+    a busy machine adds outside the spin (tens of ms at worst) stays under the bar."""
+    _, base = demo_run(build, demo, [])
+    slow_ms = max(60.0, 3 * base["frame_ms"]["max"])
+    r, s = demo_run(build, demo, ["--cpu-ms", f"{slow_ms:.3f}"], frames=60)
+    h = s["hitches"]
+    check(h["frames_judged"] == s["frames"], f"{h['frames_judged']} of {s['frames']} judged")
+    # A machine busy with other work can still stall a frame for longer than that: such a
+    # hitch is real, and its evidence must say so (starved, or in the compositor's present),
+    # never the steady CPU work every frame has.
+    own = [x for x in h["all"] if x["parts_ms"]["cpu_work"] >= 0.1 * x["excess_ms"]]
+    check(not own, f"a steady run at {slow_ms:.1f} ms a frame has hitches blamed on its own "
+          f"work: {own}")
+    for x in h["all"]:
+        check_parts(x)
+    check(h["count"] or "hitches     none in" in r.stderr, r.stderr[-2000:])
+    others = ", ".join(f"frame {x['frame']} {x['cause']} +{x['excess_ms']:.0f} ms"
+                       for x in h["all"])
+    print(f"steady at {s['frame_ms']['p50']:.2f} ms a frame (spinning {slow_ms:.1f} ms): no "
+          f"hitch from its own work; {h['count']} from the machine" +
+          (f" ({others})" if others else ""))
+
+
+def test_spikes(build, demo):
+    """A CPU spike at frame 60 and a sleep at frame 120, each many times the slowest frame of
+    a run without them: two hitches at those frames, caused by CPU work (or starvation, the
+    same spike with the CPU taken by other work) and by sleep outside Vulkan."""
+    _, base = demo_run(build, demo, [])
+    spike_ms = max(40.0, 8 * base["frame_ms"]["max"])
+    cpu_at, sleep_at = 60, 120
+    r, s = demo_run(build, demo, ["--cpu-spike", f"{cpu_at}:{spike_ms:.1f}", "--stall-at",
+                                  str(sleep_at), "--stall-ms", f"{spike_ms:.1f}"])
+    h = s["hitches"]
+    by_frame = {x["frame"]: x for x in h["all"]}
+    for frame in (cpu_at, sleep_at):
+        check(frame in by_frame, f"no hitch at frame {frame}: {h['all']}")
+        check(by_frame[frame]["excess_ms"] >= 0.8 * spike_ms, by_frame[frame])
+    for x in h["all"]:
+        check_parts(x)
+    check(abs(sum(h["causes_ms"].values()) - h["excess_ms"]) < 1e-3 * h["excess_ms"],
+          f"causes {h['causes_ms']} do not sum to {h['excess_ms']}")
+    cpu, sleep = by_frame[cpu_at], by_frame[sleep_at]
+    on_cpu = cpu["parts_ms"]["cpu_work"] + cpu["parts_ms"]["starved"]
+    check(cpu["cause"] in ("cpu_work", "starved") and on_cpu >= 0.8 * cpu["excess_ms"],
+          f"the CPU spike's evidence: {cpu}")
+    check(sleep["cause"] == "asleep" and sleep["parts_ms"]["asleep"] >= 0.8 * sleep["excess_ms"],
+          f"the sleep's evidence: {sleep}")
+    check("framescope-demo" in cpu["thread"], cpu)
+    # The summary lists them among the worst, with their evidence.
+    for frame, words in ((cpu_at, "CPU work|starved"), (sleep_at, "asleep outside Vulkan")):
+        check(re.search(r"^  hitch       frame %d at [\d.]+ s: .*(%s)" % (frame, words), r.stderr,
+                        re.M), f"no hitch line for frame {frame}:\n{r.stderr[-3000:]}")
+    # trace.json: an instant event on the closing thread's track for each.
+    trace = r.trace()["traceEvents"]
+    instants = {e["args"]["frame"]: e for e in trace
+                if e.get("ph") == "i" and e.get("name", "").startswith("hitch +")}
+    check(set(instants) == set(by_frame), f"trace instants {sorted(instants)} != hitches "
+          f"{sorted(by_frame)}")
+    check(instants[sleep_at]["name"].endswith(": asleep"), instants[sleep_at])
+    # report.html: the same list in its data.
+    html = open(os.path.join(r.capture_dir, "report.html")).read()
+    m = re.search(r'<script type="application/json" id="data">(.*?)</script>', html, re.S)
+    page = json.loads(m.group(1))["hitches"]
+    check([x["frame"] for x in page] == [x["frame"] for x in h["all"]] and
+          all(p["cause"] == x["cause"] for p, x in zip(page, h["all"])), page)
+    print(f"spikes of {spike_ms:.0f} ms: {h['count']} hitches; frame {cpu_at} {cpu['cause']} "
+          f"+{cpu['excess_ms']:.1f} ms, frame {sleep_at} asleep +{sleep['excess_ms']:.1f} ms; "
+          f"animation error p99 {h['animation_error_ms']['p99']:.2f} ms")
+
+
+def test_pipelines(build, demo):
+    """A level's materials compiled mid-run (--pipelines-at: N graphics pipelines and their
+    two shader modules each, on the render thread): frames.csv counts exactly N pipelines and
+    2N shader modules, all in that frame, with the time they took; when that frame is a
+    hitch, its evidence names them."""
+    n, at = 12, 90
+    r, s = demo_run(build, demo, ["--pipelines-at", f"{at}:{n}"])
+    rows = r.frames()
+    pipelines = {int(x["frame"]): int(x["pipelines"]) for x in rows if int(x["pipelines"])}
+    shaders = {int(x["frame"]): int(x["shader_modules"]) for x in rows
+               if int(x["shader_modules"])}
+    check(pipelines == {at: n} and shaders == {at: 2 * n},
+          f"pipelines by frame {pipelines}, shader modules {shaders}; want {n} and {2 * n} at "
+          f"frame {at}")
+    row = next(x for x in rows if int(x["frame"]) == at)
+    check(float(row["pipeline_ms"]) > 0, row)
+    hitch = next((x for x in s["hitches"]["all"] if x["frame"] == at), None)
+    if hitch:
+        e = hitch["evidence"]
+        check(e["pipelines"] == n and e["shader_modules"] == 2 * n and
+              abs(e["pipeline_ms"] - float(row["pipeline_ms"])) < 1e-3, hitch)
+        check(re.search(r"^  hitch       frame %d .*creating %d pipelines" % (at, n), r.stderr,
+                        re.M) or hitch not in s["hitches"]["worst"], r.stderr[-3000:])
+    print(f"{n} pipelines at frame {at}: {float(row['pipeline_ms']):.1f} ms, counted exactly; "
+          + (f"a hitch of +{hitch['excess_ms']:.1f} ms with them as evidence" if hitch
+             else "not a hitch (they compiled fast)"))
+
+
+main({"steady": test_steady, "spikes": test_spikes, "pipelines": test_pipelines})
