@@ -30,11 +30,22 @@ def test_rates(build, demo, compositor, api):
         check(s["verdict"]["run"] == "cap", f"{rate} Hz: verdict {s['verdict']}")
         check(abs(cap["target_hz"] - rate) < 1e-6, f"target {cap['target_hz']}")
         target_ms = 1000.0 / rate
-        check(abs(cap["mean_interval_ms"] - target_ms) < 0.05 * target_ms,
-              f"{rate} Hz: mean interval {cap['mean_interval_ms']} ms, target {target_ms}")
-        # The frames themselves, from frames.csv: their mean interval tracks the target too.
-        mean_frame = sum(ns(row["frame_ms"]) for row in rows[1:]) / (len(rows) - 1) / 1e6
-        check(abs(mean_frame - target_ms) < 0.05 * target_ms, f"frames mean {mean_frame} ms")
+        # The median frame (frames.csv) and the cap's typical release are on the target, and
+        # the mean interval is never shorter. The mean is not held to the target: a stall of
+        # the machine inside a cap wait is one interval of seconds (a busy suite run read
+        # 52.18 ms at 60 Hz, the verdict still cap-bound; the demo stopped for 5 s in a wait
+        # reads 33.43 ms, its median 16.667 ms; beside two busy loops alone 16.666-16.667 ms).
+        frame_ms = [ns(row["frame_ms"]) / 1e6 for row in rows[1:]]
+        median = sorted(frame_ms)[len(frame_ms) // 2]
+        slowest = sorted(((ms, i + 1, row["cap"]) for i, (ms, row) in
+                          enumerate(zip(frame_ms, rows[1:]))), reverse=True)[:5]
+        said = (f"{rate} Hz: median frame {median:.3f} ms, cap mean interval "
+                f"{cap['mean_interval_ms']:.3f} ms, |error| p50 {cap['error_us']['p50']:.1f} "
+                f"us; target {target_ms:.3f} ms; slowest frames (ms, frame, cap) "
+                f"{[(round(ms, 1), i, c) for ms, i, c in slowest]}")
+        check(abs(median - target_ms) < 0.05 * target_ms, said)
+        check(cap["error_us"]["p50"] < 0.05 * target_ms * 1000, said)
+        check(cap["mean_interval_ms"] > 0.95 * target_ms, said)
         check(s["budget_ms"]["cap"] > 0.5 * target_ms, "cap wait not in the budget")
         check(all(row["cap"] in ("capped", "missed", "resync") for row in rows[1:]),
               "frames not marked capped")
