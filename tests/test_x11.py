@@ -203,6 +203,9 @@ def test_vkcube_timeout(build, probe, game):
     with Xvfb() as x:
         env = dict(os.environ, DISPLAY=x.display, XDG_RUNTIME_DIR=runtime)
         env.pop("WAYLAND_DISPLAY", None)
+        # A sanitizer build of the layer inside vkcube, not built with it: its runtime first.
+        if os.environ.get("FSCOPE_TEST_PRELOAD"):
+            env["LD_PRELOAD"] = os.environ["FSCOPE_TEST_PRELOAD"]
         r = subprocess.run([os.path.join(build, "tools", "framescope"), "run", "--output",
                             os.path.join(out, "c"), "--", "timeout", "3", "vkcube"], env=env,
                            capture_output=True, text=True, timeout=120)
