@@ -67,6 +67,12 @@ def test_usage(exe):
     check(r.returncode == 7, f"exit status not passed through ({r.returncode})")
     r = run(exe, "run", "--no-capture", "--compositor", "never", "--", "sh", "-c", "kill -TERM $$")
     check(r.returncode == 128 + 15, f"signal death not reported as 143 ({r.returncode})")
+    # Started with SIGCHLD ignored (the kernel then reaps children itself), as some launchers
+    # leave it: it exited 125, "cannot wait for sh: No child processes".
+    r = subprocess.run([exe, "run", "--no-capture", "--compositor", "never", "--", "sh", "-c",
+                        "exit 7"], capture_output=True, text=True, env=clean_env(), timeout=300,
+                       preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    check(r.returncode == 7, f"with SIGCHLD ignored: exit {r.returncode}: {r.stderr}")
     r = run(exe, "run", "--no-capture", "--compositor", "never", "--", "sh", "-c",
             'echo "$VK_INSTANCE_LAYERS"')
     check("VK_LAYER_FRAMESCOPE" in r.stdout, "layer not enabled for the command")

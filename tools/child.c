@@ -44,6 +44,13 @@ void child_stop_signal_set(sigset_t *ret_set)
 
 int child_catch_stop_signals(void)
 {
+    /* Ignored SIGCHLD, inherited from whoever started us, has the kernel reap our children
+     * itself: waitid() then finds no command to wait for (run exited 125, "No child
+     * processes", whatever the command did). Waiting for children needs it at its default. */
+    struct sigaction child_default = { .sa_handler = SIG_DFL };
+    sigemptyset(&child_default.sa_mask);
+    if (sigaction(SIGCHLD, &child_default, NULL) != 0)
+        return -1;
     for (unsigned i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++) {
         struct sigaction old;
         if (sigaction(stop_signals[i], NULL, &old) != 0)

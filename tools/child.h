@@ -14,7 +14,8 @@ extern volatile sig_atomic_t child_stop_signal;
 void child_stop_signal_set(sigset_t *ret_set);
 /* From here on this process does not die of them: each is passed on to the running command
  * or, before one runs, remembered in child_stop_signal. One ignored when we started (nohup)
- * stays ignored. Returns 0 or -1 (errno set). */
+ * stays ignored. SIGCHLD is set to its default (for us and so for the command), which waiting
+ * for children needs. Returns 0 or -1 (errno set). */
 int child_catch_stop_signals(void);
 /* How a child is started (child_spawn). */
 struct child_spawn_opts {
