@@ -252,6 +252,23 @@ static bool parse_ms(const char *option, const char *text, double max, double *r
     return true;
 }
 
+/* "FRAME:REST": the frame (0-based) in *ret_frame and what follows the colon in *ret_rest;
+ * false after a line naming what the option takes (rest_name: "MS", "COUNT"). */
+static bool parse_frame_and(const char *option, const char *text, const char *rest_name,
+                            uint64_t *ret_frame, const char **ret_rest)
+{
+    char frame[32];
+    const char *colon = strchr(text, ':');
+    if (!colon || (size_t)(colon - text) >= sizeof(frame)) {
+        fprintf(stderr, DEMO_NAME ": --%s takes FRAME:%s, not '%s'\n", option, rest_name, text);
+        return false;
+    }
+    memcpy(frame, text, (size_t)(colon - text));
+    frame[colon - text] = '\0';
+    *ret_rest = colon + 1;
+    return parse_uint(option, frame, 0, INT64_MAX, ret_frame);
+}
+
 /* getopt_long answers '?' both for an unknown word and for a value given to a flag. */
 static void report_bad_option(const char *word)
 {
@@ -522,33 +539,18 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
             options.stall_at = (int64_t)value;
             break;
         case OPTION_CPU_SPIKE: {
-            char frame[32];
-            const char *colon = strchr(optarg, ':');
-            if (!colon || (size_t)(colon - optarg) >= sizeof(frame)) {
-                fprintf(stderr, DEMO_NAME ": --cpu-spike takes FRAME:MS, not '%s'\n", optarg);
-                return DEMO_PARSE_EXIT_USAGE;
-            }
-            memcpy(frame, optarg, (size_t)(colon - optarg));
-            frame[colon - optarg] = '\0';
-            if (!parse_uint(name, frame, 0, INT64_MAX, &value) ||
-                !parse_ms(name, colon + 1, 60000.0, &options.cpu_spike_ms))
+            const char *rest;
+            if (!parse_frame_and(name, optarg, "MS", &value, &rest) ||
+                !parse_ms(name, rest, 60000.0, &options.cpu_spike_ms))
                 return DEMO_PARSE_EXIT_USAGE;
             options.cpu_spike_at = (int64_t)value;
             break;
         }
         case OPTION_PIPELINES_AT: {
-            char frame[32];
-            const char *colon = strchr(optarg, ':');
+            const char *rest;
             uint64_t count;
-            if (!colon || (size_t)(colon - optarg) >= sizeof(frame)) {
-                fprintf(stderr, DEMO_NAME ": --pipelines-at takes FRAME:COUNT, not '%s'\n",
-                        optarg);
-                return DEMO_PARSE_EXIT_USAGE;
-            }
-            memcpy(frame, optarg, (size_t)(colon - optarg));
-            frame[colon - optarg] = '\0';
-            if (!parse_uint(name, frame, 0, INT64_MAX, &value) ||
-                !parse_uint(name, colon + 1, 1, 1000, &count))
+            if (!parse_frame_and(name, optarg, "COUNT", &value, &rest) ||
+                !parse_uint(name, rest, 1, 1000, &count))
                 return DEMO_PARSE_EXIT_USAGE;
             options.pipelines_at = (int64_t)value;
             options.pipelines = (uint32_t)count;
