@@ -99,9 +99,13 @@ def test_threads(build, demo):
     for row in rows:
         span = ns(row["end_ms"]) - ns(row["start_ms"])
         parts = ns(row["oncpu_ms"]) + ns(row["runnable_ms"]) + ns(row["asleep_ms"])
-        # asleep is what the tick leaves: exact unless on CPU and runnable exceed the tick
-        # (the kernel's and our clocks differ by a few microseconds).
-        check(parts == span or (ns(row["asleep_ms"]) == 0 and parts - span < 1_000_000),
+        # asleep is what the tick leaves: exact unless on CPU and runnable exceed the tick.
+        # On CPU never does (the kernel's and our clocks differ by a few microseconds);
+        # runnable may: the kernel adds a wait for the CPU when it ends, so one begun before
+        # the tick lands in it whole (beside two busy loops a thread's first run came after
+        # 137 ms runnable, in a 103 ms tick; beside six, 113 ms over a tick, on CPU never).
+        check(parts == span or (ns(row["asleep_ms"]) == 0 and
+                                ns(row["oncpu_ms"]) - span < 1_000_000),
               f"a tick does not add up: {row}")
     import resource
     if os.geteuid() == 0 and resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= 4096:
