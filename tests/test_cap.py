@@ -130,16 +130,32 @@ def test_api(build, demo, compositor, api):
 def test_auto_mixed_refresh(build, demo, compositor, api):
     """auto paces to the output the surface is on (144 Hz), not the fastest display (240 Hz):
     the 40% of frames thrown away without it are no longer rendered."""
-    server = TestCompositor(compositor, ["--output", "DP-1:1920x1080@240",
-                                         "--output", "DP-2:1920x1080@144",
-                                         "--frame-clock", "fastest", "--surface-output", "DP-2"])
-    r, s, rows, cap = capped_run(build, demo, "auto", ["--present-mode", "fifo"], 400, server)
+    def server():
+        return TestCompositor(compositor, ["--output", "DP-1:1920x1080@240",
+                                           "--output", "DP-2:1920x1080@144",
+                                           "--frame-clock", "fastest",
+                                           "--surface-output", "DP-2"])
+
+    def discarded_share(p):
+        return p["discarded"] / max(1, p["presented"] + p["discarded"])
+
+    # The waste without the cap, measured here: what the cap is judged against (a busy
+    # machine makes a capped frame miss its slot now and then; it never brings the waste back).
+    with server() as w:
+        bare = run_app([demo, "--quiet", "--frames", "400", "--present-mode", "fifo"], w, build,
+                       timeout=300)
+    check(bare.rc == 0, bare.stderr[-2000:])
+    wasted = discarded_share(bare.json()["presentation"])
+    check(wasted >= 0.2, f"without the cap only {wasted:.1%} discarded: no trap to escape")
+    r, s, rows, cap = capped_run(build, demo, "auto", ["--present-mode", "fifo"], 400, server())
     p = s["presentation"]
     check(abs(cap["target_hz"] - 144) < 0.01, f"auto chose {cap['target_hz']} Hz, not 144")
     decided = p["presented"] + p["discarded"]
-    check(p["discarded"] <= 0.05 * decided,
-          f"auto cap still discards {p['discarded']} of {decided} frames")
-    print(f"auto: target {cap['target_hz']:.1f} Hz, {p['discarded']} of {decided} discarded")
+    check(discarded_share(p) <= wasted / 4,
+          f"auto cap still discards {p['discarded']} of {decided} frames ({wasted:.1%} without "
+          "it)")
+    print(f"auto: target {cap['target_hz']:.1f} Hz, {p['discarded']} of {decided} discarded; "
+          f"{wasted:.1%} without the cap")
 
 
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
