@@ -122,9 +122,15 @@ def test_api(build, demo, compositor, api):
     second = paced([(i, rows[i]) for i in range(105, len(rows))])
     check(len(first) >= 45 and len(second) >= 45,
           f"too few paced frames to judge: {len(first)}, {len(second)}")
-    m1, m2 = sum(first) / len(first), sum(second) / len(second)
-    check(abs(m1 - 10) < 0.5 and abs(m2 - 20) < 1.0, f"100 Hz then 50 Hz gave {m1:.3f}, {m2:.3f} ms")
-    print(f"API: 100 Hz -> {m1:.3f} ms, then 50 Hz -> {m2:.3f} ms; verdict cap")
+    # Their median is on the target and their mean never shorter: a release the machine woke
+    # late is still a paced frame, and one of 45 woken 33 ms late adds 0.7 ms to the mean (a
+    # busy suite run read a mean of 10.735 ms at 100 Hz), as in test_rates.
+    m1, m2 = sorted(first)[len(first) // 2], sorted(second)[len(second) // 2]
+    mean1, mean2 = sum(first) / len(first), sum(second) / len(second)
+    check(abs(m1 - 10) < 0.5 and abs(m2 - 20) < 1.0 and mean1 > 9.5 and mean2 > 19.0,
+          f"100 Hz then 50 Hz gave medians {m1:.3f}, {m2:.3f} ms, means {mean1:.3f}, "
+          f"{mean2:.3f} ms; slowest paced frames {sorted(first)[-3:]}, {sorted(second)[-3:]}")
+    print(f"API: 100 Hz -> {m1:.3f} ms, then 50 Hz -> {m2:.3f} ms (medians); verdict cap")
 
 
 def test_auto_mixed_refresh(build, demo, compositor, api):
