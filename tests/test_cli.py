@@ -869,8 +869,12 @@ def test_diff_captures(exe):
             check(x["exceeds_noise"] is True and x["change"] == "worse" and
                   x["difference"] > extra_ms - spread,
                   f"{name}: {extra_ms:.3f} ms more CPU work not worse beyond the noise: {x}")
+        # fps is lower, and worse where beyond its noise; it need not be: a mean of 1000 /
+        # frame_ms is ruled by the shortest frames, and under load a baseline at 306 fps had a
+        # noise of 381, which no added work can exceed.
         fps = rows[(None, None, "fps")]
-        check(fps["change"] == "worse" and fps["difference"] < 0, f"fps: {fps}")
+        check(fps["difference"] < 0 and fps["change"] == ("worse" if fps["exceeds_noise"]
+                                                          else None), f"fps: {fps}")
         cap = rows[(None, None, "budget_ms.cap")]
         check(cap["a"] == cap["b"] == 0 and cap["exceeds_noise"] is False,
               f"the cap's wait, 0 on both sides, flagged: {cap}")
