@@ -67,6 +67,17 @@ static const struct fscope_loc loc_gpu_submit = { "submission", __FILE__, __LINE
 /* At exit a reader may sit in a driver call that waits on the app's own work: give up on it
  * after this long and report without the last spans. */
 #define EXIT_JOIN_NS 200000000
+/* Sampling (FRAMESCOPE_GPU_SAMPLE): every timestamp pair costs the app frame time however
+ * cheap our own work is (1.5 us a submission on the H200, measured with the pair written in
+ * the app's own command buffers; on lavapipe each extra command buffer is a rasterizer batch).
+ * So whole frames are timed, SAMPLE_WINDOW_FRAMES in a row, whenever the budget of timed
+ * submissions a second allows: a run of timed frames measures GPU busy exactly inside it,
+ * and the analysis takes the frames outside every run as unmeasured, never as an idle GPU.
+ * Without presents (a compute app, a GL app without a swapchain) a window is
+ * SAMPLE_PRESENTLESS_NS of submissions instead. */
+#define SAMPLE_WINDOW_FRAMES 6
+#define SAMPLE_PRESENTLESS_NS 100000000 /* no present this long: windows by time */
+#define SAMPLE_WINDOW_NS 25000000
 
 /* ---- tracks -------------------------------------------------------------------------------
  * A track is a row in the trace and the zone tree, with the span log behind it. A queue holds
@@ -504,14 +515,16 @@ static void slot_span(struct device_data *dev, struct queue_data *q, struct gpu_
         anchor_observe(q, period, end, seen);
     uint64_t b = fscope_mono_ns_to_ticks(gpu_to_mono(q, period, begin));
     uint64_t e = fscope_mono_ns_to_ticks(gpu_to_mono(q, period, end));
-    if (e < b)
-        e = b;
+    uint32_t flags = s->after_gap || q->span_gap_carry ? GPU_SPAN_AFTER_GAP : 0;
+    q->span_gap_carry = false;
+    if (e <= b)
+        e = b + (flags != 0); /* an empty span is dropped, and its flag must not be */
     struct fscope_collector *c = q->track->collector;
     uint64_t clamped_before = c->spans_clamped;
     fscope_external_span(c, &loc_gpu_submit, b, e);
     if (c->spans_clamped != clamped_before)
         atomic_fetch_add(&gpu_stats.clamped, 1);
-    fscope_span_log_add(q->track->spans, dev->id, b, e);
+    fscope_span_log_add(q->track->spans, dev->id, b, e, flags);
     atomic_fetch_add_explicit(&gpu_stats.measured, 1, memory_order_relaxed);
 }
 
@@ -564,11 +577,13 @@ static void queue_read_completed(struct device_data *dev, struct queue_data *q)
                 return;
             }
             for (uint32_t k = first; k < last; k++) {
-                if (r == VK_SUCCESS)
+                if (r == VK_SUCCESS) {
                     slot_span(dev, q, done[k], &data[2 * k], seen);
-                else
+                } else {
                     atomic_fetch_add_explicit(&gpu_stats.unmeasured_unreadable, 1,
                                               memory_order_relaxed);
+                    q->span_gap_carry = true; /* its time is unknown: a gap like any */
+                }
             }
         }
         for (uint32_t k = 0; k < n; k++) {
@@ -752,6 +767,91 @@ static bool chain_blocks_injection(const void *pnext)
     return false;
 }
 
+/* ---- sampling ------------------------------------------------------------------------------ */
+
+void gpu_sample_init(struct device_data *dev)
+{
+    pthread_mutex_init(&dev->sample_lock, NULL);
+    dev->sample_refill_ticks = fscope_now();
+    dev->sample_tokens = layer_config.gpu_sample_rate / 4.0;
+    atomic_store(&dev->sample_open, layer_config.gpu_sample_rate == 0);
+}
+
+/* Under sample_lock: the budget grows by the time passed, up to a quarter second's worth or a
+ * window's, whichever is more (a window must always fit). */
+static void sample_refill(struct device_data *dev, uint64_t now)
+{
+    double rate = layer_config.gpu_sample_rate;
+    double passed = fscope_ticks_to_ns(now - dev->sample_refill_ticks) / 1e9;
+    dev->sample_refill_ticks = now;
+    double cap = rate / 4;
+    double window = SAMPLE_WINDOW_FRAMES * (dev->sample_per_frame > 1 ? dev->sample_per_frame : 1);
+    if (cap < window)
+        cap = window;
+    dev->sample_tokens += passed * rate;
+    if (dev->sample_tokens > cap)
+        dev->sample_tokens = cap;
+}
+
+void gpu_sample_presented(struct device_data *dev, uint64_t now)
+{
+    if (!layer_config.gpu_sample_rate || !layer_config.gpu_timing)
+        return;
+    atomic_store_explicit(&dev->last_present_ticks, now, memory_order_relaxed);
+    if (pthread_mutex_trylock(&dev->sample_lock) != 0)
+        return; /* another present decides */
+    sample_refill(dev, now);
+    double n = (double)atomic_exchange_explicit(&dev->sample_submits, 0, memory_order_relaxed);
+    dev->sample_per_frame = dev->sample_per_frame > 0 ? 0.875 * dev->sample_per_frame + 0.125 * n
+                                                      : n;
+    if (atomic_load_explicit(&dev->sample_open, memory_order_relaxed)) {
+        dev->sample_tokens -= n;
+        if (dev->sample_frames_left <= 1) {
+            dev->sample_frames_left = 0;
+            atomic_store_explicit(&dev->sample_open, false, memory_order_relaxed);
+        } else {
+            dev->sample_frames_left--;
+        }
+    } else {
+        double per_frame = dev->sample_per_frame > 1 ? dev->sample_per_frame : 1;
+        if (dev->sample_tokens >= SAMPLE_WINDOW_FRAMES * per_frame) {
+            dev->sample_frames_left = SAMPLE_WINDOW_FRAMES;
+            atomic_store_explicit(&dev->sample_open, true, memory_order_relaxed);
+            atomic_fetch_add_explicit(&gpu_stats.sample_windows, 1, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_unlock(&dev->sample_lock);
+}
+
+/* Whether a submission now is timed under the budget. One relaxed load while frames are
+ * presented; without presents, a window of SAMPLE_WINDOW_NS opens when the budget holds a
+ * quarter second's worth, and each submission in it spends one. */
+static bool sample_admits(struct device_data *dev)
+{
+    if (!layer_config.gpu_sample_rate)
+        return true;
+    atomic_fetch_add_explicit(&dev->sample_submits, 1, memory_order_relaxed);
+    if (atomic_load_explicit(&dev->sample_open, memory_order_relaxed))
+        return true;
+    uint64_t now = fscope_now();
+    uint64_t last = atomic_load_explicit(&dev->last_present_ticks, memory_order_relaxed);
+    if (last && now - last < fscope_ns_to_ticks(SAMPLE_PRESENTLESS_NS))
+        return false;
+    if (pthread_mutex_trylock(&dev->sample_lock) != 0)
+        return false;
+    sample_refill(dev, now);
+    bool admit = now < dev->sample_until_ticks && dev->sample_tokens >= 1;
+    if (!admit && dev->sample_tokens >= layer_config.gpu_sample_rate / 4.0) {
+        dev->sample_until_ticks = now + fscope_ns_to_ticks(SAMPLE_WINDOW_NS);
+        atomic_fetch_add_explicit(&gpu_stats.sample_windows, 1, memory_order_relaxed);
+        admit = true;
+    }
+    if (admit)
+        dev->sample_tokens -= 1;
+    pthread_mutex_unlock(&dev->sample_lock);
+    return admit;
+}
+
 /* The next free slot: one read back, else one never used, else a new chunk made here (only
  * when the reader could not keep up), else NULL (counted). Never waits. */
 static struct gpu_slot *slot_take(struct device_data *dev, struct queue_data *q)
@@ -781,15 +881,24 @@ static struct gpu_slot *slot_take(struct device_data *dev, struct queue_data *q)
 
 /* The slot for the next submission, or NULL (counted) when it goes untimed. */
 static struct gpu_slot *slot_acquire(struct device_data *dev, struct queue_data *q,
-                                     bool blocked)
+                                     bool blocked, bool *unsampled)
 {
+    *unsampled = false;
     if (!q->timing || atomic_load_explicit(&dev->lost, memory_order_relaxed))
         return NULL;
     if (blocked) {
         atomic_fetch_add_explicit(&gpu_stats.unmeasured_unsupported, 1, memory_order_relaxed);
         return NULL;
     }
+    if (!sample_admits(dev)) {
+        atomic_fetch_add_explicit(&gpu_stats.unsampled, 1, memory_order_relaxed);
+        q->sample_gap = true;
+        *unsampled = true;
+        return NULL;
+    }
     struct gpu_slot *s = slot_take(dev, q);
+    if (!s)
+        q->sample_gap = true;
     if (s)
         s->value = atomic_load_explicit(&q->slot_head, memory_order_relaxed) + 1;
     return s;
@@ -800,6 +909,8 @@ static struct gpu_slot *slot_acquire(struct device_data *dev, struct queue_data 
 static void slot_submitted(struct device_data *dev, struct queue_data *q, struct gpu_slot *s)
 {
     uint64_t head = atomic_load_explicit(&q->slot_head, memory_order_relaxed);
+    s->after_gap = q->sample_gap;
+    q->sample_gap = false;
     q->flight[head % GPU_SLOTS_MAX] = s;
     atomic_store_explicit(&q->slot_head, head + 1, memory_order_seq_cst);
     if (atomic_load_explicit(&dev->reader_idle, memory_order_seq_cst) &&
@@ -877,12 +988,13 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
     bool blocked = count == 0;
     for (uint32_t i = 0; i < count && !blocked; i++)
         blocked = chain_blocks_injection(submits[i].pNext);
-    struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked) : NULL;
+    bool unsampled = false;
+    struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked, &unsampled) : NULL;
     for (uint32_t i = 0; i < count; i++)
         for (uint32_t k = 0; k < submits[i].commandBufferCount; k++) {
             if (slot)
                 zones_attach(q, slot, submits[i].pCommandBuffers[k]);
-            else
+            else if (!unsampled)
                 zones_untimed_submit(submits[i].pCommandBuffers[k]);
         }
     if (!slot)
@@ -906,6 +1018,7 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
     if (!copy) {
         atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
         slot_unused(dev, q, slot);
+        q->sample_gap = true;
         return dev->vk.QueueSubmit(q->queue, count, submits, fence);
     }
     memcpy(copy, submits, count * sizeof(VkSubmitInfo));
@@ -963,13 +1076,14 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
     for (uint32_t i = 0; i < count && !blocked; i++)
         blocked = (submits[i].flags & VK_SUBMIT_PROTECTED_BIT) ||
                   chain_blocks_injection(submits[i].pNext);
-    struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked) : NULL;
+    bool unsampled = false;
+    struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked, &unsampled) : NULL;
     bool signal = slot && signal_due(q, fence != VK_NULL_HANDLE);
     for (uint32_t i = 0; i < count; i++)
         for (uint32_t k = 0; k < submits[i].commandBufferInfoCount; k++) {
             if (slot)
                 zones_attach(q, slot, submits[i].pCommandBufferInfos[k].commandBuffer);
-            else
+            else if (!unsampled)
                 zones_untimed_submit(submits[i].pCommandBufferInfos[k].commandBuffer);
         }
     if (!slot)
@@ -985,6 +1099,7 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
     if (!copy) {
         atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
         slot_unused(dev, q, slot);
+        q->sample_gap = true;
         return next(q->queue, count, submits, fence);
     }
     memcpy(copy, submits, count * sizeof(VkSubmitInfo2));
@@ -1043,6 +1158,14 @@ void gpu_report_notes(void)
                        "teardown)", (unsigned long long)measured, (unsigned long long)no_slot,
                        (unsigned long long)unsupported, (unsigned long long)unreadable,
                        (unsigned long long)in_flight);
+    uint64_t unsampled = atomic_load(&gpu_stats.unsampled);
+    if (layer_config.gpu_sample_rate)
+        fscope_record_note("GPU timing sampled (FRAMESCOPE_GPU_SAMPLE=%u timed submissions a "
+                           "second): %llu windows of timed frames; %llu submissions left untimed "
+                           "between them, whose frames are unmeasured, not idle",
+                           layer_config.gpu_sample_rate,
+                           (unsigned long long)atomic_load(&gpu_stats.sample_windows),
+                           (unsigned long long)unsampled);
     fscope_log(FSCOPE_LOG_DEBUG, "GPU timestamp readers: %llu read passes, %llu woken by a submit",
                (unsigned long long)atomic_load(&gpu_stats.reader_wakes),
                (unsigned long long)atomic_load(&gpu_stats.reader_woken));

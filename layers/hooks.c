@@ -362,6 +362,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueuePresentKHR(VkQueue queue,
         }
     }
     fscope_instant(&loc_frame_marker, now);
+    gpu_sample_presented(dev, now);
 
     uint64_t start = fscope_block_begin(&loc_present);
     VkResult r = dev->vk.QueuePresentKHR(queue, info);

@@ -23,7 +23,8 @@ static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint32_t devices_created;
 static pid_t layer_pid;
 
-struct layer_config layer_config = { .gpu_timing = true, .gpu_zones = true, .presentation = true };
+struct layer_config layer_config = { .gpu_timing = true, .gpu_zones = true, .presentation = true,
+                                     .gpu_sample_rate = GPU_SAMPLE_DEFAULT };
 
 #define TABLE_SIZE(table) (sizeof(table) / sizeof(table[0]))
 
@@ -154,6 +155,19 @@ static void layer_read_config(void)
     if (zones && *zones && !fscope_config_parse_switch(zones, &layer_config.gpu_zones))
         fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU_ZONES='%s' is not on or off; using on",
                    fscope_config_escape(zones, shown, sizeof(shown)));
+    const char *sample = secure_getenv("FRAMESCOPE_GPU_SAMPLE");
+    long rate;
+    if (!sample || !*sample)
+        ;
+    else if (fscope_config_keyword(sample, "all"))
+        layer_config.gpu_sample_rate = 0;
+    else if (fscope_config_parse_long(sample, 1, GPU_SAMPLE_MAX, &rate))
+        layer_config.gpu_sample_rate = (uint32_t)rate;
+    else
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU_SAMPLE='%s' is not all or a number of timed "
+                   "submissions a second in 1..%d; using %d",
+                   fscope_config_escape(sample, shown, sizeof(shown)), GPU_SAMPLE_MAX,
+                   GPU_SAMPLE_DEFAULT);
     const char *present = secure_getenv("FRAMESCOPE_PRESENT");
     if (present && *present && !fscope_config_parse_switch(present, &layer_config.presentation))
         fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_PRESENT='%s' is not on or off; using on",
@@ -193,8 +207,12 @@ static void layer_read_config(void)
         snprintf(cap_text, sizeof(cap_text), "auto (the refresh of the output shown on)");
     else if (layer_config.cap_mode == CAP_FIXED)
         snprintf(cap_text, sizeof(cap_text), "%g Hz", layer_config.cap_hz);
-    fscope_log(FSCOPE_LOG_INFO, "layer enabled: GPU timing %s, presentation tracking %s, frame "
-               "cap %s", layer_config.gpu_timing ? "on" : "off",
+    char sample_text[64] = "";
+    if (layer_config.gpu_timing && layer_config.gpu_sample_rate)
+        snprintf(sample_text, sizeof(sample_text), " (sampled: %u timed submissions a second)",
+                 layer_config.gpu_sample_rate);
+    fscope_log(FSCOPE_LOG_INFO, "layer enabled: GPU timing %s%s, presentation tracking %s, frame "
+               "cap %s", layer_config.gpu_timing ? "on" : "off", sample_text,
                layer_config.presentation ? "on" : "off", cap_text);
 }
 
@@ -398,6 +416,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     if (!plan)
         goto error_dev;
     pthread_mutex_init(&dev->lock, NULL);
+    gpu_sample_init(dev);
     dev->instance = inst;
     dev->physical = phys;
     dev->set_loader_data = loader_cb->u.pfnSetDeviceLoaderData;

@@ -357,6 +357,73 @@ def test_gpu_storm(build, demo):
         print(f"{name}: {count} in flight, {timed} timed, 0 untimed for want of a slot")
 
 
+def sampled_runs(rows):
+    """Lengths of the runs of consecutive frames.csv rows that were GPU-timed."""
+    runs, n = [], 0
+    for r in rows:
+        if r["verdict"]:
+            n += 1
+        elif n:
+            runs.append(n)
+            n = 0
+    return runs + ([n] if n else [])
+
+
+def test_gpu_sampled(build, demo):
+    """The default, sampled GPU timing (FRAMESCOPE_GPU_SAMPLE) on the demo under MAILBOX, as
+    fast as lavapipe runs it: whole frames are timed in windows within the budget of timed
+    submissions a second, every submission is either timed or counted as sampled out, the
+    frames outside the windows have no GPU busy and no verdict (never an idle GPU), and the
+    summary's GPU busy and verdict are the timed frames'. The budget is set from the run's own
+    frame rate, a tenth of its submissions, so sampling happens on any machine."""
+    with Weston() as w:
+        probe = run_app([demo, "--frames", "200", "--present-mode", "mailbox"], w, build)
+        check(probe.rc == 0, probe.stderr[-2000:])
+        fps = probe.json()["fps"]
+        rate = max(10, int(fps / 10))
+        frames = 1500
+        r = run_app([demo, "--frames", str(frames), "--present-mode", "mailbox"], w, build,
+                    extra_env={"FRAMESCOPE_GPU_SAMPLE": str(rate)})
+    expect_one_summary(r)
+    summary, rows, trace, presents = check_capture_consistent(r, expected_frames=frames)
+    m = re.search(r"GPU timing: (\d+) submissions timed; untimed: (\d+) \(no free query "
+                  r"slot\), (\d+) \(device-group or protected\), (\d+) \(unreadable\), "
+                  r"(\d+) \(in flight at teardown\)", r.stderr)
+    check(m, f"no GPU timing note: {r.stderr[-1500:]}")
+    timed, no_slot, unsupported, unreadable, in_flight = (int(x) for x in m.groups())
+    s = re.search(rf"GPU timing sampled \(FRAMESCOPE_GPU_SAMPLE={rate} timed submissions a "
+                  r"second\): (\d+) windows of timed frames; (\d+) submissions left untimed",
+                  r.stderr)
+    check(s, f"no sampling note: {r.stderr[-1500:]}")
+    windows, unsampled = int(s.group(1)), int(s.group(2))
+    submits = sum(int(x["submits"]) for x in rows)
+    # Exact accounting: each of the demo's submissions timed or sampled out, none lost.
+    check(timed + no_slot + unsupported + unreadable + in_flight + unsampled == submits,
+          f"{timed} timed + {unsampled} sampled out + others != {submits} submissions")
+    check(windows > 0 and unsampled > 0, f"{windows} windows, {unsampled} sampled out")
+    # The budget holds: what the rate allows over the run, plus the first quarter second's
+    # and one window's worth (6 frames of the demo's one submission).
+    allowed = rate * summary["duration_s"] + rate / 4 + 6 + 1
+    check(timed <= allowed, f"{timed} submissions timed, the budget allows {allowed:.0f}")
+    sampled = summary["gpu_sampled"]
+    check(sampled["sampled"] and 0 < sampled["basis_frames"] < frames,
+          f"gpu_sampled {sampled}")
+    # Whole frames: timed frames come in runs, several frames long.
+    runs = sampled_runs(rows)
+    check(runs and max(runs) >= 2, f"timed frames not in runs: {runs[:20]}")
+    check(sampled["basis_frames"] <= timed, f"{sampled['basis_frames']} frames GPU-timed by "
+          f"{timed} timed submissions")
+    # The timed frames saw the GPU work: a frame's GPU busy is not 0 there.
+    busy = [r for r in rows if r["gpu_busy_ms"] and float(r["gpu_busy_ms"]) > 0]
+    check(len(busy) >= len([r for r in rows if r["verdict"]]) // 2,
+          f"only {len(busy)} timed frames with GPU busy")
+    check(f"GPU timed in {sampled['basis_frames']} of {frames} frames" in r.stderr,
+          "the summary does not say which frames carry the GPU numbers")
+    print(f"{fps:.0f} fps, budget {rate}/s: {timed} timed in {windows} windows, {unsampled} "
+          f"sampled out; {sampled['basis_frames']} of {frames} frames GPU-timed, runs up to "
+          f"{max(runs)}; verdict {summary['verdict']['run']}")
+
+
 def test_zink_draws(build, demo):
     """OpenGL through Mesa's zink (glmark2-wayland on lavapipe), which draws through
     vkCmdDrawMultiEXT: draws per frame are counted, and match what glmark2's build scene issues
@@ -460,6 +527,7 @@ def test_bad_input(build, demo):
     bad = {
         "FRAMESCOPE_SUMMARY": ".hidden",
         "FRAMESCOPE_GPU": "maybe",
+        "FRAMESCOPE_GPU_SAMPLE": "0",
         # A newline in a value must not start a line of its own: here, a second summary.
         "FRAMESCOPE_LOG": "loud\nframescope: summary for forged",
         "FRAMESCOPE_RING_EVENTS": "-4",
@@ -475,7 +543,7 @@ def test_bad_input(build, demo):
     expect_one_summary(r)
     warnings = warnings_of(r)
     for name, value in bad.items():
-        mine = [l for l in warnings if name in l]
+        mine = [l for l in warnings if re.search(rf"\b{name}\b", l)]
         check(len(mine) == 1, f"{name}={value[:80]!r}: expected one warning line, got {mine}")
     check(any("FRAMESCOPE_LOG='loud\\nframescope: summary for forged'" in l for l in warnings),
           "the newline in FRAMESCOPE_LOG is not shown as \\n")
@@ -485,6 +553,9 @@ def test_bad_input(build, demo):
           "FRAMESCOPE_SUMMARY=.hidden not refused")
     check(not os.path.exists(".hidden"), "FRAMESCOPE_SUMMARY=.hidden was written")
     check("submissions timed" in r.stderr, "FRAMESCOPE_GPU=maybe did not fall back to on")
+    check("FRAMESCOPE_GPU_SAMPLE='0' is not all or a number of timed submissions a second in "
+          "1..1000000; using 240" in r.stderr and "FRAMESCOPE_GPU_SAMPLE=240 timed" in r.stderr,
+          "FRAMESCOPE_GPU_SAMPLE=0 not refused for the default")
     summary, _, _, _ = check_capture_consistent(r, expected_frames=20)
     check(summary["caps"] == [], "FRAMESCOPE_CAP=' 60' capped the app")
 

@@ -142,6 +142,10 @@ def run_app(argv, weston, build_dir, extra_env=None, layers="VK_LAYER_FRAMESCOPE
         env.update(layer_env(build_dir, layers))
     if capture:
         env["FRAMESCOPE_OUTPUT"] = capture_dir
+    # Every submission timed, for the tests that check each frame's GPU time exactly; the
+    # default, sampled timing has its own tests (test_layer.py, gpu_sampled*), which pass
+    # FRAMESCOPE_GPU_SAMPLE="" (the default) or a rate.
+    env["FRAMESCOPE_GPU_SAMPLE"] = "all"
     env.update(extra_env or {})
     # A sanitizer build of the layer inside a program not built with it (vkcube): its
     # runtime must be loaded first (tools/setup.sh sets this for the sanitizer run).
@@ -198,7 +202,8 @@ def check_capture_consistent(result, expected_frames=None, gpu_track=True):
         waits = sum(ns(row[c]) for c in WAIT_COLUMNS)
         check(ns(row["waits_gpu_ms"]) + ns(row["waits_gpu_idle_ms"]) == waits,
               f"frame {row['frame']}: wait split != fence + semaphore + idle")
-        check(ns(row["gpu_busy_ms"]) <= ns(row["frame_ms"]), f"frame {row['frame']}: gpu busy > frame")
+        check(not row["gpu_busy_ms"] or ns(row["gpu_busy_ms"]) <= ns(row["frame_ms"]),
+              f"frame {row['frame']}: gpu busy > frame")
         # The kernel's split of the CPU part, and of the whole frame, add up exactly too.
         if row.get("cpu_busy_ms"):
             split = sum(ns(row[c]) for c in ("cpu_busy_ms", "cpu_starved_ms", "cpu_blocked_ms"))
@@ -206,16 +211,33 @@ def check_capture_consistent(result, expected_frames=None, gpu_track=True):
             whole = sum(ns(row[c]) for c in ("oncpu_ms", "runnable_ms", "asleep_ms"))
             check(whole == ns(row["frame_ms"]), f"frame {row['frame']}: kernel {whole} != frame")
     n = len(rows)
+    # GPU timing is sampled (FRAMESCOPE_GPU_SAMPLE): a frame outside every timed run has no GPU
+    # busy and no verdict in frames.csv, and gpu busy and the verdict are the timed frames'.
+    timed = [r for r in rows if r["verdict"]]
+    sampled = summary["gpu_sampled"]
+    check(sampled["basis_frames"] == len(timed),
+          f"gpu_sampled.basis_frames {sampled['basis_frames']} != frames.csv rows with a verdict "
+          f"{len(timed)}")
+    check(all(bool(r["gpu_busy_ms"]) == bool(r["verdict"]) for r in rows),
+          "frames.csv: a frame with a verdict but no GPU busy, or the reverse")
+    if sampled["basis_frames"] < n:
+        check(sampled["sampled"] and sampled["unsampled_frames"] == n - len(timed),
+              f"gpu_sampled {sampled} disagrees with frames.csv's {n - len(timed)} unsampled")
     if n:
-        mean = lambda col: sum(ns(r[col]) for r in rows) / n / 1e6
+        mean = lambda col, among=rows: sum(ns(r[col]) for r in among) / len(among) / 1e6
         budget = summary["budget_ms"]
-        for key, col in [("cpu", "cpu_ms"), ("gpu_busy", "gpu_busy_ms"), ("acquire", "acquire_ms"),
+        for key, col in [("cpu", "cpu_ms"), ("acquire", "acquire_ms"),
                          ("present", "present_ms"), ("fence", "fence_ms"), ("cap", "cap_ms")]:
             check(abs(budget[key] - mean(col)) < 1e-5,
                   f"budget_ms.{key} {budget[key]} != mean of frames.csv {mean(col)}")
+        if timed:
+            check(abs(budget["gpu_busy"] - mean("gpu_busy_ms", timed)) < 1e-5,
+                  f"budget_ms.gpu_busy {budget['gpu_busy']} != mean of frames.csv's timed "
+                  f"frames {mean('gpu_busy_ms', timed)}")
         check(abs(summary["frame_ms"]["mean"] - mean("frame_ms")) < 1e-5, "frame_ms.mean mismatch")
         check(abs(sum(summary["verdict"]["shares"].values()) - 1.0) < 1e-5, "shares do not sum to 1")
-        counted = {v: sum(1 for r in rows if r["verdict"] == v) / n for v in summary["verdict"]["shares"]}
+        counted = {v: sum(1 for r in timed if r["verdict"] == v) / max(len(timed), 1)
+                   for v in summary["verdict"]["shares"]}
         for v, share in summary["verdict"]["shares"].items():
             check(abs(counted[v] - share) < 1e-5, f"share of {v} disagrees with frames.csv")
     # The trace: present markers equal frames (one per present), GPU spans on their own track.

@@ -366,10 +366,16 @@ static bool frames_parse(struct capture *c, char *text, size_t len, char *error,
                 c->columns[k] = grown;
             }
         }
-        for (int k = 0; k < FRAME_COLUMN_COUNT; k++)
+        for (int k = 0; k < FRAME_COLUMN_COUNT; k++) {
+            /* Empty GPU busy: a frame GPU timing sampled out (FRAMESCOPE_GPU_SAMPLE). */
+            if (k == COLUMN_GPU_BUSY && !csv.fields[index[k]][0]) {
+                c->columns[k][c->frame_rows] = NAN;
+                continue;
+            }
             if (!csv_number(&csv, index[k], frame_column_names[k],
                             &c->columns[k][c->frame_rows], error, error_len))
                 goto out;
+        }
         c->frame_rows++;
     }
     if (r < 0)
@@ -706,16 +712,22 @@ error_file:
 /* Twice the standard error of a column's mean: sample standard deviation / sqrt(n). It takes
  * frames as independent; consecutive frames are correlated (a slow stretch lasts), so this is
  * the least noise there can be, and a difference it flags is worth a second run. */
-static double mean_noise(const double *values, size_t n)
+/* Of the values that are known: a frame GPU timing sampled out has no GPU busy (NAN). */
+static double mean_noise(const double *values, size_t count)
 {
+    double sum = 0, sum_sq = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++)
+        if (!isnan(values[i])) {
+            sum += values[i];
+            n++;
+        }
     if (n < 2)
         return NAN;
-    double sum = 0, sum_sq = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += values[i];
     double mean = sum / (double)n;
-    for (size_t i = 0; i < n; i++)
-        sum_sq += (values[i] - mean) * (values[i] - mean);
+    for (size_t i = 0; i < count; i++)
+        if (!isnan(values[i]))
+            sum_sq += (values[i] - mean) * (values[i] - mean);
     return 2 * sqrt(sum_sq / (double)(n - 1) / (double)n);
 }
 

@@ -18,6 +18,12 @@ struct busy_union {
     struct gpu_span *spans;
     uint64_t *before;
     uint64_t raw; /* spans that went into it */
+    /* Where GPU timing was sampled (a span flagged GPU_SPAN_AFTER_GAP): the runs of timed
+     * submissions, each from its first span's begin to its spans' last end. Busy time is
+     * known inside a run only; with no flagged span, everywhere. */
+    bool sampled;
+    uint64_t run_count;
+    struct gpu_span *runs; /* begin and end of each run, sorted */
 };
 
 struct busy_index {
@@ -63,8 +69,49 @@ static void union_merge(struct busy_union *u, struct gpu_span *spans, uint64_t *
     u->raw = n;
 }
 
+/* The runs of timed submissions among n spans sorted by begin, before they are merged. False
+ * when memory ran out. */
+static bool union_runs(struct busy_union *u, const struct gpu_span *spans, uint64_t n)
+{
+    u->sampled = false;
+    for (uint64_t j = 0; j < n && !u->sampled; j++)
+        u->sampled = (spans[j].flags & GPU_SPAN_AFTER_GAP) != 0;
+    if (!u->sampled)
+        return true;
+    u->runs = malloc(n * sizeof(*u->runs));
+    if (!u->runs)
+        return false;
+    for (uint64_t j = 0; j < n; j++) {
+        if (j == 0 || (spans[j].flags & GPU_SPAN_AFTER_GAP))
+            u->runs[u->run_count++] = spans[j];
+        else if (spans[j].end > u->runs[u->run_count - 1].end)
+            u->runs[u->run_count - 1].end = spans[j].end;
+    }
+    return true;
+}
+
+/* Whether u's busy time is known over all of [begin, end]: inside one run of timed
+ * submissions when timing was sampled. */
+static bool union_covers(const struct busy_union *u, uint64_t begin, uint64_t end)
+{
+    if (!u->sampled)
+        return true;
+    uint64_t lo = 0, hi = u->run_count; /* the first run beginning after begin */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (u->runs[mid].begin <= begin)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && u->runs[lo - 1].end >= end;
+}
+
 static void busy_index_free(struct busy_index *x)
 {
+    free(x->all.runs);
+    for (size_t d = 0; x->devices && d < x->device_count; d++)
+        free(x->devices[d].runs);
     free(x->all.spans);
     free(x->all.before);
     free(x->devices);
@@ -88,6 +135,8 @@ static bool busy_index_build(const struct recording *rec, struct busy_index *x)
         goto error;
     memcpy(x->all.spans, rec->spans, n * sizeof(*rec->spans));
     qsort(x->all.spans, n, sizeof(*x->all.spans), by_begin);
+    if (!union_runs(&x->all, x->all.spans, n))
+        goto error;
     union_merge(&x->all, x->all.spans, x->all.before, n);
     memcpy(x->by_device, rec->spans, n * sizeof(*rec->spans));
     qsort(x->by_device, n, sizeof(*x->by_device), by_device_then_begin);
@@ -104,6 +153,8 @@ static bool busy_index_build(const struct recording *rec, struct busy_index *x)
             continue;
         struct busy_union *u = &x->devices[x->device_count++];
         u->device_id = x->by_device[start].device_id;
+        if (!union_runs(u, x->by_device + start, j - start))
+            goto error;
         union_merge(u, x->by_device + start, x->by_device_before + sums, j - start);
         sums += u->count + 1;
         start = j;
@@ -180,11 +231,16 @@ void recording_compute_gpu_busy(struct recording *rec)
 {
     struct busy_index x;
     bool indexed = busy_index_build(rec, &x);
+    bool sampled = indexed && x.all.sampled;
     for (unsigned l = 0; l < rec->log_count; l++) {
         struct recording_log *log = &rec->logs[l];
         for (uint64_t f = 0; f < log->frame_count; f++) {
             struct fscope_frame *frame = &log->frames[f];
             const struct busy_union *u = indexed ? busy_index_find(&x, frame->device_id) : NULL;
+            /* Sampled timing: a frame outside every run is unmeasured, as is one whose
+             * device has no span at all while others were sampled. */
+            frame->gpu_unsampled = sampled && (!u || !union_covers(u, frame->start_ticks,
+                                                                    frame->end_ticks));
             frame->gpu_busy_ticks = busy_within(u, frame->start_ticks, frame->end_ticks);
             memset(frame->block_gpu_ticks, 0, sizeof(frame->block_gpu_ticks));
             for (unsigned i = 0; i < frame->block_span_count; i++) {

@@ -51,7 +51,9 @@ static void frame_parts(const struct frame_budget_ns *b, int64_t p[HITCH_CAUSE_C
             p[HITCH_GPU] += b->block_gpu[k];
     p[HITCH_DISPLAY] = b->display_wait;
     p[HITCH_PRESENT] = b->present_overhead;
-    p[HITCH_SYNC] = b->gpu_idle_in_waits;
+    /* Without the frame's GPU time (not timed, or sampled out) a wait is a wait on the GPU,
+     * as the verdict takes it: it cannot be split into GPU work and synchronisation. */
+    p[b->gpu_timed ? HITCH_SYNC : HITCH_GPU] += b->gpu_idle_in_waits;
     p[HITCH_CAP] = b->block[FSCOPE_BLOCK_CAP];
 }
 

@@ -303,6 +303,7 @@ static int read_frame_log(struct reader *r, struct recording *rec, const struct 
     rec->log_count++;
     for (uint64_t i = 0; i < log->frame_count; i++) {
         log->frames[i].gpu_busy_ticks = 0;
+        log->frames[i].gpu_unsampled = 0;
         memset(log->frames[i].block_gpu_ticks, 0, sizeof(log->frames[i].block_gpu_ticks));
         if ((e = check_frame(r, log, i)))
             return e;

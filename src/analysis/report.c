@@ -183,7 +183,12 @@ void frame_budget(const struct recording *rec, const struct fscope_frame *f,
     ret->gpu_busy = ticks_ns(rec, f->gpu_busy_ticks);
     if (ret->gpu_busy > ret->frame)
         ret->gpu_busy = ret->frame;
-    ret->gpu_timed = rec->gpu_timing;
+    ret->gpu_timed = rec->gpu_timing && !f->gpu_unsampled;
+    if (f->gpu_unsampled) {
+        /* Outside a run of timed submissions: what spans it holds are part of its GPU work. */
+        ret->gpu_busy = 0;
+        memset(ret->block_gpu, 0, sizeof(ret->block_gpu));
+    }
     static const unsigned display_blocks[] = { FSCOPE_BLOCK_ACQUIRE, FSCOPE_BLOCK_PRESENT,
                                                FSCOPE_BLOCK_PRESENT_WAIT };
     int64_t idle_in_display = 0;
@@ -266,11 +271,18 @@ struct run_stats {
     const struct recording *rec;
     struct presentation_stats presentation;
     uint64_t frames;
+    /* Frames the budget, the blocks and the verdict are taken over: all of them, or the ones
+     * GPU-timed when GPU timing was sampled (gpu_unsampled frames counted apart). */
+    uint64_t basis_frames, unsampled_frames;
+    /* Frames whose submissions were timed, for per-frame zone times: all of them, or with
+     * sampled timing the frames' share of timed submissions (spans against submissions). */
+    uint64_t zone_frames;
     double duration_s, fps;
     double mean_ms, p50_ms, p95_ms, p99_ms, max_ms;
     double low1_fps, low01_fps;
     double budget_ms[2 + FSCOPE_BLOCK_COUNT]; /* cpu, gpu_busy, blocks... (means) */
-    struct frame_budget_ns total;             /* sums over every frame */
+    struct frame_budget_ns total;             /* sums over the basis frames */
+    struct frame_budget_ns all;               /* the partition's sums over every frame */
     double count_mean[FSCOPE_COUNT_COUNT];
     /* The kernel's split of the CPU part, summed over the frames that have it. */
     uint64_t kernel_frames;
@@ -424,6 +436,27 @@ static void compute_stats(const struct recording *rec, struct run_stats *s)
     s->total.gpu_timed = rec->gpu_timing;
     if (!s->frames)
         return;
+    for (unsigned l = 0; l < logs; l++)
+        for (uint64_t i = 0; i < rec->logs[l].frame_count; i++)
+            s->unsampled_frames += rec->logs[l].frames[i].gpu_unsampled != 0;
+    /* With GPU timing sampled, the GPU-timed frames carry the budget and the verdict (the
+     * others' GPU time is unknown); with none timed, every frame does, as without GPU timing. */
+    bool sampled_basis = s->unsampled_frames && s->unsampled_frames < s->frames;
+    s->basis_frames = sampled_basis ? s->frames - s->unsampled_frames : s->frames;
+    if (s->unsampled_frames == s->frames)
+        s->total.gpu_timed = false;
+    s->zone_frames = s->frames;
+    if (s->unsampled_frames) {
+        double submits = 0;
+        for (unsigned l = 0; l < logs; l++)
+            for (uint64_t i = 0; i < rec->logs[l].frame_count; i++)
+                submits += (double)rec->logs[l].frames[i].counts[FSCOPE_COUNT_SUBMITS];
+        if (submits > 0 && (double)rec->span_count < submits)
+            s->zone_frames = (uint64_t)llround((double)s->frames * (double)rec->span_count /
+                                               submits);
+        if (!s->zone_frames)
+            s->zone_frames = 1;
+    }
     int64_t *times = malloc(s->frames * sizeof(*times));
     uint64_t n = 0, first = UINT64_MAX, last = 0;
     double sum_ms = 0;
@@ -443,8 +476,31 @@ static void compute_stats(const struct recording *rec, struct run_stats *s)
                 first = f->start_ticks;
             if (f->end_ticks > last)
                 last = f->end_ticks;
+            for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
+                s->count_mean[k] += (double)f->counts[k];
             /* Sums that saturate: each term is at most REPORT_NS_MAX, and a recording may
-             * hold millions of them. */
+             * hold millions of them. The partition of every frame: */
+            struct frame_budget_ns *all = &s->all;
+            all->frame = ns_sum(all->frame, b.frame);
+            all->cpu = ns_sum(all->cpu, b.cpu);
+            for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
+                all->block[k] = ns_sum(all->block[k], b.block[k]);
+            for (unsigned k = 0; k < 3; k++)
+                all->other_wait[k] = ns_sum(all->other_wait[k], b.other_wait[k]);
+            if (b.kernel) {
+                s->kernel_frames++;
+                s->cpu_busy = ns_sum(s->cpu_busy, b.cpu_busy);
+                s->cpu_starved = ns_sum(s->cpu_starved, b.cpu_starved);
+                s->cpu_blocked = ns_sum(s->cpu_blocked, b.cpu_blocked);
+                s->kernel_cpu = ns_sum(s->kernel_cpu, b.cpu);
+                s->oncpu = ns_sum(s->oncpu, b.oncpu);
+                s->runnable = ns_sum(s->runnable, b.runnable);
+                s->asleep = ns_sum(s->asleep, b.asleep);
+                s->kernel_tid = f->kernel_tid;
+            }
+            if (sampled_basis && f->gpu_unsampled)
+                continue;
+            /* What needs the GPU's time, and the verdict, over the basis frames: */
             total->frame = ns_sum(total->frame, b.frame);
             total->cpu = ns_sum(total->cpu, b.cpu);
             total->gpu_busy = ns_sum(total->gpu_busy, b.gpu_busy);
@@ -458,19 +514,6 @@ static void compute_stats(const struct recording *rec, struct run_stats *s)
             total->gpu_idle_in_waits = ns_sum(total->gpu_idle_in_waits, b.gpu_idle_in_waits);
             for (unsigned k = 0; k < 3; k++)
                 total->other_wait[k] = ns_sum(total->other_wait[k], b.other_wait[k]);
-            for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
-                s->count_mean[k] += (double)f->counts[k];
-            if (b.kernel) {
-                s->kernel_frames++;
-                s->cpu_busy = ns_sum(s->cpu_busy, b.cpu_busy);
-                s->cpu_starved = ns_sum(s->cpu_starved, b.cpu_starved);
-                s->cpu_blocked = ns_sum(s->cpu_blocked, b.cpu_blocked);
-                s->kernel_cpu = ns_sum(s->kernel_cpu, b.cpu);
-                s->oncpu = ns_sum(s->oncpu, b.oncpu);
-                s->runnable = ns_sum(s->runnable, b.runnable);
-                s->asleep = ns_sum(s->asleep, b.asleep);
-                s->kernel_tid = f->kernel_tid;
-            }
             enum fscope_verdict v = frame_verdict(&b);
             s->verdict_frames[v]++;
             verdict_ns[v] = ns_sum(verdict_ns[v], b.frame);
@@ -493,10 +536,10 @@ static void compute_stats(const struct recording *rec, struct run_stats *s)
         s->low01_fps = low_fps(times, n, 0.001);
         free(times);
     }
-    s->budget_ms[0] = ms_per_frame(total->cpu, s->frames);
-    s->budget_ms[1] = ms_per_frame(total->gpu_busy, s->frames);
+    s->budget_ms[0] = ms_per_frame(s->all.cpu, s->frames);
+    s->budget_ms[1] = ms_per_frame(total->gpu_busy, s->basis_frames);
     for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
-        s->budget_ms[2 + k] = ms_per_frame(total->block[k], s->frames);
+        s->budget_ms[2 + k] = ms_per_frame(s->all.block[k], s->frames);
     for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
         s->count_mean[k] /= frames;
 
@@ -671,6 +714,11 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
                 s->p99_ms, s->max_ms, s->low1_fps, s->low01_fps);
         const double *b = s->budget_ms;
         const struct frame_budget_ns *t = &s->total;
+        if (s->basis_frames < s->frames)
+            fprintf(f, "  sampled     GPU timed in %llu of %llu frames (FRAMESCOPE_GPU_SAMPLE): "
+                    "gpu busy, blocks and verdict below are theirs, mean frame %.3f ms\n",
+                    (unsigned long long)s->basis_frames, (unsigned long long)s->frames,
+                    ms_per_frame(t->frame, s->basis_frames));
         fprintf(f, "  budget      cpu %.3f | blocked: acquire %.3f  present %.3f  present wait "
                 "%.3f  fence %.3f  other wait %.3f  cap %.3f | gpu busy %.3f ms per frame\n",
                 b[0], b[2 + FSCOPE_BLOCK_ACQUIRE], b[2 + FSCOPE_BLOCK_PRESENT],
@@ -681,20 +729,21 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
                 "overhead %.3f | fence/semaphore/idle: GPU working %.3f, GPU idle %.3f ms per "
                 "frame\n",
                 ms_per_frame(t->block_gpu[FSCOPE_BLOCK_ACQUIRE] + t->block_gpu[FSCOPE_BLOCK_PRESENT] +
-                                 t->block_gpu[FSCOPE_BLOCK_PRESENT_WAIT], s->frames),
-                ms_per_frame(t->display_wait, s->frames),
-                ms_per_frame(t->present_overhead, s->frames),
-                ms_per_frame(t->gpu_in_waits, s->frames),
-                ms_per_frame(t->gpu_idle_in_waits, s->frames));
+                                 t->block_gpu[FSCOPE_BLOCK_PRESENT_WAIT], s->basis_frames),
+                ms_per_frame(t->display_wait, s->basis_frames),
+                ms_per_frame(t->present_overhead, s->basis_frames),
+                ms_per_frame(t->gpu_in_waits, s->basis_frames),
+                ms_per_frame(t->gpu_idle_in_waits, s->basis_frames));
         fprintf(f, "  other       waits on other threads: fence %.3f  semaphore %.3f  idle %.3f ms "
                 "per frame (not in the budget: they overlap the presenting thread)\n",
-                ms_per_frame(t->other_wait[0], s->frames), ms_per_frame(t->other_wait[1], s->frames),
-                ms_per_frame(t->other_wait[2], s->frames));
+                ms_per_frame(s->all.other_wait[0], s->frames),
+                ms_per_frame(s->all.other_wait[1], s->frames),
+                ms_per_frame(s->all.other_wait[2], s->frames));
         write_kernel_text(f, s);
         char thread[64];
         counters_write_text(f, rec, &s->counters,
                             report_thread_label(rec, s->kernel_tid, thread, sizeof(thread)));
-        gpu_zones_write_text(f, rec, s->frames);
+        gpu_zones_write_text(f, rec, s->zone_frames);
         threads_write_text(f, rec);
         drm_write_text(f, rec);
         kms_write_text(f, rec);
@@ -706,7 +755,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
         fprintf(f, "  frames by verdict:");
         for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
             fprintf(f, " %s %.1f%%", verdict_names[v],
-                    100.0 * (double)s->verdict_frames[v] / (double)s->frames);
+                    100.0 * (double)s->verdict_frames[v] / (double)s->basis_frames);
         fputc('\n', f);
     }
     presentation_write_text(rec, f, &s->presentation);
@@ -770,7 +819,7 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
             b[2 + FSCOPE_BLOCK_SEMAPHORE], b[2 + FSCOPE_BLOCK_IDLE],
             b[2 + FSCOPE_BLOCK_SEMAPHORE] + b[2 + FSCOPE_BLOCK_IDLE], b[2 + FSCOPE_BLOCK_CAP]);
     const struct frame_budget_ns *t = &s->total;
-    uint64_t nf = s->frames ? s->frames : 1;
+    uint64_t nf = s->basis_frames ? s->basis_frames : 1;
     fprintf(f, "  \"blocks_ms\": {\"display_gpu_working\": %.6f, \"display_wait\": %.6f, "
             "\"present_overhead\": %.6f, \"waits_gpu_working\": %.6f, \"waits_gpu_idle\": %.6f, "
             "\"other_threads\": {\"fence\": %.6f, \"semaphore\": %.6f, \"idle\": %.6f}},\n",
@@ -778,9 +827,14 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
                              t->block_gpu[FSCOPE_BLOCK_PRESENT_WAIT], nf),
             ms_per_frame(t->display_wait, nf), ms_per_frame(t->present_overhead, nf),
             ms_per_frame(t->gpu_in_waits, nf), ms_per_frame(t->gpu_idle_in_waits, nf),
-            ms_per_frame(t->other_wait[0], nf), ms_per_frame(t->other_wait[1], nf),
-            ms_per_frame(t->other_wait[2], nf));
+            ms_per_frame(s->all.other_wait[0], s->frames ? s->frames : 1),
+            ms_per_frame(s->all.other_wait[1], s->frames ? s->frames : 1),
+            ms_per_frame(s->all.other_wait[2], s->frames ? s->frames : 1));
     fprintf(f, "  \"gpu_timed\": %s,\n", t->gpu_timed ? "true" : "false");
+    fprintf(f, "  \"gpu_sampled\": {\"sampled\": %s, \"basis_frames\": %llu, "
+            "\"unsampled_frames\": %llu, \"basis_frame_ms\": %.6f},\n",
+            s->unsampled_frames ? "true" : "false", (unsigned long long)s->basis_frames,
+            (unsigned long long)s->unsampled_frames, ms_per_frame(t->frame, nf));
     {
         char thread[64];
         uint64_t kn = s->kernel_frames ? s->kernel_frames : 1;
@@ -812,14 +866,14 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
     fputs(", \"shares\": {", f);
     for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
         fprintf(f, "%s\"%s\": %.6f", v ? ", " : "", verdict_names[v],
-                s->frames ? (double)s->verdict_frames[v] / (double)s->frames : 0.0);
+                s->basis_frames ? (double)s->verdict_frames[v] / (double)s->basis_frames : 0.0);
     fputs("}},\n", f);
     presentation_write_json(rec, f, &s->presentation);
     hitches_write_json(f, rec, &s->hitches);
     threads_write_json(f, rec);
     drm_write_json(f, rec);
     kms_write_json(f, rec);
-    gpu_zones_write_json(f, rec, s->frames);
+    gpu_zones_write_json(f, rec, s->zone_frames);
     write_caps_json(f, s);
     fputs("  \"surfaces\": [", f);
     unsigned logs = rec->log_count;
@@ -930,7 +984,13 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
                     recording_ns(rec, fr->start_ticks - origin) / 1e6);
             csv_write_ms(f, b.frame);
             csv_write_ms(f, b.cpu);
-            csv_write_ms(f, b.gpu_busy);
+            /* A frame GPU timing sampled out has no GPU busy and no verdict (the run's are
+             * its GPU-timed frames'): empty, never 0. */
+            bool outside = s->basis_frames < s->frames && fr->gpu_unsampled;
+            if (outside)
+                fputc(',', f);
+            else
+                csv_write_ms(f, b.gpu_busy);
             for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
                 csv_write_ms(f, b.block[k]);
             csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_RECORD_TICKS]));
@@ -940,7 +1000,7 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
                     (unsigned long long)fr->counts[FSCOPE_COUNT_DRAWS],
                     (unsigned long long)fr->counts[FSCOPE_COUNT_DISPATCHES],
                     (unsigned long long)fr->counts[FSCOPE_COUNT_RENDER_PASSES],
-                    verdict_name(frame_verdict(&b)));
+                    outside ? "" : verdict_name(frame_verdict(&b)));
             fputs(fr->cap_flags & CAP_FLAG_RESYNC   ? "resync,"
                   : fr->cap_flags & CAP_FLAG_MISSED ? "missed,"
                   : fr->cap_flags & CAP_FLAG_CAPPED ? "capped,"
@@ -1057,7 +1117,8 @@ static void formats_run_fill(const struct run_stats *s, struct formats_run *ret)
     ret->low_fps[0] = s->low1_fps;
     ret->low_fps[1] = s->low01_fps;
     for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
-        ret->verdict_share[v] = s->frames ? (double)s->verdict_frames[v] / (double)s->frames : 0;
+        ret->verdict_share[v] = s->basis_frames ? (double)s->verdict_frames[v] /
+                                                  (double)s->basis_frames : 0;
     ret->gpu_timed = s->total.gpu_timed;
     memcpy(ret->budget_ms, s->budget_ms, sizeof(ret->budget_ms));
     ret->hitches = &s->hitches;

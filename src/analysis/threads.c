@@ -290,7 +290,7 @@ static double timestamp_busy(const struct recording *rec, uint64_t from, uint64_
     for (unsigned l = 0; l < rec->log_count; l++)
         for (uint64_t i = 0; i < rec->logs[l].frame_count; i++) {
             const struct fscope_frame *fr = &rec->logs[l].frames[i];
-            if (fr->start_ticks >= from && fr->end_ticks <= to) {
+            if (fr->start_ticks >= from && fr->end_ticks <= to && !fr->gpu_unsampled) {
                 busy += fr->gpu_busy_ticks;
                 span += fr->end_ticks - fr->start_ticks;
             }

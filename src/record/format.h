@@ -274,6 +274,9 @@ struct fscope_frame {
      * time on a CPU, time runnable but waiting for one); valid only when the same thread
      * closed the frame before (else the deltas would mix two threads). */
     uint8_t kernel_valid;
+    /* Left 0 by the app (it was padding); analysis sets it when the frame lies outside every
+     * run of timed submissions (GPU timing sampled): its GPU busy is unknown, not 0. */
+    uint8_t gpu_unsampled;
     int32_t kernel_tid;
     uint64_t kernel_oncpu_ns, kernel_runnable_ns;
     /* The closing thread's perf counters over the frame (rec_counters names them). Bit k of
@@ -301,10 +304,14 @@ struct rec_frame_log {
     struct chunked frames; /* struct fscope_frame */
 };
 
+/* GPU_SPAN_AFTER_GAP: submissions on the span's queue went untimed since the last span
+ * (sampled out by FRAMESCOPE_GPU_SAMPLE, or no slot): GPU busy between them is unknown. A
+ * recording with no flagged span timed every submission it could. */
+#define GPU_SPAN_AFTER_GAP 1u
 struct gpu_span {
     uint64_t begin, end;
     uint32_t device_id;
-    uint32_t reserved;
+    uint32_t flags; /* GPU_SPAN_* */
 };
 
 struct rec_span_log {

@@ -540,7 +540,7 @@ FSCOPE_EXPORT struct fscope_span_log *fscope_span_log_create(void)
 }
 
 FSCOPE_EXPORT void fscope_span_log_add(struct fscope_span_log *log, uint32_t device_id,
-                                       uint64_t begin_ticks, uint64_t end_ticks)
+                                       uint64_t begin_ticks, uint64_t end_ticks, uint32_t flags)
 {
     if (!log || end_ticks <= begin_ticks)
         return;
@@ -550,5 +550,6 @@ FSCOPE_EXPORT void fscope_span_log_add(struct fscope_span_log *log, uint32_t dev
     s->begin = begin_ticks;
     s->end = end_ticks;
     s->device_id = device_id;
+    s->flags = flags;
     chunked_publish(&log->rec->spans);
 }

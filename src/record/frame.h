@@ -84,6 +84,6 @@ void frame_logs_finish(void);
 struct fscope_span_log;
 FSCOPE_EXPORT struct fscope_span_log *fscope_span_log_create(void);
 FSCOPE_EXPORT void fscope_span_log_add(struct fscope_span_log *log, uint32_t device_id,
-                                       uint64_t begin_ticks, uint64_t end_ticks);
+                                       uint64_t begin_ticks, uint64_t end_ticks, uint32_t flags);
 
 #endif
