@@ -804,22 +804,24 @@ void gpu_sample_presented(struct device_data *dev, uint64_t now)
     double n = (double)atomic_exchange_explicit(&dev->sample_submits, 0, memory_order_relaxed);
     dev->sample_per_frame = dev->sample_per_frame > 0 ? 0.875 * dev->sample_per_frame + 0.125 * n
                                                       : n;
-    if (atomic_load_explicit(&dev->sample_open, memory_order_relaxed)) {
+    bool open = atomic_load_explicit(&dev->sample_open, memory_order_relaxed);
+    if (open) {
         dev->sample_tokens -= n;
-        if (dev->sample_frames_left <= 1) {
-            dev->sample_frames_left = 0;
-            atomic_store_explicit(&dev->sample_open, false, memory_order_relaxed);
-        } else {
+        if (dev->sample_frames_left > 1) {
             dev->sample_frames_left--;
-        }
-    } else {
-        double per_frame = dev->sample_per_frame > 1 ? dev->sample_per_frame : 1;
-        if (dev->sample_tokens >= SAMPLE_WINDOW_FRAMES * per_frame) {
-            dev->sample_frames_left = SAMPLE_WINDOW_FRAMES;
-            atomic_store_explicit(&dev->sample_open, true, memory_order_relaxed);
-            atomic_fetch_add_explicit(&gpu_stats.sample_windows, 1, memory_order_relaxed);
+            pthread_mutex_unlock(&dev->sample_lock);
+            return;
         }
     }
+    /* A window ends here, or none was open: the next one follows at once when the budget
+     * holds it, so an app within the budget is timed in every frame. */
+    double per_frame = dev->sample_per_frame > 1 ? dev->sample_per_frame : 1;
+    bool next = dev->sample_tokens >= SAMPLE_WINDOW_FRAMES * per_frame;
+    dev->sample_frames_left = next ? SAMPLE_WINDOW_FRAMES : 0;
+    if (next && !open)
+        atomic_fetch_add_explicit(&gpu_stats.sample_windows, 1, memory_order_relaxed);
+    if (next != open)
+        atomic_store_explicit(&dev->sample_open, next, memory_order_relaxed);
     pthread_mutex_unlock(&dev->sample_lock);
 }
 

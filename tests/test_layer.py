@@ -419,6 +419,18 @@ def test_gpu_sampled(build, demo):
           f"only {len(busy)} timed frames with GPU busy")
     check(f"GPU timed in {sampled['basis_frames']} of {frames} frames" in r.stderr,
           "the summary does not say which frames carry the GPU numbers")
+    # Within the budget (FIFO, one submission a frame, the default 240 a second) one window
+    # follows another with no frame between them: every submission timed.
+    with Weston() as w:
+        fifo = run_app([demo, "--frames", "60"], w, build, extra_env={"FRAMESCOPE_GPU_SAMPLE": ""})
+    expect_one_summary(fifo)
+    f_summary, f_rows, _, _ = check_capture_consistent(fifo, expected_frames=60)
+    check(f_summary["fps"] < 200, f"FIFO demo at {f_summary['fps']:.0f} fps: not within the budget")
+    check(re.search(r"FRAMESCOPE_GPU_SAMPLE=240 timed submissions a second\): \d+ windows of timed "
+                    r"frames; 0 submissions left untimed", fifo.stderr),
+          f"FIFO within the budget was not timed whole: {fifo.stderr[-1500:]}")
+    check(not f_summary["gpu_sampled"]["sampled"] and all(r["verdict"] for r in f_rows),
+          f"FIFO within the budget: {f_summary['gpu_sampled']}")
     print(f"{fps:.0f} fps, budget {rate}/s: {timed} timed in {windows} windows, {unsampled} "
           f"sampled out; {sampled['basis_frames']} of {frames} frames GPU-timed, runs up to "
           f"{max(runs)}; verdict {summary['verdict']['run']}")
