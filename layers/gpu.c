@@ -774,14 +774,55 @@ void gpu_sample_init(struct device_data *dev)
     pthread_mutex_init(&dev->sample_lock, NULL);
     dev->sample_refill_ticks = fscope_now();
     dev->sample_tokens = layer_config.gpu_sample_rate / 4.0;
+    dev->sample_rate = layer_config.gpu_sample_rate;
     atomic_store(&dev->sample_open, layer_config.gpu_sample_rate == 0);
+}
+
+/* Under sample_lock, at a present (FRAMESCOPE_GPU_SAMPLE=auto): the frame that ends now was
+ * timed or not (open); its time since the last present goes into that kind's smoothed mean,
+ * and the rate becomes what keeps timed frames' extra time within GPU_SAMPLE_COST_SHARE of
+ * the app's time, between one window a second and the configured ceiling. On a GPU where a
+ * timestamp costs a microsecond nothing changes; on lavapipe, where each one flushes the
+ * rasterizer and a timed frame takes half as long again, the rate drops. */
+static void sample_adapt(struct device_data *dev, uint64_t now, bool open)
+{
+    uint64_t last = dev->sample_last_present;
+    dev->sample_last_present = now;
+    if (!layer_config.gpu_sample_auto || !last)
+        return;
+    double dt = fscope_ticks_to_ns(now - last);
+    if (dt <= 0 || dt > 250e6)
+        return; /* a pause (loading, a debugger): no frame's cost */
+    /* A timed frame is judged against untimed ones once there are some: the first frames,
+     * timed while the budget is full, are the app's start-up ones. One slow timed frame is
+     * taken as four untimed ones at most, so a hitch in a window cannot close the windows. */
+    if (open) {
+        if (dev->sample_out_ns <= 0)
+            return;
+        if (dt > 4 * dev->sample_out_ns)
+            dt = 4 * dev->sample_out_ns;
+        dev->sample_in_ns = dev->sample_in_ns > 0 ? dev->sample_in_ns + (dt - dev->sample_in_ns) / 8 : dt;
+    } else {
+        dev->sample_out_ns = dev->sample_out_ns > 0 ? dev->sample_out_ns + (dt - dev->sample_out_ns) / 32 : dt;
+    }
+    double ceiling = layer_config.gpu_sample_rate;
+    double per_frame = dev->sample_per_frame > 1 ? dev->sample_per_frame : 1;
+    double floor = SAMPLE_WINDOW_FRAMES * per_frame;
+    double cost = dev->sample_in_ns - dev->sample_out_ns;
+    double rate = ceiling;
+    if (dev->sample_in_ns > 0 && dev->sample_out_ns > 0 && cost > 0)
+        rate = GPU_SAMPLE_COST_SHARE * 1e9 / cost * per_frame;
+    dev->sample_rate = rate < floor ? (floor < ceiling ? floor : ceiling) : rate > ceiling ? ceiling : rate;
+    atomic_store_explicit(&gpu_stats.sample_in_ns, (uint64_t)dev->sample_in_ns, memory_order_relaxed);
+    atomic_store_explicit(&gpu_stats.sample_out_ns, (uint64_t)dev->sample_out_ns, memory_order_relaxed);
+    atomic_store_explicit(&gpu_stats.sample_rate, (uint64_t)dev->sample_rate, memory_order_relaxed);
 }
 
 /* Under sample_lock: the budget grows by the time passed, up to a quarter second's worth or a
  * window's, whichever is more (a window must always fit). */
 static void sample_refill(struct device_data *dev, uint64_t now)
 {
-    double rate = layer_config.gpu_sample_rate;
+    double rate = dev->sample_rate;
     double passed = fscope_ticks_to_ns(now - dev->sample_refill_ticks) / 1e9;
     dev->sample_refill_ticks = now;
     double cap = rate / 4;
@@ -805,6 +846,7 @@ void gpu_sample_presented(struct device_data *dev, uint64_t now)
     dev->sample_per_frame = dev->sample_per_frame > 0 ? 0.875 * dev->sample_per_frame + 0.125 * n
                                                       : n;
     bool open = atomic_load_explicit(&dev->sample_open, memory_order_relaxed);
+    sample_adapt(dev, now, open);
     if (open) {
         dev->sample_tokens -= n;
         if (dev->sample_frames_left > 1) {
@@ -823,6 +865,15 @@ void gpu_sample_presented(struct device_data *dev, uint64_t now)
     if (next != open)
         atomic_store_explicit(&dev->sample_open, next, memory_order_relaxed);
     pthread_mutex_unlock(&dev->sample_lock);
+}
+
+bool gpu_sample_may_time(struct device_data *dev)
+{
+    if (!layer_config.gpu_sample_rate || atomic_load_explicit(&dev->sample_open, memory_order_relaxed))
+        return true;
+    /* Without presents, windows open at a submission: what is recorded cannot be told apart. */
+    uint64_t last = atomic_load_explicit(&dev->last_present_ticks, memory_order_relaxed);
+    return !last || fscope_now() - last >= fscope_ns_to_ticks(SAMPLE_PRESENTLESS_NS);
 }
 
 /* Whether a submission now is timed under the budget. One relaxed load while frames are
@@ -1162,12 +1213,28 @@ void gpu_report_notes(void)
                        (unsigned long long)in_flight);
     uint64_t unsampled = atomic_load(&gpu_stats.unsampled);
     if (layer_config.gpu_sample_rate)
-        fscope_record_note("GPU timing sampled (FRAMESCOPE_GPU_SAMPLE=%u timed submissions a "
+        fscope_record_note("GPU timing sampled (FRAMESCOPE_GPU_SAMPLE=%s%u timed submissions a "
                            "second): %llu windows of timed frames; %llu submissions left untimed "
                            "between them, whose frames are unmeasured, not idle",
+                           layer_config.gpu_sample_auto ? "auto: up to " : "",
                            layer_config.gpu_sample_rate,
                            (unsigned long long)atomic_load(&gpu_stats.sample_windows),
                            (unsigned long long)unsampled);
+    uint64_t in_ns = atomic_load(&gpu_stats.sample_in_ns), out_ns = atomic_load(&gpu_stats.sample_out_ns);
+    if (layer_config.gpu_sample_rate && layer_config.gpu_sample_auto && in_ns && out_ns)
+        fscope_record_note("GPU timing's cost measured as it ran: %.3f ms between presents in "
+                           "timed frames, %.3f ms in the others; %llu timed submissions a second "
+                           "allowed at the end (timed frames' extra time at most %.0f%% of the "
+                           "app's, one window a second at least)", (double)in_ns / 1e6,
+                           (double)out_ns / 1e6,
+                           (unsigned long long)atomic_load(&gpu_stats.sample_rate),
+                           GPU_SAMPLE_COST_SHARE * 100);
+    if (atomic_load(&gpu_stats.zones_sampled_out))
+        fscope_record_note("GPU zones left out of %llu command buffers recorded again between "
+                           "windows of timed frames (their timestamps would cost the device "
+                           "for nothing); %llu timed submissions carried one, their zones "
+                           "unknown", (unsigned long long)atomic_load(&gpu_stats.zones_sampled_out),
+                           (unsigned long long)atomic_load(&gpu_stats.zones_dark_timed));
     fscope_log(FSCOPE_LOG_DEBUG, "GPU timestamp readers: %llu read passes, %llu woken by a submit",
                (unsigned long long)atomic_load(&gpu_stats.reader_wakes),
                (unsigned long long)atomic_load(&gpu_stats.reader_woken));

@@ -30,6 +30,12 @@
  * submitted while an earlier one is not read yet may overlap it on the GPU (both write the
  * same queries), so both are counted untimed; every run that does not overlap is timed.
  *
+ * With GPU timing sampled (FRAMESCOPE_GPU_SAMPLE), a command buffer recorded for one
+ * submission, or recorded again, gets its zones only while a window of timed frames is open
+ * (gpu_sample_may_time): elsewhere its submission goes untimed, and the timestamps would still
+ * cost the device (on lavapipe each one flushes the rasterizer). A first recording always gets
+ * them, so record-once command buffers stay timed; SIMULTANEOUS_USE ones too.
+ *
  * What cannot be timed is counted, never guessed: secondary command buffers, runs of a
  * SIMULTANEOUS_USE command buffer that may overlap, a run submitted again before the last was
  * read, labels left open or closed in another
@@ -102,7 +108,10 @@ struct cb_zones {
     bool suspended;       /* its last pass was suspended (resumed in another command buffer) */
     bool simultaneous;    /* this recording's SIMULTANEOUS_USE */
     bool one_time;        /* this recording's ONE_TIME_SUBMIT */
-    bool timed;           /* primary, on a family with timestamps */
+    bool timed;           /* primary, on a family with timestamps, not sampled out */
+    bool sampled_out;     /* this recording is outside the windows of timed frames */
+    uint32_t dark;        /* zones opened in this recording while sampled out */
+    uint32_t recordings;  /* times begun since its allocation */
     bool in_multiview;    /* inside a pass with a view mask (classic or dynamic rendering) */
     struct zone_block *block;
     uint32_t open[ZONE_DEPTH];   /* indices of the open regions in block, outermost first */
@@ -279,6 +288,14 @@ void zones_cb_begin(VkCommandBuffer cb, const VkCommandBufferBeginInfo *info)
     z->simultaneous = info && (info->flags & VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT);
     z->one_time = info && (info->flags & VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
     z->timed = z->primary && z->stamps;
+    /* Recorded for one submission, or recorded again (so likely each frame): zones only where
+     * the sampling may time that submission. A first recording keeps them: it may be the only
+     * one (record once, submit every frame). */
+    bool again = z->one_time || z->recordings++ > 0;
+    z->sampled_out = z->timed && again && !z->simultaneous && !gpu_sample_may_time(z->dev);
+    z->dark = 0;
+    if (z->sampled_out)
+        z->timed = false;
 }
 
 /* At the end of the command buffer: what a run of it times, and where the block is copied
@@ -329,6 +346,8 @@ void zones_cb_end(VkCommandBuffer cb)
     }
     if (z->dev && z->block)
         block_end(cb, z);
+    if (z->dark)
+        atomic_fetch_add_explicit(&gpu_stats.zones_sampled_out, 1, memory_order_relaxed);
 }
 
 /* Opens a zone named name under the current path; writes its begin timestamp. */
@@ -354,6 +373,7 @@ static void zone_open(VkCommandBuffer cb, struct cb_zones *z, const char *name,
     if (!z->timed) {
         if (!z->primary)
             fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_SECONDARY, 1);
+        z->dark += z->sampled_out;
         return; /* else a family without timestamps: GPU timing says so already */
     }
     if (kind == GPU_ZONE_LABEL && z->in_multiview) {
@@ -479,6 +499,8 @@ void zones_pass_end(VkCommandBuffer cb)
 void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer cb)
 {
     struct cb_zones *z = state(cb);
+    if (z && z->dark)
+        atomic_fetch_add_explicit(&gpu_stats.zones_dark_timed, 1, memory_order_relaxed);
     if (!z || !z->block || !z->block->readable)
         return;
     struct zone_block *b = z->block;

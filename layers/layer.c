@@ -24,7 +24,8 @@ static _Atomic uint32_t devices_created;
 static pid_t layer_pid;
 
 struct layer_config layer_config = { .gpu_timing = true, .gpu_zones = true, .presentation = true,
-                                     .gpu_sample_rate = GPU_SAMPLE_DEFAULT };
+                                     .gpu_sample_rate = GPU_SAMPLE_DEFAULT,
+                                     .gpu_sample_auto = true };
 
 #define TABLE_SIZE(table) (sizeof(table) / sizeof(table[0]))
 
@@ -157,17 +158,19 @@ static void layer_read_config(void)
                    fscope_config_escape(zones, shown, sizeof(shown)));
     const char *sample = secure_getenv("FRAMESCOPE_GPU_SAMPLE");
     long rate;
-    if (!sample || !*sample)
+    if (!sample || !*sample || fscope_config_keyword(sample, "auto")) {
         ;
-    else if (fscope_config_keyword(sample, "all"))
+    } else if (fscope_config_keyword(sample, "all")) {
         layer_config.gpu_sample_rate = 0;
-    else if (fscope_config_parse_long(sample, 1, GPU_SAMPLE_MAX, &rate))
+        layer_config.gpu_sample_auto = false;
+    } else if (fscope_config_parse_long(sample, 1, GPU_SAMPLE_MAX, &rate)) {
         layer_config.gpu_sample_rate = (uint32_t)rate;
-    else
-        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU_SAMPLE='%s' is not all or a number of timed "
-                   "submissions a second in 1..%d; using %d",
-                   fscope_config_escape(sample, shown, sizeof(shown)), GPU_SAMPLE_MAX,
-                   GPU_SAMPLE_DEFAULT);
+        layer_config.gpu_sample_auto = false;
+    } else {
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU_SAMPLE='%s' is not auto, all or a number of "
+                   "timed submissions a second in 1..%d; using auto",
+                   fscope_config_escape(sample, shown, sizeof(shown)), GPU_SAMPLE_MAX);
+    }
     const char *present = secure_getenv("FRAMESCOPE_PRESENT");
     if (present && *present && !fscope_config_parse_switch(present, &layer_config.presentation))
         fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_PRESENT='%s' is not on or off; using on",
@@ -207,10 +210,10 @@ static void layer_read_config(void)
         snprintf(cap_text, sizeof(cap_text), "auto (the refresh of the output shown on)");
     else if (layer_config.cap_mode == CAP_FIXED)
         snprintf(cap_text, sizeof(cap_text), "%g Hz", layer_config.cap_hz);
-    char sample_text[64] = "";
+    char sample_text[80] = "";
     if (layer_config.gpu_timing && layer_config.gpu_sample_rate)
-        snprintf(sample_text, sizeof(sample_text), " (sampled: %u timed submissions a second)",
-                 layer_config.gpu_sample_rate);
+        snprintf(sample_text, sizeof(sample_text), " (sampled: %s%u timed submissions a second)",
+                 layer_config.gpu_sample_auto ? "auto, up to " : "", layer_config.gpu_sample_rate);
     fscope_log(FSCOPE_LOG_INFO, "layer enabled: GPU timing %s%s, presentation tracking %s, frame "
                "cap %s", layer_config.gpu_timing ? "on" : "off", sample_text,
                layer_config.presentation ? "on" : "off", cap_text);

@@ -347,6 +347,11 @@ struct device_data {
     uint64_t sample_refill_ticks;
     uint64_t sample_until_ticks; /* presentless windows: timed until then */
     uint32_t sample_frames_left;
+    /* What a timed frame costs here (FRAMESCOPE_GPU_SAMPLE=auto): the smoothed time between
+     * presents for frames in a window and for frames outside one. */
+    uint64_t sample_last_present;
+    double sample_in_ns, sample_out_ns;
+    double sample_rate;          /* timed submissions a second allowed now */
 
     pthread_mutex_t lock; /* guards queues[] and swapchains[] membership, never held down-chain */
     struct table_entry queues[MAX_QUEUES];
@@ -402,6 +407,10 @@ struct gpu_stats {
     _Atomic uint64_t unmeasured_unsupported;
     _Atomic uint64_t unsampled;           /* left untimed by FRAMESCOPE_GPU_SAMPLE's budget */
     _Atomic uint64_t sample_windows;      /* windows of timed frames opened */
+    _Atomic uint64_t sample_in_ns, sample_out_ns; /* auto: the last smoothed frame times */
+    _Atomic uint64_t sample_rate;         /* auto: the last rate set */
+    _Atomic uint64_t zones_sampled_out;   /* recordings whose zones were left out (sampling) */
+    _Atomic uint64_t zones_dark_timed;    /* timed submissions that carried such a recording */
     _Atomic uint64_t slots_grown;         /* chunks added while the app ran */
     _Atomic uint64_t slots_grown_on_app;  /* of which by a submitting thread that found none */
     _Atomic uint64_t reader_wakes;        /* read passes of the reader threads */
@@ -419,12 +428,16 @@ extern struct gpu_stats gpu_stats;
  * 120 fps game submitting twice a frame; on the H200 it bounds our cost near 0.4 ms a second
  * (1.5 us a timed submission), on lavapipe near a fifth of its frames at 1,200 fps. */
 #define GPU_SAMPLE_DEFAULT 240
+/* auto: timed frames may cost at most this share of the app's time (a timed frame's extra
+ * time against an untimed one's, measured as it runs), with one window a second at least. */
+#define GPU_SAMPLE_COST_SHARE 0.01
 #define GPU_SAMPLE_MAX 1000000
 
 struct layer_config {
     bool gpu_timing;
     bool gpu_zones;    /* label regions and render passes timed (gpu_zones.c) */
     uint32_t gpu_sample_rate; /* timed submissions a second (FRAMESCOPE_GPU_SAMPLE); 0: all */
+    bool gpu_sample_auto;     /* the rate is a ceiling, lowered to what the device affords */
     bool presentation; /* Wayland presentation feedback */
     enum { CAP_OFF, CAP_FIXED, CAP_AUTO } cap_mode;
     double cap_hz;
@@ -467,6 +480,10 @@ void gpu_report_notes(void);
 /* A present on dev at now: closes or opens a window of timed frames (FRAMESCOPE_GPU_SAMPLE). */
 void gpu_sample_presented(struct device_data *dev, uint64_t now);
 void gpu_sample_init(struct device_data *dev);
+/* Whether what is recorded now on dev will likely be submitted in a window of timed frames:
+ * GPU zones are left out of command buffers recorded again outside them (a timestamp costs
+ * the device even where nothing reads it). Relaxed loads; never waits. */
+bool gpu_sample_may_time(struct device_data *dev);
 
 /* hooks.c */
 PFN_vkVoidFunction hooks_device_proc(const char *name);

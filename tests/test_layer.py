@@ -419,6 +419,21 @@ def test_gpu_sampled(build, demo):
           f"only {len(busy)} timed frames with GPU busy")
     check(f"GPU timed in {sampled['basis_frames']} of {frames} frames" in r.stderr,
           "the summary does not say which frames carry the GPU numbers")
+    # GPU zones only in what a window may time: the demo records its frame's command buffer
+    # again each frame (ONE_TIME_SUBMIT), so outside the windows it carries no timestamps,
+    # and inside them its pass is still timed. Recorded right after the present that opens or
+    # closes a window, at most the first frame of a window can carry a recording without them.
+    z = re.search(r"GPU zones left out of (\d+) command buffers recorded again between windows "
+                  r"of timed frames .*?; (\d+) timed submissions carried one", r.stderr)
+    check(z, f"no note of zones sampled out: {r.stderr[-1500:]}")
+    left_out, dark = int(z.group(1)), int(z.group(2))
+    check(left_out > 0 and dark <= windows + 1, f"zones left out of {left_out} recordings, "
+          f"{dark} timed submissions without them, {windows} windows")
+    passes = [x for x in summary["gpu_zones"]["zones"] if x["kind"] == "pass"]
+    timed_passes = max((x["count"] for x in passes), default=0)
+    check(timed_passes >= sampled["basis_frames"] // 2, f"the pass timed {timed_passes} times "
+          f"in {sampled['basis_frames']} GPU-timed frames")
+    check(timed_passes <= timed, f"the pass timed {timed_passes} times, {timed} submissions timed")
     # Within the budget (FIFO, one submission a frame, the default 240 a second) one window
     # follows another with no frame between them: every submission timed.
     with Weston() as w:
@@ -426,14 +441,44 @@ def test_gpu_sampled(build, demo):
     expect_one_summary(fifo)
     f_summary, f_rows, _, _ = check_capture_consistent(fifo, expected_frames=60)
     check(f_summary["fps"] < 200, f"FIFO demo at {f_summary['fps']:.0f} fps: not within the budget")
-    check(re.search(r"FRAMESCOPE_GPU_SAMPLE=240 timed submissions a second\): \d+ windows of timed "
-                    r"frames; 0 submissions left untimed", fifo.stderr),
+    check(re.search(r"FRAMESCOPE_GPU_SAMPLE=auto: up to 240 timed submissions a second\): \d+ "
+                    r"windows of timed frames; 0 submissions left untimed", fifo.stderr),
           f"FIFO within the budget was not timed whole: {fifo.stderr[-1500:]}")
     check(not f_summary["gpu_sampled"]["sampled"] and all(r["verdict"] for r in f_rows),
           f"FIFO within the budget: {f_summary['gpu_sampled']}")
+    # The default adapts the budget to what a timed frame costs here: the rate it ends at is
+    # the one its own measurements call for (timed frames' extra time at 1% of the app's, one
+    # window of the demo's one submission a frame a second at least, 240 at most), and the
+    # submissions timed stay within the ceiling.
+    with Weston() as w:
+        auto = run_app([demo, "--frames", str(frames), "--present-mode", "mailbox"], w, build,
+                       extra_env={"FRAMESCOPE_GPU_SAMPLE": "auto"})
+    expect_one_summary(auto)
+    a_summary, a_rows, _, _ = check_capture_consistent(auto, expected_frames=frames)
+    a = re.search(r"GPU timing's cost measured as it ran: ([\d.]+) ms between presents in timed "
+                  r"frames, ([\d.]+) ms in the others; (\d+) timed submissions a second allowed",
+                  auto.stderr)
+    if a_summary["gpu_sampled"]["sampled"]:
+        check(a, f"auto sampled with no cost measured: {auto.stderr[-1500:]}")
+    if a:
+        t_in, t_out, a_rate = float(a.group(1)), float(a.group(2)), int(a.group(3))
+        # The note rounds each mean to a microsecond and the rate down to a whole one; below
+        # 2 us of difference the rate is the ceiling whatever the rounding.
+        # The rate counts submissions: the demo's per frame (1 here) scale it.
+        per_frame = max(1.0, sum(int(x["submits"]) for x in a_rows) / len(a_rows))
+        d = t_in - t_out
+        want = 240 if d <= 0.001 else min(240, per_frame * max(6, 10 / d))
+        slack = 1 + (want * (0.001 / d + 0.02) if d > 0.001 else 0)
+        check(abs(a_rate - want) <= slack,
+              f"auto rate {a_rate}/s; its own means {t_in} / {t_out} ms call for {want:.1f}")
+    a_timed = int(re.search(r"GPU timing: (\d+) submissions timed", auto.stderr).group(1))
+    check(a_timed <= 240 * a_summary["duration_s"] + 60 + 6 + 1,
+          f"auto timed {a_timed} submissions in {a_summary['duration_s']:.2f} s, over its ceiling")
+    print(f"auto: {a.group(0) if a else 'no cost measured'}; {a_timed} timed")
     print(f"{fps:.0f} fps, budget {rate}/s: {timed} timed in {windows} windows, {unsampled} "
           f"sampled out; {sampled['basis_frames']} of {frames} frames GPU-timed, runs up to "
-          f"{max(runs)}; verdict {summary['verdict']['run']}")
+          f"{max(runs)}; pass timed {timed_passes} times, zones left out of {left_out} "
+          f"recordings ({dark} timed without); verdict {summary['verdict']['run']}")
 
 
 def test_zink_draws(build, demo):
@@ -565,8 +610,9 @@ def test_bad_input(build, demo):
           "FRAMESCOPE_SUMMARY=.hidden not refused")
     check(not os.path.exists(".hidden"), "FRAMESCOPE_SUMMARY=.hidden was written")
     check("submissions timed" in r.stderr, "FRAMESCOPE_GPU=maybe did not fall back to on")
-    check("FRAMESCOPE_GPU_SAMPLE='0' is not all or a number of timed submissions a second in "
-          "1..1000000; using 240" in r.stderr and "FRAMESCOPE_GPU_SAMPLE=240 timed" in r.stderr,
+    check("FRAMESCOPE_GPU_SAMPLE='0' is not auto, all or a number of timed submissions a second "
+          "in 1..1000000; using auto" in r.stderr and
+          "FRAMESCOPE_GPU_SAMPLE=auto: up to 240 timed" in r.stderr,
           "FRAMESCOPE_GPU_SAMPLE=0 not refused for the default")
     summary, _, _, _ = check_capture_consistent(r, expected_frames=20)
     check(summary["caps"] == [], "FRAMESCOPE_CAP=' 60' capped the app")
