@@ -268,8 +268,11 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueueSubmit(VkQueue queue, uint
     }
     count_submit(command_buffers);
     fscope_zone_begin(&loc_submit);
+    uint64_t start = fscope_now();
     VkResult r = q ? gpu_submit(dev, q, count, submits, fence)
                    : dev->vk.QueueSubmit(queue, count, submits, fence);
+    if (c)
+        fscope_collector_count(c, FSCOPE_COUNT_SUBMIT_TICKS, fscope_now() - start);
     fscope_zone_end();
     note_result(dev, r, "vkQueueSubmit");
     return r;
@@ -290,8 +293,11 @@ static VkResult submit2(VkQueue queue, uint32_t count, const VkSubmitInfo2 *subm
     }
     count_submit(command_buffers);
     fscope_zone_begin(&loc_submit);
+    uint64_t start = fscope_now();
     VkResult r = q ? gpu_submit2(dev, q, next, count, submits, fence)
                    : next(queue, count, submits, fence);
+    if (c)
+        fscope_collector_count(c, FSCOPE_COUNT_SUBMIT_TICKS, fscope_now() - start);
     fscope_zone_end();
     note_result(dev, r, "vkQueueSubmit2");
     return r;

@@ -133,4 +133,43 @@ def test_pipelines(build, demo):
              else "not a hitch (they compiled fast)"))
 
 
-main({"steady": test_steady, "spikes": test_spikes, "pipelines": test_pipelines})
+def test_faults(build, demo):
+    """A page-fault storm at one frame (--faults-at: 64 MiB of a file on disk, its pages just
+    dropped from the page cache, touched page by page on the render thread): frames.csv counts
+    the closing thread's page faults read from disk and its block reads in that frame, more
+    than in any other; where that frame is a hitch, its evidence carries the same counts and
+    the summary's hitch line names them. Time inside queue submissions is counted in every
+    frame and never exceeds it (one thread submits)."""
+    at = 90
+    r, s = demo_run(build, demo, ["--faults-at", f"{at}:64"])
+    rows = r.frames()
+    kernel = [x for x in rows if x["major_faults"] != ""]
+    check(len(kernel) >= len(rows) - 2, f"only {len(kernel)} of {len(rows)} frames with a "
+          "kernel view")
+    faults = {int(x["frame"]): int(x["major_faults"]) for x in kernel}
+    row = next(x for x in rows if int(x["frame"]) == at)
+    others = max(v for f, v in faults.items() if f != at)
+    check(faults.get(at, 0) > 0 and faults[at] > others,
+          f"frame {at}: {row['major_faults']} page faults from disk, {others} at most elsewhere")
+    check(int(row["block_reads"]) > 0, f"frame {at} read no blocks: {row}")
+    for x in rows:
+        check(0 < float(x["submit_ms"]) <= float(x["frame_ms"]) + 1e-6 or int(x["submits"]) == 0,
+              f"frame {x['frame']}: {x['submit_ms']} ms submitting in a {x['frame_ms']} ms "
+              f"frame with {x['submits']} submissions")
+    hitch = next((x for x in s["hitches"]["all"] if x["frame"] == at), None)
+    if hitch:
+        e = hitch["evidence"]
+        check(e["major_faults"] == faults[at] and e["block_reads"] == int(row["block_reads"]),
+              f"the hitch's evidence {e} against frames.csv {row}")
+        check(hitch not in s["hitches"]["worst"] or
+              re.search(r"^  hitch       frame %d .*its thread took %d page faults? read from "
+                        r"disk, %d block reads" % (at, faults[at], int(row["block_reads"])),
+                        r.stderr, re.M), r.stderr[-3000:])
+    print(f"64 MiB faulted in at frame {at}: {faults[at]} page faults from disk, "
+          f"{row['block_reads']} block reads (at most {others} faults in another frame); " +
+          (f"a hitch of +{hitch['excess_ms']:.1f} ms, cause {hitch['cause']}" if hitch
+           else "not a hitch (the disk was fast)"))
+
+
+main({"steady": test_steady, "spikes": test_spikes, "pipelines": test_pipelines,
+      "faults": test_faults})

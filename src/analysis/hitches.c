@@ -179,6 +179,13 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
         h.shader_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SHADER_TICKS]);
         h.memory_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_MEMORY_TICKS]);
         h.swapchain_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SWAPCHAIN_TICKS]);
+        h.submit_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SUBMIT_TICKS]);
+        if (f->kernel_valid) {
+            h.kernel = true;
+            h.major_faults = f->kernel_major_faults;
+            h.block_reads = f->kernel_block_reads;
+            h.preempted = f->kernel_preempted;
+        }
         split_excess(&h, parts, lo, hi, scratch);
         if (s->count == *cap) {
             size_t grown = *cap ? 2 * *cap : 64;
@@ -289,12 +296,13 @@ static void parts_text(const struct hitch *h, char *buf, size_t len)
     }
 }
 
-/* "; in the frame, the app's threads spent 79.0 ms creating 14 pipelines, ...": what of the
- * hitches' evidence the frame holds (0.1 ms at least), else "". */
+/* "; in the frame, the app's threads spent 79.0 ms creating 14 pipelines, ...; its thread
+ * took 212 page faults from disk, ...": what of the hitches' evidence the frame holds (calls
+ * of 0.1 ms at least, kernel counts above 0), else "". */
 static void evidence_text(const struct hitch *h, char *buf, size_t len)
 {
-    char items[4][96];
-    int64_t ns[4] = { h->pipeline_ns, h->shader_ns, h->memory_ns, h->swapchain_ns };
+    char items[5][96];
+    int64_t ns[5] = { h->pipeline_ns, h->shader_ns, h->memory_ns, h->swapchain_ns, h->submit_ns };
     snprintf(items[0], sizeof(items[0]), "creating %llu pipeline%s",
              (unsigned long long)h->pipelines, h->pipelines == 1 ? "" : "s");
     snprintf(items[1], sizeof(items[1]), "creating %llu shader module%s",
@@ -302,15 +310,30 @@ static void evidence_text(const struct hitch *h, char *buf, size_t len)
     snprintf(items[2], sizeof(items[2]), "in %llu device-memory allocations or frees",
              (unsigned long long)h->memory_calls);
     snprintf(items[3], sizeof(items[3]), "creating a swapchain");
+    snprintf(items[4], sizeof(items[4]), "inside queue submissions (the driver's work)");
     size_t at = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < 4 && at < len; i++) {
+    for (size_t i = 0; i < 5 && at < len; i++) {
         if (ns[i] < 100000)
             continue;
         int w = snprintf(buf + at, len - at, "%s%.1f ms %s",
                          at ? ", " : "; in the frame, the app's threads spent ",
                          (double)ns[i] / 1e6, items[i]);
         at = w < 0 ? len : at + (size_t)w;
+    }
+    uint64_t counts[3] = { h->major_faults, h->block_reads, h->preempted };
+    static const char *const what[3][2] = { { "page fault read from disk",
+                                              "page faults read from disk" },
+                                            { "block read", "block reads" },
+                                            { "preemption", "preemptions" } };
+    bool first = true;
+    for (size_t i = 0; i < 3 && at < len; i++) {
+        if (!counts[i])
+            continue;
+        int w = snprintf(buf + at, len - at, "%s%llu %s", first ? "; its thread took " : ", ",
+                         (unsigned long long)counts[i], what[i][counts[i] != 1]);
+        at = w < 0 ? len : at + (size_t)w;
+        first = false;
     }
 }
 
@@ -341,7 +364,7 @@ void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch
         if (h->tid)
             snprintf(thread, sizeof(thread), "; thread %s",
                      report_thread_label(rec, h->tid, label, sizeof(label)));
-        char evidence[256];
+        char evidence[512];
         evidence_text(h, evidence, sizeof(evidence));
         fprintf(f, "  hitch       frame %llu%s at %.3f s: %.1f ms, +%.1f ms over %.1f: %s%s%s\n",
                 (unsigned long long)h->frame, rec->log_count > 1 ? " (its surface's)" : "",
@@ -373,10 +396,18 @@ static void hitch_json(FILE *f, const struct recording *rec, const struct hitch 
         fprintf(f, "%s\"%s\": %.6f", c ? ", " : "", cause_names[c], (double)h->part_ns[c] / 1e6);
     fprintf(f, "}, \"evidence\": {\"pipelines\": %llu, \"pipeline_ms\": %.6f, "
             "\"shader_modules\": %llu, \"shader_module_ms\": %.6f, \"memory_calls\": %llu, "
-            "\"memory_ms\": %.6f, \"swapchain_ms\": %.6f}}", (unsigned long long)h->pipelines,
+            "\"memory_ms\": %.6f, \"swapchain_ms\": %.6f, \"submit_ms\": %.6f",
+            (unsigned long long)h->pipelines,
             (double)h->pipeline_ns / 1e6, (unsigned long long)h->shaders,
             (double)h->shader_ns / 1e6, (unsigned long long)h->memory_calls,
-            (double)h->memory_ns / 1e6, (double)h->swapchain_ns / 1e6);
+            (double)h->memory_ns / 1e6, (double)h->swapchain_ns / 1e6, (double)h->submit_ns / 1e6);
+    /* The kernel's counts, or null where the frame had no kernel view (never a false 0). */
+    if (h->kernel)
+        fprintf(f, ", \"major_faults\": %llu, \"block_reads\": %llu, \"preempted\": %llu}}",
+                (unsigned long long)h->major_faults, (unsigned long long)h->block_reads,
+                (unsigned long long)h->preempted);
+    else
+        fputs(", \"major_faults\": null, \"block_reads\": null, \"preempted\": null}}", f);
 }
 
 void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch_stats *s)

@@ -54,7 +54,11 @@ struct hitch {
     /* What the app's threads (all of them) did in the frame that stalls a frame where it is
      * done on its critical path: evidence beside the parts, not a part of its own. */
     uint64_t pipelines, shaders, memory_calls;
-    int64_t pipeline_ns, shader_ns, memory_ns, swapchain_ns;
+    int64_t pipeline_ns, shader_ns, memory_ns, swapchain_ns, submit_ns;
+    /* The closing thread's kernel evidence over the frame (with kernel_valid, else 0):
+     * page faults that read from disk, block reads, times preempted. */
+    bool kernel;
+    uint64_t major_faults, block_reads, preempted;
 };
 
 struct hitch_stats {

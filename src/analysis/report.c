@@ -968,7 +968,7 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
           "waits_gpu_idle_ms,other_fence_ms,other_semaphore_ms,other_idle_ms,cpu_busy_ms,"
           "cpu_starved_ms,cpu_blocked_ms,oncpu_ms,runnable_ms,asleep_ms,kernel_tid,"
           "pipelines,pipeline_ms,shader_modules,shader_module_ms,memory_calls,memory_ms,"
-          "swapchain_ms", f);
+          "swapchain_ms,submit_ms,major_faults,block_reads,preempted,voluntary_switches", f);
     counters_write_csv_header(f, rec);
     fputc('\n', f);
     unsigned logs = rec->log_count;
@@ -1047,6 +1047,12 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
             fprintf(f, ",%llu", (unsigned long long)fr->counts[FSCOPE_COUNT_MEMORY_CALLS]);
             csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_MEMORY_TICKS]));
             csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_SWAPCHAIN_TICKS]));
+            csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_SUBMIT_TICKS]));
+            if (fr->kernel_valid)
+                fprintf(f, ",%u,%u,%u,%u", fr->kernel_major_faults, fr->kernel_block_reads,
+                        fr->kernel_preempted, fr->kernel_waits);
+            else
+                fputs(",,,,", f);
             counters_write_csv_row(f, rec, fr);
             fputc('\n', f);
         }

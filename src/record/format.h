@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define REC_MAGIC "FSCOPREC"
-#define REC_VERSION 5u
+#define REC_VERSION 6u
 /* Objects and chunks start at multiples of this: a cache line, so no two writers share one. */
 #define REC_ALIGN 64u
 /* The arena's size: virtual address space only (a sparse memfd, mapped without reserve), so
@@ -192,6 +192,7 @@ enum fscope_counter {
     FSCOPE_COUNT_MEMORY_TICKS,   /* vkAllocateMemory, vkFreeMemory */
     FSCOPE_COUNT_MEMORY_CALLS,
     FSCOPE_COUNT_SWAPCHAIN_TICKS, /* vkCreateSwapchainKHR */
+    FSCOPE_COUNT_SUBMIT_TICKS,    /* vkQueueSubmit, vkQueueSubmit2: the driver's own work */
     FSCOPE_COUNT_COUNT,
 };
 
@@ -284,6 +285,11 @@ struct fscope_frame {
      * frame before, the kernel took the event and did not multiplex the group). */
     uint8_t counters_valid;
     uint64_t counter_values[FRAME_COUNTERS];
+    /* The closing thread's rusage over the frame (getrusage(RUSAGE_THREAD)), valid with
+     * kernel_valid: page faults that read from disk, block reads (file-system input), and
+     * how often it left the CPU preempted (involuntary) or to wait (voluntary). */
+    uint32_t kernel_major_faults, kernel_block_reads;
+    uint32_t kernel_preempted, kernel_waits;
 };
 
 /* The presentation tracker's own tally for a surface, to check the frames' against. */

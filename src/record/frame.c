@@ -32,7 +32,7 @@ struct fscope_frame_log {
     uint64_t last_counts[FSCOPE_COUNT_COUNT];
     /* The closing thread's schedstat at the last close, for the next frame's deltas. */
     int last_kernel_tid;
-    uint64_t last_oncpu_ns, last_runnable_ns;
+    struct kernel_thread_view last_kernel;
     /* Its perf counters at the last close (tid 0: none read). */
     int last_counters_tid;
     struct counter_reading last_counters;
@@ -198,8 +198,8 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
     uint64_t counts[FSCOPE_COUNT_COUNT];
     fscope_count_totals(counts);
     struct fscope_collector *self = fscope_thread_collector();
-    uint64_t oncpu_ns = 0, runnable_ns = 0;
-    bool kernel = kernel_thread_times(self, &oncpu_ns, &runnable_ns);
+    struct kernel_thread_view kv = { 0 };
+    bool kernel = kernel_thread_times(self, &kv);
     int tid = self ? self->rec.tid : 0;
     struct counter_reading counters;
     bool counted = counters_read(self, &counters);
@@ -230,12 +230,17 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
                 frame->other_wait_ticks[k] = all > own ? all - own : 0;
             }
             /* Deltas only when the same thread closed the previous frame. */
-            if (kernel && log->last_kernel_tid == tid && oncpu_ns >= log->last_oncpu_ns &&
-                runnable_ns >= log->last_runnable_ns) {
+            const struct kernel_thread_view *lk = &log->last_kernel;
+            if (kernel && log->last_kernel_tid == tid && kv.oncpu_ns >= lk->oncpu_ns &&
+                kv.runnable_ns >= lk->runnable_ns) {
                 frame->kernel_valid = 1;
                 frame->kernel_tid = tid;
-                frame->kernel_oncpu_ns = oncpu_ns - log->last_oncpu_ns;
-                frame->kernel_runnable_ns = runnable_ns - log->last_runnable_ns;
+                frame->kernel_oncpu_ns = kv.oncpu_ns - lk->oncpu_ns;
+                frame->kernel_runnable_ns = kv.runnable_ns - lk->runnable_ns;
+                frame->kernel_major_faults = (uint32_t)(kv.major_faults - lk->major_faults);
+                frame->kernel_block_reads = (uint32_t)(kv.block_reads - lk->block_reads);
+                frame->kernel_preempted = (uint32_t)(kv.preempted - lk->preempted);
+                frame->kernel_waits = (uint32_t)(kv.waits - lk->waits);
             }
             /* Counts that cover the whole frame, or none: a group the kernel multiplexed
              * counted only part of it. */
@@ -270,8 +275,7 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
     log->last_close_ticks = now_ticks;
     memcpy(log->last_counts, counts, sizeof(counts));
     log->last_kernel_tid = kernel ? tid : 0;
-    log->last_oncpu_ns = oncpu_ns;
-    log->last_runnable_ns = runnable_ns;
+    log->last_kernel = kv;
     log->last_counters_tid = counted ? tid : 0;
     if (counted)
         log->last_counters = counters;

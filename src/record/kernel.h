@@ -13,9 +13,13 @@ struct fscope_collector;
 
 /* Reads FRAMESCOPE_KERNEL (library start-up). */
 void kernel_init(void);
-/* The calling thread's totals since it started, in ns. False when off or unavailable. */
-bool kernel_thread_times(struct fscope_collector *c, uint64_t *ret_oncpu_ns,
-                         uint64_t *ret_runnable_ns);
+/* The calling thread's totals since it started. False when off or unavailable. */
+struct kernel_thread_view {
+    uint64_t oncpu_ns, runnable_ns;          /* schedstat */
+    uint64_t major_faults, block_reads;      /* getrusage(RUSAGE_THREAD) */
+    uint64_t preempted, waits;               /* involuntary and voluntary context switches */
+};
+bool kernel_thread_times(struct fscope_collector *c, struct kernel_thread_view *ret);
 /* Closes the thread's file (at its exit). */
 void kernel_thread_exit(struct fscope_collector *c);
 

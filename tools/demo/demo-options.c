@@ -37,6 +37,9 @@ static const char usage_text[] =
     "  --stall-at F            sleep once, before recording frame F (0-based) ...\n"
     "  --stall-ms M            ... for M ms, like a load screen (both are needed)\n"
     "  --cpu-spike F:M         busy-loop M ms once, before recording frame F (0-based)\n"
+    "  --faults-at F:MB        once, before recording frame F, map MB MiB of a file whose\n"
+    "                          pages were just dropped from the page cache and touch every\n"
+    "                          page (a page-fault storm, as a streamed level's assets)\n"
     "  --pipelines-at F:N      create N graphics pipelines (and their shader modules) with no\n"
     "                          cache once, before recording frame F, then destroy them (a\n"
     "                          level loading its materials mid-run)\n"
@@ -150,6 +153,7 @@ enum option_id {
     OPTION_STALL_MS,
     OPTION_CPU_SPIKE,
     OPTION_PIPELINES_AT,
+    OPTION_FAULTS_AT,
     OPTION_FRAMES_IN_FLIGHT,
     OPTION_QUIET,
     OPTION_HELP,
@@ -195,6 +199,7 @@ static const struct option long_options[] = {
     { "stall-ms", required_argument, NULL, OPTION_STALL_MS },
     { "cpu-spike", required_argument, NULL, OPTION_CPU_SPIKE },
     { "pipelines-at", required_argument, NULL, OPTION_PIPELINES_AT },
+    { "faults-at", required_argument, NULL, OPTION_FAULTS_AT },
     { "frames-in-flight", required_argument, NULL, OPTION_FRAMES_IN_FLIGHT },
     { "quiet", no_argument, NULL, OPTION_QUIET },
     { "help", no_argument, NULL, OPTION_HELP },
@@ -438,6 +443,7 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
         .stall_at = -1,
         .cpu_spike_at = -1,
         .pipelines_at = -1,
+        .faults_at = -1,
         .frames_in_flight = 2,
         .submits = 1,
         .devices = 1,
@@ -544,6 +550,16 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
                 !parse_ms(name, rest, 60000.0, &options.cpu_spike_ms))
                 return DEMO_PARSE_EXIT_USAGE;
             options.cpu_spike_at = (int64_t)value;
+            break;
+        }
+        case OPTION_FAULTS_AT: {
+            const char *rest;
+            uint64_t mb;
+            if (!parse_frame_and(name, optarg, "MB", &value, &rest) ||
+                !parse_uint(name, rest, 1, 1024, &mb))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.faults_at = (int64_t)value;
+            options.faults_mb = (uint32_t)mb;
             break;
         }
         case OPTION_PIPELINES_AT: {

@@ -48,6 +48,8 @@ struct demo_options {
     double stall_ms;
     int64_t cpu_spike_at;       /* -1: none */
     double cpu_spike_ms;
+    int64_t faults_at;          /* -1: none */
+    uint32_t faults_mb;         /* --faults-at F:MB, once */
     int64_t pipelines_at;       /* -1: none */
     uint32_t pipelines;
     uint32_t frames_in_flight;

@@ -184,19 +184,22 @@ static void *cpu_hog_main(void *arg)
     return NULL;
 }
 
-/* --fault-mb: an unnamed file on disk, its pages dropped from the cache each frame, mapped
+/* --fault-mb and --faults-at: an unnamed file on disk, its pages dropped from the cache, mapped
  * and read back page by page. */
-static void fault_in_file(uint32_t mb)
+static void fault_in_file(const struct demo_options *options, uint32_t mb)
 {
     static int fd = -2;
     size_t bytes = (size_t)mb << 20;
     if (fd == -2) {
+        /* One file for --fault-mb and --faults-at: as large as the larger. */
+        size_t size = (size_t)(options->fault_mb > options->faults_mb ? options->fault_mb
+                                                                       : options->faults_mb) << 20;
         fd = open("/var/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (fd < 0)
             fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         char block[65536];
         memset(block, 0x5a, sizeof(block));
-        for (size_t done = 0; fd >= 0 && done < bytes; done += sizeof(block))
+        for (size_t done = 0; fd >= 0 && done < size; done += sizeof(block))
             if (write(fd, block, sizeof(block)) != (ssize_t)sizeof(block)) {
                 close(fd);
                 fd = -1;
@@ -225,7 +228,9 @@ static void fault_in_file(uint32_t mb)
 static void run_cpu_load(const struct demo_options *options, uint64_t frame)
 {
     if (options->fault_mb)
-        fault_in_file(options->fault_mb);
+        fault_in_file(options, options->fault_mb);
+    if ((int64_t)frame == options->faults_at)
+        fault_in_file(options, options->faults_mb);
     static bool hog_started;
     if (options->cpu_hog && !hog_started) {
         pthread_t thread;
