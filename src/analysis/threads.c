@@ -143,9 +143,9 @@ void threads_write_text(FILE *f, const struct recording *rec)
                     100.0 * (double)d.runnable_ns / span_ns, span_ns / 1e9,
                     (unsigned long long)d.runs);
             if (d.flags & KERNEL_SAMPLE_SWITCHES)
-                fprintf(f, ", %llu context switches, %llu migrations",
-                        (unsigned long long)d.context_switches,
-                        (unsigned long long)d.migrations);
+                fprintf(f, ", %llu context switches", (unsigned long long)d.context_switches);
+            if (d.flags & KERNEL_SAMPLE_MIGRATIONS)
+                fprintf(f, ", %llu migrations", (unsigned long long)d.migrations);
             if (d.flags & KERNEL_SAMPLE_FAULTS)
                 fprintf(f, ", %llu page faults (%llu major)", (unsigned long long)d.minor_faults,
                         (unsigned long long)d.major_faults);
@@ -175,8 +175,9 @@ void threads_write_json(FILE *f, const struct recording *rec)
                 "\"runs\": %llu", recording_ns(rec, d.ticks) / 1e9, (double)d.oncpu_ns / 1e6,
                 (double)d.runnable_ns / 1e6, (unsigned long long)d.runs);
         if (d.flags & KERNEL_SAMPLE_SWITCHES)
-            fprintf(f, ", \"context_switches\": %llu, \"migrations\": %llu",
-                    (unsigned long long)d.context_switches, (unsigned long long)d.migrations);
+            fprintf(f, ", \"context_switches\": %llu", (unsigned long long)d.context_switches);
+        if (d.flags & KERNEL_SAMPLE_MIGRATIONS)
+            fprintf(f, ", \"migrations\": %llu", (unsigned long long)d.migrations);
         if (d.flags & KERNEL_SAMPLE_FAULTS)
             fprintf(f, ", \"minor_faults\": %llu, \"major_faults\": %llu",
                     (unsigned long long)d.minor_faults, (unsigned long long)d.major_faults);
@@ -229,10 +230,13 @@ int threads_write_csv(FILE *f, const void *arg)
         csv_write_ms(f, asleep > 0 ? asleep : 0);
         fprintf(f, ",%llu", (unsigned long long)d.runs);
         if (d.flags & KERNEL_SAMPLE_SWITCHES)
-            fprintf(f, ",%llu,%llu", (unsigned long long)d.context_switches,
-                    (unsigned long long)d.migrations);
+            fprintf(f, ",%llu", (unsigned long long)d.context_switches);
         else
-            fputs(",,", f);
+            fputc(',', f);
+        if (d.flags & KERNEL_SAMPLE_MIGRATIONS)
+            fprintf(f, ",%llu", (unsigned long long)d.migrations);
+        else
+            fputc(',', f);
         if (d.flags & KERNEL_SAMPLE_FAULTS)
             fprintf(f, ",%llu,%llu\n", (unsigned long long)d.minor_faults,
                     (unsigned long long)d.major_faults);

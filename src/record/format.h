@@ -383,10 +383,11 @@ struct kernel_sample {
     int32_t tid;
     uint32_t flags; /* KERNEL_SAMPLE_* */
     uint64_t oncpu_ns, runnable_ns, runs; /* schedstat: on a CPU, waiting for one, timeslices */
-    uint64_t context_switches, migrations, minor_faults, major_faults; /* perf, where allowed */
+    uint64_t context_switches, migrations, minor_faults, major_faults; /* procfs */
 };
-#define KERNEL_SAMPLE_FAULTS 0x1   /* minor_faults and major_faults are counted */
-#define KERNEL_SAMPLE_SWITCHES 0x2 /* context_switches and migrations are counted */
+#define KERNEL_SAMPLE_FAULTS 0x1     /* minor_faults and major_faults are counted */
+#define KERNEL_SAMPLE_SWITCHES 0x2   /* context_switches is counted */
+#define KERNEL_SAMPLE_MIGRATIONS 0x4 /* migrations is counted */
 
 #define REC_KERNEL_THREADS 256
 struct rec_kernel_thread {
@@ -449,7 +450,7 @@ struct rec_kernel {
     uint32_t tick_ms;
     _Atomic uint32_t thread_count;
     struct rec_kernel_thread threads[REC_KERNEL_THREADS];
-    char perf_why[192]; /* what perf could not count and why; "" when everything is */
+    char perf_why[192]; /* what of the threads' counts was not counted and why; "" when all */
     struct chunked samples; /* struct kernel_sample */
     _Atomic uint32_t drm_fds; /* DRM descriptors of the app seen so far */
     /* The most threads alive at once beyond REC_KERNEL_THREADS: never sampled, said. */

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,27 +108,21 @@ void kernel_thread_exit(struct fscope_collector *c)
 /* ---- the sampler ---- */
 
 /* The threads the sampler watches: a file and a perf group each. */
-/* Perf groups take four descriptors each in the app's own table (a game may still select()
- * on low numbers): the first threads found get one, which is where engines start their main,
- * render and worker threads. */
-#define PERF_THREADS 16
-
 struct watched {
     int tid;
-    int perf_fd;        /* the group's leader; -1 without perf */
-    int perf_member[3]; /* the other events: a group lives as long as all its fds; -1 */
-    unsigned perf_flags; /* KERNEL_SAMPLE_* the group counts */
     char schedstat[96];
-    uint64_t perf[1 + 4]; /* PERF_FORMAT_GROUP: nr, then the values */
-    bool seen;             /* in the latest listing of /proc/self/task */
+    uint64_t oncpu_ns;  /* at the last read of its counts: unchanged, it has not run since */
+    bool counted;       /* counts read at least once */
+    unsigned flags;     /* KERNEL_SAMPLE_* its counts carry */
+    uint64_t switches, migrations, minor_faults, major_faults;
+    bool seen;          /* in the latest listing of /proc/self/task */
 };
 
 struct sampler {
     struct rec_kernel *rec;
     struct watched threads[REC_KERNEL_THREADS];
     unsigned count;
-    bool perf_kernel_refused; /* perf_event_paranoid: user-space counts only */
-    unsigned perf_groups;     /* open now, at most PERF_THREADS */
+    bool no_sched;            /* no /proc/TID/sched (a kernel without CONFIG_SCHED_DEBUG) */
     int task_dir;             /* /proc/self/task, the one descriptor held for schedstat; 0: not
                                * opened yet (0 is the app's stdin, never ours) */
     unsigned ticks;
@@ -141,94 +134,85 @@ struct sampler {
     struct kms *kms; /* the displays' vblank counters; NULL: none */
 };
 
-
-/* Perf events only where the limit leaves room for them. */
-#define PERF_MIN_FD_LIMIT 4096
-
-static int perf_open(uint64_t config, int tid, int group, bool exclude_kernel)
+/* Reads TID/NAME under /proc/self/task into buf (NUL-terminated); its length, or -1. */
+static ssize_t read_task_file(struct sampler *s, int tid, const char *name, char *buf,
+                              size_t size)
 {
-    struct perf_event_attr attr;
-    memset(&attr, 0, sizeof(attr));
-    attr.type = PERF_TYPE_SOFTWARE;
-    attr.size = sizeof(attr);
-    attr.config = config;
-    attr.read_format = PERF_FORMAT_GROUP;
-    attr.exclude_kernel = exclude_kernel;
-    attr.exclude_hv = 1;
-    return fscope_fd_high((int)syscall(SYS_perf_event_open, &attr, tid, -1, group,
-                                PERF_FLAG_FD_CLOEXEC));
+    char path[48];
+    snprintf(path, sizeof(path), "%d/%s", tid, name);
+    int fd = openat(s->task_dir, path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? pread(fd, buf, size - 1, 0) : -1;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return n;
 }
 
-static void watched_close_perf(struct watched *w)
+/* The number after "key" and the spaces and colon that follow it in text; false if absent. */
+static bool field_after(const char *text, const char *key, uint64_t *ret)
 {
-    for (unsigned i = 0; i < 3; i++)
-        if (w->perf_member[i] >= 0)
-            close(w->perf_member[i]);
-    if (w->perf_fd >= 0)
-        close(w->perf_fd);
-    w->perf_fd = w->perf_member[0] = w->perf_member[1] = w->perf_member[2] = -1;
+    const char *at = strstr(text, key);
+    if (!at)
+        return false;
+    at += strlen(key);
+    while (*at == ' ' || *at == ':' || *at == '\t')
+        at++;
+    char *end;
+    unsigned long long v = strtoull(at, &end, 10);
+    if (end == at)
+        return false;
+    *ret = v;
+    return true;
 }
 
-/* A perf group for tid: context switches and migrations (kernel events: need
- * perf_event_paranoid <= 1 or CAP_PERFMON), then page faults (counted in user space too). */
-static void perf_group(struct sampler *s, struct watched *w)
+/* A thread's context switches, migrations and page faults, from procfs: its stat (minor and
+ * major faults) and its sched file (switches and migrations; where the kernel has none, its
+ * status for switches). Read only when the thread ran since the last read: an idle one has
+ * nothing new, so a game's hundred sleeping threads cost one read each a tick. Earlier
+ * versions counted these with a perf group per thread; the kernel then does perf work at every
+ * switch of those threads, which cost lavapipe's rasterizer threads (switching thousands of
+ * times a second) more CPU than everything else here together. */
+static void read_counts(struct sampler *s, struct watched *w, uint64_t oncpu_ns)
 {
-    static const uint64_t all[] = { PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_CPU_MIGRATIONS,
-                                    PERF_COUNT_SW_PAGE_FAULTS_MIN, PERF_COUNT_SW_PAGE_FAULTS_MAJ };
-    w->perf_fd = -1;
-    w->perf_flags = 0;
-    for (unsigned i = 0; i < 3; i++)
-        w->perf_member[i] = -1;
-    if (s->perf_groups >= PERF_THREADS)
+    if (w->counted && oncpu_ns == w->oncpu_ns)
         return;
-    struct rlimit limit;
-    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < PERF_MIN_FD_LIMIT) {
-        if (!s->rec->perf_why[0])
-            snprintf(s->rec->perf_why, sizeof(s->rec->perf_why), "context switches, migrations "
-                     "and page faults not counted: the app may open %llu descriptors, too few to "
-                     "lend perf groups %d of them", (unsigned long long)limit.rlim_cur,
-                     PERF_THREADS * 4);
-        return;
+    w->oncpu_ns = oncpu_ns;
+    char text[1024];
+    unsigned flags = 0;
+    /* stat: "pid (comm) state ppid ..." with minflt the 10th field and majflt the 12th; comm
+     * may hold spaces and parentheses, so fields count from the last ')'. */
+    if (read_task_file(s, w->tid, "stat", text, sizeof(text)) > 0) {
+        char *p = strrchr(text, ')');
+        unsigned long long v[10] = { 0 };
+        if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu %*u %llu", &v[0], &v[1]) == 2) {
+            w->minor_faults = v[0];
+            w->major_faults = v[1];
+            flags |= KERNEL_SAMPLE_FAULTS;
+        }
     }
-    bool user_only = s->perf_kernel_refused;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        unsigned first = user_only ? 2 : 0;
-        int leader = perf_open(all[first], w->tid, -1, user_only);
-        if (leader < 0) {
-            if (!user_only && (errno == EACCES || errno == EPERM)) {
-                user_only = s->perf_kernel_refused = true;
-                snprintf(s->rec->perf_why, sizeof(s->rec->perf_why), "context switches and "
-                         "migrations not counted: perf_event_paranoid allows user-space counts "
-                         "only (root, CAP_PERFMON or perf_event_paranoid <= 1 would)");
-                continue;
+    uint64_t switches, migrations;
+    if (!s->no_sched) {
+        if (read_task_file(s, w->tid, "sched", text, sizeof(text)) > 0 &&
+            field_after(text, "nr_switches", &switches)) {
+            w->switches = switches;
+            flags |= KERNEL_SAMPLE_SWITCHES;
+            if (field_after(text, "se.nr_migrations", &migrations)) {
+                w->migrations = migrations;
+                flags |= KERNEL_SAMPLE_MIGRATIONS;
             }
-            if (!s->rec->perf_why[0])
-                snprintf(s->rec->perf_why, sizeof(s->rec->perf_why), "perf events unavailable "
-                         "(%s): no context switches, migrations or page faults", strerror(errno));
-            return;
         }
-        bool ok = true;
-        for (unsigned i = first + 1; i < 4 && ok; i++) {
-            int fd = perf_open(all[i], w->tid, leader, user_only);
-            ok = fd >= 0;
-            w->perf_member[i - first - 1] = fd;
+    } else {
+        uint64_t vol, invol;
+        char status[2048];
+        if (read_task_file(s, w->tid, "status", status, sizeof(status)) > 0 &&
+            field_after(status, "\nvoluntary_ctxt_switches", &vol) &&
+            field_after(status, "nonvoluntary_ctxt_switches", &invol)) {
+            w->switches = vol + invol;
+            flags |= KERNEL_SAMPLE_SWITCHES;
         }
-        w->perf_fd = leader;
-        if (!ok) {
-            watched_close_perf(w);
-            return;
-        }
-        s->perf_groups++;
-        w->perf_flags = KERNEL_SAMPLE_FAULTS | (user_only ? 0 : KERNEL_SAMPLE_SWITCHES);
-        return;
     }
-}
-
-static void watched_close(struct sampler *s, struct watched *w)
-{
-    if (w->perf_fd >= 0)
-        s->perf_groups--;
-    watched_close_perf(w);
+    w->flags = flags;
+    w->counted = true;
 }
 
 /* A thread's name into the recording's table (a thread renames itself after it starts). */
@@ -293,7 +277,6 @@ static void refresh_threads(struct sampler *s, bool names)
         memset(w, 0, sizeof(*w));
         w->tid = tid;
         w->seen = true;
-        perf_group(s, w);
         record_name(s, tid);
     }
     closedir(dir);
@@ -302,7 +285,6 @@ static void refresh_threads(struct sampler *s, bool names)
     /* Threads that exited: stop reading them (their last sample stays). */
     for (unsigned i = 0; i < s->count;) {
         if (!s->threads[i].seen) {
-            watched_close(s, &s->threads[i]);
             s->threads[i] = s->threads[--s->count];
         } else {
             i++;
@@ -392,15 +374,8 @@ static void read_all(struct sampler *s)
     for (unsigned i = 0; i < s->count; i++) {
         struct watched *w = &s->threads[i];
         /* Opened and closed each tick: no descriptor per thread held in the app's table. */
-        char path[32];
-        snprintf(path, sizeof(path), "%d/schedstat", w->tid);
-        int fd = openat(s->task_dir, path, O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd >= 0 ? pread(fd, w->schedstat, sizeof(w->schedstat) - 1, 0) : -1;
-        if (fd >= 0)
-            close(fd);
-        w->schedstat[n > 0 ? n : 0] = '\0';
-        if (w->perf_fd >= 0 && read(w->perf_fd, w->perf, sizeof(w->perf)) < (ssize_t)(3 * 8))
-            w->perf[0] = 0;
+        if (read_task_file(s, w->tid, "schedstat", w->schedstat, sizeof(w->schedstat)) > 0)
+            read_counts(s, w, strtoull(w->schedstat, NULL, 10));
     }
 }
 
@@ -419,18 +394,11 @@ static void record_samples(struct sampler *s, uint64_t ticks)
         k->oncpu_ns = strtoull(w->schedstat, &end, 10);
         k->runnable_ns = strtoull(end, &end, 10);
         k->runs = strtoull(end, NULL, 10);
-        if (w->perf_fd >= 0 && w->perf[0] >= 2) {
-            k->flags = w->perf_flags;
-            if (w->perf_flags & KERNEL_SAMPLE_SWITCHES) {
-                k->context_switches = w->perf[1];
-                k->migrations = w->perf[2];
-                k->minor_faults = w->perf[3];
-                k->major_faults = w->perf[4];
-            } else {
-                k->minor_faults = w->perf[1];
-                k->major_faults = w->perf[2];
-            }
-        }
+        k->flags = w->flags;
+        k->context_switches = w->switches;
+        k->migrations = w->migrations;
+        k->minor_faults = w->minor_faults;
+        k->major_faults = w->major_faults;
         chunked_publish(&s->rec->samples);
     }
 }
@@ -443,6 +411,10 @@ static void sampler_tick(void *arg, bool final)
     struct sampler *s = arg;
     if (s->task_dir == 0) {
         s->task_dir = fscope_fd_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        s->no_sched = access("/proc/thread-self/sched", R_OK) != 0;
+        if (s->no_sched)
+            snprintf(s->rec->perf_why, sizeof(s->rec->perf_why), "migrations not counted: no "
+                     "/proc/<tid>/sched (a kernel without CONFIG_SCHED_DEBUG)");
         s->kms = kms_open(&s->rec->kms);
     }
     bool second = final || s->ticks++ % (1000 / KERNEL_TICK_MS) == 0;
@@ -457,8 +429,6 @@ static void sampler_tick(void *arg, bool final)
     if (!final)
         return;
     kms_close(s->kms);
-    for (unsigned i = 0; i < s->count; i++)
-        watched_close(s, &s->threads[i]);
     if (s->task_dir >= 0)
         close(s->task_dir);
     free(s);
