@@ -847,9 +847,10 @@ def test_sparse_claims(build, demo):
     print(f"a GiB of holes claimed by {len(data) >> 20} MiB of data: refused for memory ({line})")
 
 
-main({"crash": test_crash, "restart": test_restart, "no_daemon": test_no_daemon,
-      "hostile": test_hostile, "other_user": test_other_user, "many": test_many,
-      "units": test_units, "args": test_args, "hostile_memory": test_hostile_memory,
-      "hostile_clients": test_hostile_clients, "long_reply": test_long_reply,
-      "escapes": test_escapes, "hung_analysis": test_hung_analysis,
-      "sparse_claims": test_sparse_claims})
+if __name__ == "__main__":  # test_guide.py imports Daemon from here
+    main({"crash": test_crash, "restart": test_restart, "no_daemon": test_no_daemon,
+          "hostile": test_hostile, "other_user": test_other_user, "many": test_many,
+          "units": test_units, "args": test_args, "hostile_memory": test_hostile_memory,
+          "hostile_clients": test_hostile_clients, "long_reply": test_long_reply,
+          "escapes": test_escapes, "hung_analysis": test_hung_analysis,
+          "sparse_claims": test_sparse_claims})
