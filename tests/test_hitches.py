@@ -171,5 +171,35 @@ def test_faults(build, demo):
            else "not a hitch (the disk was fast)"))
 
 
+def test_gpu_pass(build, demo):
+    """A GPU spike in one pass (--passes shadow,main and --pass-spike: the shadow pass of one
+    frame runs many times its iterations), sized from the pass's GPU time in a run without it
+    so that it adds about 40 ms or eight times the slowest frame: a hitch within the next
+    frames in flight, caused by waiting for the GPU, whose evidence names the shadow pass as
+    the GPU zone that grew, with its time against its median. (Other hitches a busy machine
+    makes may name a zone too: lavapipe's passes slow down when its threads are starved.)"""
+    passes = ["--passes", "shadow:50,main:50"]
+    _, base = demo_run(build, demo, passes)
+    zones = {z["path"]: z for z in base["gpu_zones"]["zones"]}
+    shadow_ms = zones["shadow"]["per_frame_ms"]
+    target_ms = max(40.0, 8 * base["frame_ms"]["max"])
+    iters = min(65535, int(50 * target_ms / max(shadow_ms, 1e-3)))
+    at = 90
+    r, s = demo_run(build, demo, passes + ["--pass-spike", f"{at}:{iters}"])
+    near = [h for h in s["hitches"]["all"] if at <= h["frame"] <= at + 3]
+    check(near, f"no hitch after the GPU spike at frame {at}: {s['hitches']['all']}")
+    h = max(near, key=lambda x: x["excess_ms"])
+    check(h["cause"] == "gpu", f"the GPU spike's hitch: {h}")
+    zone = h["evidence"]["gpu_zone"]
+    check(zone and zone["path"].startswith("shadow") and zone["ms"] > zone["median_ms"] +
+          0.1 * h["excess_ms"], f"the grown zone: {zone}")
+    check(re.search(r"^  hitch       frame %d .*on the GPU, zone %s took" %
+                    (h["frame"], re.escape(zone["path"])), r.stderr, re.M) or
+          h not in s["hitches"]["worst"], r.stderr[-3000:])
+    print(f"shadow pass {shadow_ms:.2f} ms a frame, spiked to {iters} iterations at frame "
+          f"{at}: hitch at frame {h['frame']} +{h['excess_ms']:.1f} ms, zone {zone['path']} "
+          f"{zone['ms']:.1f} ms against {zone['median_ms']:.1f}")
+
+
 main({"steady": test_steady, "spikes": test_spikes, "pipelines": test_pipelines,
-      "faults": test_faults})
+      "faults": test_faults, "gpu_pass": test_gpu_pass})

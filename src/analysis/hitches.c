@@ -85,6 +85,125 @@ static void window_of(uint64_t i, uint64_t n, uint64_t *ret_lo, uint64_t *ret_hi
     *ret_hi = (uint64_t)hi;
 }
 
+/* GPU zone spans of one device ordered by their end, to find those that ended in a frame. */
+struct zone_index {
+    uint32_t device_id;
+    size_t count;
+    const struct gpu_zone_span **spans;
+};
+
+static int by_end(const void *a, const void *b)
+{
+    const struct gpu_zone_span *x = *(const struct gpu_zone_span *const *)a;
+    const struct gpu_zone_span *y = *(const struct gpu_zone_span *const *)b;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
+static bool zone_index_build(const struct recording *rec, uint32_t device_id,
+                             struct zone_index *z)
+{
+    z->device_id = device_id;
+    z->count = 0;
+    z->spans = malloc((rec->gpu_zone_count ? rec->gpu_zone_count : 1) * sizeof(*z->spans));
+    if (!z->spans)
+        return false;
+    for (uint64_t i = 0; i < rec->gpu_zone_count; i++) {
+        const struct gpu_zone_span *s = &rec->gpu_zones[i];
+        if (s->device_id == device_id && s->name < rec->gpu_zone_name_count && s->end > s->begin)
+            z->spans[z->count++] = s;
+    }
+    qsort(z->spans, z->count, sizeof(*z->spans), by_end);
+    return true;
+}
+
+#define ZONE_GROWTH_NAMES 64
+
+/* Which GPU zone grew in hitch h's frame against the same zone in its GPU-timed neighbours
+ * lo..hi (timed[j]: frame j's GPU time is known). A zone's value in a frame is the time of
+ * its spans that ended inside the frame. */
+static void zone_growth(const struct recording *rec, const struct recording_log *log,
+                        const bool *timed, uint64_t lo, uint64_t hi, const struct zone_index *z,
+                        struct hitch *h)
+{
+    h->zone = -1;
+    if (!z->count || !timed[h->frame])
+        return;
+    uint64_t n = hi - lo + 1;
+    uint16_t names[ZONE_GROWTH_NAMES];
+    unsigned name_count = 0;
+    int64_t *sums = calloc(ZONE_GROWTH_NAMES * n, sizeof(*sums));
+    int64_t *scratch = malloc(n * sizeof(*scratch));
+    if (!sums || !scratch)
+        goto out;
+    uint64_t from = log->frames[lo].start_ticks, to = log->frames[hi].end_ticks;
+    size_t a = 0, b = z->count;
+    while (a < b) { /* the first span ending after the window's start */
+        size_t m = a + (b - a) / 2;
+        if (z->spans[m]->end <= from)
+            a = m + 1;
+        else
+            b = m;
+    }
+    uint64_t j = lo;
+    for (size_t k = a; k < z->count && z->spans[k]->end <= to; k++) {
+        const struct gpu_zone_span *s = z->spans[k];
+        while (j < hi && log->frames[j].end_ticks < s->end)
+            j++;
+        if (s->end <= log->frames[j].start_ticks || s->end > log->frames[j].end_ticks)
+            continue;
+        unsigned c = 0;
+        while (c < name_count && names[c] != s->name)
+            c++;
+        if (c == name_count) {
+            if (name_count == ZONE_GROWTH_NAMES)
+                continue;
+            names[name_count++] = s->name;
+        }
+        double ns = recording_ns(rec, s->end - s->begin);
+        sums[c * n + (j - lo)] += ns < 1e15 ? (int64_t)ns : (int64_t)1e15;
+    }
+    int64_t excess = h->frame_ns - h->median_ns;
+    int64_t growth[ZONE_GROWTH_NAMES], median[ZONE_GROWTH_NAMES], mine[ZONE_GROWTH_NAMES];
+    int best = -1;
+    for (unsigned c = 0; c < name_count; c++) {
+        size_t m = 0;
+        for (uint64_t f = lo; f <= hi; f++)
+            if (f != h->frame && timed[f])
+                scratch[m++] = sums[c * n + (f - lo)];
+        growth[c] = 0;
+        if (m < 3)
+            continue;
+        median[c] = median_i64(scratch, m);
+        mine[c] = sums[c * n + (h->frame - lo)];
+        growth[c] = mine[c] - median[c];
+        if (growth[c] > 0 && growth[c] * 10 >= excess && (best < 0 || growth[c] > growth[best]))
+            best = (int)c;
+    }
+    /* Nested zones grow together: name the deepest one below it that holds nine tenths of
+     * its growth. */
+    for (bool moved = best >= 0; moved;) {
+        moved = false;
+        const char *path = rec->gpu_zone_names[names[best]];
+        size_t len = strlen(path);
+        for (unsigned c = 0; c < name_count && !moved; c++) {
+            const char *other = rec->gpu_zone_names[names[c]];
+            if (strncmp(other, path, len) == 0 && other[len] == '/' &&
+                growth[c] * 10 >= growth[best] * 9) {
+                best = (int)c;
+                moved = true;
+            }
+        }
+    }
+    if (best >= 0) {
+        h->zone = names[best];
+        h->zone_ns = mine[best];
+        h->zone_median_ns = median[best];
+    }
+out:
+    free(sums);
+    free(scratch);
+}
+
 /* Splits hitch h's excess over the parts that grew against their neighbours' medians. */
 static void split_excess(struct hitch *h, int64_t (*parts)[HITCH_CAUSE_COUNT], uint64_t lo,
                          uint64_t hi, int64_t *scratch)
@@ -142,12 +261,16 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
     int64_t (*parts)[HITCH_CAUSE_COUNT] = malloc(n * sizeof(*parts));
     int64_t *times = malloc(n * sizeof(*times));
     int64_t *scratch = malloc(HITCH_WINDOW * sizeof(*scratch));
-    if (!parts || !times || !scratch)
+    bool *timed = malloc(n * sizeof(*timed));
+    struct zone_index zones = { .spans = NULL };
+    bool zones_built = false;
+    if (!parts || !times || !scratch || !timed)
         goto out;
     for (uint64_t i = 0; i < n; i++) {
         struct frame_budget_ns b;
         frame_budget(rec, &log->frames[i], ev, &b);
         times[i] = b.frame;
+        timed[i] = b.gpu_timed;
         frame_parts(&b, parts[i]);
     }
     for (uint64_t i = 0; i < n; i++) {
@@ -187,6 +310,13 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
             h.preempted = f->kernel_preempted;
         }
         split_excess(&h, parts, lo, hi, scratch);
+        h.zone = -1;
+        if (rec->gpu_zone_count && (!zones_built || zones.device_id != f->device_id)) {
+            free(zones.spans);
+            zones_built = zone_index_build(rec, f->device_id, &zones);
+        }
+        if (zones_built)
+            zone_growth(rec, log, timed, lo, hi, &zones, &h);
         if (s->count == *cap) {
             size_t grown = *cap ? 2 * *cap : 64;
             struct hitch *more = realloc(s->hitches, grown * sizeof(*more));
@@ -205,6 +335,8 @@ out:
     free(parts);
     free(times);
     free(scratch);
+    free(timed);
+    free(zones.spans);
 }
 
 static int compare_double(const void *a, const void *b)
@@ -299,7 +431,8 @@ static void parts_text(const struct hitch *h, char *buf, size_t len)
 /* "; in the frame, the app's threads spent 79.0 ms creating 14 pipelines, ...; its thread
  * took 212 page faults from disk, ...": what of the hitches' evidence the frame holds (calls
  * of 0.1 ms at least, kernel counts above 0), else "". */
-static void evidence_text(const struct hitch *h, char *buf, size_t len)
+static void evidence_text(const struct recording *rec, const struct hitch *h, char *buf,
+                          size_t len)
 {
     char items[5][96];
     int64_t ns[5] = { h->pipeline_ns, h->shader_ns, h->memory_ns, h->swapchain_ns, h->submit_ns };
@@ -335,6 +468,12 @@ static void evidence_text(const struct hitch *h, char *buf, size_t len)
         at = w < 0 ? len : at + (size_t)w;
         first = false;
     }
+    if (h->zone >= 0 && at < len) {
+        int w = snprintf(buf + at, len - at, "; on the GPU, zone %s took %.1f ms against its "
+                         "median %.1f", rec->gpu_zone_names[h->zone], (double)h->zone_ns / 1e6,
+                         (double)h->zone_median_ns / 1e6);
+        at = w < 0 ? len : at + (size_t)w;
+    }
 }
 
 void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch_stats *s)
@@ -365,7 +504,7 @@ void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch
             snprintf(thread, sizeof(thread), "; thread %s",
                      report_thread_label(rec, h->tid, label, sizeof(label)));
         char evidence[512];
-        evidence_text(h, evidence, sizeof(evidence));
+        evidence_text(rec, h, evidence, sizeof(evidence));
         fprintf(f, "  hitch       frame %llu%s at %.3f s: %.1f ms, +%.1f ms over %.1f: %s%s%s\n",
                 (unsigned long long)h->frame, rec->log_count > 1 ? " (its surface's)" : "",
                 h->at_s, (double)h->frame_ns / 1e6, (double)(h->frame_ns - h->median_ns) / 1e6,
@@ -403,11 +542,19 @@ static void hitch_json(FILE *f, const struct recording *rec, const struct hitch 
             (double)h->memory_ns / 1e6, (double)h->swapchain_ns / 1e6, (double)h->submit_ns / 1e6);
     /* The kernel's counts, or null where the frame had no kernel view (never a false 0). */
     if (h->kernel)
-        fprintf(f, ", \"major_faults\": %llu, \"block_reads\": %llu, \"preempted\": %llu}}",
+        fprintf(f, ", \"major_faults\": %llu, \"block_reads\": %llu, \"preempted\": %llu",
                 (unsigned long long)h->major_faults, (unsigned long long)h->block_reads,
                 (unsigned long long)h->preempted);
     else
-        fputs(", \"major_faults\": null, \"block_reads\": null, \"preempted\": null}}", f);
+        fputs(", \"major_faults\": null, \"block_reads\": null, \"preempted\": null", f);
+    if (h->zone >= 0) {
+        fputs(", \"gpu_zone\": {\"path\": ", f);
+        json_write_string(f, rec->gpu_zone_names[h->zone]);
+        fprintf(f, ", \"ms\": %.6f, \"median_ms\": %.6f}}}", (double)h->zone_ns / 1e6,
+                (double)h->zone_median_ns / 1e6);
+    } else {
+        fputs(", \"gpu_zone\": null}}", f);
+    }
 }
 
 void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch_stats *s)

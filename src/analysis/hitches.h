@@ -59,6 +59,11 @@ struct hitch {
      * page faults that read from disk, block reads, times preempted. */
     bool kernel;
     uint64_t major_faults, block_reads, preempted;
+    /* The GPU zone that grew most against its median over the GPU-timed neighbours (its spans
+     * that ended in the frame, summed), when it grew by a tenth of the excess at least:
+     * index into the recording's zone names, else -1. */
+    int zone;
+    int64_t zone_ns, zone_median_ns;
 };
 
 struct hitch_stats {

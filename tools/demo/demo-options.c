@@ -37,6 +37,8 @@ static const char usage_text[] =
     "  --stall-at F            sleep once, before recording frame F (0-based) ...\n"
     "  --stall-ms M            ... for M ms, like a load screen (both are needed)\n"
     "  --cpu-spike F:M         busy-loop M ms once, before recording frame F (0-based)\n"
+    "  --pass-spike F:N        in frame F, the first of --passes runs N iterations (a GPU\n"
+    "                          spike in one pass)\n"
     "  --faults-at F:MB        once, before recording frame F, map MB MiB of a file whose\n"
     "                          pages were just dropped from the page cache and touch every\n"
     "                          page (a page-fault storm, as a streamed level's assets)\n"
@@ -154,6 +156,7 @@ enum option_id {
     OPTION_CPU_SPIKE,
     OPTION_PIPELINES_AT,
     OPTION_FAULTS_AT,
+    OPTION_PASS_SPIKE,
     OPTION_FRAMES_IN_FLIGHT,
     OPTION_QUIET,
     OPTION_HELP,
@@ -200,6 +203,7 @@ static const struct option long_options[] = {
     { "cpu-spike", required_argument, NULL, OPTION_CPU_SPIKE },
     { "pipelines-at", required_argument, NULL, OPTION_PIPELINES_AT },
     { "faults-at", required_argument, NULL, OPTION_FAULTS_AT },
+    { "pass-spike", required_argument, NULL, OPTION_PASS_SPIKE },
     { "frames-in-flight", required_argument, NULL, OPTION_FRAMES_IN_FLIGHT },
     { "quiet", no_argument, NULL, OPTION_QUIET },
     { "help", no_argument, NULL, OPTION_HELP },
@@ -389,6 +393,10 @@ static bool check_combinations(const struct demo_options *options, bool frames_i
                 "(it keeps one frame in flight)\n");
         return false;
     }
+    if (options->pass_spike_at >= 0 && !options->pass_count) {
+        fprintf(stderr, DEMO_NAME ": --pass-spike: needs --passes (it spikes the first pass)\n");
+        return false;
+    }
     if (options->pass_count &&
         (options->threads > 1 || options->no_fence_wait || options->thread_split)) {
         fprintf(stderr, DEMO_NAME ": --passes: records the single-thread frame, so not with "
@@ -444,6 +452,7 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
         .cpu_spike_at = -1,
         .pipelines_at = -1,
         .faults_at = -1,
+        .pass_spike_at = -1,
         .frames_in_flight = 2,
         .submits = 1,
         .devices = 1,
@@ -550,6 +559,16 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
                 !parse_ms(name, rest, 60000.0, &options.cpu_spike_ms))
                 return DEMO_PARSE_EXIT_USAGE;
             options.cpu_spike_at = (int64_t)value;
+            break;
+        }
+        case OPTION_PASS_SPIKE: {
+            const char *rest;
+            uint64_t iters;
+            if (!parse_frame_and(name, optarg, "N", &value, &rest) ||
+                !parse_uint(name, rest, 0, 65535, &iters))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.pass_spike_at = (int64_t)value;
+            options.pass_spike_iters = (uint32_t)iters;
             break;
         }
         case OPTION_FAULTS_AT: {

@@ -54,6 +54,8 @@ struct demo_renderer {
     /* --passes: the frame as labelled passes instead of one */
     uint32_t pass_count;
     struct demo_pass passes[DEMO_MAX_PASSES];
+    int64_t spike_at; /* --pass-spike: -1 none */
+    uint32_t spike_iters;
     PFN_vkCmdBeginDebugUtilsLabelEXT begin_label;
     PFN_vkCmdEndDebugUtilsLabelEXT end_label;
     uint32_t frames_in_flight;
@@ -134,8 +136,9 @@ static void record_pass(struct demo_renderer *renderer, VkCommandBuffer cmd,
             .pLabelName = renderer->passes[i].name,
         };
         renderer->begin_label(cmd, &label);
+        bool spike = i == 0 && renderer->spike_at == (int64_t)frame;
         record_pass_iters(renderer, cmd, render_pass, target, area, frame,
-                          renderer->passes[i].gpu_iters);
+                          spike ? renderer->spike_iters : renderer->passes[i].gpu_iters);
         renderer->end_label(cmd);
     }
 }
@@ -155,6 +158,12 @@ bool demo_renderer_set_passes(struct demo_renderer *renderer, VkInstance instanc
     memcpy(renderer->passes, passes, count * sizeof(*passes));
     renderer->pass_count = count;
     return true;
+}
+
+void demo_renderer_set_pass_spike(struct demo_renderer *renderer, int64_t at, uint32_t iters)
+{
+    renderer->spike_at = at;
+    renderer->spike_iters = iters;
 }
 
 static bool begin_commands(VkCommandBuffer cmd, VkCommandBufferUsageFlags usage)

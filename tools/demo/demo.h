@@ -49,6 +49,8 @@ struct demo_options {
     int64_t cpu_spike_at;       /* -1: none */
     double cpu_spike_ms;
     int64_t faults_at;          /* -1: none */
+    int64_t pass_spike_at;      /* --pass-spike F:N: -1 none */
+    uint32_t pass_spike_iters;
     uint32_t faults_mb;         /* --faults-at F:MB, once */
     int64_t pipelines_at;       /* -1: none */
     uint32_t pipelines;
@@ -279,6 +281,9 @@ double demo_renderer_self_gpu_ms(struct demo_renderer *renderer, uint64_t *ret_f
  * label functions. */
 bool demo_renderer_set_passes(struct demo_renderer *renderer, VkInstance instance,
                               const struct demo_pass *passes, uint32_t count);
+/* In frame `at` (the frame number given at submission), the first pass runs `iters`
+ * iterations instead of its own: a GPU spike in one pass. */
+void demo_renderer_set_pass_spike(struct demo_renderer *renderer, int64_t at, uint32_t iters);
 /* Accepts NULL and a half-built renderer; joins the workers. The caller idles the GPU. */
 void demo_renderer_destroy(struct demo_renderer *renderer);
 

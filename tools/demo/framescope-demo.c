@@ -1020,6 +1020,7 @@ static bool set_up(struct demo *demo, bool *usage_error)
         !demo_renderer_set_passes(demo->renderer, demo->instance.handle, options->passes,
                                   options->pass_count))
         return false;
+    demo_renderer_set_pass_spike(demo->renderer, options->pass_spike_at, options->pass_spike_iters);
     if (options->self_timestamps && !demo_renderer_enable_self_timestamps(demo->renderer))
         return false;
 
