@@ -236,6 +236,97 @@ static void split_excess(struct hitch *h, int64_t (*parts)[HITCH_CAUSE_COUNT], u
     h->cause = (enum hitch_cause)largest;
 }
 
+static int span_by_begin(const void *a, const void *b)
+{
+    const struct gpu_span *x = *(const struct gpu_span *const *)a;
+    const struct gpu_span *y = *(const struct gpu_span *const *)b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* ns as the recording's ticks. */
+static uint64_t ns_to_ticks(const struct recording *rec, double ns)
+{
+    double per_second = recording_ns(rec, 1000000000u);
+    return per_second > 0 ? (uint64_t)(ns * 1e9 / per_second) : 0;
+}
+
+void hitches_late_refreshes(const struct recording *rec, unsigned l,
+                            const struct display_evidence *ev, int *late)
+{
+    const struct recording_log *log = &rec->logs[l];
+    uint64_t n = log->frame_count;
+    for (uint64_t i = 0; i < n; i++)
+        late[i] = -1;
+    const struct gpu_span **spans = malloc((rec->span_count ? rec->span_count : 1) *
+                                           sizeof(*spans));
+    if (!spans)
+        return;
+    /* The refresh: the claim, or the shortest shown interval when that is longer. */
+    uint64_t unit = 0, shortest = UINT64_MAX, prev = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const struct fscope_frame *f = &log->frames[i];
+        if (f->present_state != FRAME_PRESENT_PRESENTED || !f->presented_ticks)
+            continue;
+        if (!unit && f->refresh_ns)
+            unit = ns_to_ticks(rec, f->refresh_ns);
+        if (prev && f->presented_ticks > prev && f->presented_ticks - prev < shortest)
+            shortest = f->presented_ticks - prev;
+        prev = f->presented_ticks;
+    }
+    if (shortest != UINT64_MAX && shortest > unit)
+        unit = shortest;
+    uint32_t device = UINT32_MAX;
+    size_t count = 0;
+    const struct fscope_frame *shown = NULL;
+    for (uint64_t i = 0; unit && i < n; i++) {
+        const struct fscope_frame *f = &log->frames[i];
+        if (f->present_state != FRAME_PRESENT_PRESENTED || !f->presented_ticks ||
+            !f->present_return_ticks)
+            continue;
+        const struct fscope_frame *before = shown;
+        shown = f;
+        struct frame_budget_ns b;
+        frame_budget(rec, f, ev, &b);
+        if (!before || !b.gpu_timed || f->presented_ticks <= before->presented_ticks)
+            continue;
+        if (f->device_id != device) {
+            device = f->device_id;
+            count = 0;
+            for (uint64_t k = 0; k < rec->span_count; k++)
+                if (rec->spans[k].device_id == device && rec->spans[k].end > rec->spans[k].begin)
+                    spans[count++] = &rec->spans[k];
+            qsort(spans, count, sizeof(*spans), span_by_begin);
+        }
+        /* Ready: the present returned, and the GPU work begun by then ended (and the work
+         * that followed it back to back, queued behind it). */
+        uint64_t ready = f->present_return_ticks, gap = ns_to_ticks(rec, 50000);
+        size_t a = 0, z = count;
+        while (a < z) { /* the first span beginning after the return */
+            size_t m = a + (z - a) / 2;
+            if (spans[m]->begin < f->present_return_ticks)
+                a = m + 1;
+            else
+                z = m;
+        }
+        for (size_t k = a; k-- > 0 && spans[k]->end + unit > f->present_return_ticks;)
+            if (spans[k]->end > ready)
+                ready = spans[k]->end;
+        for (size_t k = a; k < count && spans[k]->begin <= ready + gap &&
+                           spans[k]->begin < f->presented_ticks; k++)
+            if (spans[k]->end > ready)
+                ready = spans[k]->end;
+        /* The first refresh after the frame shown before it that comes a quarter refresh
+         * after the frame was ready (the compositor's own time to take it), on the grid of
+         * refreshes that frame was shown on; late by the whole refreshes after that. */
+        uint64_t prev_shown = before->presented_ticks, taken = ready + unit / 4;
+        uint64_t k = taken > prev_shown ? (taken - prev_shown + unit - 1) / unit : 1;
+        uint64_t first = prev_shown + (k ? k : 1) * unit;
+        late[i] = f->presented_ticks > first ? (int)((f->presented_ticks - first + unit / 2) / unit)
+                                             : 0;
+    }
+    free(spans);
+}
+
 static void keep_worst(struct hitch_stats *s, const struct hitch *h)
 {
     int64_t excess = h->frame_ns - h->median_ns;
@@ -256,8 +347,20 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
 {
     const struct recording_log *log = &rec->logs[l];
     uint64_t n = log->frame_count;
-    if (n < 9)
+    int *late = n ? malloc(n * sizeof(*late)) : NULL;
+    if (late) {
+        hitches_late_refreshes(rec, l, ev, late);
+        for (uint64_t i = 0; i < n; i++)
+            if (late[i] >= 0) {
+                s->late_judged++;
+                s->late_frames += late[i] > 0;
+                s->late_refreshes += (uint64_t)late[i];
+            }
+    }
+    if (n < 9) {
+        free(late);
         return; /* too few neighbours to call any frame a spike */
+    }
     int64_t (*parts)[HITCH_CAUSE_COUNT] = malloc(n * sizeof(*parts));
     int64_t *times = malloc(n * sizeof(*times));
     int64_t *scratch = malloc(HITCH_WINDOW * sizeof(*scratch));
@@ -310,6 +413,12 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
             h.preempted = f->kernel_preempted;
         }
         split_excess(&h, parts, lo, hi, scratch);
+        h.late_refreshes = 0;
+        for (uint64_t j = i >= 3 ? i - 3 : 0; late && j <= i; j++)
+            if (late[j] > 0) {
+                h.late_frame = j;
+                h.late_refreshes = late[j];
+            }
         h.zone = -1;
         if (rec->gpu_zone_count && (!zones_built || zones.device_id != f->device_id)) {
             free(zones.spans);
@@ -337,6 +446,7 @@ out:
     free(scratch);
     free(timed);
     free(zones.spans);
+    free(late);
 }
 
 static int compare_double(const void *a, const void *b)
@@ -468,6 +578,14 @@ static void evidence_text(const struct recording *rec, const struct hitch *h, ch
         at = w < 0 ? len : at + (size_t)w;
         first = false;
     }
+    if (h->late_refreshes > 0 && at < len) {
+        char which[48] = "it was";
+        if (h->late_frame != h->frame)
+            snprintf(which, sizeof(which), "frame %llu was", (unsigned long long)h->late_frame);
+        int w = snprintf(buf + at, len - at, "; %s shown %d refresh%s late although ready",
+                         which, h->late_refreshes, h->late_refreshes == 1 ? "" : "es");
+        at = w < 0 ? len : at + (size_t)w;
+    }
     if (h->zone >= 0 && at < len) {
         int w = snprintf(buf + at, len - at, "; on the GPU, zone %s took %.1f ms against its "
                          "median %.1f", rec->gpu_zone_names[h->zone], (double)h->zone_ns / 1e6,
@@ -510,6 +628,14 @@ void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch
                 h->at_s, (double)h->frame_ns / 1e6, (double)(h->frame_ns - h->median_ns) / 1e6,
                 (double)h->median_ns / 1e6, parts, thread, evidence);
     }
+    if (s->late_judged)
+        fprintf(f, "  late        %llu of %llu frames shown one or more refreshes after they were "
+                "ready (%llu refresh%s in all)\n", (unsigned long long)s->late_frames,
+                (unsigned long long)s->late_judged, (unsigned long long)s->late_refreshes,
+                s->late_refreshes == 1 ? "" : "es");
+    else
+        fprintf(f, "  late        not judged: no frame with both its GPU time and a shown time "
+                "after another's\n");
     if (s->animation_samples)
         fprintf(f, "  animation   error (shown against simulated time, PresentMon's): mean %.3f  "
                 "p95 %.3f  p99 %.3f ms over %llu shown frames\n", s->animation_error_ms[0],
@@ -547,6 +673,11 @@ static void hitch_json(FILE *f, const struct recording *rec, const struct hitch 
                 (unsigned long long)h->preempted);
     else
         fputs(", \"major_faults\": null, \"block_reads\": null, \"preempted\": null", f);
+    if (h->late_refreshes > 0)
+        fprintf(f, ", \"late\": {\"frame\": %llu, \"refreshes\": %d}",
+                (unsigned long long)h->late_frame, h->late_refreshes);
+    else
+        fputs(", \"late\": null", f);
     if (h->zone >= 0) {
         fputs(", \"gpu_zone\": {\"path\": ", f);
         json_write_string(f, rec->gpu_zone_names[h->zone]);
@@ -578,7 +709,10 @@ void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch
             fputs(", ", f);
         hitch_json(f, rec, &s->hitches[i]);
     }
-    fprintf(f, "],\n    \"animation_error_ms\": {\"samples\": %llu, \"mean\": %.6f, \"p95\": "
+    fprintf(f, "],\n    \"late\": {\"frames_judged\": %llu, \"late_frames\": %llu, "
+            "\"refreshes\": %llu}", (unsigned long long)s->late_judged,
+            (unsigned long long)s->late_frames, (unsigned long long)s->late_refreshes);
+    fprintf(f, ",\n    \"animation_error_ms\": {\"samples\": %llu, \"mean\": %.6f, \"p95\": "
             "%.6f, \"p99\": %.6f}},\n", (unsigned long long)s->animation_samples,
             s->animation_error_ms[0], s->animation_error_ms[1], s->animation_error_ms[2]);
 }

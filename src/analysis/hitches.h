@@ -64,6 +64,10 @@ struct hitch {
      * index into the recording's zone names, else -1. */
     int zone;
     int64_t zone_ns, zone_median_ns;
+    /* The latest frame of it and the three before it (frames still queued to the display
+     * when it began) shown late although ready, and by how many refreshes; 0 none. */
+    uint64_t late_frame;
+    int late_refreshes;
 };
 
 struct hitch_stats {
@@ -74,6 +78,8 @@ struct hitch_stats {
     struct hitch *hitches; /* every hitch, in log and frame order */
     struct hitch worst[HITCH_WORST];
     unsigned worst_count;
+    /* Frames shown one or more refreshes after they were ready (hitches_late_refreshes). */
+    uint64_t late_judged, late_frames, late_refreshes;
     uint64_t animation_samples;
     double animation_error_ms[3]; /* mean |error|, p95, p99 */
 };
@@ -84,6 +90,16 @@ const char *hitch_cause_words(enum hitch_cause c); /* for people */
 void hitches_compute(const struct recording *rec, const struct display_evidence *ev,
                      struct hitch_stats *ret);
 void hitches_free(struct hitch_stats *s);
+/* For each frame of log l: how many refreshes after it was ready it was shown, or -1 where
+ * that cannot be judged (not presented, no GPU time for it, no earlier shown frame). Ready:
+ * its present call returned and the GPU work begun before that ended (with what followed
+ * it back to back). The first refresh it could be shown at: on the grid of the frame shown
+ * before it, the first one a quarter refresh after it was ready (the compositor's own time);
+ * it is late by the refreshes between that one and the one it was shown at. The refresh: the
+ * compositor's claim, or the shortest interval it ever showed frames at when longer.
+ * late: n entries. */
+void hitches_late_refreshes(const struct recording *rec, unsigned l,
+                            const struct display_evidence *ev, int *late);
 void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch_stats *s);
 void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch_stats *s);
 

@@ -968,7 +968,8 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
           "waits_gpu_idle_ms,other_fence_ms,other_semaphore_ms,other_idle_ms,cpu_busy_ms,"
           "cpu_starved_ms,cpu_blocked_ms,oncpu_ms,runnable_ms,asleep_ms,kernel_tid,"
           "pipelines,pipeline_ms,shader_modules,shader_module_ms,memory_calls,memory_ms,"
-          "swapchain_ms,submit_ms,major_faults,block_reads,preempted,voluntary_switches", f);
+          "swapchain_ms,submit_ms,major_faults,block_reads,preempted,voluntary_switches,"
+          "late_refreshes", f);
     counters_write_csv_header(f, rec);
     fputc('\n', f);
     unsigned logs = rec->log_count;
@@ -976,6 +977,9 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
         uint64_t count = log->frame_count;
+        int *late = count ? malloc(count * sizeof(*late)) : NULL;
+        if (late)
+            hitches_late_refreshes(rec, l, s->evidence ? &s->evidence[l] : NULL, late);
         for (uint64_t i = 0; i < count; i++) {
             const struct fscope_frame *fr = &log->frames[i];
             struct frame_budget_ns b;
@@ -1053,9 +1057,14 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
                         fr->kernel_preempted, fr->kernel_waits);
             else
                 fputs(",,,,", f);
+            if (late && late[i] >= 0)
+                fprintf(f, ",%d", late[i]);
+            else
+                fputc(',', f);
             counters_write_csv_row(f, rec, fr);
             fputc('\n', f);
         }
+        free(late);
     }
 }
 

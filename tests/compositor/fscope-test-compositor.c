@@ -78,6 +78,8 @@ struct options {
 	enum frame_clock frame_clock;
 	long move_after_ms;	/* -1: no timed move */
 	const char *move_target;
+	long late_at;		/* --late-at N:K: the Nth new buffer (1-based) is held ... */
+	long late_vblanks;	/* ... K vblanks before it is latched; 0: never */
 	bool presentation;
 	const char *socket;
 	bool verbose;
@@ -119,6 +121,7 @@ struct server {
 	uint32_t next_surface_id;
 	struct wl_event_source *signal_sources[4];
 	struct wl_event_source *move_timer;
+	long buffers_latched;	/* new buffers that reached a vblank, for --late-at */
 };
 
 /* One per wl_buffer we have seen attached, found again through its destroy listener. */
@@ -165,6 +168,8 @@ struct surface {
 	int32_t scale, transform;
 	struct wl_list frame_callbacks;	/* committed, waiting for the frame clock */
 	struct content queued;
+	long held;		/* --late-at: vblanks its queued content still waits */
+	bool holding;		/* its queued content is held (and its frame callbacks) */
 	struct buffer *current;
 	struct xdg_surface *xdg;
 };
@@ -392,6 +397,21 @@ static void surface_latch(struct surface *surface)
 
 	if (!queued->valid)
 		return;
+	if (surface->held > 0) {
+		surface->held--; /* a compositor that missed its deadline: shown later */
+		return;
+	}
+	surface->holding = false;
+	if (queued->buffer_change && queued->buffer &&
+	    ++surface->server->buffers_latched == surface->server->options.late_at &&
+	    surface->server->options.late_vblanks > 0) {
+		surface->held = surface->server->options.late_vblanks - 1;
+		surface->holding = true;
+		log_verbose(surface->server, "%s vblank seq=%" PRIu64 " surface=%u held for %ld vblanks",
+			    output->config.name, output->seq, surface->id,
+			    surface->server->options.late_vblanks);
+		return;
+	}
 	if (queued->buffer_change) {
 		struct buffer *previous = surface->current;
 
@@ -452,7 +472,8 @@ static void output_advance(struct output *output, uint64_t now)
 			surface_latch(surface);
 	}
 	wl_list_for_each(surface, &server->surfaces, link) {
-		if (surface_frame_clock(surface) == output)
+		/* Held content holds its frame callbacks too: a FIFO client then waits for it. */
+		if (surface_frame_clock(surface) == output && !surface->holding)
 			surface_fire_frame_callbacks(surface, output);
 	}
 	output->seq = now_seq;
@@ -1374,6 +1395,9 @@ static void print_usage(FILE *stream)
 "  --frame-clock output|fastest  fire wl_surface.frame at the vblanks of the surface's\n"
 "                                output (default) or of the fastest output\n"
 "  --move-after-ms MS:NAME       move every surface to output NAME MS ms after start\n"
+"  --late-at N:K                 hold the Nth new buffer (1-based, of all surfaces) K\n"
+"                                vblanks more before it is shown, with the surface's\n"
+"                                frame callbacks (a compositor missing its deadline)\n"
 "  --no-presentation             do not advertise wp_presentation\n"
 "  --verbose                     log commits, vblanks, presents and discards to stderr\n"
 "  --help                        show this help\n"
@@ -1445,7 +1469,7 @@ static bool parse_options(int argc, char **argv, struct options *options)
 {
 	enum {
 		OPT_SOCKET = 256, OPT_OUTPUT, OPT_SURFACE_OUTPUT, OPT_FRAME_CLOCK,
-		OPT_MOVE_AFTER_MS, OPT_NO_PRESENTATION, OPT_VERBOSE, OPT_HELP,
+		OPT_MOVE_AFTER_MS, OPT_NO_PRESENTATION, OPT_VERBOSE, OPT_HELP, OPT_LATE_AT,
 	};
 	static const struct option long_options[] = {
 		{ "socket", required_argument, NULL, OPT_SOCKET },
@@ -1453,6 +1477,7 @@ static bool parse_options(int argc, char **argv, struct options *options)
 		{ "surface-output", required_argument, NULL, OPT_SURFACE_OUTPUT },
 		{ "frame-clock", required_argument, NULL, OPT_FRAME_CLOCK },
 		{ "move-after-ms", required_argument, NULL, OPT_MOVE_AFTER_MS },
+		{ "late-at", required_argument, NULL, OPT_LATE_AT },
 		{ "no-presentation", no_argument, NULL, OPT_NO_PRESENTATION },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -1512,6 +1537,20 @@ static bool parse_options(int argc, char **argv, struct options *options)
 				return usage_error("bad --move-after-ms '%s': MS must be 0..%d",
 						   optarg, INT_MAX);
 			options->move_target = colon + 1;
+			break;
+		}
+		case OPT_LATE_AT: {
+			const char *colon = strchr(optarg, ':');
+			char n[32];
+
+			if (!colon || (size_t)(colon - optarg) >= sizeof(n) || !colon[1])
+				return usage_error("bad --late-at '%s': expected N:K", optarg);
+			memcpy(n, optarg, (size_t)(colon - optarg));
+			n[colon - optarg] = '\0';
+			if (!fixture_parse_long(n, 1, INT_MAX, &options->late_at) ||
+			    !fixture_parse_long(colon + 1, 1, 1000, &options->late_vblanks))
+				return usage_error("bad --late-at '%s': N must be 1..%d, K 1..1000",
+						   optarg, INT_MAX);
 			break;
 		}
 		case OPT_NO_PRESENTATION:
