@@ -260,10 +260,15 @@ bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
     plan->app_host_reset_ext = app_enabled(app_info, VK_EXT_HOST_QUERY_RESET_EXTENSION_NAME);
     plan->app_timeline_ext = app_enabled(app_info, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
     plan->app_calibration_ext = app_enabled(app_info, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
+    plan->app_feedback_ext = app_enabled(app_info,
+                                         VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
 
     VkPhysicalDeviceProperties props;
     inst->vk.GetPhysicalDeviceProperties(phys, &props);
     plan->api = inst->api_version < props.apiVersion ? inst->api_version : props.apiVersion;
+    /* Pipeline creation feedback (the hitches' evidence: cache hits, the driver's compile
+     * time) is core in 1.3; below, the extension is added with GPU timing's. */
+    plan->creation_feedback = plan->api >= VK_API_VERSION_1_3 || plan->app_feedback_ext;
     if (!gpu_timing) {
         fscope_log(FSCOPE_LOG_INFO, "GPU timing is off (FRAMESCOPE_GPU): nothing added to the "
                    "device");
@@ -290,6 +295,8 @@ bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
                                                      VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME));
     bool calibration = has_extension(exts, count, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) &&
                        supports_calibration(inst, phys);
+    bool add_feedback = !plan->creation_feedback &&
+                        has_extension(exts, count, VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
     free(exts);
 
     /* The features themselves: both are required wherever their extension is offered, and
@@ -348,7 +355,7 @@ bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
     }
 
     /* Extensions: only below 1.2 for the two features; calibration always needs its own. */
-    plan->names = calloc(app_info->enabledExtensionCount + 3, sizeof(*plan->names));
+    plan->names = calloc(app_info->enabledExtensionCount + 4, sizeof(*plan->names));
     if (!plan->names)
         return false;
     if (app_info->enabledExtensionCount)
@@ -362,6 +369,11 @@ bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
     if (calibration && !plan->app_calibration_ext)
         plan->names[plan->info.enabledExtensionCount++] =
             VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME;
+    if (add_feedback) {
+        plan->names[plan->info.enabledExtensionCount++] =
+            VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME;
+        plan->creation_feedback = true;
+    }
     plan->host_reset = host_reset_offered;
     plan->timeline = timeline_offered;
     plan->calibration = calibration;

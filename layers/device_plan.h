@@ -8,7 +8,9 @@ struct device_plan {
     VkDeviceCreateInfo info; /* what goes down the chain */
     uint32_t api;            /* the device's version: min(instance apiVersion, the GPU's) */
     bool host_reset, timeline, calibration; /* enabled, by the app or by us */
-    bool app_host_reset_ext, app_timeline_ext, app_calibration_ext;
+    bool creation_feedback; /* VkPipelineCreationFeedbackCreateInfo may be chained (1.3, or
+                             * VK_EXT_pipeline_creation_feedback enabled by the app or us) */
+    bool app_host_reset_ext, app_timeline_ext, app_calibration_ext, app_feedback_ext;
     VkStructureType unknown_struct; /* why the app's chain could not be changed; 0 if it could */
     VkPhysicalDeviceHostQueryResetFeatures host_reset_features;
     VkPhysicalDeviceTimelineSemaphoreFeatures timeline_features;

@@ -147,15 +147,116 @@ static void evidence(enum fscope_counter ticks, enum fscope_counter objects, uin
     fscope_collector_count(c, objects, n);
 }
 
+/* Pipeline creation feedback: each create info is copied with a VkPipelineCreationFeedback-
+ * CreateInfo of ours in front of its chain (the app's structs are never written), unless the
+ * app chained one itself, which is then read. After the call, the driver says per pipeline
+ * whether it came from the app's pipeline cache and how long it took to make. */
+struct feedback {
+    void *infos;                         /* the copies, or NULL: the app's infos go down */
+    VkPipelineCreationFeedbackCreateInfo *ours;
+    VkPipelineCreationFeedback *pipelines, *stages;
+    const VkPipelineCreationFeedbackCreateInfo **read; /* per pipeline: ours or the app's */
+};
+
+static const VkPipelineCreationFeedbackCreateInfo *app_feedback(const void *pnext)
+{
+    for (const VkBaseInStructure *s = pnext; s; s = s->pNext)
+        if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO)
+            return (const VkPipelineCreationFeedbackCreateInfo *)s;
+    return NULL;
+}
+
+/* Copies count infos of info_size bytes (whose pNext sits at pnext_offset and whose stage
+ * count is stages(info)) with our feedback in front. False: out of memory, nothing to read. */
+static bool feedback_prepare(struct feedback *fb, const void *infos, uint32_t count,
+                             size_t info_size, uint32_t (*stages)(const void *))
+{
+    memset(fb, 0, sizeof(*fb));
+    uint32_t total_stages = 0;
+    for (uint32_t i = 0; i < count; i++)
+        total_stages += stages((const char *)infos + i * info_size);
+    fb->infos = malloc(count * info_size);
+    fb->ours = calloc(count, sizeof(*fb->ours));
+    fb->pipelines = calloc(count, sizeof(*fb->pipelines));
+    fb->stages = calloc(total_stages ? total_stages : 1, sizeof(*fb->stages));
+    fb->read = calloc(count, sizeof(*fb->read));
+    if (!fb->infos || !fb->ours || !fb->pipelines || !fb->stages || !fb->read) {
+        free(fb->infos);
+        fb->infos = NULL;
+        return false;
+    }
+    memcpy(fb->infos, infos, count * info_size);
+    for (uint32_t i = 0, at = 0; i < count; i++) {
+        VkBaseOutStructure *info = (VkBaseOutStructure *)((char *)fb->infos + i * info_size);
+        fb->read[i] = app_feedback(info->pNext);
+        if (fb->read[i])
+            continue;
+        uint32_t n = stages(info);
+        fb->ours[i] = (VkPipelineCreationFeedbackCreateInfo){
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
+            .pNext = info->pNext,
+            .pPipelineCreationFeedback = &fb->pipelines[i],
+            .pipelineStageCreationFeedbackCount = n,
+            .pPipelineStageCreationFeedbacks = n ? &fb->stages[at] : NULL,
+        };
+        at += n;
+        info->pNext = (VkBaseOutStructure *)&fb->ours[i];
+        fb->read[i] = &fb->ours[i];
+    }
+    return true;
+}
+
+/* Counts what the driver reported, and lets the copies go. */
+static void feedback_finish(struct feedback *fb, uint32_t count, VkResult r)
+{
+    struct fscope_collector *c = fscope_thread_collector();
+    uint64_t reported = 0, hits = 0, ns = 0;
+    for (uint32_t i = 0; fb->infos && c && r >= 0 && i < count; i++) {
+        const VkPipelineCreationFeedback *p = fb->read[i]->pPipelineCreationFeedback;
+        if (!p || !(p->flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT))
+            continue;
+        reported++;
+        hits += (p->flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT) != 0;
+        ns += p->duration;
+    }
+    if (c && reported) {
+        fscope_collector_count(c, FSCOPE_COUNT_PIPELINES_FEEDBACK, reported);
+        fscope_collector_count(c, FSCOPE_COUNT_PIPELINE_CACHE_HITS, hits);
+        fscope_collector_count(c, FSCOPE_COUNT_PIPELINE_DRIVER_NS, ns);
+    }
+    free(fb->infos);
+    free(fb->ours);
+    free(fb->pipelines);
+    free(fb->stages);
+    free(fb->read);
+}
+
+static uint32_t graphics_stages(const void *info)
+{
+    return ((const VkGraphicsPipelineCreateInfo *)info)->stageCount;
+}
+
+static uint32_t compute_stages(const void *info)
+{
+    (void)info;
+    return 1;
+}
+
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateGraphicsPipelines(
     VkDevice device, VkPipelineCache cache, uint32_t count,
     const VkGraphicsPipelineCreateInfo *infos, const VkAllocationCallbacks *alloc,
     VkPipeline *ret)
 {
     struct device_data *dev = device_lookup(device);
+    struct feedback fb = { 0 };
+    if (dev->creation_feedback && count)
+        feedback_prepare(&fb, infos, count, sizeof(*infos), graphics_stages);
     uint64_t start = fscope_now();
-    VkResult r = dev->vk.CreateGraphicsPipelines(device, cache, count, infos, alloc, ret);
+    VkResult r = dev->vk.CreateGraphicsPipelines(device, cache, count,
+                                                 fb.infos ? fb.infos : (const void *)infos,
+                                                 alloc, ret);
     evidence(FSCOPE_COUNT_PIPELINE_TICKS, FSCOPE_COUNT_PIPELINES, start, count);
+    feedback_finish(&fb, count, r);
     return r;
 }
 
@@ -165,9 +266,15 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateComputePipelines(
     VkPipeline *ret)
 {
     struct device_data *dev = device_lookup(device);
+    struct feedback fb = { 0 };
+    if (dev->creation_feedback && count)
+        feedback_prepare(&fb, infos, count, sizeof(*infos), compute_stages);
     uint64_t start = fscope_now();
-    VkResult r = dev->vk.CreateComputePipelines(device, cache, count, infos, alloc, ret);
+    VkResult r = dev->vk.CreateComputePipelines(device, cache, count,
+                                                fb.infos ? fb.infos : (const void *)infos,
+                                                alloc, ret);
     evidence(FSCOPE_COUNT_PIPELINE_TICKS, FSCOPE_COUNT_PIPELINES, start, count);
+    feedback_finish(&fb, count, r);
     return r;
 }
 

@@ -445,6 +445,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
                    "device as the app asked", r);
         r = create(phys, info, alloc, ret);
         plan->host_reset = plan->timeline = plan->calibration = false;
+        plan->creation_feedback = plan->api >= VK_API_VERSION_1_3 || plan->app_feedback_ext;
     }
     chain->u.pLayerInfo = link;
     if (r != VK_SUCCESS)
@@ -462,6 +463,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
 #undef X
     bool core12 = plan->api >= VK_API_VERSION_1_2;
     dev->calibrated_timestamps = plan->calibration && dev->vk.GetCalibratedTimestampsEXT;
+    dev->creation_feedback = plan->creation_feedback;
     if (plan->host_reset && !layer_config.fault_stale_read)
         dev->reset_query_pool = core12 ? dev->vk.ResetQueryPool : dev->vk.ResetQueryPoolEXT;
     if (plan->timeline) {

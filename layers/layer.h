@@ -303,6 +303,7 @@ struct device_data {
     uint32_t family_count;
     VkQueueFamilyProperties families[16];
     bool calibrated_timestamps; /* we can read DEVICE and CLOCK_MONOTONIC together */
+    bool creation_feedback;     /* pipeline creation feedback may be chained (hooks.c) */
     /* Queries are reset from the host when read back, not by a command in the submission
      * (vkCmdResetQueryPool in every submission cost most of the layer's GPU-timing overhead
      * on the H200). NULL: reset in the command buffer instead. */

@@ -290,6 +290,7 @@ def test_validation_patterns(build, demo):
             # on 1.0, properties2 for it), and the timeline semaphore completes its spans.
             check("GPU timing adds to the device: extensions: VK_EXT_host_query_reset, "
                   "VK_KHR_timeline_semaphore" in r.stderr and
+                  "VK_EXT_pipeline_creation_feedback" in r.stderr and
                   "completes by a timeline semaphore" in r.stderr,
                   f"{name}: GPU timing took the slow path:\n{r.stderr[-2000:]}")
         m = re.search(r"GPU timing: (\d+) submissions timed", r.stderr)

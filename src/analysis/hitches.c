@@ -406,6 +406,11 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
         h.memory_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_MEMORY_TICKS]);
         h.swapchain_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SWAPCHAIN_TICKS]);
         h.submit_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SUBMIT_TICKS]);
+        h.pipelines_reported = f->counts[FSCOPE_COUNT_PIPELINES_FEEDBACK];
+        h.pipeline_cache_hits = f->counts[FSCOPE_COUNT_PIPELINE_CACHE_HITS];
+        h.pipeline_driver_ns = f->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS] < (uint64_t)INT64_MAX
+                                   ? (int64_t)f->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS]
+                                   : INT64_MAX;
         if (f->kernel_valid) {
             h.kernel = true;
             h.major_faults = f->kernel_major_faults;
@@ -544,10 +549,15 @@ static void parts_text(const struct hitch *h, char *buf, size_t len)
 static void evidence_text(const struct recording *rec, const struct hitch *h, char *buf,
                           size_t len)
 {
-    char items[5][96];
+    char items[5][160];
     int64_t ns[5] = { h->pipeline_ns, h->shader_ns, h->memory_ns, h->swapchain_ns, h->submit_ns };
-    snprintf(items[0], sizeof(items[0]), "creating %llu pipeline%s",
-             (unsigned long long)h->pipelines, h->pipelines == 1 ? "" : "s");
+    int w0 = snprintf(items[0], sizeof(items[0]), "creating %llu pipeline%s",
+                      (unsigned long long)h->pipelines, h->pipelines == 1 ? "" : "s");
+    if (h->pipelines_reported && w0 > 0 && (size_t)w0 < sizeof(items[0]))
+        snprintf(items[0] + w0, sizeof(items[0]) - (size_t)w0, " (%llu of %llu from the "
+                 "pipeline cache, the driver's own time %.1f ms)",
+                 (unsigned long long)h->pipeline_cache_hits,
+                 (unsigned long long)h->pipelines_reported, (double)h->pipeline_driver_ns / 1e6);
     snprintf(items[1], sizeof(items[1]), "creating %llu shader module%s",
              (unsigned long long)h->shaders, h->shaders == 1 ? "" : "s");
     snprintf(items[2], sizeof(items[2]), "in %llu device-memory allocations or frees",
@@ -661,11 +671,15 @@ static void hitch_json(FILE *f, const struct recording *rec, const struct hitch 
         fprintf(f, "%s\"%s\": %.6f", c ? ", " : "", cause_names[c], (double)h->part_ns[c] / 1e6);
     fprintf(f, "}, \"evidence\": {\"pipelines\": %llu, \"pipeline_ms\": %.6f, "
             "\"shader_modules\": %llu, \"shader_module_ms\": %.6f, \"memory_calls\": %llu, "
-            "\"memory_ms\": %.6f, \"swapchain_ms\": %.6f, \"submit_ms\": %.6f",
+            "\"memory_ms\": %.6f, \"swapchain_ms\": %.6f, \"submit_ms\": %.6f, "
+            "\"pipelines_reported\": %llu, \"pipeline_cache_hits\": %llu, "
+            "\"pipeline_driver_ms\": %.6f",
             (unsigned long long)h->pipelines,
             (double)h->pipeline_ns / 1e6, (unsigned long long)h->shaders,
             (double)h->shader_ns / 1e6, (unsigned long long)h->memory_calls,
-            (double)h->memory_ns / 1e6, (double)h->swapchain_ns / 1e6, (double)h->submit_ns / 1e6);
+            (double)h->memory_ns / 1e6, (double)h->swapchain_ns / 1e6, (double)h->submit_ns / 1e6,
+            (unsigned long long)h->pipelines_reported, (unsigned long long)h->pipeline_cache_hits,
+            (double)h->pipeline_driver_ns / 1e6);
     /* The kernel's counts, or null where the frame had no kernel view (never a false 0). */
     if (h->kernel)
         fprintf(f, ", \"major_faults\": %llu, \"block_reads\": %llu, \"preempted\": %llu",

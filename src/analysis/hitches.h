@@ -54,6 +54,10 @@ struct hitch {
     /* What the app's threads (all of them) did in the frame that stalls a frame where it is
      * done on its critical path: evidence beside the parts, not a part of its own. */
     uint64_t pipelines, shaders, memory_calls;
+    /* Pipeline creation feedback: how many of the pipelines the driver reported on, how many
+     * of those came from the app's pipeline cache, and the driver's own time for them. */
+    uint64_t pipelines_reported, pipeline_cache_hits;
+    int64_t pipeline_driver_ns;
     int64_t pipeline_ns, shader_ns, memory_ns, swapchain_ns, submit_ns;
     /* The closing thread's kernel evidence over the frame (with kernel_valid, else 0):
      * page faults that read from disk, block reads, times preempted. */

@@ -969,7 +969,7 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
           "cpu_starved_ms,cpu_blocked_ms,oncpu_ms,runnable_ms,asleep_ms,kernel_tid,"
           "pipelines,pipeline_ms,shader_modules,shader_module_ms,memory_calls,memory_ms,"
           "swapchain_ms,submit_ms,major_faults,block_reads,preempted,voluntary_switches,"
-          "late_refreshes", f);
+          "late_refreshes,pipelines_reported,pipeline_cache_hits,pipeline_driver_ms", f);
     counters_write_csv_header(f, rec);
     fputc('\n', f);
     unsigned logs = rec->log_count;
@@ -1061,6 +1061,12 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
                 fprintf(f, ",%d", late[i]);
             else
                 fputc(',', f);
+            fprintf(f, ",%llu,%llu",
+                    (unsigned long long)fr->counts[FSCOPE_COUNT_PIPELINES_FEEDBACK],
+                    (unsigned long long)fr->counts[FSCOPE_COUNT_PIPELINE_CACHE_HITS]);
+            csv_write_ms(f, fr->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS] < (uint64_t)INT64_MAX
+                                ? (int64_t)fr->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS]
+                                : INT64_MAX);
             counters_write_csv_row(f, rec, fr);
             fputc('\n', f);
         }

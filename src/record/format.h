@@ -193,6 +193,11 @@ enum fscope_counter {
     FSCOPE_COUNT_MEMORY_CALLS,
     FSCOPE_COUNT_SWAPCHAIN_TICKS, /* vkCreateSwapchainKHR */
     FSCOPE_COUNT_SUBMIT_TICKS,    /* vkQueueSubmit, vkQueueSubmit2: the driver's own work */
+    /* Pipeline creation feedback (graphics and compute pipelines whose driver reported it):
+     * how many, how many found in the app's pipeline cache, the driver's own time (ns). */
+    FSCOPE_COUNT_PIPELINES_FEEDBACK,
+    FSCOPE_COUNT_PIPELINE_CACHE_HITS,
+    FSCOPE_COUNT_PIPELINE_DRIVER_NS,
     FSCOPE_COUNT_COUNT,
 };
 
