@@ -243,6 +243,102 @@ static int span_by_begin(const void *a, const void *b)
     return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
+static int sched_by_time(const void *a, const void *b)
+{
+    const struct sched_event *x = *(const struct sched_event *const *)a;
+    const struct sched_event *y = *(const struct sched_event *const *)b;
+    return x->ticks < y->ticks ? -1 : x->ticks > y->ticks;
+}
+
+void sched_index_build(const struct recording *rec, struct sched_index *ret)
+{
+    ret->count = 0;
+    ret->events = rec->kernel.sched_count
+                      ? malloc(rec->kernel.sched_count * sizeof(*ret->events)) : NULL;
+    if (!ret->events)
+        return;
+    for (uint64_t i = 0; i < rec->kernel.sched_count; i++)
+        ret->events[ret->count++] = &rec->kernel.sched_events[i];
+    qsort(ret->events, ret->count, sizeof(*ret->events), sched_by_time);
+}
+
+void sched_index_free(struct sched_index *x)
+{
+    free(x->events);
+    x->events = NULL;
+    x->count = 0;
+}
+
+void frame_wakeups(const struct recording *rec, const struct sched_index *x,
+                   const struct fscope_frame *f, struct wakeup_view *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    if (!x->count || !f->kernel_valid || f->end_ticks <= f->start_ticks)
+        return;
+    int tid = f->kernel_tid;
+    size_t a = 0, b = x->count;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (x->events[m]->ticks < f->start_ticks)
+            a = m + 1;
+        else
+            b = m;
+    }
+    /* Known: the thread was traced around this frame (an event of it before its end). */
+    for (size_t k = 0; k < x->count && !ret->known; k++)
+        ret->known = x->events[k]->tid == tid && x->events[k]->ticks <= f->end_ticks;
+    if (!ret->known)
+        return;
+    struct { int tid; char comm[16]; int64_t ns; } ran[8];
+    unsigned ran_count = 0;
+    for (size_t k = a; k < x->count && x->events[k]->ticks < f->end_ticks; k++) {
+        const struct sched_event *out = x->events[k];
+        if (out->tid != tid || out->kind != SCHED_EVENT_OUT)
+            continue;
+        /* Until it ran again (or was woken, for a sleep), within the frame. */
+        uint64_t until = f->end_ticks;
+        const struct sched_event *waker = NULL;
+        for (size_t j = k + 1; j < x->count && x->events[j]->ticks < f->end_ticks; j++) {
+            const struct sched_event *e = x->events[j];
+            if (e->tid != tid)
+                continue;
+            if (e->kind == SCHED_EVENT_WOKEN && out->state != SCHED_OUT_RUNNABLE) {
+                waker = e;
+                until = e->ticks;
+                break;
+            }
+            if (e->kind == SCHED_EVENT_IN || e->kind == SCHED_EVENT_OUT) {
+                until = e->ticks;
+                break;
+            }
+        }
+        int64_t ns = ticks_ns(rec, until - out->ticks);
+        if (out->state == SCHED_OUT_RUNNABLE) {
+            unsigned c = 0;
+            while (c < ran_count && ran[c].tid != out->other_tid)
+                c++;
+            if (c == ran_count && ran_count < 8) {
+                ran[c].tid = out->other_tid;
+                memcpy(ran[c].comm, out->other_comm, sizeof(ran[c].comm));
+                ran[c].ns = 0;
+                ran_count++;
+            }
+            if (c < ran_count)
+                ran[c].ns += ns;
+        } else if (waker && ns > ret->slept_ns) {
+            ret->slept_ns = ns;
+            ret->waker_tid = waker->other_tid;
+            memcpy(ret->waker_comm, waker->other_comm, sizeof(ret->waker_comm));
+        }
+    }
+    for (unsigned c = 0; c < ran_count; c++)
+        if (ran[c].ns > ret->ran_ns) {
+            ret->ran_ns = ran[c].ns;
+            ret->ran_tid = ran[c].tid;
+            memcpy(ret->ran_comm, ran[c].comm, sizeof(ret->ran_comm));
+        }
+}
+
 /* ns as the recording's ticks. */
 static uint64_t ns_to_ticks(const struct recording *rec, double ns)
 {
@@ -343,7 +439,8 @@ static void keep_worst(struct hitch_stats *s, const struct hitch *h)
 }
 
 static void log_hitches(const struct recording *rec, unsigned l, const struct display_evidence *ev,
-                        uint64_t origin, struct hitch_stats *s, size_t *cap)
+                        uint64_t origin, const struct sched_index *sched, struct hitch_stats *s,
+                        size_t *cap)
 {
     const struct recording_log *log = &rec->logs[l];
     uint64_t n = log->frame_count;
@@ -418,6 +515,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
             h.preempted = f->kernel_preempted;
         }
         split_excess(&h, parts, lo, hi, scratch);
+        frame_wakeups(rec, sched, f, &h.wake);
         h.late_refreshes = 0;
         for (uint64_t j = i >= 3 ? i - 3 : 0; late && j <= i; j++)
             if (late[j] > 0) {
@@ -507,8 +605,11 @@ void hitches_compute(const struct recording *rec, const struct display_evidence 
         if (rec->logs[l].frame_count && rec->logs[l].frames[0].start_ticks < origin)
             origin = rec->logs[l].frames[0].start_ticks;
     size_t cap = 0;
+    struct sched_index sched;
+    sched_index_build(rec, &sched);
     for (unsigned l = 0; l < rec->log_count; l++)
-        log_hitches(rec, l, ev ? &ev[l] : NULL, origin, ret, &cap);
+        log_hitches(rec, l, ev ? &ev[l] : NULL, origin, &sched, ret, &cap);
+    sched_index_free(&sched);
     animation_error(rec, ret);
 }
 
@@ -588,6 +689,18 @@ static void evidence_text(const struct recording *rec, const struct hitch *h, ch
         at = w < 0 ? len : at + (size_t)w;
         first = false;
     }
+    if (h->wake.ran_tid && h->wake.ran_ns >= 100000 && at < len) {
+        int w = snprintf(buf + at, len - at, "; while it was runnable, %s (tid %d) ran %.1f ms "
+                         "in its place", h->wake.ran_comm[0] ? h->wake.ran_comm : "?",
+                         h->wake.ran_tid, (double)h->wake.ran_ns / 1e6);
+        at = w < 0 ? len : at + (size_t)w;
+    }
+    if (h->wake.slept_ns >= 100000 && at < len) {
+        int w = snprintf(buf + at, len - at, "; woken by %s (tid %d) after %.1f ms asleep",
+                         h->wake.waker_comm[0] ? h->wake.waker_comm : "a thread since gone",
+                         h->wake.waker_tid, (double)h->wake.slept_ns / 1e6);
+        at = w < 0 ? len : at + (size_t)w;
+    }
     if (h->late_refreshes > 0 && at < len) {
         char which[48] = "it was";
         if (h->late_frame != h->frame)
@@ -638,6 +751,12 @@ void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch
                 h->at_s, (double)h->frame_ns / 1e6, (double)(h->frame_ns - h->median_ns) / 1e6,
                 (double)h->median_ns / 1e6, parts, thread, evidence);
     }
+    if (rec->kernel.present && rec->kernel.sched_state == REC_SCHED_OFF)
+        fprintf(f, "  wake-ups    %s\n", rec->kernel.sched_why);
+    else if (rec->kernel.sched_state == REC_SCHED_ON)
+        fprintf(f, "  wake-ups    recorded (sched_switch, sched_waking): %llu events of the thread "
+                "closing frames, %llu lost\n", (unsigned long long)rec->kernel.sched_count,
+                (unsigned long long)rec->kernel.sched_lost);
     if (s->late_judged)
         fprintf(f, "  late        %llu of %llu frames shown one or more refreshes after they were "
                 "ready (%llu refresh%s in all)\n", (unsigned long long)s->late_frames,
@@ -687,6 +806,28 @@ static void hitch_json(FILE *f, const struct recording *rec, const struct hitch 
                 (unsigned long long)h->preempted);
     else
         fputs(", \"major_faults\": null, \"block_reads\": null, \"preempted\": null", f);
+    if (!h->wake.known) {
+        fputs(", \"ran_instead\": null, \"woken_by\": null", f);
+    } else {
+        fputs(", \"ran_instead\": ", f);
+        if (h->wake.ran_tid) {
+            fputs("{\"thread\": ", f);
+            json_write_string(f, h->wake.ran_comm);
+            fprintf(f, ", \"tid\": %d, \"ms\": %.6f}", h->wake.ran_tid,
+                    (double)h->wake.ran_ns / 1e6);
+        } else {
+            fputs("{\"thread\": \"\", \"tid\": 0, \"ms\": 0}", f);
+        }
+        fputs(", \"woken_by\": ", f);
+        if (h->wake.slept_ns) {
+            fputs("{\"thread\": ", f);
+            json_write_string(f, h->wake.waker_comm);
+            fprintf(f, ", \"tid\": %d, \"asleep_ms\": %.6f}", h->wake.waker_tid,
+                    (double)h->wake.slept_ns / 1e6);
+        } else {
+            fputs("{\"thread\": \"\", \"tid\": 0, \"asleep_ms\": 0}", f);
+        }
+    }
     if (h->late_refreshes > 0)
         fprintf(f, ", \"late\": {\"frame\": %llu, \"refreshes\": %d}",
                 (unsigned long long)h->late_frame, h->late_refreshes);
@@ -726,6 +867,12 @@ void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch
     fprintf(f, "],\n    \"late\": {\"frames_judged\": %llu, \"late_frames\": %llu, "
             "\"refreshes\": %llu}", (unsigned long long)s->late_judged,
             (unsigned long long)s->late_frames, (unsigned long long)s->late_refreshes);
+    static const char *const states[] = { "unknown", "on", "off" };
+    fprintf(f, ",\n    \"wakeups\": {\"state\": \"%s\", \"why\": ",
+            states[rec->kernel.sched_state <= REC_SCHED_OFF ? rec->kernel.sched_state : 0]);
+    json_write_string(f, rec->kernel.sched_why);
+    fprintf(f, ", \"events\": %llu, \"lost\": %llu}", (unsigned long long)rec->kernel.sched_count,
+            (unsigned long long)rec->kernel.sched_lost);
     fprintf(f, ",\n    \"animation_error_ms\": {\"samples\": %llu, \"mean\": %.6f, \"p95\": "
             "%.6f, \"p99\": %.6f}},\n", (unsigned long long)s->animation_samples,
             s->animation_error_ms[0], s->animation_error_ms[1], s->animation_error_ms[2]);

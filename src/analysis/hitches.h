@@ -42,6 +42,18 @@ enum hitch_cause {
     HITCH_CAUSE_COUNT,
 };
 
+/* The wake-up chain of a frame's closing thread (the recording's sched events, where they
+ * were recorded): the thread that ran most while it was runnable, and the one that woke it
+ * from its longest sleep in the frame. */
+struct wakeup_view {
+    bool known;          /* events were recorded for this frame's thread */
+    int ran_tid;         /* 0: it was never preempted in the frame */
+    char ran_comm[16];
+    int64_t ran_ns;
+    int waker_tid;       /* 0 with slept_ns: an interrupt woke it (the CPU was idle) */
+    char waker_comm[16];
+    int64_t slept_ns;    /* 0: it never slept in the frame (or its waker was not seen) */
+};
 struct hitch {
     unsigned log;
     uint64_t frame;     /* index in its log */
@@ -68,6 +80,7 @@ struct hitch {
      * index into the recording's zone names, else -1. */
     int zone;
     int64_t zone_ns, zone_median_ns;
+    struct wakeup_view wake;
     /* The latest frame of it and the three before it (frames still queued to the display
      * when it began) shown late although ready, and by how many refreshes; 0 none. */
     uint64_t late_frame;
@@ -94,6 +107,15 @@ const char *hitch_cause_words(enum hitch_cause c); /* for people */
 void hitches_compute(const struct recording *rec, const struct display_evidence *ev,
                      struct hitch_stats *ret);
 void hitches_free(struct hitch_stats *s);
+
+struct sched_index {
+    const struct sched_event **events; /* by time */
+    size_t count;
+};
+void sched_index_build(const struct recording *rec, struct sched_index *ret);
+void sched_index_free(struct sched_index *x);
+void frame_wakeups(const struct recording *rec, const struct sched_index *x,
+                   const struct fscope_frame *f, struct wakeup_view *ret);
 /* For each frame of log l: how many refreshes after it was ready it was shown, or -1 where
  * that cannot be judged (not presented, no GPU time for it, no earlier shown frame). Ready:
  * its present call returned and the GPU work begun before that ended (with what followed

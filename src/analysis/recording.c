@@ -588,6 +588,22 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
         for (unsigned j = 0; j < d->region_count; j++)
             make_printable(d->regions[j].name, sizeof(d->regions[j].name));
     }
+    if (e)
+        return e;
+    uint32_t sched = atomic_load(&src->sched_state);
+    k->sched_state = sched <= REC_SCHED_OFF ? (enum rec_sched_state)sched : REC_SCHED_UNKNOWN;
+    copy_string(k->sched_why, sizeof(k->sched_why), src->sched_why, sizeof(src->sched_why));
+    k->sched_lost = atomic_load(&src->sched_lost);
+    void *events;
+    e = read_chunked(r, rec, &src->sched_events, sizeof(struct sched_event), "sched events",
+                     &events, &k->sched_count);
+    k->sched_events = events;
+    for (uint64_t i = 0; !e && i < k->sched_count; i++) {
+        struct sched_event *s = &k->sched_events[i];
+        if (s->kind < SCHED_EVENT_OUT || s->kind > SCHED_EVENT_WOKEN || s->state > SCHED_OUT_OTHER)
+            return malformed(r, "sched event %llu is malformed", (unsigned long long)i);
+        make_printable(s->other_comm, sizeof(s->other_comm));
+    }
     return e;
 }
 
@@ -721,6 +737,8 @@ static void *object_copy(const void *live, uint32_t type)
                      &((const struct rec_kernel *)live)->samples);
         chunked_load(&((struct rec_kernel *)copy)->drm_samples,
                      &((const struct rec_kernel *)live)->drm_samples);
+        chunked_load(&((struct rec_kernel *)copy)->sched_events,
+                     &((const struct rec_kernel *)live)->sched_events);
         break;
     case REC_OBJ_THREAD: {
         struct rec_thread *t = copy;
@@ -880,6 +898,7 @@ void recording_free(struct recording *rec)
     free(rec->gpu_zone_names);
     free(rec->kernel.samples);
     free(rec->kernel.drm_samples);
+    free(rec->kernel.sched_events);
     free(rec);
 }
 
@@ -1068,6 +1087,8 @@ int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t
             e = unstream_plan_array(&r, &((struct rec_kernel *)object)->samples, &plan);
             if (!e)
                 e = unstream_plan_array(&r, &((struct rec_kernel *)object)->drm_samples, &plan);
+            if (!e)
+                e = unstream_plan_array(&r, &((struct rec_kernel *)object)->sched_events, &plan);
         }
     }
     /* Nothing is written into the recording before every chunk is known to be its own. */

@@ -67,6 +67,11 @@ struct recording_kernel {
     uint32_t drm_fds; /* DRM descriptors the app had open at most */
     uint64_t drm_sample_count;
     struct drm_sample *drm_samples; /* by tick, then client */
+    enum rec_sched_state sched_state; /* the wake-up chain */
+    char sched_why[224];
+    uint64_t sched_lost;
+    uint64_t sched_count;
+    struct sched_event *sched_events; /* per CPU ring, drained in turn: not in time order */
 };
 
 struct recording {

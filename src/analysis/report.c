@@ -969,7 +969,8 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
           "cpu_starved_ms,cpu_blocked_ms,oncpu_ms,runnable_ms,asleep_ms,kernel_tid,"
           "pipelines,pipeline_ms,shader_modules,shader_module_ms,memory_calls,memory_ms,"
           "swapchain_ms,submit_ms,major_faults,block_reads,preempted,voluntary_switches,"
-          "late_refreshes,pipelines_reported,pipeline_cache_hits,pipeline_driver_ms", f);
+          "late_refreshes,pipelines_reported,pipeline_cache_hits,pipeline_driver_ms,"
+          "ran_instead,ran_instead_ms,woken_by,woken_after_ms", f);
     counters_write_csv_header(f, rec);
     fputc('\n', f);
     unsigned logs = rec->log_count;
@@ -978,6 +979,8 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
         const struct recording_log *log = &rec->logs[l];
         uint64_t count = log->frame_count;
         int *late = count ? malloc(count * sizeof(*late)) : NULL;
+        struct sched_index sched;
+        sched_index_build(rec, &sched);
         if (late)
             hitches_late_refreshes(rec, l, s->evidence ? &s->evidence[l] : NULL, late);
         for (uint64_t i = 0; i < count; i++) {
@@ -1067,10 +1070,27 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
             csv_write_ms(f, fr->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS] < (uint64_t)INT64_MAX
                                 ? (int64_t)fr->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS]
                                 : INT64_MAX);
+            /* The wake-up chain: empty where it was not recorded for the frame's thread; a
+             * name, or empty with 0 ms, where nothing preempted or woke it. */
+            struct wakeup_view wake;
+            frame_wakeups(rec, &sched, fr, &wake);
+            if (wake.known) {
+                fputc(',', f);
+                for (const char *c = wake.ran_comm; wake.ran_tid && *c; c++)
+                    fputc(*c == ',' || *c == '"' ? ' ' : *c, f);
+                csv_write_ms(f, wake.ran_ns);
+                fputc(',', f);
+                for (const char *c = wake.waker_comm; wake.slept_ns && *c; c++)
+                    fputc(*c == ',' || *c == '"' ? ' ' : *c, f);
+                csv_write_ms(f, wake.slept_ns);
+            } else {
+                fputs(",,,,", f);
+            }
             counters_write_csv_row(f, rec, fr);
             fputc('\n', f);
         }
         free(late);
+        sched_index_free(&sched);
     }
 }
 

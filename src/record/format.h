@@ -451,6 +451,22 @@ struct rec_kms {
 };
 
 /* Every thread of the app, sampled by one thread of ours every KERNEL_TICK_MS. */
+/* The wake-up chain of the thread that closes frames (sched_trace.c): its switches out and in
+ * and its wake-ups, from the kernel's sched_switch and sched_waking tracepoints through perf,
+ * where the kernel allows it (root, or CAP_PERFMON). */
+enum sched_event_kind { SCHED_EVENT_OUT = 1, SCHED_EVENT_IN, SCHED_EVENT_WOKEN };
+enum sched_out_state { SCHED_OUT_RUNNABLE = 0, SCHED_OUT_SLEEP, SCHED_OUT_DISK, SCHED_OUT_OTHER };
+struct sched_event {
+    uint64_t ticks;
+    int32_t tid;       /* the thread traced */
+    int32_t other_tid; /* OUT: the thread that ran next; IN: the one before; WOKEN: the waker */
+    uint8_t kind;      /* enum sched_event_kind */
+    uint8_t state;     /* OUT: enum sched_out_state */
+    uint8_t reserved[6];
+    char other_comm[16]; /* OUT, IN: from the tracepoint; WOKEN: the waker's, from procfs */
+};
+enum rec_sched_state { REC_SCHED_UNKNOWN = 0, REC_SCHED_ON, REC_SCHED_OFF };
+
 struct rec_kernel {
     uint32_t tick_ms;
     _Atomic uint32_t thread_count;
@@ -462,6 +478,11 @@ struct rec_kernel {
     _Atomic uint32_t unwatched_threads;
     struct chunked drm_samples; /* struct drm_sample */
     struct rec_kms kms;
+    _Atomic uint32_t sched_state; /* enum rec_sched_state */
+    uint32_t reserved;
+    char sched_why[224];          /* why the wake-up chain was not recorded */
+    _Atomic uint64_t sched_lost;  /* events the kernel dropped (its ring was full) */
+    struct chunked sched_events;  /* struct sched_event */
 };
 
 #define REC_MAX_DEVICES 8 /* distinct device/driver pairs named in the summary */

@@ -10,6 +10,7 @@
 #include "counters.h"
 #include "daemon_link.h"
 #include "kernel.h"
+#include "sched_trace.h"
 #include "recording.h"
 #include "util/log.h"
 #include "present/present.h"
@@ -275,6 +276,8 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
     log->last_close_ticks = now_ticks;
     memcpy(log->last_counts, counts, sizeof(counts));
     log->last_kernel_tid = kernel ? tid : 0;
+    if (tid && atomic_load_explicit(&fscope_sched_closer_tid, memory_order_relaxed) != tid)
+        atomic_store_explicit(&fscope_sched_closer_tid, tid, memory_order_relaxed);
     log->last_kernel = kv;
     log->last_counters_tid = counted ? tid : 0;
     if (counted)

@@ -18,6 +18,7 @@
 #include "meta.h"
 #include "recording.h"
 #include "registry.h"
+#include "sched_trace.h"
 #include "util/config.h"
 #include "util/drm_fdinfo.h"
 #include "util/log.h"
@@ -132,6 +133,7 @@ struct sampler {
     unsigned drm_count;
     const char *test_fdinfo;
     struct kms *kms; /* the displays' vblank counters; NULL: none */
+    struct sched_trace *sched; /* the wake-up chain; NULL: none */
 };
 
 /* Reads TID/NAME under /proc/self/task into buf (NUL-terminated); its length, or -1. */
@@ -426,6 +428,8 @@ static void sampler_tick(void *arg, bool final)
     record_samples(s, now);
     record_drm(s, now);
     kms_tick(s->kms, &s->rec->kms);
+    sched_trace_tick(s->sched, atomic_load_explicit(&fscope_sched_closer_tid,
+                                                    memory_order_relaxed), final);
     if (!final)
         return;
     kms_close(s->kms);
@@ -448,13 +452,16 @@ static void sampler_start_once(void)
     rec->tick_ms = KERNEL_TICK_MS;
     chunked_init(&rec->samples, sizeof(struct kernel_sample));
     chunked_init(&rec->drm_samples, sizeof(struct drm_sample));
+    chunked_init(&rec->sched_events, sizeof(struct sched_event));
     recording_publish(REC_OBJ_KERNEL, offset, sizeof(*rec));
     s->rec = rec;
+    s->sched = sched_trace_new(rec);
     /* Test only: a file in fdinfo's format read as one more DRM client (tests/test_kernel.py
      * drives the sampler and analysis with it where no DRM device exists). */
     const char *test = secure_getenv("FRAMESCOPE_TEST_DRM_FDINFO");
     s->test_fdinfo = test && test[0] == '/' && strlen(test) < sizeof(s->drm_paths[0]) ? test : NULL;
     if (!worker_start(&sampler, "fscope-kernel", KERNEL_TICK_MS, sampler_tick, s)) {
+        sched_trace_tick(s->sched, 0, true);
         free(s);
         fscope_log(FSCOPE_LOG_WARN, "cannot start the kernel sampler thread: threads other "
                    "than the one presenting are not sampled");

@@ -1,0 +1,330 @@
+/* The wake-up chain of the thread that closes frames: who ran instead while it was runnable,
+ * and who woke it when it slept (issue 19). The kernel's sched_switch and sched_waking
+ * tracepoints (sched_waking fires in the waker's context; sched_wakeup, when the wake-up is
+ * queued to the sleeper's CPU, fires there from an interrupt, naming no waker), one perf event of each per CPU (a thread moves between CPUs, and the wake-up
+ * happens on the waker's), filtered in the kernel to that thread, so the rings carry only its
+ * own switches. Opening them needs CAP_PERFMON (or root): without it the summary says this
+ * part of the evidence is missing and why. Read by the kernel sampler at its tick, from its
+ * own thread; nothing runs on the app's threads. */
+#include "sched_trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chunked.h"
+#include "clock.h"
+#include "util/private_fd.h"
+
+#define SCHED_MAX_CPUS 256
+#define RING_PAGES 16 /* data pages per ring: 64 KiB, tens of thousands of switches */
+
+struct ring {
+    int fd;
+    void *base; /* the metadata page, then the data */
+    size_t size;
+};
+
+struct field {
+    unsigned offset, size;
+};
+
+struct sched_trace {
+    struct rec_kernel *rec;
+    int tid;      /* filtered on; 0: not opened yet */
+    bool failed;  /* said why; never tried again */
+    unsigned cpus;
+    struct ring rings[2 * SCHED_MAX_CPUS]; /* switch, wakeup per CPU */
+    struct field prev_pid, prev_state, next_comm, next_pid, prev_comm, wake_pid;
+    unsigned switch_id, wakeup_id;
+    long page;
+};
+
+static void say_off(struct sched_trace *t, const char *why)
+{
+    snprintf(t->rec->sched_why, sizeof(t->rec->sched_why), "%s", why);
+    atomic_store(&t->rec->sched_state, REC_SCHED_OFF);
+    t->failed = true;
+}
+
+/* The tracepoint's id and its fields' offsets, from tracefs (or debugfs's copy of it). */
+static bool read_format(const char *event, unsigned *id, const char *const *names,
+                        struct field *fields, unsigned count)
+{
+    static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+    char path[128], text[4096];
+    for (unsigned r = 0; r < 2; r++) {
+        snprintf(path, sizeof(path), "%s/events/sched/%s/format", roots[r], event);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, text, sizeof(text) - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        text[n] = '\0';
+        const char *at = strstr(text, "\nID: ");
+        if (!at)
+            return false;
+        *id = (unsigned)strtoul(at + 5, NULL, 10);
+        for (unsigned k = 0; k < count; k++) {
+            char key[64], array[64];
+            snprintf(key, sizeof(key), " %s;", names[k]);
+            snprintf(array, sizeof(array), " %s[16];", names[k]);
+            const char *f = strstr(text, key);
+            if (!f)
+                f = strstr(text, array);
+            const char *off = f ? strstr(f, "offset:") : NULL, *size = f ? strstr(f, "size:") : NULL;
+            if (!off || !size)
+                return false;
+            fields[k].offset = (unsigned)strtoul(off + 7, NULL, 10);
+            fields[k].size = (unsigned)strtoul(size + 5, NULL, 10);
+        }
+        return true;
+    }
+    return false;
+}
+
+static int open_event(unsigned id, unsigned cpu)
+{
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.type = PERF_TYPE_TRACEPOINT;
+    attr.size = sizeof(attr);
+    attr.config = id;
+    attr.sample_period = 1;
+    attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
+    attr.use_clockid = 1;
+    attr.clockid = CLOCK_MONOTONIC;
+    attr.disabled = 1;
+    attr.wakeup_events = 1000000; /* read at the tick; never woken */
+    return fscope_fd_high((int)syscall(SYS_perf_event_open, &attr, -1, (int)cpu, -1,
+                                       PERF_FLAG_FD_CLOEXEC));
+}
+
+static void close_rings(struct sched_trace *t)
+{
+    for (unsigned i = 0; i < 2 * t->cpus; i++) {
+        if (t->rings[i].base)
+            munmap(t->rings[i].base, t->rings[i].size);
+        if (t->rings[i].fd >= 0)
+            close(t->rings[i].fd);
+        t->rings[i].base = NULL;
+        t->rings[i].fd = -1;
+    }
+}
+
+static bool set_filters(struct sched_trace *t, int tid)
+{
+    char sw[96], wk[48];
+    snprintf(sw, sizeof(sw), "prev_pid == %d || next_pid == %d", tid, tid);
+    snprintf(wk, sizeof(wk), "pid == %d", tid);
+    for (unsigned c = 0; c < t->cpus; c++)
+        if (ioctl(t->rings[2 * c].fd, PERF_EVENT_IOC_SET_FILTER, sw) != 0 ||
+            ioctl(t->rings[2 * c + 1].fd, PERF_EVENT_IOC_SET_FILTER, wk) != 0)
+            return false;
+    return true;
+}
+
+static void open_all(struct sched_trace *t, int tid)
+{
+    static const char *const sw_names[] = { "prev_comm", "prev_pid", "prev_state", "next_comm",
+                                            "next_pid" };
+    static const char *const wk_names[] = { "pid" };
+    struct field sw[5], wk[1];
+    if (!read_format("sched_switch", &t->switch_id, sw_names, sw, 5) ||
+        !read_format("sched_waking", &t->wakeup_id, wk_names, wk, 1)) {
+        say_off(t, "the wake-up chain was not recorded: no tracefs (/sys/kernel/tracing) with "
+                   "the sched_switch and sched_waking events");
+        return;
+    }
+    t->prev_comm = sw[0];
+    t->prev_pid = sw[1];
+    t->prev_state = sw[2];
+    t->next_comm = sw[3];
+    t->next_pid = sw[4];
+    t->wake_pid = wk[0];
+    long cpus = sysconf(_SC_NPROCESSORS_CONF);
+    t->cpus = cpus > 0 && cpus <= SCHED_MAX_CPUS ? (unsigned)cpus : 1;
+    t->page = sysconf(_SC_PAGESIZE);
+    for (unsigned i = 0; i < 2 * t->cpus; i++)
+        t->rings[i].fd = -1;
+    for (unsigned c = 0; c < t->cpus; c++) {
+        for (unsigned k = 0; k < 2; k++) {
+            struct ring *r = &t->rings[2 * c + k];
+            r->fd = open_event(k ? t->wakeup_id : t->switch_id, c);
+            if (r->fd < 0 && errno == ENODEV)
+                continue; /* an offline CPU */
+            if (r->fd < 0) {
+                char why[224];
+                snprintf(why, sizeof(why), "the wake-up chain (who ran instead, who woke the "
+                         "thread) was not recorded: perf tracepoints on every CPU need root or "
+                         "CAP_PERFMON (%s)", strerror(errno));
+                close_rings(t);
+                say_off(t, why);
+                return;
+            }
+            r->size = (size_t)(1 + RING_PAGES) * (size_t)t->page;
+            r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+            if (r->base == MAP_FAILED) {
+                r->base = NULL;
+                close_rings(t);
+                say_off(t, "the wake-up chain was not recorded: its perf rings could not be "
+                           "mapped");
+                return;
+            }
+        }
+    }
+    if (!set_filters(t, tid)) {
+        close_rings(t);
+        say_off(t, "the wake-up chain was not recorded: the kernel refused the events' filter");
+        return;
+    }
+    for (unsigned i = 0; i < 2 * t->cpus; i++)
+        if (t->rings[i].fd >= 0)
+            ioctl(t->rings[i].fd, PERF_EVENT_IOC_ENABLE, 0);
+    t->tid = tid;
+    atomic_store(&t->rec->sched_state, REC_SCHED_ON);
+}
+
+_Atomic int fscope_sched_closer_tid;
+
+struct sched_trace *sched_trace_new(struct rec_kernel *rec)
+{
+    struct sched_trace *t = calloc(1, sizeof(*t));
+    if (t)
+        t->rec = rec;
+    return t;
+}
+
+static int32_t field_i32(const unsigned char *raw, uint32_t len, struct field f)
+{
+    int32_t v = 0;
+    if (f.offset + 4 <= len)
+        memcpy(&v, raw + f.offset, 4);
+    return v;
+}
+
+static void field_comm(const unsigned char *raw, uint32_t len, struct field f, char out[16])
+{
+    memset(out, 0, 16);
+    if (f.offset + 16 <= len)
+        memcpy(out, raw + f.offset, 15);
+}
+
+/* The waker's name: its thread's comm, read now (it may have exited: then ""). */
+static void comm_of(int tid, char out[16])
+{
+    char path[48];
+    memset(out, 0, 16);
+    snprintf(path, sizeof(path), "/proc/%d/comm", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, 15);
+    close(fd);
+    if (n > 0 && out[n - 1] == '\n')
+        out[n - 1] = '\0';
+}
+
+static void record(struct sched_trace *t, bool wakeup, uint32_t waker, uint64_t time_ns,
+                   const unsigned char *raw, uint32_t len)
+{
+    struct sched_event *e = chunked_next(&t->rec->sched_events);
+    if (!e)
+        return;
+    memset(e, 0, sizeof(*e));
+    e->ticks = fscope_mono_ns_to_ticks((int64_t)time_ns);
+    e->tid = t->tid;
+    if (wakeup) {
+        e->kind = SCHED_EVENT_WOKEN;
+        e->other_tid = (int32_t)waker;
+        if (waker == 0)
+            snprintf(e->other_comm, sizeof(e->other_comm), "kernel (irq)"); /* from idle */
+        else
+            comm_of((int)waker, e->other_comm);
+    } else if (field_i32(raw, len, t->prev_pid) == t->tid) {
+        e->kind = SCHED_EVENT_OUT;
+        e->other_tid = field_i32(raw, len, t->next_pid);
+        field_comm(raw, len, t->next_comm, e->other_comm);
+        int64_t state = 0;
+        if (t->prev_state.offset + t->prev_state.size <= len && t->prev_state.size <= 8)
+            memcpy(&state, raw + t->prev_state.offset, t->prev_state.size);
+        e->state = state == 0 ? SCHED_OUT_RUNNABLE : (state & 1) ? SCHED_OUT_SLEEP
+                   : (state & 2)                   ? SCHED_OUT_DISK
+                                                   : SCHED_OUT_OTHER;
+    } else {
+        e->kind = SCHED_EVENT_IN;
+        e->other_tid = field_i32(raw, len, t->prev_pid);
+        field_comm(raw, len, t->prev_comm, e->other_comm);
+    }
+    chunked_publish(&t->rec->sched_events);
+}
+
+/* Copies len bytes at offset at of ring r's data (a power-of-two circle) into out. */
+static void ring_copy(const struct sched_trace *t, const struct ring *r, uint64_t at, void *out,
+                      size_t len)
+{
+    const unsigned char *data = (const unsigned char *)r->base + t->page;
+    size_t size = (size_t)RING_PAGES * (size_t)t->page;
+    for (size_t i = 0; i < len; i++)
+        ((unsigned char *)out)[i] = data[(at + i) % size];
+}
+
+static void drain(struct sched_trace *t, unsigned index)
+{
+    struct ring *r = &t->rings[index];
+    if (!r->base)
+        return;
+    struct perf_event_mmap_page *meta = r->base;
+    uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = meta->data_tail;
+    unsigned char raw[512];
+    while (tail < head) {
+        struct perf_event_header h;
+        ring_copy(t, r, tail, &h, sizeof(h));
+        if (h.size < sizeof(h))
+            break;
+        if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + 20) {
+            /* pid, tid (u32 each), time (u64), raw size (u32), raw data */
+            struct { uint32_t pid, tid; uint64_t time; uint32_t size; } s;
+            ring_copy(t, r, tail + sizeof(h), &s, sizeof(uint32_t) * 2 + 8 + 4);
+            uint32_t len = s.size < sizeof(raw) ? s.size : sizeof(raw);
+            ring_copy(t, r, tail + sizeof(h) + 20, raw, len);
+            record(t, index % 2 == 1, s.tid, s.time, raw, len);
+        } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {
+            uint64_t lost[2];
+            ring_copy(t, r, tail + sizeof(h), lost, sizeof(lost));
+            atomic_fetch_add(&t->rec->sched_lost, lost[1]);
+        }
+        tail += h.size;
+    }
+    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+void sched_trace_tick(struct sched_trace *t, int tid, bool final)
+{
+    if (!t)
+        return;
+    if (!t->failed && tid > 0 && t->tid == 0)
+        open_all(t, tid);
+    if (t->tid > 0) {
+        for (unsigned i = 0; i < 2 * t->cpus; i++)
+            drain(t, i);
+        /* Another thread closes frames now: follow it (what was read is the old one's). */
+        if (tid > 0 && tid != t->tid && set_filters(t, tid))
+            t->tid = tid;
+    }
+    if (final) {
+        close_rings(t);
+        free(t);
+    }
+}
