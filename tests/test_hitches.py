@@ -145,6 +145,32 @@ def test_pipelines(build, demo):
              else "not a hitch (they compiled fast)"))
 
 
+def test_alloc(build, demo):
+    """A big allocation at one frame (--alloc-at: 256 MiB of host-visible device memory,
+    every page written, then freed): frames.csv counts its two calls (vkAllocateMemory and
+    vkFreeMemory) in that frame with their time, and none elsewhere after start-up; where
+    that frame is a hitch, its evidence carries them and the summary's hitch line says so."""
+    at = 90
+    r, s = demo_run(build, demo, ["--alloc-at", f"{at}:256"])
+    rows = {int(x["frame"]): x for x in r.frames()}
+    row = rows[at]
+    check(int(row["memory_calls"]) == 2 and float(row["memory_ms"]) > 0, row)
+    others = {f: int(x["memory_calls"]) for f, x in rows.items()
+              if f > 10 and f != at and int(x["memory_calls"])}
+    check(not others, f"device-memory calls in other frames: {others}")
+    hitch = next((x for x in s["hitches"]["all"] if x["frame"] == at), None)
+    if hitch:
+        e = hitch["evidence"]
+        check(e["memory_calls"] == 2 and abs(e["memory_ms"] - float(row["memory_ms"])) < 1e-3,
+              hitch)
+        check(hitch not in s["hitches"]["worst"] or float(row["memory_ms"]) < 0.1 or
+              re.search(r"^  hitch       frame %d .*in 2 device-memory allocations or frees" % at,
+                        r.stderr, re.M), r.stderr[-3000:])
+    print(f"256 MiB allocated at frame {at}: 2 calls, {float(row['memory_ms']):.1f} ms; " +
+          (f"a hitch of +{hitch['excess_ms']:.1f} ms, cause {hitch['cause']}" if hitch
+           else "not a hitch"))
+
+
 def test_faults(build, demo):
     """A page-fault storm at one frame (--faults-at: 64 MiB of a file on disk, its pages just
     dropped from the page cache, touched page by page on the render thread): frames.csv counts
@@ -313,4 +339,4 @@ def test_wakeups(build, demo):
 
 main({"steady": test_steady, "spikes": test_spikes, "pipelines": test_pipelines,
       "faults": test_faults, "gpu_pass": test_gpu_pass, "late_present": test_late_present,
-      "wakeups": test_wakeups})
+      "wakeups": test_wakeups, "alloc": test_alloc})

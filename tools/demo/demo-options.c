@@ -37,6 +37,9 @@ static const char usage_text[] =
     "  --stall-at F            sleep once, before recording frame F (0-based) ...\n"
     "  --stall-ms M            ... for M ms, like a load screen (both are needed)\n"
     "  --cpu-spike F:M         busy-loop M ms once, before recording frame F (0-based)\n"
+    "  --alloc-at F:MB         once, before recording frame F, allocate MB MiB of host-visible\n"
+    "                          device memory, write every page, and free it (a streamed\n"
+    "                          level's buffers)\n"
     "  --pass-spike F:N        in frame F, the first of --passes runs N iterations (a GPU\n"
     "                          spike in one pass)\n"
     "  --faults-at F:MB        once, before recording frame F, map MB MiB of a file whose\n"
@@ -157,6 +160,7 @@ enum option_id {
     OPTION_PIPELINES_AT,
     OPTION_FAULTS_AT,
     OPTION_PASS_SPIKE,
+    OPTION_ALLOC_AT,
     OPTION_FRAMES_IN_FLIGHT,
     OPTION_QUIET,
     OPTION_HELP,
@@ -204,6 +208,7 @@ static const struct option long_options[] = {
     { "pipelines-at", required_argument, NULL, OPTION_PIPELINES_AT },
     { "faults-at", required_argument, NULL, OPTION_FAULTS_AT },
     { "pass-spike", required_argument, NULL, OPTION_PASS_SPIKE },
+    { "alloc-at", required_argument, NULL, OPTION_ALLOC_AT },
     { "frames-in-flight", required_argument, NULL, OPTION_FRAMES_IN_FLIGHT },
     { "quiet", no_argument, NULL, OPTION_QUIET },
     { "help", no_argument, NULL, OPTION_HELP },
@@ -453,6 +458,7 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
         .pipelines_at = -1,
         .faults_at = -1,
         .pass_spike_at = -1,
+        .alloc_at = -1,
         .frames_in_flight = 2,
         .submits = 1,
         .devices = 1,
@@ -559,6 +565,16 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
                 !parse_ms(name, rest, 60000.0, &options.cpu_spike_ms))
                 return DEMO_PARSE_EXIT_USAGE;
             options.cpu_spike_at = (int64_t)value;
+            break;
+        }
+        case OPTION_ALLOC_AT: {
+            const char *rest;
+            uint64_t mb;
+            if (!parse_frame_and(name, optarg, "MB", &value, &rest) ||
+                !parse_uint(name, rest, 1, 4096, &mb))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.alloc_at = (int64_t)value;
+            options.alloc_mb = (uint32_t)mb;
             break;
         }
         case OPTION_PASS_SPIKE: {

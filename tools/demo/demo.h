@@ -49,6 +49,8 @@ struct demo_options {
     int64_t cpu_spike_at;       /* -1: none */
     double cpu_spike_ms;
     int64_t faults_at;          /* -1: none */
+    int64_t alloc_at;           /* --alloc-at F:MB: -1 none */
+    uint32_t alloc_mb;
     int64_t pass_spike_at;      /* --pass-spike F:N: -1 none */
     uint32_t pass_spike_iters;
     uint32_t faults_mb;         /* --faults-at F:MB, once */

@@ -249,6 +249,40 @@ static void run_cpu_load(const struct demo_options *options, uint64_t frame)
         burn_cpu(options->cpu_spike_ms);
 }
 
+/* --alloc-at: a level's buffers allocated mid-run, on the render thread: host-visible memory,
+ * every page written (as an upload would), then freed. */
+static void allocate_memory(struct demo *demo, uint64_t frame)
+{
+    if ((int64_t)frame != demo->options.alloc_at)
+        return;
+    const VkPhysicalDeviceMemoryProperties *props = &demo->gpu->memory_properties;
+    uint32_t type = UINT32_MAX;
+    for (uint32_t i = 0; i < props->memoryTypeCount && type == UINT32_MAX; i++)
+        if (props->memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
+            type = i;
+    if (type == UINT32_MAX)
+        return;
+    VkDeviceSize size = (VkDeviceSize)demo->options.alloc_mb << 20;
+    VkMemoryAllocateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+        .allocationSize = size,
+        .memoryTypeIndex = type,
+    };
+    VkDeviceMemory memory;
+    if (vkAllocateMemory(demo->gpu->device, &info, NULL, &memory) != VK_SUCCESS) {
+        fprintf(stderr, DEMO_NAME ": --alloc-at: vkAllocateMemory of %u MiB failed\n",
+                demo->options.alloc_mb);
+        return;
+    }
+    void *map;
+    if (vkMapMemory(demo->gpu->device, memory, 0, size, 0, &map) == VK_SUCCESS) {
+        for (VkDeviceSize at = 0; at < size; at += 4096)
+            ((volatile unsigned char *)map)[at] = 1;
+        vkUnmapMemory(demo->gpu->device, memory);
+    }
+    vkFreeMemory(demo->gpu->device, memory, NULL);
+}
+
 /* --pipelines-at: a level's materials compiled mid-run, on the render thread. */
 static void create_pipelines(struct demo *demo, uint64_t frame, VkFormat format,
                              VkImageLayout layout)
@@ -435,6 +469,7 @@ static bool run_wayland_frame(struct demo *demo, uint64_t frame)
         return false;
 
     run_cpu_load(options, frame);
+    allocate_memory(demo, frame);
     create_pipelines(demo, frame, demo->surface_format.format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR);
 
     struct demo_render_target target = render_target(demo->targets, image_index);
@@ -477,6 +512,7 @@ static bool run_no_fence_wait_frame(struct demo *demo, uint64_t frame)
         return false;
 
     run_cpu_load(&demo->options, frame);
+    allocate_memory(demo, frame);
     create_pipelines(demo, frame, demo->surface_format.format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR);
 
     struct demo_frame_sync sync = {
@@ -509,6 +545,7 @@ static bool run_offscreen_frame(struct demo *demo, uint64_t frame)
     if (!demo_renderer_wait_slot(demo->renderer, &unused))
         return false;
     run_cpu_load(&demo->options, frame);
+    allocate_memory(demo, frame);
     create_pipelines(demo, frame, VK_FORMAT_R8G8B8A8_UNORM,
                      VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
 
