@@ -7,6 +7,7 @@
 #include "layer.h"
 #include "util/log.h"
 #include "record/meta.h"
+#include "record/objects.h"
 
 static const struct fscope_loc loc_acquire = { "vkAcquireNextImageKHR", __FILE__, __LINE__, 0, 0 };
 static const struct fscope_loc loc_present_wait = { "vkWaitForPresentKHR", __FILE__, __LINE__, 0,
@@ -206,18 +207,32 @@ static bool feedback_prepare(struct feedback *fb, const void *infos, uint32_t co
     return true;
 }
 
-/* Counts what the driver reported, and lets the copies go. */
-static void feedback_finish(struct feedback *fb, uint32_t count, VkResult r)
+/* Counts what the driver reported, records each pipeline made (with it, where given), and
+ * lets the copies go. */
+static void feedback_finish(struct feedback *fb, struct device_data *dev, uint32_t count,
+                            VkResult r, const VkPipeline *made, uint64_t start)
 {
     struct fscope_collector *c = fscope_thread_collector();
-    uint64_t reported = 0, hits = 0, ns = 0;
-    for (uint32_t i = 0; fb->infos && c && r >= 0 && i < count; i++) {
-        const VkPipelineCreationFeedback *p = fb->read[i]->pPipelineCreationFeedback;
-        if (!p || !(p->flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT))
+    uint64_t reported = 0, hits = 0, ns = 0, end = fscope_now();
+    for (uint32_t i = 0; r >= 0 && made && i < count; i++) {
+        if (!made[i])
             continue;
-        reported++;
-        hits += (p->flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT) != 0;
-        ns += p->duration;
+        const VkPipelineCreationFeedback *p = fb->infos ? fb->read[i]->pPipelineCreationFeedback
+                                                        : NULL;
+        uint32_t flags = 0;
+        uint64_t driver_ns = 0;
+        if (p && (p->flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT)) {
+            reported++;
+            flags |= PIPELINE_CREATED_FEEDBACK;
+            if (p->flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT) {
+                hits++;
+                flags |= PIPELINE_CREATED_CACHE_HIT;
+            }
+            ns += p->duration;
+            driver_ns = p->duration;
+        }
+        fscope_pipeline_created(dev->id, (uint64_t)(uintptr_t)made[i], end, end - start, flags,
+                                driver_ns);
     }
     if (c && reported) {
         fscope_collector_count(c, FSCOPE_COUNT_PIPELINES_FEEDBACK, reported);
@@ -256,7 +271,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateGraphicsPipelines(
                                                  fb.infos ? fb.infos : (const void *)infos,
                                                  alloc, ret);
     evidence(FSCOPE_COUNT_PIPELINE_TICKS, FSCOPE_COUNT_PIPELINES, start, count);
-    feedback_finish(&fb, count, r);
+    feedback_finish(&fb, dev, count, r, ret, start);
     return r;
 }
 
@@ -274,7 +289,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateComputePipelines(
                                                 fb.infos ? fb.infos : (const void *)infos,
                                                 alloc, ret);
     evidence(FSCOPE_COUNT_PIPELINE_TICKS, FSCOPE_COUNT_PIPELINES, start, count);
-    feedback_finish(&fb, count, r);
+    feedback_finish(&fb, dev, count, r, ret, start);
     return r;
 }
 
@@ -290,7 +305,35 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateRayTracingPipelinesKHR(
     VkResult r = dev->vk.CreateRayTracingPipelinesKHR(device, deferred, cache, count, infos,
                                                       alloc, ret);
     evidence(FSCOPE_COUNT_PIPELINE_TICKS, FSCOPE_COUNT_PIPELINES, start, count);
+    if (r == VK_SUCCESS) { /* deferred: the handles are not made yet */
+        struct feedback none = { 0 };
+        feedback_finish(&none, dev, count, r, ret, start);
+    }
     return r;
+}
+
+_Static_assert(OBJECT_TYPE_PIPELINE == VK_OBJECT_TYPE_PIPELINE, "the recording's pipeline type");
+
+/* Names the app gives its objects: recorded (latest last) for analysis to name what a frame
+ * made; passed down untouched. */
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_SetDebugUtilsObjectNameEXT(
+    VkDevice device, const VkDebugUtilsObjectNameInfoEXT *info)
+{
+    struct device_data *dev = device_lookup(device);
+    if (info)
+        fscope_object_name(dev->id, (int32_t)info->objectType, info->objectHandle,
+                           info->pObjectName);
+    return dev->vk.SetDebugUtilsObjectNameEXT(device, info);
+}
+
+/* VK_EXT_debug_marker's object types have the core types' values for core objects. */
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_DebugMarkerSetObjectNameEXT(
+    VkDevice device, const VkDebugMarkerObjectNameInfoEXT *info)
+{
+    struct device_data *dev = device_lookup(device);
+    if (info)
+        fscope_object_name(dev->id, (int32_t)info->objectType, info->object, info->pObjectName);
+    return dev->vk.DebugMarkerSetObjectNameEXT(device, info);
 }
 
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateShaderModule(
@@ -1019,6 +1062,8 @@ PFN_vkVoidFunction hooks_device_proc(const char *name)
     HOOK(CreateComputePipelines)
     HOOK(CreateRayTracingPipelinesKHR)
     HOOK(CreateShaderModule)
+    HOOK(SetDebugUtilsObjectNameEXT)
+    HOOK(DebugMarkerSetObjectNameEXT)
     HOOK(AllocateMemory)
     HOOK(FreeMemory)
     HOOK(QueueSubmit)

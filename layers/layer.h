@@ -197,6 +197,8 @@ struct instance_data {
     X(CreateGraphicsPipelines)                                                                 \
     X(CreateComputePipelines)                                                                  \
     X(CreateRayTracingPipelinesKHR)                                                            \
+    X(SetDebugUtilsObjectNameEXT)                                                              \
+    X(DebugMarkerSetObjectNameEXT)                                                             \
     X(CreateShaderModule)
 
 struct device_dispatch {

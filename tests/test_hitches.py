@@ -107,9 +107,10 @@ def test_spikes(build, demo):
 
 def test_pipelines(build, demo):
     """A level's materials compiled mid-run (--pipelines-at: N graphics pipelines and their
-    two shader modules each, on the render thread): frames.csv counts exactly N pipelines and
-    2N shader modules, all in that frame, with the time they took; when that frame is a
-    hitch, its evidence names them."""
+    two shader modules each, on the render thread, each named "material I" after it is
+    made): frames.csv counts exactly N pipelines and 2N shader modules, all in that frame,
+    with the time they took; when that frame is a hitch, its evidence counts them and names
+    the slowest by the name the app gave it."""
     n, at = 12, 90
     r, s = demo_run(build, demo, ["--pipelines-at", f"{at}:{n}"])
     rows = r.frames()
@@ -137,6 +138,10 @@ def test_pipelines(build, demo):
         check(e["pipelines"] == n and e["shader_modules"] == 2 * n and
               abs(e["pipeline_ms"] - float(row["pipeline_ms"])) < 1e-3 and
               e["pipelines_reported"] == reported and e["pipeline_cache_hits"] == 0, hitch)
+        # Named by the name the demo gave it (vkSetDebugUtilsObjectNameEXT, after creation).
+        slowest = e["slowest_pipeline"]
+        check(slowest and re.fullmatch(r"material \d+", slowest["name"]) and
+              0 < slowest["ms"] <= e["pipeline_ms"] + 1e-6, f"the slowest pipeline: {slowest}")
         check(re.search(r"^  hitch       frame %d .*creating %d pipelines" % (at, n), r.stderr,
                         re.M) or hitch not in s["hitches"]["worst"], r.stderr[-3000:])
     print(f"{n} pipelines at frame {at}: {float(row['pipeline_ms']):.1f} ms, counted exactly, "

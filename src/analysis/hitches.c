@@ -339,6 +339,44 @@ void frame_wakeups(const struct recording *rec, const struct sched_index *x,
         }
 }
 
+/* The name the app gave an object last ("" none). */
+static const char *object_name(const struct recording *rec, uint32_t device_id, int32_t type,
+                               uint64_t handle)
+{
+    for (uint64_t i = rec->object_name_count; i-- > 0;) {
+        const struct object_name *n = &rec->object_names[i];
+        if (n->handle == handle && n->device_id == device_id && n->type == type)
+            return n->name;
+    }
+    return "";
+}
+
+/* The slowest pipeline made in frame f (its create call ended in the frame). */
+static void slowest_pipeline(const struct recording *rec, const struct fscope_frame *f,
+                             struct hitch *h)
+{
+    const struct pipeline_created *best = NULL;
+    int64_t best_ns = 0;
+    for (uint64_t i = 0; i < rec->pipeline_count; i++) {
+        const struct pipeline_created *p = &rec->pipelines[i];
+        if (p->end_ticks <= f->start_ticks || p->end_ticks > f->end_ticks)
+            continue;
+        int64_t ns = (p->flags & PIPELINE_CREATED_FEEDBACK) && p->driver_ns < (uint64_t)INT64_MAX
+                         ? (int64_t)p->driver_ns
+                         : ticks_ns(rec, p->duration_ticks);
+        if (!best || ns > best_ns) {
+            best = p;
+            best_ns = ns;
+        }
+    }
+    if (!best)
+        return;
+    h->slowest_ns = best_ns;
+    h->slowest_cache_hit = best->flags & PIPELINE_CREATED_CACHE_HIT;
+    snprintf(h->slowest_name, sizeof(h->slowest_name), "%s",
+             object_name(rec, best->device_id, OBJECT_TYPE_PIPELINE, best->handle));
+}
+
 /* ns as the recording's ticks. */
 static uint64_t ns_to_ticks(const struct recording *rec, double ns)
 {
@@ -516,6 +554,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
         }
         split_excess(&h, parts, lo, hi, scratch);
         frame_wakeups(rec, sched, f, &h.wake);
+        slowest_pipeline(rec, f, &h);
         h.late_refreshes = 0;
         for (uint64_t j = i >= 3 ? i - 3 : 0; late && j <= i; j++)
             if (late[j] > 0) {
@@ -674,6 +713,11 @@ static void evidence_text(const struct recording *rec, const struct hitch *h, ch
                          at ? ", " : "; in the frame, the app's threads spent ",
                          (double)ns[i] / 1e6, items[i]);
         at = w < 0 ? len : at + (size_t)w;
+        if (i == 0 && h->slowest_name[0] && at < len) {
+            w = snprintf(buf + at, len - at, " (the slowest '%s', %.1f ms)", h->slowest_name,
+                         (double)h->slowest_ns / 1e6);
+            at = w < 0 ? len : at + (size_t)w;
+        }
     }
     uint64_t counts[3] = { h->major_faults, h->block_reads, h->preempted };
     static const char *const what[3][2] = { { "page fault read from disk",
@@ -744,7 +788,7 @@ void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch
         if (h->tid)
             snprintf(thread, sizeof(thread), "; thread %s",
                      report_thread_label(rec, h->tid, label, sizeof(label)));
-        char evidence[512];
+        char evidence[1024];
         evidence_text(rec, h, evidence, sizeof(evidence));
         fprintf(f, "  hitch       frame %llu%s at %.3f s: %.1f ms, +%.1f ms over %.1f: %s%s%s\n",
                 (unsigned long long)h->frame, rec->log_count > 1 ? " (its surface's)" : "",
@@ -806,6 +850,14 @@ static void hitch_json(FILE *f, const struct recording *rec, const struct hitch 
                 (unsigned long long)h->preempted);
     else
         fputs(", \"major_faults\": null, \"block_reads\": null, \"preempted\": null", f);
+    if (h->slowest_ns) {
+        fputs(", \"slowest_pipeline\": {\"name\": ", f);
+        json_write_string(f, h->slowest_name);
+        fprintf(f, ", \"ms\": %.6f, \"cache_hit\": %s}", (double)h->slowest_ns / 1e6,
+                h->slowest_cache_hit ? "true" : "false");
+    } else {
+        fputs(", \"slowest_pipeline\": null", f);
+    }
     if (!h->wake.known) {
         fputs(", \"ran_instead\": null, \"woken_by\": null", f);
     } else {

@@ -70,6 +70,11 @@ struct hitch {
      * of those came from the app's pipeline cache, and the driver's own time for them. */
     uint64_t pipelines_reported, pipeline_cache_hits;
     int64_t pipeline_driver_ns;
+    /* The slowest pipeline made in the frame (the driver's time where it said, else its
+     * create call's) and the name the app gave it ("" none); slowest_ns 0: none made. */
+    int64_t slowest_ns;
+    char slowest_name[OBJECT_NAME_SIZE];
+    bool slowest_cache_hit;
     int64_t pipeline_ns, shader_ns, memory_ns, swapchain_ns, submit_ns;
     /* The closing thread's kernel evidence over the frame (with kernel_valid, else 0):
      * page faults that read from disk, block reads, times preempted. */

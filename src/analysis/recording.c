@@ -69,6 +69,7 @@ static const char *const type_names[REC_OBJ_TYPE_COUNT] = {
     [REC_OBJ_KERNEL] = "kernel sampler",
     [REC_OBJ_GPU_ZONE_NAMES] = "GPU zone name table",
     [REC_OBJ_GPU_ZONES] = "GPU zone log",
+    [REC_OBJ_OBJECTS] = "object table",
 };
 
 /* "the header", "the frame log of directory entry 3", "chunk 7 of the frame log of ...". */
@@ -349,6 +350,24 @@ static int read_gpu_zones(struct reader *r, struct recording *rec, const struct 
     return e;
 }
 
+static int read_vk_objects(struct reader *r, struct recording *rec, const struct rec_objects *src)
+{
+    if (rec->object_names || rec->pipelines)
+        return malformed(r, "two object tables");
+    void *names, *pipelines;
+    int e = read_chunked(r, rec, &src->names, sizeof(struct object_name), "object names", &names,
+                         &rec->object_name_count);
+    rec->object_names = names;
+    if (e)
+        return e;
+    for (uint64_t i = 0; i < rec->object_name_count; i++)
+        make_printable(rec->object_names[i].name, sizeof(rec->object_names[i].name));
+    e = read_chunked(r, rec, &src->pipelines, sizeof(struct pipeline_created), "pipelines",
+                     &pipelines, &rec->pipeline_count);
+    rec->pipelines = pipelines;
+    return e;
+}
+
 static int read_spans(struct reader *r, struct recording *rec, const struct rec_span_log *src)
 {
     void *spans;
@@ -617,6 +636,7 @@ static const uint64_t object_sizes[REC_OBJ_TYPE_COUNT] = {
     [REC_OBJ_KERNEL] = sizeof(struct rec_kernel),
     [REC_OBJ_GPU_ZONE_NAMES] = sizeof(struct rec_gpu_zone_names),
     [REC_OBJ_GPU_ZONES] = sizeof(struct rec_gpu_zones),
+    [REC_OBJ_OBJECTS] = sizeof(struct rec_objects),
 };
 
 /* A header of this format, or an error naming what it is instead. */
@@ -732,6 +752,12 @@ static void *object_copy(const void *live, uint32_t type)
         chunked_load(&((struct rec_gpu_zones *)copy)->spans,
                      &((const struct rec_gpu_zones *)live)->spans);
         break;
+    case REC_OBJ_OBJECTS:
+        chunked_load(&((struct rec_objects *)copy)->names,
+                     &((const struct rec_objects *)live)->names);
+        chunked_load(&((struct rec_objects *)copy)->pipelines,
+                     &((const struct rec_objects *)live)->pipelines);
+        break;
     case REC_OBJ_KERNEL:
         chunked_load(&((struct rec_kernel *)copy)->samples,
                      &((const struct rec_kernel *)live)->samples);
@@ -786,6 +812,7 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
         case REC_OBJ_KERNEL: e = read_kernel(r, rec, object); break;
         case REC_OBJ_GPU_ZONE_NAMES: e = read_gpu_zone_names(r, rec, object); break;
         case REC_OBJ_GPU_ZONES: e = read_gpu_zones(r, rec, object); break;
+        case REC_OBJ_OBJECTS: e = read_vk_objects(r, rec, object); break;
         }
         free(object);
         if (e)
@@ -899,6 +926,8 @@ void recording_free(struct recording *rec)
     free(rec->kernel.samples);
     free(rec->kernel.drm_samples);
     free(rec->kernel.sched_events);
+    free(rec->object_names);
+    free(rec->pipelines);
     free(rec);
 }
 
@@ -1083,6 +1112,11 @@ int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t
             e = unstream_plan_array(&r, &((struct rec_cap *)object)->events, &plan);
         else if (type == REC_OBJ_GPU_ZONES)
             e = unstream_plan_array(&r, &((struct rec_gpu_zones *)object)->spans, &plan);
+        else if (type == REC_OBJ_OBJECTS) {
+            e = unstream_plan_array(&r, &((struct rec_objects *)object)->names, &plan);
+            if (!e)
+                e = unstream_plan_array(&r, &((struct rec_objects *)object)->pipelines, &plan);
+        }
         else if (type == REC_OBJ_KERNEL) {
             e = unstream_plan_array(&r, &((struct rec_kernel *)object)->samples, &plan);
             if (!e)

@@ -107,6 +107,10 @@ struct recording {
     unsigned gpu_zone_name_count;
     char (*gpu_zone_names)[GPU_ZONE_NAME_SIZE];
     uint64_t gpu_zones_untimed[GPU_ZONE_UNTIMED_COUNT];
+    /* Vulkan objects: names as the app gave them (latest last), pipeline creations. */
+    uint64_t object_name_count, pipeline_count;
+    struct object_name *object_names;
+    struct pipeline_created *pipelines;
     uint64_t items_dropped;  /* frames, spans and cap events the full arena refused */
     uint64_t alloc_failures; /* the arena refused an allocation */
     uint64_t locs_dropped;

@@ -40,6 +40,7 @@ enum rec_object_type {
     REC_OBJ_KERNEL,
     REC_OBJ_GPU_ZONE_NAMES, /* struct rec_gpu_zone_names: one per recording */
     REC_OBJ_GPU_ZONES,      /* struct rec_gpu_zones: one per device */
+    REC_OBJ_OBJECTS,        /* struct rec_objects: one per recording */
     REC_OBJ_TYPE_COUNT,
 };
 
@@ -451,6 +452,31 @@ struct rec_kms {
 };
 
 /* Every thread of the app, sampled by one thread of ours every KERNEL_TICK_MS. */
+/* Vulkan objects (src/record/objects.c): the names the app gives them (vkSetDebugUtilsObject-
+ * NameEXT, vkDebugMarkerSetObjectNameEXT), latest last, and every pipeline creation with what
+ * the driver said of it, so analysis can name what a frame compiled. */
+#define OBJECT_NAME_SIZE 64
+#define OBJECT_TYPE_PIPELINE 19 /* VK_OBJECT_TYPE_PIPELINE: analysis does not see Vulkan's headers */
+struct object_name {
+    uint64_t handle;
+    uint32_t device_id;
+    int32_t type; /* VkObjectType */
+    char name[OBJECT_NAME_SIZE];
+};
+#define PIPELINE_CREATED_FEEDBACK 0x1  /* the driver gave creation feedback */
+#define PIPELINE_CREATED_CACHE_HIT 0x2 /* it came from the app's pipeline cache */
+struct pipeline_created {
+    uint64_t end_ticks, duration_ticks; /* the create call's, shared by its pipelines */
+    uint64_t driver_ns;                 /* the driver's own time for this pipeline */
+    uint64_t handle;
+    uint32_t device_id;
+    uint32_t flags; /* PIPELINE_CREATED_* */
+};
+struct rec_objects {
+    struct chunked names;     /* struct object_name */
+    struct chunked pipelines; /* struct pipeline_created */
+};
+
 /* The wake-up chain of the thread that closes frames (sched_trace.c): its switches out and in
  * and its wake-ups, from the kernel's sched_switch and sched_waking tracepoints through perf,
  * where the kernel allows it (root, or CAP_PERFMON). */

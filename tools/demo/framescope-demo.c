@@ -289,10 +289,24 @@ static void create_pipelines(struct demo *demo, uint64_t frame, VkFormat format,
 {
     if ((int64_t)frame != demo->options.pipelines_at)
         return;
+    /* Each named "material N" as an engine names its materials' pipelines. */
+    PFN_vkSetDebugUtilsObjectNameEXT set_name = (PFN_vkSetDebugUtilsObjectNameEXT)
+        vkGetDeviceProcAddr(demo->gpu->device, "vkSetDebugUtilsObjectNameEXT");
     for (uint32_t i = 0; i < demo->options.pipelines; i++) {
         struct demo_pipeline *p = demo_pipeline_create(demo->gpu, format, layout);
-        if (p)
-            demo_pipeline_destroy(demo->gpu, p);
+        if (!p)
+            continue;
+        char name[32];
+        snprintf(name, sizeof(name), "material %u", i);
+        const VkDebugUtilsObjectNameInfoEXT info = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT,
+            .objectType = VK_OBJECT_TYPE_PIPELINE,
+            .objectHandle = (uint64_t)(uintptr_t)p->pipeline,
+            .pObjectName = name,
+        };
+        if (set_name)
+            set_name(demo->gpu->device, &info);
+        demo_pipeline_destroy(demo->gpu, p);
     }
 }
 
@@ -982,7 +996,7 @@ static bool set_up(struct demo *demo, bool *usage_error)
 
     if (wayland && !(demo->window = demo_window_create(DEMO_NAME)))
         return false;
-    demo_debug_utils = options->pass_count > 0;
+    demo_debug_utils = options->pass_count > 0 || options->pipelines_at >= 0;
     if (!demo_instance_init(&demo->instance, wayland, options->api_version))
         return false;
     resolve_frame_mark(demo);
