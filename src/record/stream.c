@@ -169,6 +169,7 @@ static void stream_pass(struct streamer *s)
         else if (type == REC_OBJ_KERNEL) {
             stream_array(s, &((struct rec_kernel *)object)->samples, 0, p, &n);
             stream_array(s, &((struct rec_kernel *)object)->drm_samples, 0, p, &n);
+            stream_array(s, &((struct rec_kernel *)object)->sched_events, 0, p, &n);
         }
     }
     flush(s, p, n);
