@@ -77,6 +77,7 @@ static const struct fscope_loc loc_gpu_submit = { "submission", __FILE__, __LINE
  * SAMPLE_PRESENTLESS_NS of submissions instead. */
 #define SAMPLE_WINDOW_FRAMES 6
 #define SAMPLE_PRESENTLESS_NS 100000000 /* no present this long: windows by time */
+#define SAMPLE_TAIL_FRAMES 3 /* auto: frames after a window that still carry its cost */
 #define SAMPLE_WINDOW_NS 25000000
 
 /* ---- tracks -------------------------------------------------------------------------------
@@ -773,17 +774,29 @@ void gpu_sample_init(struct device_data *dev)
 {
     pthread_mutex_init(&dev->sample_lock, NULL);
     dev->sample_refill_ticks = fscope_now();
-    dev->sample_tokens = layer_config.gpu_sample_rate / 4.0;
+    /* One window to start with: a burst of the whole quarter second's budget at start-up
+     * would time tens of frames before their cost is known (auto). */
+    dev->sample_tokens = layer_config.gpu_sample_auto ? SAMPLE_WINDOW_FRAMES
+                                                      : layer_config.gpu_sample_rate / 4.0;
     dev->sample_rate = layer_config.gpu_sample_rate;
-    atomic_store(&dev->sample_open, layer_config.gpu_sample_rate == 0);
+    /* auto: the first window is open from the start (the first frames are submitted before
+     * any present could open one). */
+    bool first = layer_config.gpu_sample_auto && layer_config.gpu_sample_rate;
+    dev->sample_frames_left = first ? SAMPLE_WINDOW_FRAMES : 0;
+    if (first)
+        atomic_fetch_add_explicit(&gpu_stats.sample_windows, 1, memory_order_relaxed);
+    atomic_store(&dev->sample_open, layer_config.gpu_sample_rate == 0 || first);
 }
 
 /* Under sample_lock, at a present (FRAMESCOPE_GPU_SAMPLE=auto): the frame that ends now was
- * timed or not (open); its time since the last present goes into that kind's smoothed mean,
- * and the rate becomes what keeps timed frames' extra time within GPU_SAMPLE_COST_SHARE of
- * the app's time, between one window a second and the configured ceiling. On a GPU where a
- * timestamp costs a microsecond nothing changes; on lavapipe, where each one flushes the
- * rasterizer and a timed frame takes half as long again, the rate drops. */
+ * timed or not (open); its time since the last present goes into the smoothed mean of frames
+ * in or just after a window (SAMPLE_TAIL_FRAMES after it: with frames in flight, what timing
+ * costs the device shows in the frames presented after it), or of the others. A timed frame
+ * costs the difference times (window + tail) / window; the rate becomes what keeps that
+ * within GPU_SAMPLE_COST_SHARE of the app's time, between one window a second and the
+ * configured ceiling. On a GPU where a timestamp costs a microsecond nothing changes; on
+ * lavapipe, where each one flushes the rasterizer and a timed frame takes half as long
+ * again, the rate drops. */
 static void sample_adapt(struct device_data *dev, uint64_t now, bool open)
 {
     uint64_t last = dev->sample_last_present;
@@ -796,23 +809,32 @@ static void sample_adapt(struct device_data *dev, uint64_t now, bool open)
     /* A timed frame is judged against untimed ones once there are some: the first frames,
      * timed while the budget is full, are the app's start-up ones. One slow timed frame is
      * taken as four untimed ones at most, so a hitch in a window cannot close the windows. */
-    if (open) {
+    dev->sample_since_window = open ? 0 : dev->sample_since_window + 1;
+    if (open || dev->sample_since_window <= SAMPLE_TAIL_FRAMES) {
         if (dev->sample_out_ns <= 0)
             return;
         if (dt > 4 * dev->sample_out_ns)
             dt = 4 * dev->sample_out_ns;
-        dev->sample_in_ns = dev->sample_in_ns > 0 ? dev->sample_in_ns + (dt - dev->sample_in_ns) / 8 : dt;
+        dev->sample_in_ns = dev->sample_in_ns > 0 ? dev->sample_in_ns + (dt - dev->sample_in_ns) / 16 : dt;
     } else {
         dev->sample_out_ns = dev->sample_out_ns > 0 ? dev->sample_out_ns + (dt - dev->sample_out_ns) / 32 : dt;
     }
     double ceiling = layer_config.gpu_sample_rate;
     double per_frame = dev->sample_per_frame > 1 ? dev->sample_per_frame : 1;
     double floor = SAMPLE_WINDOW_FRAMES * per_frame;
-    double cost = dev->sample_in_ns - dev->sample_out_ns;
+    double cost = (dev->sample_in_ns - dev->sample_out_ns) *
+                  (SAMPLE_WINDOW_FRAMES + SAMPLE_TAIL_FRAMES) / SAMPLE_WINDOW_FRAMES;
     double rate = ceiling;
     if (dev->sample_in_ns > 0 && dev->sample_out_ns > 0 && cost > 0)
         rate = GPU_SAMPLE_COST_SHARE * 1e9 / cost * per_frame;
-    dev->sample_rate = rate < floor ? (floor < ceiling ? floor : ceiling) : rate > ceiling ? ceiling : rate;
+    rate = rate < floor ? (floor < ceiling ? floor : ceiling) : rate > ceiling ? ceiling : rate;
+    /* Down at once, up by a quarter a second at most: frame times here are noisy, and one
+     * quiet stretch must not open the budget wide again. */
+    if (dev->sample_in_ns > 0 && dev->sample_out_ns > 0 && rate > dev->sample_rate) {
+        double up = dev->sample_rate * (1 + 0.25 * dt / 1e9);
+        rate = rate < up ? rate : up;
+    }
+    dev->sample_rate = rate;
     atomic_store_explicit(&gpu_stats.sample_in_ns, (uint64_t)dev->sample_in_ns, memory_order_relaxed);
     atomic_store_explicit(&gpu_stats.sample_out_ns, (uint64_t)dev->sample_out_ns, memory_order_relaxed);
     atomic_store_explicit(&gpu_stats.sample_rate, (uint64_t)dev->sample_rate, memory_order_relaxed);
@@ -1223,7 +1245,8 @@ void gpu_report_notes(void)
     uint64_t in_ns = atomic_load(&gpu_stats.sample_in_ns), out_ns = atomic_load(&gpu_stats.sample_out_ns);
     if (layer_config.gpu_sample_rate && layer_config.gpu_sample_auto && in_ns && out_ns)
         fscope_record_note("GPU timing's cost measured as it ran: %.3f ms between presents in "
-                           "timed frames, %.3f ms in the others; %llu timed submissions a second "
+                           "timed frames and the 3 after them, %.3f ms in the others; %llu timed "
+                           "submissions a second "
                            "allowed at the end (timed frames' extra time at most %.0f%% of the "
                            "app's, one window a second at least)", (double)in_ns / 1e6,
                            (double)out_ns / 1e6,
