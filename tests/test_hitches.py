@@ -195,6 +195,13 @@ def test_faults(build, demo):
     check(faults.get(at, 0) > 0 and faults[at] > others,
           f"frame {at}: {row['major_faults']} page faults from disk, {others} at most elsewhere")
     check(int(row["block_reads"]) > 0, f"frame {at} read no blocks: {row}")
+    # With the wake-up chain (root), the time asleep on the reads, as the kernel's
+    # uninterruptible sleep: more than in any other frame.
+    io = {int(x["frame"]): float(x["io_wait_ms"]) for x in rows if x["io_wait_ms"] != ""}
+    if s["hitches"]["wakeups"]["state"] == "on":
+        check(io.get(at, 0) > 0 and io[at] >= max(v for f, v in io.items() if f != at),
+              f"frame {at} waited {io.get(at)} ms on I/O; others at most "
+              f"{max((v for f, v in io.items() if f != at), default=0)}")
     for x in rows:
         check(0 < float(x["submit_ms"]) <= float(x["frame_ms"]) + 1e-6 or int(x["submits"]) == 0,
               f"frame {x['frame']}: {x['submit_ms']} ms submitting in a {x['frame_ms']} ms "
@@ -209,7 +216,8 @@ def test_faults(build, demo):
                         r"disk, %d block reads" % (at, faults[at], int(row["block_reads"])),
                         r.stderr, re.M), r.stderr[-3000:])
     print(f"64 MiB faulted in at frame {at}: {faults[at]} page faults from disk, "
-          f"{row['block_reads']} block reads (at most {others} faults in another frame); " +
+          f"{row['block_reads']} block reads, {row['io_wait_ms'] or '?'} ms waiting on I/O (at "
+          f"most {others} faults in another frame); " +
           (f"a hitch of +{hitch['excess_ms']:.1f} ms, cause {hitch['cause']}" if hitch
            else "not a hitch (the disk was fast)"))
 

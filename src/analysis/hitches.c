@@ -325,7 +325,10 @@ void frame_wakeups(const struct recording *rec, const struct sched_index *x,
             }
             if (c < ran_count)
                 ran[c].ns += ns;
-        } else if (waker && ns > ret->slept_ns) {
+        } else if (out->state == SCHED_OUT_DISK) {
+            ret->io_wait_ns += ns;
+        }
+        if (out->state != SCHED_OUT_RUNNABLE && waker && ns > ret->slept_ns) {
             ret->slept_ns = ns;
             ret->waker_tid = waker->other_tid;
             memcpy(ret->waker_comm, waker->other_comm, sizeof(ret->waker_comm));
@@ -739,6 +742,11 @@ static void evidence_text(const struct recording *rec, const struct hitch *h, ch
                          h->wake.ran_tid, (double)h->wake.ran_ns / 1e6);
         at = w < 0 ? len : at + (size_t)w;
     }
+    if (h->wake.io_wait_ns >= 100000 && at < len) {
+        int w = snprintf(buf + at, len - at, "; %.1f ms of it waiting on I/O (uninterruptible "
+                         "sleep)", (double)h->wake.io_wait_ns / 1e6);
+        at = w < 0 ? len : at + (size_t)w;
+    }
     if (h->wake.slept_ns >= 100000 && at < len) {
         int w = snprintf(buf + at, len - at, "; woken by %s (tid %d) after %.1f ms asleep",
                          h->wake.waker_comm[0] ? h->wake.waker_comm : "a thread since gone",
@@ -859,8 +867,9 @@ static void hitch_json(FILE *f, const struct recording *rec, const struct hitch 
         fputs(", \"slowest_pipeline\": null", f);
     }
     if (!h->wake.known) {
-        fputs(", \"ran_instead\": null, \"woken_by\": null", f);
+        fputs(", \"ran_instead\": null, \"woken_by\": null, \"io_wait_ms\": null", f);
     } else {
+        fprintf(f, ", \"io_wait_ms\": %.6f", (double)h->wake.io_wait_ns / 1e6);
         fputs(", \"ran_instead\": ", f);
         if (h->wake.ran_tid) {
             fputs("{\"thread\": ", f);

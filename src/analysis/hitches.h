@@ -53,6 +53,7 @@ struct wakeup_view {
     int waker_tid;       /* 0 with slept_ns: an interrupt woke it (the CPU was idle) */
     char waker_comm[16];
     int64_t slept_ns;    /* 0: it never slept in the frame (or its waker was not seen) */
+    int64_t io_wait_ns;  /* asleep uninterruptibly (state D: disk and other I/O) in the frame */
 };
 struct hitch {
     unsigned log;

@@ -970,7 +970,7 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
           "pipelines,pipeline_ms,shader_modules,shader_module_ms,memory_calls,memory_ms,"
           "swapchain_ms,submit_ms,major_faults,block_reads,preempted,voluntary_switches,"
           "late_refreshes,pipelines_reported,pipeline_cache_hits,pipeline_driver_ms,"
-          "ran_instead,ran_instead_ms,woken_by,woken_after_ms", f);
+          "ran_instead,ran_instead_ms,woken_by,woken_after_ms,io_wait_ms", f);
     counters_write_csv_header(f, rec);
     fputc('\n', f);
     unsigned logs = rec->log_count;
@@ -1083,8 +1083,9 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
                 for (const char *c = wake.waker_comm; wake.slept_ns && *c; c++)
                     fputc(*c == ',' || *c == '"' ? ' ' : *c, f);
                 csv_write_ms(f, wake.slept_ns);
+                csv_write_ms(f, wake.io_wait_ns);
             } else {
-                fputs(",,,,", f);
+                fputs(",,,,,", f);
             }
             counters_write_csv_row(f, rec, fr);
             fputc('\n', f);
