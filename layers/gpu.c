@@ -774,18 +774,12 @@ void gpu_sample_init(struct device_data *dev)
 {
     pthread_mutex_init(&dev->sample_lock, NULL);
     dev->sample_refill_ticks = fscope_now();
-    /* One window to start with: a burst of the whole quarter second's budget at start-up
-     * would time tens of frames before their cost is known (auto). */
+    /* One window to start with (auto): a burst of the whole quarter second's budget at
+     * start-up would time tens of frames before their cost is known. */
     dev->sample_tokens = layer_config.gpu_sample_auto ? SAMPLE_WINDOW_FRAMES
                                                       : layer_config.gpu_sample_rate / 4.0;
     dev->sample_rate = layer_config.gpu_sample_rate;
-    /* auto: the first window is open from the start (the first frames are submitted before
-     * any present could open one). */
-    bool first = layer_config.gpu_sample_auto && layer_config.gpu_sample_rate;
-    dev->sample_frames_left = first ? SAMPLE_WINDOW_FRAMES : 0;
-    if (first)
-        atomic_fetch_add_explicit(&gpu_stats.sample_windows, 1, memory_order_relaxed);
-    atomic_store(&dev->sample_open, layer_config.gpu_sample_rate == 0 || first);
+    atomic_store(&dev->sample_open, layer_config.gpu_sample_rate == 0);
 }
 
 /* Under sample_lock, at a present (FRAMESCOPE_GPU_SAMPLE=auto): the frame that ends now was
@@ -916,7 +910,14 @@ static bool sample_admits(struct device_data *dev)
         return false;
     sample_refill(dev, now);
     bool admit = now < dev->sample_until_ticks && dev->sample_tokens >= 1;
-    if (!admit && dev->sample_tokens >= layer_config.gpu_sample_rate / 4.0) {
+    /* A window opens once the budget holds a quarter second's worth; the first one (auto,
+     * which starts with one window's worth) at once: the first frames, submitted before any
+     * present, are timed from the start. */
+    double opens = layer_config.gpu_sample_rate / 4.0;
+    if (layer_config.gpu_sample_auto && !dev->sample_started)
+        opens = 1;
+    if (!admit && dev->sample_tokens >= opens) {
+        dev->sample_started = true;
         dev->sample_until_ticks = now + fscope_ns_to_ticks(SAMPLE_WINDOW_NS);
         atomic_fetch_add_explicit(&gpu_stats.sample_windows, 1, memory_order_relaxed);
         admit = true;

@@ -355,6 +355,7 @@ struct device_data {
     uint64_t sample_last_present;
     double sample_in_ns, sample_out_ns;
     uint32_t sample_since_window; /* frames presented since the last timed one */
+    bool sample_started;          /* a presentless window was opened once */
     double sample_rate;          /* timed submissions a second allowed now */
 
     pthread_mutex_t lock; /* guards queues[] and swapchains[] membership, never held down-chain */
