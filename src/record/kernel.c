@@ -371,12 +371,21 @@ static void record_drm(struct sampler *s, uint64_t ticks)
 /* Reads every watched thread's files. Plain reads: procfs files cannot be read without
  * blocking, so io_uring hands each read to a worker thread of its own (an iou-wrk thread in the
  * app), which made a tick 2 to 6 times slower than these preads (tests/bench-sampler.c). */
-static void read_all(struct sampler *s)
+static void read_all(struct sampler *s, uint64_t *ret_ticks)
 {
+    /* Opened and closed each tick: no descriptor per thread held in the app's table. Every
+     * schedstat first, then the tick's time: the sample's time is the times' (the counts'
+     * files, read after, change slowly), and a long second loop must not stretch a tick the
+     * kernel's times are judged against. */
     for (unsigned i = 0; i < s->count; i++) {
         struct watched *w = &s->threads[i];
-        /* Opened and closed each tick: no descriptor per thread held in the app's table. */
-        if (read_task_file(s, w->tid, "schedstat", w->schedstat, sizeof(w->schedstat)) > 0)
+        if (read_task_file(s, w->tid, "schedstat", w->schedstat, sizeof(w->schedstat)) <= 0)
+            w->schedstat[0] = '\0';
+    }
+    *ret_ticks = fscope_now();
+    for (unsigned i = 0; i < s->count; i++) {
+        struct watched *w = &s->threads[i];
+        if (w->schedstat[0])
             read_counts(s, w, strtoull(w->schedstat, NULL, 10));
     }
 }
@@ -423,8 +432,8 @@ static void sampler_tick(void *arg, bool final)
     refresh_threads(s, second);
     if (second)
         refresh_drm(s);
-    read_all(s);
-    uint64_t now = fscope_now();
+    uint64_t now;
+    read_all(s, &now);
     record_samples(s, now);
     record_drm(s, now);
     kms_tick(s->kms, &s->rec->kms);
