@@ -213,14 +213,14 @@ static void block_release(struct zone_block *b)
 
 static struct cb_zones *state(VkCommandBuffer cb)
 {
-    struct cb_zones **slot = hooks_cb_zones(cb, false);
+    struct cb_zones **slot = commands_cb_zones(cb, false);
     return slot ? *slot : NULL;
 }
 
 void zones_cb_allocated(struct device_data *dev, VkCommandPool pool, VkCommandBuffer cb,
                         bool primary, uint32_t family)
 {
-    struct cb_zones **slot = hooks_cb_zones(cb, true);
+    struct cb_zones **slot = commands_cb_zones(cb, true);
     if (!slot)
         return;
     if (!*slot)
@@ -269,7 +269,7 @@ static void forget_if(struct cb_zones *z, const void *arg)
 void zones_pool_destroyed(struct device_data *dev, VkCommandPool pool)
 {
     const struct forget_what w = { dev, pool };
-    hooks_cb_zones_each(forget_if, &w);
+    commands_cb_zones_each(forget_if, &w);
 }
 
 void zones_cb_begin(VkCommandBuffer cb, const VkCommandBufferBeginInfo *info)
@@ -616,7 +616,7 @@ void zones_device_destroy(struct device_data *dev)
     if (!p)
         return;
     const struct forget_what w = { dev, VK_NULL_HANDLE };
-    hooks_cb_zones_each(forget_if, &w);
+    commands_cb_zones_each(forget_if, &w);
     dev->vk.DestroyQueryPool(dev->device, p->pool, NULL);
     readback_finish(dev, &p->copies);
     pthread_mutex_destroy(&p->lock);

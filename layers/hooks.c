@@ -27,60 +27,6 @@ static void note_result(struct device_data *dev, VkResult r, const char *where)
         gpu_device_lost(dev, where);
 }
 
-/* ---- per-command-buffer counts ------------------------------------------------------------
- * Draws, dispatches and render passes are counted into the command buffer that records them
- * and charged to the frame when that command buffer is submitted, so an app that records once
- * and submits every frame is counted every frame. An open-addressing table keyed by handle,
- * lock-free: the app externally synchronises a command buffer's recording and submission. */
-
-#define CB_TABLE_SIZE 16384 /* power of two */
-
-struct cb_counts {
-    _Atomic(VkCommandBuffer) cb;
-    uint32_t draws, dispatches, render_passes;
-    struct cb_zones *zones; /* gpu_zones.c's, made at allocation, kept for the handle */
-};
-
-static struct cb_counts cb_table[CB_TABLE_SIZE];
-static _Atomic uint64_t cb_table_full;
-
-static struct cb_counts *cb_entry(VkCommandBuffer cb, bool insert)
-{
-    uintptr_t h = (uintptr_t)cb;
-    h ^= h >> 17;
-    h *= UINT64_C(0xed5ad4bb);
-    h ^= h >> 11;
-    for (unsigned probe = 0; probe < 64; probe++) {
-        struct cb_counts *e = &cb_table[(h + probe) & (CB_TABLE_SIZE - 1)];
-        VkCommandBuffer key = atomic_load_explicit(&e->cb, memory_order_acquire);
-        if (key == cb)
-            return e;
-        if (key == VK_NULL_HANDLE) {
-            if (!insert)
-                return NULL;
-            VkCommandBuffer expected = VK_NULL_HANDLE;
-            if (atomic_compare_exchange_strong(&e->cb, &expected, cb) || expected == cb)
-                return e;
-        }
-    }
-    if (insert)
-        atomic_fetch_add_explicit(&cb_table_full, 1, memory_order_relaxed);
-    return NULL;
-}
-
-struct cb_zones **hooks_cb_zones(VkCommandBuffer cb, bool insert)
-{
-    struct cb_counts *e = cb_entry(cb, insert);
-    return e ? &e->zones : NULL;
-}
-
-void hooks_cb_zones_each(void (*fn)(struct cb_zones *z, const void *arg), const void *arg)
-{
-    for (unsigned i = 0; i < CB_TABLE_SIZE; i++)
-        if (atomic_load_explicit(&cb_table[i].cb, memory_order_acquire) && cb_table[i].zones)
-            fn(cb_table[i].zones, arg);
-}
-
 /* Command pools the app made, with their queue family: a command buffer's timestamps are
  * valid only where its family has them. */
 #define POOL_TABLE_SIZE 1024
@@ -347,51 +293,6 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateShaderModule(
     return r;
 }
 
-static VKAPI_ATTR VkResult VKAPI_CALL framescope_AllocateMemory(
-    VkDevice device, const VkMemoryAllocateInfo *info, const VkAllocationCallbacks *alloc,
-    VkDeviceMemory *ret)
-{
-    struct device_data *dev = device_lookup(device);
-    uint64_t start = fscope_now();
-    VkResult r = dev->vk.AllocateMemory(device, info, alloc, ret);
-    evidence(FSCOPE_COUNT_MEMORY_TICKS, FSCOPE_COUNT_MEMORY_CALLS, start, 1);
-    return r;
-}
-
-static VKAPI_ATTR void VKAPI_CALL framescope_FreeMemory(VkDevice device, VkDeviceMemory memory,
-                                                       const VkAllocationCallbacks *alloc)
-{
-    struct device_data *dev = device_lookup(device);
-    uint64_t start = fscope_now();
-    dev->vk.FreeMemory(device, memory, alloc);
-    if (memory)
-        evidence(FSCOPE_COUNT_MEMORY_TICKS, FSCOPE_COUNT_MEMORY_CALLS, start, 1);
-}
-
-static VKAPI_ATTR VkResult VKAPI_CALL framescope_AllocateCommandBuffers(
-    VkDevice device, const VkCommandBufferAllocateInfo *info, VkCommandBuffer *cbs)
-{
-    struct device_data *dev = device_lookup(device);
-    VkResult r = dev->vk.AllocateCommandBuffers(device, info, cbs);
-    if (r == VK_SUCCESS) {
-        uint32_t family = hooks_pool_family(info->commandPool);
-        for (uint32_t i = 0; i < info->commandBufferCount; i++)
-            zones_cb_allocated(dev, info->commandPool, cbs[i],
-                               info->level == VK_COMMAND_BUFFER_LEVEL_PRIMARY, family);
-    }
-    return r;
-}
-
-static void count_submitted(struct fscope_collector *c, VkCommandBuffer cb)
-{
-    struct cb_counts *e = cb_entry(cb, false);
-    if (!e)
-        return;
-    fscope_collector_count(c, FSCOPE_COUNT_DRAWS, e->draws);
-    fscope_collector_count(c, FSCOPE_COUNT_DISPATCHES, e->dispatches);
-    fscope_collector_count(c, FSCOPE_COUNT_RENDER_PASSES, e->render_passes);
-}
-
 /* ---- submission ------------------------------------------------------------------------- */
 
 static void count_submit(uint32_t command_buffers)
@@ -414,7 +315,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueueSubmit(VkQueue queue, uint
     for (uint32_t i = 0; i < count; i++) {
         command_buffers += submits[i].commandBufferCount;
         for (uint32_t j = 0; c && j < submits[i].commandBufferCount; j++)
-            count_submitted(c, submits[i].pCommandBuffers[j]);
+            commands_submitted(c, submits[i].pCommandBuffers[j]);
     }
     count_submit(command_buffers);
     fscope_zone_begin(&loc_submit);
@@ -439,7 +340,7 @@ static VkResult submit2(VkQueue queue, uint32_t count, const VkSubmitInfo2 *subm
     for (uint32_t i = 0; i < count; i++) {
         command_buffers += submits[i].commandBufferInfoCount;
         for (uint32_t j = 0; c && j < submits[i].commandBufferInfoCount; j++)
-            count_submitted(c, submits[i].pCommandBufferInfos[j].commandBuffer);
+            commands_submitted(c, submits[i].pCommandBufferInfos[j].commandBuffer);
     }
     count_submit(command_buffers);
     fscope_zone_begin(&loc_submit);
@@ -651,190 +552,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_DeviceWaitIdle(VkDevice device)
     return r;
 }
 
-/* ---- command recording -------------------------------------------------------------------- */
-
-static VKAPI_ATTR VkResult VKAPI_CALL framescope_BeginCommandBuffer(
-    VkCommandBuffer cb, const VkCommandBufferBeginInfo *info)
-{
-    struct device_data *dev = device_lookup(cb);
-    struct fscope_collector *c = fscope_thread_collector();
-    if (c)
-        c->record_begin_ticks = fscope_now();
-    struct cb_counts *e = cb_entry(cb, true);
-    if (e) {
-        e->draws = 0;
-        e->dispatches = 0;
-        e->render_passes = 0;
-    }
-    VkResult r = dev->vk.BeginCommandBuffer(cb, info);
-    if (r == VK_SUCCESS)
-        zones_cb_begin(cb, info);
-    return r;
-}
-
-static VKAPI_ATTR VkResult VKAPI_CALL framescope_EndCommandBuffer(VkCommandBuffer cb)
-{
-    struct device_data *dev = device_lookup(cb);
-    zones_cb_end(cb);
-    VkResult r = dev->vk.EndCommandBuffer(cb);
-    struct fscope_collector *c = fscope_thread_collector();
-    if (c && c->record_begin_ticks) {
-        fscope_collector_count(c, FSCOPE_COUNT_RECORD_TICKS, fscope_now() - c->record_begin_ticks);
-        c->record_begin_ticks = 0;
-    }
-    return r;
-}
-
-static VKAPI_ATTR void VKAPI_CALL framescope_FreeCommandBuffers(VkDevice device,
-                                                                 VkCommandPool pool,
-                                                                 uint32_t count,
-                                                                 const VkCommandBuffer *cbs)
-{
-    /* Zeroed, not removed: the probe chain stays intact and a reused handle finds its slot. */
-    for (uint32_t i = 0; i < count; i++) {
-        if (cbs[i])
-            zones_cb_freed(cbs[i]);
-        struct cb_counts *e = cbs[i] ? cb_entry(cbs[i], false) : NULL;
-        if (e) {
-            e->draws = 0;
-            e->dispatches = 0;
-            e->render_passes = 0;
-        }
-    }
-    device_lookup(device)->vk.FreeCommandBuffers(device, pool, count, cbs);
-}
-
-static VKAPI_ATTR void VKAPI_CALL framescope_CmdExecuteCommands(VkCommandBuffer cb,
-                                                                uint32_t count,
-                                                                const VkCommandBuffer *secondaries)
-{
-    struct cb_counts *primary = cb_entry(cb, true);
-    for (uint32_t i = 0; primary && i < count; i++) {
-        struct cb_counts *e = cb_entry(secondaries[i], false);
-        if (e) {
-            primary->draws += e->draws;
-            primary->dispatches += e->dispatches;
-            primary->render_passes += e->render_passes;
-        }
-    }
-    device_lookup(cb)->vk.CmdExecuteCommands(cb, count, secondaries);
-}
-
-/* Every draw and dispatch entry point the loader can hand out is counted (one a call; a
- * multi-draw counts its draws: zink draws through vkCmdDrawMultiEXT). An indirect draw counts
- * once, as its counts live on the GPU. */
-#define COUNTED_N(name, field, amount, params, args)                                           \
-    static VKAPI_ATTR void VKAPI_CALL framescope_##name params                                 \
-    {                                                                                          \
-        struct cb_counts *e = cb_entry(cb, true);                                              \
-        if (e)                                                                                 \
-            e->field += (amount);                                                              \
-        device_lookup(cb)->vk.name args;                                                       \
-    }
-#define COUNTED(name, field, params, args) COUNTED_N(name, field, 1, params, args)
-
-COUNTED(CmdDraw, draws,
-        (VkCommandBuffer cb, uint32_t vc, uint32_t ic, uint32_t fv, uint32_t fi),
-        (cb, vc, ic, fv, fi))
-COUNTED(CmdDrawIndexed, draws,
-        (VkCommandBuffer cb, uint32_t xc, uint32_t ic, uint32_t fx, int32_t vo, uint32_t fi),
-        (cb, xc, ic, fx, vo, fi))
-COUNTED(CmdDrawIndirect, draws,
-        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, uint32_t n, uint32_t s),
-        (cb, b, o, n, s))
-COUNTED(CmdDrawIndexedIndirect, draws,
-        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, uint32_t n, uint32_t s),
-        (cb, b, o, n, s))
-COUNTED(CmdDrawIndirectCount, draws,
-        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
-         uint32_t m, uint32_t s),
-        (cb, b, o, cbuf, co, m, s))
-COUNTED(CmdDrawIndirectCountKHR, draws,
-        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
-         uint32_t m, uint32_t s),
-        (cb, b, o, cbuf, co, m, s))
-COUNTED(CmdDrawIndexedIndirectCount, draws,
-        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
-         uint32_t m, uint32_t s),
-        (cb, b, o, cbuf, co, m, s))
-COUNTED(CmdDrawIndexedIndirectCountKHR, draws,
-        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
-         uint32_t m, uint32_t s),
-        (cb, b, o, cbuf, co, m, s))
-COUNTED(CmdDrawIndirectCountAMD, draws,
-        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
-         uint32_t m, uint32_t s),
-        (cb, b, o, cbuf, co, m, s))
-COUNTED(CmdDrawIndexedIndirectCountAMD, draws,
-        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
-         uint32_t m, uint32_t s),
-        (cb, b, o, cbuf, co, m, s))
-COUNTED_N(CmdDrawMultiEXT, draws, draw_count,
-          (VkCommandBuffer cb, uint32_t draw_count, const VkMultiDrawInfoEXT *draws,
-           uint32_t instance_count, uint32_t first_instance, uint32_t stride),
-          (cb, draw_count, draws, instance_count, first_instance, stride))
-COUNTED_N(CmdDrawMultiIndexedEXT, draws, draw_count,
-          (VkCommandBuffer cb, uint32_t draw_count, const VkMultiDrawIndexedInfoEXT *draws,
-           uint32_t instance_count, uint32_t first_instance, uint32_t stride,
-           const int32_t *vertex_offset),
-          (cb, draw_count, draws, instance_count, first_instance, stride, vertex_offset))
-COUNTED(CmdDrawIndirectByteCountEXT, draws,
-        (VkCommandBuffer cb, uint32_t instance_count, uint32_t first_instance,
-         VkBuffer counter, VkDeviceSize counter_offset, uint32_t offset, uint32_t stride),
-        (cb, instance_count, first_instance, counter, counter_offset, offset, stride))
-COUNTED(CmdDrawMeshTasksEXT, draws,
-        (VkCommandBuffer cb, uint32_t x, uint32_t y, uint32_t z), (cb, x, y, z))
-COUNTED(CmdDrawMeshTasksIndirectEXT, draws,
-        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, uint32_t n, uint32_t s),
-        (cb, b, o, n, s))
-COUNTED(CmdDrawMeshTasksIndirectCountEXT, draws,
-        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
-         uint32_t m, uint32_t s),
-        (cb, b, o, cbuf, co, m, s))
-COUNTED(CmdDrawMeshTasksNV, draws,
-        (VkCommandBuffer cb, uint32_t task_count, uint32_t first_task),
-        (cb, task_count, first_task))
-COUNTED(CmdDrawMeshTasksIndirectNV, draws,
-        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, uint32_t n, uint32_t s),
-        (cb, b, o, n, s))
-COUNTED(CmdDrawMeshTasksIndirectCountNV, draws,
-        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o, VkBuffer cbuf, VkDeviceSize co,
-         uint32_t m, uint32_t s),
-        (cb, b, o, cbuf, co, m, s))
-COUNTED(CmdDispatch, dispatches,
-        (VkCommandBuffer cb, uint32_t x, uint32_t y, uint32_t z), (cb, x, y, z))
-COUNTED(CmdDispatchIndirect, dispatches,
-        (VkCommandBuffer cb, VkBuffer b, VkDeviceSize o), (cb, b, o))
-COUNTED(CmdDispatchBase, dispatches,
-        (VkCommandBuffer cb, uint32_t bx, uint32_t by, uint32_t bz, uint32_t x, uint32_t y,
-         uint32_t z),
-        (cb, bx, by, bz, x, y, z))
-COUNTED(CmdDispatchBaseKHR, dispatches,
-        (VkCommandBuffer cb, uint32_t bx, uint32_t by, uint32_t bz, uint32_t x, uint32_t y,
-         uint32_t z),
-        (cb, bx, by, bz, x, y, z))
-COUNTED(CmdTraceRaysKHR, dispatches,
-        (VkCommandBuffer cb, const VkStridedDeviceAddressRegionKHR *raygen,
-         const VkStridedDeviceAddressRegionKHR *miss, const VkStridedDeviceAddressRegionKHR *hit,
-         const VkStridedDeviceAddressRegionKHR *callable, uint32_t width, uint32_t height,
-         uint32_t depth),
-        (cb, raygen, miss, hit, callable, width, height, depth))
-COUNTED(CmdTraceRaysIndirectKHR, dispatches,
-        (VkCommandBuffer cb, const VkStridedDeviceAddressRegionKHR *raygen,
-         const VkStridedDeviceAddressRegionKHR *miss, const VkStridedDeviceAddressRegionKHR *hit,
-         const VkStridedDeviceAddressRegionKHR *callable, VkDeviceAddress address),
-        (cb, raygen, miss, hit, callable, address))
-COUNTED(CmdTraceRaysIndirect2KHR, dispatches,
-        (VkCommandBuffer cb, VkDeviceAddress address), (cb, address))
-
 /* ---- render passes and labels: counted, and timed as GPU zones (gpu_zones.c) ---- */
-
-static void pass_counted(VkCommandBuffer cb)
-{
-    struct cb_counts *e = cb_entry(cb, true);
-    if (e)
-        e->render_passes++;
-}
 
 /* Whether a subpass (VkSubpassDescription or VkSubpassDescription2) has a depth/stencil
  * attachment. */
@@ -932,7 +650,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyRenderPass(
  * are not timed. Returns the device, for the call down. */
 static struct device_data *render_pass_begin(VkCommandBuffer cb, const VkRenderPassBeginInfo *i)
 {
-    pass_counted(cb);
+    commands_pass_counted(cb);
     struct device_data *dev = device_lookup(cb);
     const struct render_pass_info *info =
         layer_config.gpu_zones
@@ -964,7 +682,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass2KHR(
 
 static void rendering_begin(VkCommandBuffer cb, const VkRenderingInfo *i)
 {
-    pass_counted(cb);
+    commands_pass_counted(cb);
     bool depth = (i->pDepthAttachment && i->pDepthAttachment->imageView) ||
                  (i->pStencilAttachment && i->pStencilAttachment->imageView);
     zones_pass_begin(cb, i->renderArea, i->colorAttachmentCount, depth, i->viewMask, i->flags);
@@ -988,6 +706,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass(VkCommandBuffer cb
 {
     device_lookup(cb)->vk.CmdEndRenderPass(cb);
     zones_pass_end(cb);
+    commands_counted(cb);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass2(VkCommandBuffer cb,
@@ -995,6 +714,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass2(VkCommandBuffer c
 {
     device_lookup(cb)->vk.CmdEndRenderPass2(cb, i);
     zones_pass_end(cb);
+    commands_counted(cb);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass2KHR(VkCommandBuffer cb,
@@ -1002,24 +722,28 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass2KHR(VkCommandBuffe
 {
     device_lookup(cb)->vk.CmdEndRenderPass2KHR(cb, i);
     zones_pass_end(cb);
+    commands_counted(cb);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRendering(VkCommandBuffer cb)
 {
     device_lookup(cb)->vk.CmdEndRendering(cb);
     zones_pass_end(cb);
+    commands_counted(cb);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderingKHR(VkCommandBuffer cb)
 {
     device_lookup(cb)->vk.CmdEndRenderingKHR(cb);
     zones_pass_end(cb);
+    commands_counted(cb);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginDebugUtilsLabelEXT(
     VkCommandBuffer cb, const VkDebugUtilsLabelEXT *label)
 {
     zones_label_begin(cb, label ? label->pLabelName : NULL);
+    commands_label_begin(cb, label ? label->pLabelName : NULL);
     device_lookup(cb)->vk.CmdBeginDebugUtilsLabelEXT(cb, label);
 }
 
@@ -1027,12 +751,14 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndDebugUtilsLabelEXT(VkCommandB
 {
     device_lookup(cb)->vk.CmdEndDebugUtilsLabelEXT(cb);
     zones_label_end(cb);
+    commands_label_end(cb);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdDebugMarkerBeginEXT(
     VkCommandBuffer cb, const VkDebugMarkerMarkerInfoEXT *marker)
 {
     zones_label_begin(cb, marker ? marker->pMarkerName : NULL);
+    commands_label_begin(cb, marker ? marker->pMarkerName : NULL);
     device_lookup(cb)->vk.CmdDebugMarkerBeginEXT(cb, marker);
 }
 
@@ -1040,19 +766,8 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdDebugMarkerEndEXT(VkCommandBuffe
 {
     device_lookup(cb)->vk.CmdDebugMarkerEndEXT(cb);
     zones_label_end(cb);
+    commands_label_end(cb);
 }
-#undef COUNTED
-#undef COUNTED_N
-
-void hooks_report_notes(void)
-{
-    uint64_t full = atomic_load(&cb_table_full);
-    if (full)
-        fscope_record_note("%llu draw/dispatch/render-pass records were not counted: more than "
-                           "%d command buffers in use at once", (unsigned long long)full,
-                           CB_TABLE_SIZE);
-}
-
 PFN_vkVoidFunction hooks_device_proc(const char *name)
 {
 #define HOOK(fn)                                                                               \
@@ -1064,8 +779,6 @@ PFN_vkVoidFunction hooks_device_proc(const char *name)
     HOOK(CreateShaderModule)
     HOOK(SetDebugUtilsObjectNameEXT)
     HOOK(DebugMarkerSetObjectNameEXT)
-    HOOK(AllocateMemory)
-    HOOK(FreeMemory)
     HOOK(QueueSubmit)
     HOOK(QueueSubmit2)
     HOOK(QueueSubmit2KHR)
@@ -1078,36 +791,6 @@ PFN_vkVoidFunction hooks_device_proc(const char *name)
     HOOK(WaitSemaphoresKHR)
     HOOK(QueueWaitIdle)
     HOOK(DeviceWaitIdle)
-    HOOK(BeginCommandBuffer)
-    HOOK(EndCommandBuffer)
-    HOOK(FreeCommandBuffers)
-    HOOK(CmdExecuteCommands)
-    HOOK(CmdDraw)
-    HOOK(CmdDrawIndexed)
-    HOOK(CmdDrawIndirect)
-    HOOK(CmdDrawIndexedIndirect)
-    HOOK(CmdDrawIndirectCount)
-    HOOK(CmdDrawIndirectCountKHR)
-    HOOK(CmdDrawIndexedIndirectCount)
-    HOOK(CmdDrawIndexedIndirectCountKHR)
-    HOOK(CmdDrawIndirectCountAMD)
-    HOOK(CmdDrawIndexedIndirectCountAMD)
-    HOOK(CmdDrawMultiEXT)
-    HOOK(CmdDrawMultiIndexedEXT)
-    HOOK(CmdDrawIndirectByteCountEXT)
-    HOOK(CmdDrawMeshTasksEXT)
-    HOOK(CmdDrawMeshTasksIndirectEXT)
-    HOOK(CmdDrawMeshTasksIndirectCountEXT)
-    HOOK(CmdDrawMeshTasksNV)
-    HOOK(CmdDrawMeshTasksIndirectNV)
-    HOOK(CmdDrawMeshTasksIndirectCountNV)
-    HOOK(CmdDispatch)
-    HOOK(CmdDispatchIndirect)
-    HOOK(CmdDispatchBase)
-    HOOK(CmdDispatchBaseKHR)
-    HOOK(CmdTraceRaysKHR)
-    HOOK(CmdTraceRaysIndirectKHR)
-    HOOK(CmdTraceRaysIndirect2KHR)
     HOOK(CreateRenderPass)
     HOOK(CreateRenderPass2)
     HOOK(CreateRenderPass2KHR)
@@ -1128,7 +811,6 @@ PFN_vkVoidFunction hooks_device_proc(const char *name)
     HOOK(CmdDebugMarkerEndEXT)
     HOOK(CreateCommandPool)
     HOOK(DestroyCommandPool)
-    HOOK(AllocateCommandBuffers)
 #undef HOOK
     return NULL;
 }

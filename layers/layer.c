@@ -337,6 +337,12 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyInstance(VkInstance instance
         return;
     PFN_vkDestroyInstance destroy = inst->vk.DestroyInstance;
     table_remove(instances, MAX_INSTANCES, &tables_lock, inst);
+    /* Devices the app never destroyed: their budget is read through this instance. */
+    for (unsigned i = 0; i < MAX_DEVICES; i++) {
+        struct device_data *dev = atomic_load(&devices[i].item);
+        if (dev && dev->instance == inst)
+            resources_device_finish(dev);
+    }
     /* Surfaces the app never destroyed: taken out under the lock, torn down outside it (the
      * teardown joins a thread and calls libwayland). */
     struct surface_data *orphans[MAX_SURFACES];
@@ -494,6 +500,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
         r = VK_ERROR_OUT_OF_HOST_MEMORY;
         goto error_mutex;
     }
+    resources_device_init(dev);
     gpu_reader_start(dev);
     return VK_SUCCESS;
 
@@ -517,6 +524,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyDevice(VkDevice device,
     if (!dev)
         return;
     table_remove(devices, MAX_DEVICES, &tables_lock, dev);
+    resources_device_finish(dev);
     /* Reads back what the GPU finished (the app idled the device first, as it must) before
      * our pools go. */
     gpu_reader_stop(dev);
@@ -786,6 +794,10 @@ static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL framescope_GetDeviceProcAddr(VkD
     PFN_vkVoidFunction ours = plumbing_device_proc(name);
     if (!ours)
         ours = hooks_device_proc(name);
+    if (!ours)
+        ours = commands_device_proc(name);
+    if (!ours)
+        ours = resources_device_proc(name);
     return ours ? ours : next;
 }
 
@@ -812,6 +824,10 @@ framescope_GetInstanceProcAddr(VkInstance instance, const char *name)
     PFN_vkVoidFunction ours = plumbing_device_proc(name);
     if (!ours)
         ours = hooks_device_proc(name);
+    if (!ours)
+        ours = commands_device_proc(name);
+    if (!ours)
+        ours = resources_device_proc(name);
     return ours ? ours : next;
 #undef HOOK
 }
@@ -838,10 +854,12 @@ __attribute__((destructor)) static void layer_destructor(void)
     /* Devices the app never destroyed: stop their readers so the report reads still logs. */
     for (unsigned i = 0; i < MAX_DEVICES; i++) {
         struct device_data *dev = atomic_load(&devices[i].item);
-        if (dev)
+        if (dev) {
+            resources_device_finish(dev);
             gpu_reader_stop_at_exit(dev);
+        }
     }
     gpu_report_notes();
-    hooks_report_notes();
+    commands_report_notes();
     fscope_report_finish();
 }

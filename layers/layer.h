@@ -57,6 +57,8 @@ void table_remove(struct table_entry *table, unsigned size, pthread_mutex_t *loc
     X(EnumerateDeviceExtensionProperties)                                                      \
     X(GetPhysicalDeviceProperties)                                                             \
     X(GetPhysicalDeviceMemoryProperties)                                                       \
+    X(GetPhysicalDeviceMemoryProperties2)                                                      \
+    X(GetPhysicalDeviceMemoryProperties2KHR)                                                   \
     X(GetPhysicalDeviceProperties2)                                                            \
     X(GetPhysicalDeviceFeatures2)                                                              \
     X(GetPhysicalDeviceFeatures2KHR)                                                           \
@@ -97,6 +99,103 @@ struct instance_data {
     struct instance_dispatch vk;
 };
 
+/* What layers/resources.c hooks: device memory and descriptor pools. */
+#define RESOURCE_HOOKS(X)                                                                      \
+    X(AllocateMemory)                                                                          \
+    X(FreeMemory)                                                                              \
+    X(CreateDescriptorPool)                                                                    \
+    X(DestroyDescriptorPool)                                                                   \
+    X(ResetDescriptorPool)                                                                     \
+    X(AllocateDescriptorSets)                                                                  \
+    X(FreeDescriptorSets)
+
+/* What layers/commands.c hooks: command buffers, their pools, and every command it counts. */
+#define COMMAND_HOOKS(X)                                                                       \
+    X(AllocateCommandBuffers)                                                                  \
+    X(BeginCommandBuffer)                                                                      \
+    X(EndCommandBuffer)                                                                        \
+    X(FreeCommandBuffers)                                                                      \
+    X(ResetCommandPool)                                                                        \
+    X(ResetCommandBuffer)                                                                      \
+    X(TrimCommandPool)                                                                         \
+    X(TrimCommandPoolKHR)                                                                      \
+    X(CmdExecuteCommands)                                                                      \
+    X(CmdBindPipeline)                                                                         \
+    X(CmdBindVertexBuffers)                                                                    \
+    X(CmdBindVertexBuffers2)                                                                   \
+    X(CmdBindVertexBuffers2EXT)                                                                \
+    X(CmdBindIndexBuffer)                                                                      \
+    X(CmdBindDescriptorSets)                                                                   \
+    X(CmdPushDescriptorSetKHR)                                                                 \
+    X(CmdPushDescriptorSetWithTemplateKHR)                                                     \
+    X(CmdSetViewport)                                                                          \
+    X(CmdSetScissor)                                                                           \
+    X(CmdSetViewportWithCount)                                                                 \
+    X(CmdSetViewportWithCountEXT)                                                              \
+    X(CmdSetScissorWithCount)                                                                  \
+    X(CmdSetScissorWithCountEXT)                                                               \
+    X(CmdSetLineWidth)                                                                         \
+    X(CmdSetDepthBias)                                                                         \
+    X(CmdSetBlendConstants)                                                                    \
+    X(CmdSetDepthBounds)                                                                       \
+    X(CmdSetStencilCompareMask)                                                                \
+    X(CmdSetStencilWriteMask)                                                                  \
+    X(CmdSetStencilReference)                                                                  \
+    X(CmdSetCullMode)                                                                          \
+    X(CmdSetCullModeEXT)                                                                       \
+    X(CmdSetFrontFace)                                                                         \
+    X(CmdSetFrontFaceEXT)                                                                      \
+    X(CmdSetPrimitiveTopology)                                                                 \
+    X(CmdSetPrimitiveTopologyEXT)                                                              \
+    X(CmdSetDepthTestEnable)                                                                   \
+    X(CmdSetDepthTestEnableEXT)                                                                \
+    X(CmdSetDepthWriteEnable)                                                                  \
+    X(CmdSetDepthWriteEnableEXT)                                                               \
+    X(CmdSetDepthCompareOp)                                                                    \
+    X(CmdSetDepthCompareOpEXT)                                                                 \
+    X(CmdDraw)                                                                                 \
+    X(CmdDrawIndexed)                                                                          \
+    X(CmdDrawIndirect)                                                                         \
+    X(CmdDrawIndexedIndirect)                                                                  \
+    X(CmdDrawIndirectCount)                                                                    \
+    X(CmdDrawIndirectCountKHR)                                                                 \
+    X(CmdDrawIndexedIndirectCount)                                                             \
+    X(CmdDrawIndexedIndirectCountKHR)                                                          \
+    X(CmdDrawIndirectCountAMD)                                                                 \
+    X(CmdDrawIndexedIndirectCountAMD)                                                          \
+    X(CmdDrawMultiEXT)                                                                         \
+    X(CmdDrawMultiIndexedEXT)                                                                  \
+    X(CmdDrawIndirectByteCountEXT)                                                             \
+    X(CmdDrawMeshTasksEXT)                                                                     \
+    X(CmdDrawMeshTasksIndirectEXT)                                                             \
+    X(CmdDrawMeshTasksIndirectCountEXT)                                                        \
+    X(CmdDrawMeshTasksNV)                                                                      \
+    X(CmdDrawMeshTasksIndirectNV)                                                              \
+    X(CmdDrawMeshTasksIndirectCountNV)                                                         \
+    X(CmdDispatch)                                                                             \
+    X(CmdDispatchIndirect)                                                                     \
+    X(CmdDispatchBase)                                                                         \
+    X(CmdDispatchBaseKHR)                                                                      \
+    X(CmdTraceRaysKHR)                                                                         \
+    X(CmdTraceRaysIndirectKHR)                                                                 \
+    X(CmdTraceRaysIndirect2KHR)                                                                \
+    X(CmdPushConstants)                                                                        \
+    X(CmdPipelineBarrier)                                                                      \
+    X(CmdPipelineBarrier2)                                                                     \
+    X(CmdPipelineBarrier2KHR)                                                                  \
+    X(CmdCopyBuffer)                                                                           \
+    X(CmdCopyImage)                                                                            \
+    X(CmdCopyBufferToImage)                                                                    \
+    X(CmdCopyImageToBuffer)                                                                    \
+    X(CmdBlitImage)                                                                            \
+    X(CmdClearColorImage)                                                                      \
+    X(CmdClearDepthStencilImage)                                                               \
+    X(CmdClearAttachments)                                                                     \
+    X(CmdFillBuffer)                                                                           \
+    X(CmdUpdateBuffer)                                                                         \
+    X(CmdResolveImage)                                                                         \
+    X(CmdNextSubpass)
+
 #define DEVICE_FUNCTIONS(X)                                                                    \
     X(GetDeviceProcAddr)                                                                       \
     X(DestroyDevice)                                                                           \
@@ -115,36 +214,6 @@ struct instance_data {
     X(AcquireNextImageKHR)                                                                     \
     X(AcquireNextImage2KHR)                                                                    \
     X(QueuePresentKHR)                                                                         \
-    X(BeginCommandBuffer)                                                                      \
-    X(EndCommandBuffer)                                                                        \
-    X(FreeCommandBuffers)                                                                      \
-    X(CmdExecuteCommands)                                                                      \
-    X(CmdDraw)                                                                                 \
-    X(CmdDrawIndexed)                                                                          \
-    X(CmdDrawIndirect)                                                                         \
-    X(CmdDrawIndexedIndirect)                                                                  \
-    X(CmdDrawIndirectCount)                                                                    \
-    X(CmdDrawIndirectCountKHR)                                                                 \
-    X(CmdDrawIndexedIndirectCount)                                                             \
-    X(CmdDrawIndexedIndirectCountKHR)                                                          \
-    X(CmdDrawMultiEXT)                                                                         \
-    X(CmdDrawMultiIndexedEXT)                                                                  \
-    X(CmdDrawIndirectByteCountEXT)                                                             \
-    X(CmdDrawIndirectCountAMD)                                                                 \
-    X(CmdDrawIndexedIndirectCountAMD)                                                          \
-    X(CmdDrawMeshTasksEXT)                                                                     \
-    X(CmdDrawMeshTasksIndirectEXT)                                                             \
-    X(CmdDrawMeshTasksIndirectCountEXT)                                                        \
-    X(CmdDrawMeshTasksNV)                                                                      \
-    X(CmdDrawMeshTasksIndirectNV)                                                              \
-    X(CmdDrawMeshTasksIndirectCountNV)                                                         \
-    X(CmdDispatch)                                                                             \
-    X(CmdDispatchIndirect)                                                                     \
-    X(CmdDispatchBase)                                                                         \
-    X(CmdDispatchBaseKHR)                                                                      \
-    X(CmdTraceRaysKHR)                                                                         \
-    X(CmdTraceRaysIndirectKHR)                                                                 \
-    X(CmdTraceRaysIndirect2KHR)                                                                \
     X(CreateRenderPass)                                                                        \
     X(CreateRenderPass2)                                                                       \
     X(CreateRenderPass2KHR)                                                                    \
@@ -156,18 +225,14 @@ struct instance_data {
     X(CmdBeginRenderingKHR)                                                                    \
     X(CreateCommandPool)                                                                       \
     X(DestroyCommandPool)                                                                      \
-    X(AllocateCommandBuffers)                                                                  \
     X(CreateQueryPool)                                                                         \
     X(DestroyQueryPool)                                                                        \
     X(GetQueryPoolResults)                                                                     \
     X(CmdResetQueryPool)                                                                       \
     X(CmdCopyQueryPoolResults)                                                                 \
-    X(CmdPipelineBarrier)                                                                      \
     X(CreateBuffer)                                                                            \
     X(DestroyBuffer)                                                                           \
     X(GetBufferMemoryRequirements)                                                             \
-    X(AllocateMemory)                                                                          \
-    X(FreeMemory)                                                                              \
     X(BindBufferMemory)                                                                        \
     X(MapMemory)                                                                               \
     X(InvalidateMappedMemoryRanges)                                                            \
@@ -199,7 +264,9 @@ struct instance_data {
     X(CreateRayTracingPipelinesKHR)                                                            \
     X(SetDebugUtilsObjectNameEXT)                                                              \
     X(DebugMarkerSetObjectNameEXT)                                                             \
-    X(CreateShaderModule)
+    X(CreateShaderModule)                                                                      \
+    COMMAND_HOOKS(X)                                                                           \
+    RESOURCE_HOOKS(X)
 
 struct device_dispatch {
 #define X(name) PFN_vk##name name;
@@ -306,6 +373,10 @@ struct device_data {
     VkQueueFamilyProperties families[16];
     bool calibrated_timestamps; /* we can read DEVICE and CLOCK_MONOTONIC together */
     bool creation_feedback;     /* pipeline creation feedback may be chained (hooks.c) */
+    /* Memory types' heaps (resources.c), and the query that reads the budget (NULL: none). */
+    uint32_t memory_type_heap[32];
+    uint32_t memory_type_count;
+    PFN_vkGetPhysicalDeviceMemoryProperties2 memory_properties2;
     /* Queries are reset from the host when read back, not by a command in the submission
      * (vkCmdResetQueryPool in every submission cost most of the layer's GPU-timing overhead
      * on the H200). NULL: reset in the command buffer instead. */
@@ -492,15 +563,33 @@ bool gpu_sample_may_time(struct device_data *dev);
 
 /* hooks.c */
 PFN_vkVoidFunction hooks_device_proc(const char *name);
-void hooks_report_notes(void);
+/* The queue family of a command pool the app created (UINT32_MAX: unknown). */
+uint32_t hooks_pool_family(VkCommandPool pool);
+
+/* commands.c */
+PFN_vkVoidFunction commands_device_proc(const char *name);
+void commands_report_notes(void);
 struct cb_zones;
 /* The GPU-zone state slot of a command buffer (in the per-command-buffer table), made with
  * insert (at allocation); NULL when the table is full, or without insert when it has none. */
-struct cb_zones **hooks_cb_zones(VkCommandBuffer cb, bool insert);
+struct cb_zones **commands_cb_zones(VkCommandBuffer cb, bool insert);
 /* Calls fn(state, arg) on every command buffer's GPU-zone state. */
-void hooks_cb_zones_each(void (*fn)(struct cb_zones *z, const void *arg), const void *arg);
-/* The queue family of a command pool the app created (UINT32_MAX: unknown). */
-uint32_t hooks_pool_family(VkCommandPool pool);
+void commands_cb_zones_each(void (*fn)(struct cb_zones *z, const void *arg), const void *arg);
+/* A submission on the calling thread (collector c) charges what cb recorded to its frame. */
+void commands_submitted(struct fscope_collector *c, VkCommandBuffer cb);
+/* Commands hooks.c sees first: a render pass begun (counted as one), a label opened or
+ * closed (where binds are charged), any other command. */
+void commands_pass_counted(VkCommandBuffer cb);
+void commands_label_begin(VkCommandBuffer cb, const char *name);
+void commands_label_end(VkCommandBuffer cb);
+void commands_counted(VkCommandBuffer cb);
+
+/* resources.c */
+PFN_vkVoidFunction resources_device_proc(const char *name);
+/* Records the device's heaps and starts reading its memory budget where it has one. */
+void resources_device_init(struct device_data *dev);
+/* Stops reading its budget (waits for a read in progress on the sampler thread). */
+void resources_device_finish(struct device_data *dev);
 
 /* gpu_zones.c */
 void zones_cb_allocated(struct device_data *dev, VkCommandPool pool, VkCommandBuffer cb,

@@ -70,6 +70,7 @@ static const char *const type_names[REC_OBJ_TYPE_COUNT] = {
     [REC_OBJ_GPU_ZONE_NAMES] = "GPU zone name table",
     [REC_OBJ_GPU_ZONES] = "GPU zone log",
     [REC_OBJ_OBJECTS] = "object table",
+    [REC_OBJ_ENGINE] = "engine table",
 };
 
 /* "the header", "the frame log of directory entry 3", "chunk 7 of the frame log of ...". */
@@ -368,6 +369,90 @@ static int read_vk_objects(struct reader *r, struct recording *rec, const struct
     return e;
 }
 
+static int read_engine(struct reader *r, struct recording *rec, const struct rec_engine *src)
+{
+    struct recording_engine *g = &rec->engine;
+    if (g->present)
+        return malformed(r, "two engine tables");
+    g->present = true;
+    void *items;
+    int e = read_chunked(r, rec, &src->recordings, sizeof(struct cmd_recording),
+                         "command buffer recordings", &items, &g->recording_count);
+    g->recordings = items;
+    for (uint64_t i = 0; !e && i < g->recording_count; i++)
+        if (g->recordings[i].end_ticks < g->recordings[i].begin_ticks)
+            e = malformed(r, "a command buffer recording ends before it begins");
+    if (e)
+        return e;
+    e = read_chunked(r, rec, &src->pool_ops, sizeof(struct pool_op), "command pool calls", &items,
+                     &g->pool_op_count);
+    g->pool_ops = items;
+    for (uint64_t i = 0; !e && i < g->pool_op_count; i++) {
+        const struct pool_op *op = &g->pool_ops[i];
+        if (op->end_ticks < op->begin_ticks || op->kind < POOL_OP_RESET_POOL ||
+            op->kind > POOL_OP_TRIM)
+            e = malformed(r, "a command pool call of kind %u ends before it begins, or is no "
+                          "kind known", op->kind);
+    }
+    if (e)
+        return e;
+    e = read_chunked(r, rec, &src->memory, sizeof(struct memory_event), "memory events", &items,
+                     &g->memory_count);
+    g->memory = items;
+    for (uint64_t i = 0; !e && i < g->memory_count; i++)
+        if (g->memory[i].kind < MEMORY_ALLOC || g->memory[i].kind > MEMORY_ALLOC_FAILED)
+            e = malformed(r, "a memory event of kind %u", g->memory[i].kind);
+    if (e)
+        return e;
+    e = read_chunked(r, rec, &src->budgets, sizeof(struct budget_sample), "memory budgets",
+                     &items, &g->budget_count);
+    g->budgets = items;
+    for (uint64_t i = 0; !e && i < g->budget_count; i++)
+        if (g->budgets[i].heap_count > BUDGET_HEAPS)
+            e = malformed(r, "a memory budget of %u heaps", g->budgets[i].heap_count);
+    if (e)
+        return e;
+    e = read_chunked(r, rec, &src->gauges, sizeof(struct gauge_sample), "gauges", &items,
+                     &g->gauge_count);
+    g->gauges = items;
+    if (e)
+        return e;
+    g->memory_props_count = atomic_load(&src->memory_props_count);
+    if (g->memory_props_count > REC_ENGINE_DEVICES)
+        return malformed(r, "memory properties of %u devices", g->memory_props_count);
+    for (unsigned i = 0; i < g->memory_props_count; i++) {
+        g->memory_props[i] = src->memory_props[i];
+        const struct rec_memory_props *m = &g->memory_props[i];
+        if (m->heap_count > MEMORY_HEAPS || m->type_count > MEMORY_TYPES)
+            return malformed(r, "a device with %u memory heaps and %u types", m->heap_count,
+                             m->type_count);
+    }
+    g->sites = calloc(REC_BIND_SITES, sizeof(*g->sites));
+    g->descriptor_pools = calloc(REC_DESCRIPTOR_POOLS, sizeof(*g->descriptor_pools));
+    if (!g->sites || !g->descriptor_pools)
+        return -ENOMEM;
+    for (unsigned i = 0; i < REC_BIND_SITES; i++) {
+        const struct bind_site *site = &src->sites[i];
+        if (!atomic_load(&site->key) || !atomic_load(&site->ready))
+            continue;
+        struct bind_site *to = &g->sites[g->site_count++];
+        memcpy(to, site, sizeof(*to));
+        if (to->kind < BIND_SITE_LABEL || to->kind > BIND_SITE_NONE)
+            return malformed(r, "a bind site of kind %u", to->kind);
+        make_printable(to->name, sizeof(to->name));
+    }
+    uint32_t pools = atomic_load(&src->descriptor_pool_count);
+    for (uint32_t i = 0; i < pools && i < REC_DESCRIPTOR_POOLS; i++) {
+        if (!atomic_load(&src->descriptor_pools[i].handle))
+            continue;
+        memcpy(&g->descriptor_pools[g->descriptor_pool_count++], &src->descriptor_pools[i],
+               sizeof(*g->descriptor_pools));
+    }
+    g->sites_full = atomic_load(&src->sites_full);
+    g->descriptor_pools_untracked = atomic_load(&src->descriptor_pools_untracked);
+    return 0;
+}
+
 static int read_spans(struct reader *r, struct recording *rec, const struct rec_span_log *src)
 {
     void *spans;
@@ -637,6 +722,7 @@ static const uint64_t object_sizes[REC_OBJ_TYPE_COUNT] = {
     [REC_OBJ_GPU_ZONE_NAMES] = sizeof(struct rec_gpu_zone_names),
     [REC_OBJ_GPU_ZONES] = sizeof(struct rec_gpu_zones),
     [REC_OBJ_OBJECTS] = sizeof(struct rec_objects),
+    [REC_OBJ_ENGINE] = sizeof(struct rec_engine),
 };
 
 /* A header of this format, or an error naming what it is instead. */
@@ -758,6 +844,16 @@ static void *object_copy(const void *live, uint32_t type)
         chunked_load(&((struct rec_objects *)copy)->pipelines,
                      &((const struct rec_objects *)live)->pipelines);
         break;
+    case REC_OBJ_ENGINE: {
+        struct rec_engine *c = copy;
+        const struct rec_engine *l = live;
+        chunked_load(&c->recordings, &l->recordings);
+        chunked_load(&c->pool_ops, &l->pool_ops);
+        chunked_load(&c->memory, &l->memory);
+        chunked_load(&c->budgets, &l->budgets);
+        chunked_load(&c->gauges, &l->gauges);
+        break;
+    }
     case REC_OBJ_KERNEL:
         chunked_load(&((struct rec_kernel *)copy)->samples,
                      &((const struct rec_kernel *)live)->samples);
@@ -813,6 +909,7 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
         case REC_OBJ_GPU_ZONE_NAMES: e = read_gpu_zone_names(r, rec, object); break;
         case REC_OBJ_GPU_ZONES: e = read_gpu_zones(r, rec, object); break;
         case REC_OBJ_OBJECTS: e = read_vk_objects(r, rec, object); break;
+        case REC_OBJ_ENGINE: e = read_engine(r, rec, object); break;
         }
         free(object);
         if (e)
@@ -928,6 +1025,13 @@ void recording_free(struct recording *rec)
     free(rec->kernel.sched_events);
     free(rec->object_names);
     free(rec->pipelines);
+    free(rec->engine.recordings);
+    free(rec->engine.pool_ops);
+    free(rec->engine.memory);
+    free(rec->engine.budgets);
+    free(rec->engine.gauges);
+    free(rec->engine.sites);
+    free(rec->engine.descriptor_pools);
     free(rec);
 }
 
@@ -1116,6 +1220,13 @@ int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t
             e = unstream_plan_array(&r, &((struct rec_objects *)object)->names, &plan);
             if (!e)
                 e = unstream_plan_array(&r, &((struct rec_objects *)object)->pipelines, &plan);
+        }
+        else if (type == REC_OBJ_ENGINE) {
+            struct rec_engine *g = object;
+            struct chunked *arrays[] = { &g->recordings, &g->pool_ops, &g->memory, &g->budgets,
+                                         &g->gauges };
+            for (unsigned k = 0; !e && k < sizeof(arrays) / sizeof(arrays[0]); k++)
+                e = unstream_plan_array(&r, arrays[k], &plan);
         }
         else if (type == REC_OBJ_KERNEL) {
             e = unstream_plan_array(&r, &((struct rec_kernel *)object)->samples, &plan);

@@ -74,6 +74,25 @@ struct recording_kernel {
     struct sched_event *sched_events; /* per CPU ring, drained in turn: not in time order */
 };
 
+/* The engine's own cost (format.h, struct rec_engine): every array checked, strings
+ * terminated; sites and descriptor pools only those published. */
+struct recording_engine {
+    bool present;
+    uint64_t recording_count, pool_op_count, memory_count, budget_count, gauge_count;
+    struct cmd_recording *recordings; /* in the order they ended, near enough */
+    struct pool_op *pool_ops;
+    struct memory_event *memory;
+    struct budget_sample *budgets;
+    struct gauge_sample *gauges;
+    unsigned memory_props_count;
+    struct rec_memory_props memory_props[REC_ENGINE_DEVICES];
+    unsigned site_count;
+    struct bind_site *sites;
+    unsigned descriptor_pool_count;
+    struct descriptor_pool_entry *descriptor_pools;
+    uint64_t sites_full, descriptor_pools_untracked;
+};
+
 struct recording {
     char app[64];
     int pid;
@@ -111,6 +130,7 @@ struct recording {
     uint64_t object_name_count, pipeline_count;
     struct object_name *object_names;
     struct pipeline_created *pipelines;
+    struct recording_engine engine;
     uint64_t items_dropped;  /* frames, spans and cap events the full arena refused */
     uint64_t alloc_failures; /* the arena refused an allocation */
     uint64_t locs_dropped;

@@ -12,6 +12,7 @@
 
 #include "capture_dir.h"
 #include "counters.h"
+#include "engine.h"
 #include "formats.h"
 #include "gpu_zones.h"
 #include "hitches.h"
@@ -298,6 +299,7 @@ struct run_stats {
     struct display_evidence *evidence; /* per log, in log order */
     unsigned primary_log;              /* the log with the most frames */
     struct hitch_stats hitches;
+    struct engine_stats engine;
 };
 
 static double percentile_ms(const int64_t *sorted, uint64_t n, double p)
@@ -751,6 +753,7 @@ static void write_summary_text(FILE *f, const struct run_stats *s)
                 "%.1f render passes per frame\n", s->count_mean[FSCOPE_COUNT_SUBMITS],
                 s->count_mean[FSCOPE_COUNT_COMMAND_BUFFERS], s->count_mean[FSCOPE_COUNT_DRAWS],
                 s->count_mean[FSCOPE_COUNT_DISPATCHES], s->count_mean[FSCOPE_COUNT_RENDER_PASSES]);
+        engine_write_text(f, rec, &s->engine, s->count_mean);
         fprintf(f, "  verdict     %s-bound: %s\n", verdict_name(s->run_verdict), s->reason);
         fprintf(f, "  frames by verdict:");
         for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
@@ -859,6 +862,7 @@ static void write_summary_json(FILE *f, const struct run_stats *s)
             s->count_mean[FSCOPE_COUNT_SUBMITS], s->count_mean[FSCOPE_COUNT_COMMAND_BUFFERS],
             s->count_mean[FSCOPE_COUNT_DRAWS], s->count_mean[FSCOPE_COUNT_DISPATCHES],
             s->count_mean[FSCOPE_COUNT_RENDER_PASSES]);
+    engine_write_json(f, rec, &s->engine, s->count_mean);
     fputs("  \"verdict\": {\"run\": ", f);
     json_write_string(f, s->frames ? verdict_name(s->run_verdict) : "none");
     fputs(", \"reason\": ", f);
@@ -970,7 +974,12 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
           "pipelines,pipeline_ms,shader_modules,shader_module_ms,memory_calls,memory_ms,"
           "swapchain_ms,submit_ms,major_faults,block_reads,preempted,voluntary_switches,"
           "late_refreshes,pipelines_reported,pipeline_cache_hits,pipeline_driver_ms,"
-          "ran_instead,ran_instead_ms,woken_by,woken_after_ms,io_wait_ms", f);
+          "ran_instead,ran_instead_ms,woken_by,woken_after_ms,io_wait_ms,recordings,"
+          "record_secondary_ms,record_threads,record_busiest_thread_ms,commands,pool_ms,"
+          "vertices,indices,instances,indirect_draws", f);
+    for (unsigned k = 0; k < BIND_KINDS; k++)
+        fprintf(f, ",binds_%s,redundant_%s", engine_bind_key(k), engine_bind_key(k));
+    fputs(",memory_allocations,memory_allocated_bytes,memory_frees,descriptor_sets", f);
     counters_write_csv_header(f, rec);
     fputc('\n', f);
     unsigned logs = rec->log_count;
@@ -1087,6 +1096,28 @@ static void write_frames_csv(FILE *f, const struct run_stats *s)
             } else {
                 fputs(",,,,,", f);
             }
+            const uint64_t *n = fr->counts;
+            unsigned threads;
+            uint64_t busiest;
+            engine_frame_recording(&s->engine, rec, fr->start_ticks, fr->end_ticks, &threads,
+                                   &busiest);
+            fprintf(f, ",%llu", (unsigned long long)n[FSCOPE_COUNT_RECORDINGS]);
+            csv_write_ms(f, ticks_ns(rec, n[FSCOPE_COUNT_RECORD_SECONDARY_TICKS]));
+            fprintf(f, ",%u", threads);
+            csv_write_ms(f, ticks_ns(rec, busiest));
+            fprintf(f, ",%llu", (unsigned long long)n[FSCOPE_COUNT_RECORD_COMMANDS]);
+            csv_write_ms(f, ticks_ns(rec, n[FSCOPE_COUNT_POOL_TICKS]));
+            fprintf(f, ",%llu,%llu,%llu,%llu", (unsigned long long)n[FSCOPE_COUNT_VERTICES],
+                    (unsigned long long)n[FSCOPE_COUNT_INDICES],
+                    (unsigned long long)n[FSCOPE_COUNT_INSTANCES],
+                    (unsigned long long)n[FSCOPE_COUNT_INDIRECT_DRAWS]);
+            for (unsigned k = 0; k < BIND_KINDS; k++)
+                fprintf(f, ",%llu,%llu", (unsigned long long)n[FSCOPE_COUNT_BINDS + k],
+                        (unsigned long long)n[FSCOPE_COUNT_REDUNDANT + k]);
+            fprintf(f, ",%llu,%llu,%llu,%llu", (unsigned long long)n[FSCOPE_COUNT_MEMORY_ALLOCS],
+                    (unsigned long long)n[FSCOPE_COUNT_MEMORY_ALLOC_BYTES],
+                    (unsigned long long)n[FSCOPE_COUNT_MEMORY_FREES],
+                    (unsigned long long)n[FSCOPE_COUNT_DESCRIPTOR_SETS]);
             counters_write_csv_row(f, rec, fr);
             fputc('\n', f);
         }
@@ -1173,6 +1204,7 @@ struct report *report_create(struct recording *rec)
         return NULL;
     recording_compute_gpu_busy(rec);
     compute_stats(rec, &r->stats);
+    engine_compute(rec, r->stats.frames, &r->stats.engine);
     formats_run_fill(&r->stats, &r->run);
     return r;
 }
@@ -1183,6 +1215,7 @@ void report_destroy(struct report *r)
         return;
     free(r->stats.evidence);
     hitches_free(&r->stats.hitches);
+    engine_stats_finish(&r->stats.engine);
     free(r);
 }
 

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define REC_MAGIC "FSCOPREC"
-#define REC_VERSION 6u
+#define REC_VERSION 7u
 /* Objects and chunks start at multiples of this: a cache line, so no two writers share one. */
 #define REC_ALIGN 64u
 /* The arena's size: virtual address space only (a sparse memfd, mapped without reserve), so
@@ -41,6 +41,7 @@ enum rec_object_type {
     REC_OBJ_GPU_ZONE_NAMES, /* struct rec_gpu_zone_names: one per recording */
     REC_OBJ_GPU_ZONES,      /* struct rec_gpu_zones: one per device */
     REC_OBJ_OBJECTS,        /* struct rec_objects: one per recording */
+    REC_OBJ_ENGINE,         /* struct rec_engine: one per recording */
     REC_OBJ_TYPE_COUNT,
 };
 
@@ -172,6 +173,17 @@ enum fscope_block {
     FSCOPE_BLOCK_COUNT,
 };
 
+/* What a bind sets, for the redundant-state counts. */
+enum bind_kind {
+    BIND_PIPELINE,
+    BIND_VERTEX,        /* vkCmdBindVertexBuffers(2): a call whose buffers are all bound already */
+    BIND_INDEX,
+    BIND_DESCRIPTOR,    /* vkCmdBindDescriptorSets: same sets, layout and dynamic offsets */
+    BIND_PUSH_DESCRIPTOR, /* vkCmdPushDescriptorSetKHR: the same writes */
+    BIND_DYNAMIC_STATE, /* vkCmdSet*: the same value */
+    BIND_KINDS,
+};
+
 /* Per-thread event counters, summed over threads when a frame closes. */
 enum fscope_counter {
     FSCOPE_COUNT_SUBMITS,
@@ -199,8 +211,33 @@ enum fscope_counter {
     FSCOPE_COUNT_PIPELINES_FEEDBACK,
     FSCOPE_COUNT_PIPELINE_CACHE_HITS,
     FSCOPE_COUNT_PIPELINE_DRIVER_NS,
+    /* Command recording, charged when a recording ends (layers/commands.c): recordings, the
+     * time of the secondary ones (RECORD_TICKS holds all), the commands they recorded, and
+     * time in vkResetCommandPool, vkResetCommandBuffer, vkFreeCommandBuffers and
+     * vkTrimCommandPool. */
+    FSCOPE_COUNT_RECORDINGS,
+    FSCOPE_COUNT_RECORD_SECONDARY_TICKS,
+    FSCOPE_COUNT_RECORD_COMMANDS,
+    FSCOPE_COUNT_POOL_TICKS,
+    /* Geometry, charged at submission like the draws: vertices and indices of direct draws
+     * (times their instances), instances, and indirect draws (their counts live on the GPU;
+     * counted apart, each also one of the draws). */
+    FSCOPE_COUNT_VERTICES,
+    FSCOPE_COUNT_INDICES,
+    FSCOPE_COUNT_INSTANCES,
+    FSCOPE_COUNT_INDIRECT_DRAWS,
+    /* Binds by enum bind_kind, and those that set what was already bound; at submission. */
+    FSCOPE_COUNT_BINDS,
+    FSCOPE_COUNT_REDUNDANT = FSCOPE_COUNT_BINDS + BIND_KINDS,
+    /* Device memory on the calling thread: allocations, their bytes, frees; descriptor sets
+     * allocated. */
+    FSCOPE_COUNT_MEMORY_ALLOCS = FSCOPE_COUNT_REDUNDANT + BIND_KINDS,
+    FSCOPE_COUNT_MEMORY_ALLOC_BYTES,
+    FSCOPE_COUNT_MEMORY_FREES,
+    FSCOPE_COUNT_DESCRIPTOR_SETS,
     FSCOPE_COUNT_COUNT,
 };
+
 
 /* What kind of surface a frame log presents to: whether a display can pace it at all. */
 enum frame_surface {
@@ -509,6 +546,120 @@ struct rec_kernel {
     char sched_why[224];          /* why the wake-up chain was not recorded */
     _Atomic uint64_t sched_lost;  /* events the kernel dropped (its ring was full) */
     struct chunked sched_events;  /* struct sched_event */
+};
+
+/* The engine's own cost (layers/commands.c, layers/resources.c, src/record/engine.c): each
+ * command buffer recording, command pool work, device memory, bind sites, descriptor pools,
+ * and the gauges the kernel sampler reads with its tick. */
+#define CMD_RECORDING_SECONDARY 0x1
+#define CMD_RECORDING_ONE_TIME 0x2     /* ONE_TIME_SUBMIT */
+#define CMD_RECORDING_SIMULTANEOUS 0x4 /* SIMULTANEOUS_USE */
+#define CMD_RECORDING_FAILED 0x8       /* vkEndCommandBuffer returned an error */
+struct cmd_recording {
+    uint64_t begin_ticks, end_ticks; /* vkBeginCommandBuffer called, vkEndCommandBuffer returned */
+    uint64_t cb, pool;
+    uint32_t device_id;
+    int32_t tid;
+    uint32_t commands, draws; /* commands the layer saw recorded (draws among them) */
+    uint32_t binds, redundant;
+    uint32_t flags; /* CMD_RECORDING_* */
+    uint32_t reserved;
+};
+enum pool_op_kind {
+    POOL_OP_RESET_POOL = 1, /* vkResetCommandPool */
+    POOL_OP_RESET_BUFFER,   /* vkResetCommandBuffer */
+    POOL_OP_FREE,           /* vkFreeCommandBuffers */
+    POOL_OP_TRIM,           /* vkTrimCommandPool */
+};
+struct pool_op {
+    uint64_t begin_ticks, end_ticks;
+    uint64_t pool;
+    uint64_t cb; /* POOL_OP_RESET_BUFFER's */
+    uint32_t device_id;
+    int32_t tid;
+    uint32_t kind;  /* enum pool_op_kind */
+    uint32_t count; /* command buffers freed */
+};
+enum memory_event_kind { MEMORY_ALLOC = 1, MEMORY_FREE, MEMORY_ALLOC_FAILED };
+struct memory_event {
+    uint64_t ticks;
+    uint64_t handle; /* VkDeviceMemory */
+    uint64_t size;   /* MEMORY_ALLOC, MEMORY_ALLOC_FAILED: bytes asked for; FREE: 0 */
+    uint32_t device_id;
+    int32_t tid;
+    uint8_t kind;    /* enum memory_event_kind */
+    uint8_t type_index, heap_index;
+    uint8_t dedicated; /* a VkMemoryDedicatedAllocateInfo named an image or buffer */
+    int32_t result;    /* MEMORY_ALLOC_FAILED: the VkResult */
+};
+/* A device's memory heaps and types, as the driver gave them (at most 16 heaps, 32 types). */
+#define MEMORY_HEAPS 16
+#define MEMORY_TYPES 32
+#define MEMORY_HEAP_DEVICE_LOCAL 0x1 /* VK_MEMORY_HEAP_DEVICE_LOCAL_BIT */
+struct rec_memory_props {
+    uint32_t device_id;
+    uint32_t heap_count, type_count;
+    uint32_t budget; /* VK_EXT_memory_budget is read for it */
+    uint64_t heap_size[MEMORY_HEAPS];
+    uint32_t heap_flags[MEMORY_HEAPS];
+    uint32_t type_heap[MEMORY_TYPES];
+    uint32_t type_flags[MEMORY_TYPES]; /* VkMemoryPropertyFlags */
+};
+/* VK_EXT_memory_budget at one sampler tick: each heap's budget and our process's usage. */
+#define BUDGET_HEAPS 8
+struct budget_sample {
+    uint64_t ticks;
+    uint32_t device_id, heap_count;
+    uint64_t budget[BUDGET_HEAPS], usage[BUDGET_HEAPS];
+};
+/* The process at one sampler tick. */
+struct gauge_sample {
+    uint64_t ticks;
+    uint64_t rss_bytes; /* resident set (/proc/self/statm); 0: not read */
+    uint64_t descriptor_sets, descriptor_capacity; /* live sets, and maxSets, over live pools */
+    uint32_t descriptor_pools;                     /* live pools */
+    uint32_t reserved;
+};
+/* Where binds were recorded: under a debug label (the innermost) or, outside labels, under a
+ * pipeline; binds and the redundant ones, summed at each submission of what recorded them. */
+#define REC_BIND_SITES 512
+enum bind_site_kind { BIND_SITE_LABEL = 1, BIND_SITE_PIPELINE, BIND_SITE_NONE };
+struct bind_site {
+    _Atomic uint64_t key; /* 0: free */
+    _Atomic uint32_t ready; /* kind, handle and name are written */
+    uint32_t kind;        /* enum bind_site_kind */
+    uint32_t device_id;
+    uint32_t reserved;
+    uint64_t handle;      /* BIND_SITE_PIPELINE: the pipeline */
+    char name[64];        /* BIND_SITE_LABEL: the label */
+    _Atomic uint64_t binds[BIND_KINDS], redundant[BIND_KINDS];
+};
+/* A descriptor pool: sets allocated now against its maxSets. */
+#define REC_DESCRIPTOR_POOLS 1024
+struct descriptor_pool_entry {
+    _Atomic uint64_t handle; /* 0: free slot; set once */
+    uint32_t device_id;
+    uint32_t max_sets;
+    _Atomic int64_t live;    /* sets allocated and not freed (reset: 0) */
+    _Atomic uint64_t peak, allocated, failures; /* failures: out of pool memory, fragmented */
+    _Atomic uint32_t destroyed;
+    uint32_t free_individual; /* FREE_DESCRIPTOR_SET_BIT */
+};
+#define REC_ENGINE_DEVICES 8
+struct rec_engine {
+    struct chunked recordings; /* struct cmd_recording */
+    struct chunked pool_ops;   /* struct pool_op */
+    struct chunked memory;     /* struct memory_event */
+    struct chunked budgets;    /* struct budget_sample */
+    struct chunked gauges;     /* struct gauge_sample */
+    _Atomic uint32_t memory_props_count;
+    _Atomic uint32_t descriptor_pool_count;
+    _Atomic uint64_t sites_full;                /* binds charged to no site: the table was full */
+    _Atomic uint64_t descriptor_pools_untracked; /* pools made once the table was full */
+    _Atomic uint64_t untracked_recordings;      /* command buffers with no state (no memory) */
+    struct rec_memory_props memory_props[REC_ENGINE_DEVICES];
+    struct bind_site sites[REC_BIND_SITES];
+    struct descriptor_pool_entry descriptor_pools[REC_DESCRIPTOR_POOLS];
 };
 
 #define REC_MAX_DEVICES 8 /* distinct device/driver pairs named in the summary */

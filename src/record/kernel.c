@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "chunked.h"
+#include "engine.h"
 #include "clock.h"
 #include "counters.h"
 #include "kms.h"
@@ -436,6 +437,7 @@ static void sampler_tick(void *arg, bool final)
     read_all(s, &now);
     record_samples(s, now);
     record_drm(s, now);
+    engine_sample(now);
     kms_tick(s->kms, &s->rec->kms);
     sched_trace_tick(s->sched, atomic_load_explicit(&fscope_sched_closer_tid,
                                                     memory_order_relaxed), final);

@@ -171,6 +171,14 @@ static void stream_pass(struct streamer *s)
             stream_array(s, &((struct rec_kernel *)object)->drm_samples, 0, p, &n);
             stream_array(s, &((struct rec_kernel *)object)->sched_events, 0, p, &n);
         }
+        else if (type == REC_OBJ_ENGINE) {
+            struct rec_engine *e = object;
+            stream_array(s, &e->recordings, 0, p, &n);
+            stream_array(s, &e->pool_ops, 0, p, &n);
+            stream_array(s, &e->memory, 0, p, &n);
+            stream_array(s, &e->budgets, 0, p, &n);
+            stream_array(s, &e->gauges, 0, p, &n);
+        }
     }
     flush(s, p, n);
 }

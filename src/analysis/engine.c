@@ -1,0 +1,814 @@
+#include "engine.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "trace.h"
+
+/* VkObjectType values (analysis does not see Vulkan's headers). */
+#define OBJECT_TYPE_COMMAND_BUFFER 6
+#define OBJECT_TYPE_DEVICE_MEMORY 8
+#define OBJECT_TYPE_COMMAND_POOL 25
+#define OBJECT_TYPE_DESCRIPTOR_POOL 22
+
+static const char *const bind_kind_names[BIND_KINDS] = {
+    [BIND_PIPELINE] = "pipeline",
+    [BIND_VERTEX] = "vertex-buffer",
+    [BIND_INDEX] = "index-buffer",
+    [BIND_DESCRIPTOR] = "descriptor-set",
+    [BIND_PUSH_DESCRIPTOR] = "push-descriptor",
+    [BIND_DYNAMIC_STATE] = "dynamic-state",
+};
+static const char *const bind_kind_keys[BIND_KINDS] = {
+    [BIND_PIPELINE] = "pipeline",
+    [BIND_VERTEX] = "vertex_buffer",
+    [BIND_INDEX] = "index_buffer",
+    [BIND_DESCRIPTOR] = "descriptor_set",
+    [BIND_PUSH_DESCRIPTOR] = "push_descriptor",
+    [BIND_DYNAMIC_STATE] = "dynamic_state",
+};
+
+const char *engine_object_name(const struct recording *rec, int32_t type, uint64_t handle)
+{
+    const char *name = NULL;
+    for (uint64_t i = 0; handle && i < rec->object_name_count; i++) {
+        const struct object_name *n = &rec->object_names[i];
+        if (n->handle == handle && n->type == type)
+            name = n->name[0] ? n->name : NULL; /* the latest wins; "" cleared it */
+    }
+    return name;
+}
+
+/* "'name'" when the app named it, else "what 0x1234". */
+static const char *object_label(const struct recording *rec, int32_t type, uint64_t handle,
+                                const char *what, char *buf, size_t len)
+{
+    const char *name = engine_object_name(rec, type, handle);
+    if (name)
+        snprintf(buf, len, "'%s'", name);
+    else
+        snprintf(buf, len, "%s 0x%" PRIx64, what, handle);
+    return buf;
+}
+
+static double ms(const struct recording *rec, uint64_t ticks)
+{
+    return recording_ns(rec, ticks) / 1e6;
+}
+
+static double per_frame(double total, uint64_t frames)
+{
+    return frames ? total / (double)frames : 0.0;
+}
+
+/* ---- compute ---- */
+
+static struct engine_thread *thread_of(struct engine_stats *s, int tid)
+{
+    for (unsigned i = 0; i < s->thread_count; i++)
+        if (s->threads[i].tid == tid)
+            return &s->threads[i];
+    struct engine_thread *grown = realloc(s->threads, (s->thread_count + 1) * sizeof(*grown));
+    if (!grown)
+        return NULL;
+    s->threads = grown;
+    struct engine_thread *t = &s->threads[s->thread_count++];
+    memset(t, 0, sizeof(*t));
+    t->tid = tid;
+    t->oncpu_ns = -1;
+    return t;
+}
+
+static struct engine_pool *pool_of(struct engine_stats *s, uint64_t pool, uint32_t device_id)
+{
+    for (unsigned i = 0; i < s->pool_count; i++)
+        if (s->pools[i].pool == pool && s->pools[i].device_id == device_id)
+            return &s->pools[i];
+    struct engine_pool *grown = realloc(s->pools, (s->pool_count + 1) * sizeof(*grown));
+    if (!grown)
+        return NULL;
+    s->pools = grown;
+    struct engine_pool *p = &s->pools[s->pool_count++];
+    memset(p, 0, sizeof(*p));
+    p->pool = pool;
+    p->device_id = device_id;
+    return p;
+}
+
+static struct engine_heap *heap_of(struct engine_stats *s, const struct recording *rec,
+                                   uint32_t device_id, uint32_t heap)
+{
+    for (unsigned i = 0; i < s->heap_count; i++)
+        if (s->heaps[i].device_id == device_id && s->heaps[i].heap == heap)
+            return &s->heaps[i];
+    struct engine_heap *grown = realloc(s->heaps, (s->heap_count + 1) * sizeof(*grown));
+    if (!grown)
+        return NULL;
+    s->heaps = grown;
+    struct engine_heap *h = &s->heaps[s->heap_count++];
+    memset(h, 0, sizeof(*h));
+    h->device_id = device_id;
+    h->heap = heap;
+    const struct recording_engine *g = &rec->engine;
+    for (unsigned i = 0; i < g->memory_props_count; i++)
+        if (g->memory_props[i].device_id == device_id && heap < g->memory_props[i].heap_count) {
+            h->size = g->memory_props[i].heap_size[heap];
+            h->device_local = g->memory_props[i].heap_flags[heap] & MEMORY_HEAP_DEVICE_LOCAL;
+        }
+    return h;
+}
+
+static int compare_thread_ticks(const void *a, const void *b)
+{
+    const struct engine_thread *x = a, *y = b;
+    return x->ticks < y->ticks ? 1 : x->ticks > y->ticks ? -1 : x->tid - y->tid;
+}
+
+static int compare_pool_ticks(const void *a, const void *b)
+{
+    const struct engine_pool *x = a, *y = b;
+    uint64_t tx = x->record_ticks + x->op_ticks, ty = y->record_ticks + y->op_ticks;
+    return tx < ty ? 1 : tx > ty ? -1 : 0;
+}
+
+static int compare_event_ticks(const void *a, const void *b)
+{
+    const struct memory_event *x = *(const struct memory_event *const *)a;
+    const struct memory_event *y = *(const struct memory_event *const *)b;
+    return x->ticks < y->ticks ? -1 : x->ticks > y->ticks ? 1 : (x < y ? -1 : x > y);
+}
+
+/* Live allocations by handle and device: open addressing, grown at half full. */
+struct live_map {
+    const struct memory_event **slots;
+    uint64_t capacity, count;
+};
+
+static uint64_t live_hash(uint64_t handle, uint32_t device_id)
+{
+    uint64_t h = (handle ^ ((uint64_t)device_id << 56)) * UINT64_C(0x9e3779b97f4a7c15);
+    return h ^ (h >> 31);
+}
+
+static bool live_put(struct live_map *m, const struct memory_event *e);
+
+static bool live_grow(struct live_map *m)
+{
+    struct live_map bigger = { calloc(m->capacity ? m->capacity * 2 : 1024, sizeof(void *)),
+                               m->capacity ? m->capacity * 2 : 1024, 0 };
+    if (!bigger.slots)
+        return false;
+    for (uint64_t i = 0; i < m->capacity; i++)
+        if (m->slots[i])
+            live_put(&bigger, m->slots[i]);
+    free(m->slots);
+    *m = bigger;
+    return true;
+}
+
+static bool live_put(struct live_map *m, const struct memory_event *e)
+{
+    if ((m->count + 1) * 2 > m->capacity && !live_grow(m))
+        return false;
+    uint64_t i = live_hash(e->handle, e->device_id) & (m->capacity - 1);
+    while (m->slots[i])
+        i = (i + 1) & (m->capacity - 1);
+    m->slots[i] = e;
+    m->count++;
+    return true;
+}
+
+/* Takes the allocation of handle out of the map (backward-shift deletion); NULL if none. */
+static const struct memory_event *live_take(struct live_map *m, uint64_t handle, uint32_t device)
+{
+    if (!m->capacity)
+        return NULL;
+    uint64_t mask = m->capacity - 1, i = live_hash(handle, device) & mask;
+    while (m->slots[i] && (m->slots[i]->handle != handle || m->slots[i]->device_id != device))
+        i = (i + 1) & mask;
+    const struct memory_event *found = m->slots[i];
+    if (!found)
+        return NULL;
+    m->slots[i] = NULL;
+    m->count--;
+    for (uint64_t j = (i + 1) & mask; m->slots[j]; j = (j + 1) & mask) {
+        const struct memory_event *e = m->slots[j];
+        m->slots[j] = NULL;
+        m->count--;
+        live_put(m, e);
+    }
+    return found;
+}
+
+static void compute_memory(const struct recording *rec, struct engine_stats *s)
+{
+    const struct recording_engine *g = &rec->engine;
+    const struct memory_event **order = g->memory_count ? malloc(g->memory_count * sizeof(*order))
+                                                        : NULL;
+    s->live_points = g->memory_count ? malloc(g->memory_count * sizeof(*s->live_points)) : NULL;
+    if (g->memory_count && (!order || !s->live_points)) {
+        free(order);
+        return;
+    }
+    for (uint64_t i = 0; i < g->memory_count; i++)
+        order[i] = &g->memory[i];
+    qsort(order, g->memory_count, sizeof(*order), compare_event_ticks);
+    struct live_map live = { 0 };
+    for (uint64_t i = 0; i < g->memory_count; i++) {
+        const struct memory_event *e = order[i];
+        if (e->kind == MEMORY_ALLOC_FAILED) {
+            s->failed++;
+            continue;
+        }
+        if (e->kind == MEMORY_ALLOC) {
+            s->allocations++;
+            s->alloc_bytes += e->size;
+            if (!live_put(&live, e))
+                continue;
+            s->live_bytes += e->size;
+            struct engine_heap *h = heap_of(s, rec, e->device_id, e->heap_index);
+            if (h) {
+                h->allocations++;
+                h->live_count++;
+                h->live_bytes += e->size;
+                if (h->live_bytes > h->peak_bytes)
+                    h->peak_bytes = h->live_bytes;
+            }
+            /* The largest, biggest first. */
+            unsigned at = s->largest_count < 5 ? s->largest_count++ : 5;
+            while (at > 0 && g->memory[s->largest[at - 1]].size < e->size) {
+                if (at < 5)
+                    s->largest[at] = s->largest[at - 1];
+                at--;
+            }
+            if (at < 5)
+                s->largest[at] = (uint64_t)(e - g->memory);
+        } else {
+            s->frees++;
+            const struct memory_event *a = live_take(&live, e->handle, e->device_id);
+            if (a) {
+                s->live_bytes -= a->size;
+                struct engine_heap *h = heap_of(s, rec, a->device_id, a->heap_index);
+                if (h) {
+                    h->live_bytes -= a->size;
+                    h->live_count--;
+                }
+            }
+        }
+        if (s->live_bytes > s->peak_bytes)
+            s->peak_bytes = s->live_bytes;
+        s->live_points[s->live_point_count++] = (struct engine_live_point){ e->ticks,
+                                                                           s->live_bytes };
+    }
+    free(live.slots);
+    free(order);
+}
+
+static void compute_budget(const struct recording *rec, struct engine_stats *s)
+{
+    const struct recording_engine *g = &rec->engine;
+    for (unsigned i = 0; i < g->memory_props_count; i++)
+        if (g->memory_props[i].budget) {
+            s->budget_supported_somewhere = true;
+            for (uint32_t h = 0; h < g->memory_props[i].heap_count && h < BUDGET_HEAPS; h++)
+                heap_of(s, rec, g->memory_props[i].device_id, h);
+        }
+    for (uint64_t i = 0; i < g->budget_count; i++) {
+        const struct budget_sample *b = &g->budgets[i];
+        for (uint32_t k = 0; k < b->heap_count; k++) {
+            struct engine_heap *h = heap_of(s, rec, b->device_id, k);
+            if (!h)
+                continue;
+            h->budget_read = true;
+            h->budget = b->budget[k];
+            h->usage = b->usage[k];
+            h->samples++;
+            if (b->usage[k] > b->budget[k])
+                h->over_budget_samples++;
+            if (b->usage[k] >= h->peak_usage) {
+                h->peak_usage = b->usage[k];
+                h->peak_usage_budget = b->budget[k];
+            }
+        }
+    }
+}
+
+static int compare_recording_end(const void *a, const void *b, void *arg)
+{
+    const struct cmd_recording *recordings = arg;
+    uint64_t x = recordings[*(const uint64_t *)a].end_ticks;
+    uint64_t y = recordings[*(const uint64_t *)b].end_ticks;
+    return x < y ? -1 : x > y;
+}
+
+void engine_compute(const struct recording *rec, uint64_t frames, struct engine_stats *ret)
+{
+    struct engine_stats *s = ret;
+    memset(s, 0, sizeof(*s));
+    const struct recording_engine *g = &rec->engine;
+    s->present = g->present;
+    s->frames = frames;
+    if (!g->present)
+        return;
+    for (uint64_t i = 0; i < g->recording_count; i++) {
+        const struct cmd_recording *r = &g->recordings[i];
+        uint64_t ticks = r->end_ticks - r->begin_ticks;
+        bool secondary = r->flags & CMD_RECORDING_SECONDARY;
+        s->recordings++;
+        s->commands += r->commands;
+        s->record_ticks += ticks;
+        if (secondary) {
+            s->secondary_recordings++;
+            s->secondary_ticks += ticks;
+        }
+        struct engine_thread *t = thread_of(s, r->tid);
+        if (t) {
+            t->recordings++;
+            t->commands += r->commands;
+            t->ticks += ticks;
+            if (secondary) {
+                t->secondary_recordings++;
+                t->secondary_ticks += ticks;
+            }
+        }
+        struct engine_pool *p = pool_of(s, r->pool, r->device_id);
+        if (p) {
+            p->recordings++;
+            p->record_ticks += ticks;
+        }
+    }
+    for (uint64_t i = 0; i < g->pool_op_count; i++) {
+        const struct pool_op *op = &g->pool_ops[i];
+        s->pool_op_ticks += op->end_ticks - op->begin_ticks;
+        struct engine_pool *p = pool_of(s, op->pool, op->device_id);
+        if (p) {
+            p->ops[op->kind]++;
+            p->op_ticks += op->end_ticks - op->begin_ticks;
+        }
+    }
+    /* Each thread's CPU time: the sampler's totals are since the thread started, so its last
+     * sample holds the whole run up to its last tick. */
+    for (uint64_t i = 0; i < rec->kernel.sample_count; i++) {
+        const struct kernel_sample *k = &rec->kernel.samples[i];
+        for (unsigned t = 0; t < s->thread_count; t++)
+            if (s->threads[t].tid == k->tid)
+                s->threads[t].oncpu_ns = (int64_t)k->oncpu_ns;
+    }
+    qsort(s->threads, s->thread_count, sizeof(*s->threads), compare_thread_ticks);
+    qsort(s->pools, s->pool_count, sizeof(*s->pools), compare_pool_ticks);
+    compute_memory(rec, s);
+    compute_budget(rec, s);
+    for (uint64_t i = 0; i < g->gauge_count; i++) {
+        const struct gauge_sample *gs = &g->gauges[i];
+        if (gs->rss_bytes > s->rss_peak)
+            s->rss_peak = gs->rss_bytes;
+        s->rss_end = gs->rss_bytes;
+        if (gs->descriptor_sets > s->sets_peak) {
+            s->sets_peak = gs->descriptor_sets;
+            s->capacity_at_peak = gs->descriptor_capacity;
+        }
+        s->sets_end = gs->descriptor_sets;
+        s->capacity_end = gs->descriptor_capacity;
+        s->pools_end = gs->descriptor_pools;
+    }
+    for (unsigned i = 0; i < g->descriptor_pool_count; i++)
+        s->descriptor_failures += g->descriptor_pools[i].failures;
+    s->by_end = g->recording_count ? malloc(g->recording_count * sizeof(*s->by_end)) : NULL;
+    if (s->by_end) {
+        for (uint64_t i = 0; i < g->recording_count; i++)
+            s->by_end[i] = i;
+        qsort_r(s->by_end, g->recording_count, sizeof(*s->by_end), compare_recording_end,
+                g->recordings);
+    }
+}
+
+const char *engine_bind_key(unsigned kind)
+{
+    return kind < BIND_KINDS ? bind_kind_keys[kind] : "";
+}
+
+void engine_frame_recording(const struct engine_stats *s, const struct recording *rec,
+                            uint64_t start, uint64_t end, unsigned *ret_threads,
+                            uint64_t *ret_busiest_ticks)
+{
+    *ret_threads = 0;
+    *ret_busiest_ticks = 0;
+    const struct recording_engine *g = &rec->engine;
+    if (!s->by_end)
+        return;
+    uint64_t lo = 0, hi = g->recording_count;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (g->recordings[s->by_end[mid]].end_ticks < start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    struct {
+        int tid;
+        uint64_t ticks;
+    } threads[32];
+    unsigned count = 0;
+    for (uint64_t i = lo; i < g->recording_count; i++) {
+        const struct cmd_recording *r = &g->recordings[s->by_end[i]];
+        if (r->end_ticks >= end)
+            break;
+        unsigned t = 0;
+        while (t < count && threads[t].tid != r->tid)
+            t++;
+        if (t == count) {
+            if (count == 32)
+                continue;
+            threads[count].tid = r->tid;
+            threads[count++].ticks = 0;
+        }
+        threads[t].ticks += r->end_ticks - r->begin_ticks;
+        if (threads[t].ticks > *ret_busiest_ticks)
+            *ret_busiest_ticks = threads[t].ticks;
+    }
+    *ret_threads = count;
+}
+
+void engine_stats_finish(struct engine_stats *s)
+{
+    free(s->threads);
+    free(s->pools);
+    free(s->heaps);
+    free(s->live_points);
+    free(s->by_end);
+    memset(s, 0, sizeof(*s));
+}
+
+/* ---- writing ---- */
+
+static const char *site_label(const struct recording *rec, const struct bind_site *site,
+                              char *buf, size_t len)
+{
+    if (site->kind == BIND_SITE_LABEL)
+        snprintf(buf, len, "label '%s'", site->name);
+    else if (site->kind == BIND_SITE_PIPELINE) {
+        char name[96];
+        snprintf(buf, len, "pipeline %s",
+                 object_label(rec, OBJECT_TYPE_PIPELINE, site->handle, "", name, sizeof(name)));
+        /* An unnamed pipeline reads "pipeline  0x..." from the empty what: tidy it. */
+        if (strncmp(buf, "pipeline  ", 10) == 0)
+            memmove(buf + 9, buf + 10, strlen(buf + 10) + 1);
+    } else
+        snprintf(buf, len, "outside labels and pipelines");
+    return buf;
+}
+
+static uint64_t site_redundant(const struct bind_site *site)
+{
+    uint64_t n = 0;
+    for (unsigned k = 0; k < BIND_KINDS; k++)
+        n += site->redundant[k];
+    return n;
+}
+
+/* Sites by redundant binds, most first (indices into rec->engine.sites); returns how many
+ * have any. */
+static unsigned sites_by_redundancy(const struct recording *rec, unsigned *order, unsigned max)
+{
+    const struct recording_engine *g = &rec->engine;
+    unsigned n = 0;
+    for (unsigned i = 0; i < g->site_count; i++) {
+        uint64_t r = site_redundant(&g->sites[i]);
+        if (!r)
+            continue;
+        unsigned at = n < max ? n++ : max;
+        while (at > 0 && site_redundant(&g->sites[order[at - 1]]) < r) {
+            if (at < max)
+                order[at] = order[at - 1];
+            at--;
+        }
+        if (at < max)
+            order[at] = i;
+    }
+    return n;
+}
+
+static void write_bytes(FILE *f, uint64_t bytes)
+{
+    if (bytes >= (1ull << 30))
+        fprintf(f, "%.2f GiB", (double)bytes / (double)(1ull << 30));
+    else if (bytes >= (1ull << 20))
+        fprintf(f, "%.1f MiB", (double)bytes / (double)(1ull << 20));
+    else
+        fprintf(f, "%.1f KiB", (double)bytes / 1024.0);
+}
+
+void engine_write_text(FILE *f, const struct recording *rec, const struct engine_stats *s,
+                       const double *count_mean)
+{
+    if (!s->present)
+        return;
+    const struct recording_engine *g = &rec->engine;
+    uint64_t frames = s->frames;
+    char label[160], thread[64];
+    if (s->recordings) {
+        fprintf(f, "  recording   %.3f ms per frame on %u thread%s (%.0f%% secondary), %.1f "
+                "command buffers and %.0f commands per frame; pool resets and frees %.3f ms "
+                "per frame\n", per_frame(ms(rec, s->record_ticks), frames), s->thread_count,
+                s->thread_count == 1 ? "" : "s",
+                s->record_ticks ? 100.0 * (double)s->secondary_ticks / (double)s->record_ticks : 0.0,
+                per_frame((double)s->recordings, frames), per_frame((double)s->commands, frames),
+                per_frame(ms(rec, s->pool_op_ticks), frames));
+        fputs("  recorders  ", f);
+        for (unsigned i = 0; i < s->thread_count && i < 4; i++)
+            fprintf(f, "%s %s %.3f ms per frame (%llu recordings)", i ? ";" : "",
+                    report_thread_label(rec, s->threads[i].tid, thread, sizeof(thread)),
+                    per_frame(ms(rec, s->threads[i].ticks), frames),
+                    (unsigned long long)s->threads[i].recordings);
+        if (s->thread_count > 4)
+            fprintf(f, "; %u more", s->thread_count - 4);
+        fputc('\n', f);
+        fputs("  pools      ", f);
+        for (unsigned i = 0; i < s->pool_count && i < 3; i++) {
+            const struct engine_pool *p = &s->pools[i];
+            fprintf(f, "%s %s: recorded %.3f, resets and frees %.3f ms per frame (%llu resets, "
+                    "%llu frees)", i ? ";" : "",
+                    object_label(rec, OBJECT_TYPE_COMMAND_POOL, p->pool, "pool", label,
+                                 sizeof(label)),
+                    per_frame(ms(rec, p->record_ticks), frames),
+                    per_frame(ms(rec, p->op_ticks), frames),
+                    (unsigned long long)(p->ops[POOL_OP_RESET_POOL] + p->ops[POOL_OP_RESET_BUFFER]),
+                    (unsigned long long)p->ops[POOL_OP_FREE]);
+        }
+        if (s->pool_count > 3)
+            fprintf(f, "; %u more", s->pool_count - 3);
+        fputc('\n', f);
+    }
+    double binds = 0, redundant = 0;
+    for (unsigned k = 0; k < BIND_KINDS; k++) {
+        binds += count_mean[FSCOPE_COUNT_BINDS + k];
+        redundant += count_mean[FSCOPE_COUNT_REDUNDANT + k];
+    }
+    if (binds > 0) {
+        fprintf(f, "  redundant   %.1f of %.1f binds per frame set what was bound:", redundant,
+                binds);
+        bool first = true;
+        for (unsigned k = 0; k < BIND_KINDS; k++) {
+            if (count_mean[FSCOPE_COUNT_BINDS + k] <= 0)
+                continue;
+            fprintf(f, "%s %.1f of %.1f %s", first ? "" : ",",
+                    count_mean[FSCOPE_COUNT_REDUNDANT + k], count_mean[FSCOPE_COUNT_BINDS + k],
+                    bind_kind_names[k]);
+            first = false;
+        }
+        fputc('\n', f);
+        unsigned order[3];
+        unsigned n = sites_by_redundancy(rec, order, 3);
+        for (unsigned i = 0; i < n && i < 3; i++) {
+            const struct bind_site *site = &g->sites[order[i]];
+            fprintf(f, "  redundant   at %s:", site_label(rec, site, label, sizeof(label)));
+            bool first_kind = true;
+            for (unsigned k = 0; k < BIND_KINDS; k++) {
+                if (!site->binds[k])
+                    continue;
+                fprintf(f, "%s %.1f of %.1f %s", first_kind ? "" : ",",
+                        per_frame((double)site->redundant[k], frames),
+                        per_frame((double)site->binds[k], frames), bind_kind_names[k]);
+                first_kind = false;
+            }
+            fputs(" binds per frame\n", f);
+        }
+    }
+    double draws = count_mean[FSCOPE_COUNT_DRAWS];
+    if (draws > 0)
+        fprintf(f, "  geometry    %.1f draws (%.1f indirect: their counts are on the GPU), %.0f "
+                "vertices, %.0f indices, %.0f instances per frame\n", draws,
+                count_mean[FSCOPE_COUNT_INDIRECT_DRAWS], count_mean[FSCOPE_COUNT_VERTICES],
+                count_mean[FSCOPE_COUNT_INDICES], count_mean[FSCOPE_COUNT_INSTANCES]);
+    if (s->allocations || s->failed) {
+        fputs("  memory      device memory live ", f);
+        write_bytes(f, s->live_bytes);
+        fputs(" at the end (peak ", f);
+        write_bytes(f, s->peak_bytes);
+        fprintf(f, ") after %llu allocations and %llu frees; %.2f allocations per frame",
+                (unsigned long long)s->allocations, (unsigned long long)s->frees,
+                count_mean[FSCOPE_COUNT_MEMORY_ALLOCS]);
+        if (s->failed)
+            fprintf(f, "; %llu allocations failed", (unsigned long long)s->failed);
+        fputc('\n', f);
+        for (unsigned i = 0; i < s->heap_count; i++) {
+            const struct engine_heap *h = &s->heaps[i];
+            fprintf(f, "  memory      device %u heap %u (%s, ", h->device_id, h->heap,
+                    h->device_local ? "device local" : "host");
+            write_bytes(f, h->size);
+            fputs("): live ", f);
+            write_bytes(f, h->live_bytes);
+            fputs(", peak ", f);
+            write_bytes(f, h->peak_bytes);
+            fprintf(f, " in %llu allocations\n", (unsigned long long)h->allocations);
+        }
+        fputs("  memory      largest:", f);
+        for (unsigned i = 0; i < s->largest_count; i++) {
+            const struct memory_event *e = &g->memory[s->largest[i]];
+            fprintf(f, "%s %s ", i ? "," : "",
+                    object_label(rec, OBJECT_TYPE_DEVICE_MEMORY, e->handle, "memory", label,
+                                 sizeof(label)));
+            write_bytes(f, e->size);
+            fprintf(f, " (heap %u)", e->heap_index);
+        }
+        fputc('\n', f);
+    }
+    if (s->budget_supported_somewhere) {
+        for (unsigned i = 0; i < s->heap_count; i++) {
+            const struct engine_heap *h = &s->heaps[i];
+            if (!h->budget_read)
+                continue;
+            fprintf(f, "  budget      device %u heap %u: usage ", h->device_id, h->heap);
+            write_bytes(f, h->usage);
+            fputs(" of a ", f);
+            write_bytes(f, h->budget);
+            fputs(" budget at the end, peak ", f);
+            write_bytes(f, h->peak_usage);
+            if (h->over_budget_samples)
+                fprintf(f, "; OVER BUDGET in %llu of %llu samples: the driver may move memory "
+                        "out of the heap, which stalls frames", (unsigned long long)
+                        h->over_budget_samples, (unsigned long long)h->samples);
+            else if (h->peak_usage_budget && h->peak_usage * 10 > h->peak_usage_budget * 9)
+                fputs("; near the budget (above 90%)", f);
+            fputc('\n', f);
+        }
+    } else if (g->memory_props_count) {
+        fputs("  budget      not read: no device here offers VK_EXT_memory_budget\n", f);
+    }
+    if (g->gauge_count) {
+        fputs("  process     resident ", f);
+        write_bytes(f, s->rss_end);
+        fputs(" at the end, peak ", f);
+        write_bytes(f, s->rss_peak);
+        fprintf(f, "; descriptor sets %llu of %llu in %u pools at the end, peak %llu of %llu",
+                (unsigned long long)s->sets_end, (unsigned long long)s->capacity_end,
+                s->pools_end, (unsigned long long)s->sets_peak,
+                (unsigned long long)s->capacity_at_peak);
+        if (s->descriptor_failures)
+            fprintf(f, "; %llu set allocations failed (pool out of memory or fragmented)",
+                    (unsigned long long)s->descriptor_failures);
+        fputc('\n', f);
+    }
+}
+
+static void json_double(FILE *f, const char *key, double v, bool comma)
+{
+    fprintf(f, "\"%s\": %.6f%s", key, v, comma ? ", " : "");
+}
+
+void engine_write_json(FILE *f, const struct recording *rec, const struct engine_stats *s,
+                       const double *count_mean)
+{
+    const struct recording_engine *g = &rec->engine;
+    uint64_t frames = s->frames;
+    char thread[64];
+    fprintf(f, "  \"engine\": {\"present\": %s, ", s->present ? "true" : "false");
+    fputs("\"recording\": {", f);
+    json_double(f, "ms_per_frame", per_frame(ms(rec, s->record_ticks), frames), true);
+    json_double(f, "secondary_ms_per_frame", per_frame(ms(rec, s->secondary_ticks), frames), true);
+    json_double(f, "pool_ms_per_frame", per_frame(ms(rec, s->pool_op_ticks), frames), true);
+    fprintf(f, "\"recordings\": %llu, \"secondary_recordings\": %llu, \"commands\": %llu, "
+            "\"record_ms\": %.6f, \"secondary_ms\": %.6f, \"pool_ms\": %.6f, \"threads\": [",
+            (unsigned long long)s->recordings, (unsigned long long)s->secondary_recordings,
+            (unsigned long long)s->commands, ms(rec, s->record_ticks),
+            ms(rec, s->secondary_ticks), ms(rec, s->pool_op_ticks));
+    for (unsigned i = 0; i < s->thread_count; i++) {
+        const struct engine_thread *t = &s->threads[i];
+        fprintf(f, "%s{\"tid\": %d, \"name\": ", i ? ", " : "", t->tid);
+        json_write_string(f, report_thread_label(rec, t->tid, thread, sizeof(thread)));
+        fprintf(f, ", \"recordings\": %llu, \"secondary_recordings\": %llu, \"commands\": %llu, "
+                "\"record_ms\": %.6f, \"secondary_ms\": %.6f, \"oncpu_ms\": ",
+                (unsigned long long)t->recordings, (unsigned long long)t->secondary_recordings,
+                (unsigned long long)t->commands, ms(rec, t->ticks), ms(rec, t->secondary_ticks));
+        if (t->oncpu_ns >= 0)
+            fprintf(f, "%.6f}", (double)t->oncpu_ns / 1e6);
+        else
+            fputs("null}", f);
+    }
+    fputs("], \"pools\": [", f);
+    for (unsigned i = 0; i < s->pool_count; i++) {
+        const struct engine_pool *p = &s->pools[i];
+        const char *name = engine_object_name(rec, OBJECT_TYPE_COMMAND_POOL, p->pool);
+        fprintf(f, "%s{\"handle\": \"0x%" PRIx64 "\", \"device\": %u, \"name\": ", i ? ", " : "",
+                p->pool, p->device_id);
+        json_write_string(f, name ? name : "");
+        fprintf(f, ", \"recordings\": %llu, \"record_ms\": %.6f, \"resets\": %llu, "
+                "\"buffer_resets\": %llu, \"frees\": %llu, \"trims\": %llu, \"ops_ms\": %.6f}",
+                (unsigned long long)p->recordings, ms(rec, p->record_ticks),
+                (unsigned long long)p->ops[POOL_OP_RESET_POOL],
+                (unsigned long long)p->ops[POOL_OP_RESET_BUFFER],
+                (unsigned long long)p->ops[POOL_OP_FREE], (unsigned long long)p->ops[POOL_OP_TRIM],
+                ms(rec, p->op_ticks));
+    }
+    fputs("], \"command_buffers\": [", f);
+    /* Each command buffer once, by name where the app gave one. */
+    unsigned listed = 0;
+    for (uint64_t i = 0; i < g->recording_count && listed < 64; i++) {
+        const struct cmd_recording *r = &g->recordings[i];
+        bool seen = false;
+        for (uint64_t j = 0; j < i && !seen; j++)
+            seen = g->recordings[j].cb == r->cb && g->recordings[j].device_id == r->device_id;
+        if (seen)
+            continue;
+        uint64_t count = 0, ticks = 0, commands = 0;
+        for (uint64_t j = i; j < g->recording_count; j++)
+            if (g->recordings[j].cb == r->cb && g->recordings[j].device_id == r->device_id) {
+                count++;
+                ticks += g->recordings[j].end_ticks - g->recordings[j].begin_ticks;
+                commands += g->recordings[j].commands;
+            }
+        const char *name = engine_object_name(rec, OBJECT_TYPE_COMMAND_BUFFER, r->cb);
+        fprintf(f, "%s{\"handle\": \"0x%" PRIx64 "\", \"name\": ", listed ? ", " : "", r->cb);
+        json_write_string(f, name ? name : "");
+        fprintf(f, ", \"pool\": \"0x%" PRIx64 "\", \"secondary\": %s, \"recordings\": %llu, "
+                "\"record_ms\": %.6f, \"commands\": %llu}", r->pool,
+                r->flags & CMD_RECORDING_SECONDARY ? "true" : "false", (unsigned long long)count,
+                ms(rec, ticks), (unsigned long long)commands);
+        listed++;
+    }
+    fputs("]}, \"binds_per_frame\": {", f);
+    for (unsigned k = 0; k < BIND_KINDS; k++)
+        fprintf(f, "%s\"%s\": {\"binds\": %.6f, \"redundant\": %.6f}", k ? ", " : "",
+                bind_kind_keys[k], count_mean[FSCOPE_COUNT_BINDS + k],
+                count_mean[FSCOPE_COUNT_REDUNDANT + k]);
+    fputs("}, \"sites\": [", f);
+    for (unsigned i = 0; i < g->site_count; i++) {
+        const struct bind_site *site = &g->sites[i];
+        char label[160];
+        fprintf(f, "%s{\"kind\": \"%s\", \"name\": ", i ? ", " : "",
+                site->kind == BIND_SITE_LABEL ? "label"
+                : site->kind == BIND_SITE_PIPELINE ? "pipeline" : "none");
+        json_write_string(f, site->kind == BIND_SITE_LABEL ? site->name
+                             : site->kind == BIND_SITE_PIPELINE
+                                 ? (engine_object_name(rec, OBJECT_TYPE_PIPELINE, site->handle)
+                                        ?: "")
+                                 : "");
+        fputs(", \"label\": ", f);
+        json_write_string(f, site_label(rec, site, label, sizeof(label)));
+        fputs(", \"binds\": {", f);
+        for (unsigned k = 0; k < BIND_KINDS; k++)
+            fprintf(f, "%s\"%s\": [%llu, %llu]", k ? ", " : "", bind_kind_keys[k],
+                    (unsigned long long)site->binds[k], (unsigned long long)site->redundant[k]);
+        fputs("}}", f);
+    }
+    fprintf(f, "], \"sites_full\": %llu, \"geometry_per_frame\": {\"draws\": %.6f, "
+            "\"indirect_draws\": %.6f, \"vertices\": %.6f, \"indices\": %.6f, \"instances\": "
+            "%.6f}, ", (unsigned long long)g->sites_full, count_mean[FSCOPE_COUNT_DRAWS],
+            count_mean[FSCOPE_COUNT_INDIRECT_DRAWS], count_mean[FSCOPE_COUNT_VERTICES],
+            count_mean[FSCOPE_COUNT_INDICES], count_mean[FSCOPE_COUNT_INSTANCES]);
+    fprintf(f, "\"memory\": {\"allocations\": %llu, \"frees\": %llu, \"failed\": %llu, "
+            "\"allocated_bytes\": %llu, \"live_bytes\": %llu, \"peak_bytes\": %llu, "
+            "\"allocations_per_frame\": %.6f, \"allocated_bytes_per_frame\": %.6f, \"heaps\": [",
+            (unsigned long long)s->allocations, (unsigned long long)s->frees,
+            (unsigned long long)s->failed, (unsigned long long)s->alloc_bytes,
+            (unsigned long long)s->live_bytes, (unsigned long long)s->peak_bytes,
+            count_mean[FSCOPE_COUNT_MEMORY_ALLOCS], count_mean[FSCOPE_COUNT_MEMORY_ALLOC_BYTES]);
+    for (unsigned i = 0; i < s->heap_count; i++) {
+        const struct engine_heap *h = &s->heaps[i];
+        fprintf(f, "%s{\"device\": %u, \"heap\": %u, \"size\": %llu, \"device_local\": %s, "
+                "\"allocations\": %llu, \"live_bytes\": %llu, \"peak_bytes\": %llu, "
+                "\"budget_read\": %s, \"budget\": %llu, \"usage\": %llu, \"peak_usage\": %llu, "
+                "\"budget_samples\": %llu, \"over_budget_samples\": %llu}", i ? ", " : "",
+                h->device_id, h->heap, (unsigned long long)h->size,
+                h->device_local ? "true" : "false", (unsigned long long)h->allocations,
+                (unsigned long long)h->live_bytes, (unsigned long long)h->peak_bytes,
+                h->budget_read ? "true" : "false", (unsigned long long)h->budget,
+                (unsigned long long)h->usage, (unsigned long long)h->peak_usage,
+                (unsigned long long)h->samples, (unsigned long long)h->over_budget_samples);
+    }
+    fputs("], \"largest\": [", f);
+    for (unsigned i = 0; i < s->largest_count; i++) {
+        const struct memory_event *e = &g->memory[s->largest[i]];
+        const char *name = engine_object_name(rec, OBJECT_TYPE_DEVICE_MEMORY, e->handle);
+        fprintf(f, "%s{\"handle\": \"0x%" PRIx64 "\", \"name\": ", i ? ", " : "", e->handle);
+        json_write_string(f, name ? name : "");
+        fprintf(f, ", \"bytes\": %llu, \"device\": %u, \"heap\": %u, \"type\": %u, "
+                "\"dedicated\": %s}", (unsigned long long)e->size, e->device_id, e->heap_index,
+                e->type_index, e->dedicated ? "true" : "false");
+    }
+    fprintf(f, "], \"budget_supported\": %s}, ", s->budget_supported_somewhere ? "true" : "false");
+    fprintf(f, "\"process\": {\"gauges\": %llu, \"rss_bytes\": %llu, \"rss_peak_bytes\": %llu}, "
+            "\"descriptors\": {\"sets\": %llu, \"capacity\": %llu, \"pools\": %u, "
+            "\"peak_sets\": %llu, \"capacity_at_peak\": %llu, \"failures\": %llu, "
+            "\"untracked_pools\": %llu, \"pools_list\": [",
+            (unsigned long long)g->gauge_count, (unsigned long long)s->rss_end,
+            (unsigned long long)s->rss_peak, (unsigned long long)s->sets_end,
+            (unsigned long long)s->capacity_end, s->pools_end, (unsigned long long)s->sets_peak,
+            (unsigned long long)s->capacity_at_peak, (unsigned long long)s->descriptor_failures,
+            (unsigned long long)g->descriptor_pools_untracked);
+    for (unsigned i = 0; i < g->descriptor_pool_count; i++) {
+        const struct descriptor_pool_entry *p = &g->descriptor_pools[i];
+        const char *name = engine_object_name(rec, OBJECT_TYPE_DESCRIPTOR_POOL, p->handle);
+        fprintf(f, "%s{\"handle\": \"0x%" PRIx64 "\", \"name\": ", i ? ", " : "",
+                (uint64_t)p->handle);
+        json_write_string(f, name ? name : "");
+        fprintf(f, ", \"device\": %u, \"max_sets\": %u, \"live\": %lld, \"peak\": %llu, "
+                "\"allocated\": %llu, \"failures\": %llu, \"destroyed\": %s}", p->device_id,
+                p->max_sets, (long long)p->live, (unsigned long long)p->peak,
+                (unsigned long long)p->allocated, (unsigned long long)p->failures,
+                p->destroyed ? "true" : "false");
+    }
+    fputs("]}},\n", f);
+}

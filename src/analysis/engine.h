@@ -1,0 +1,94 @@
+/* The engine's own cost, from a recording's engine table: command recording by thread and
+ * by pool, redundant binds by site, device memory by heap, the budget, descriptor pools and
+ * the process's gauges. Per-frame means of the counters come from the report (count_mean). */
+#ifndef FSCOPE_ANALYSIS_ENGINE_H
+#define FSCOPE_ANALYSIS_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "recording.h"
+
+struct engine_thread {
+    int tid;
+    uint64_t recordings, secondary_recordings, commands;
+    uint64_t ticks, secondary_ticks;
+    int64_t oncpu_ns; /* its CPU time over the run, from the kernel sampler; -1: not sampled */
+};
+
+struct engine_pool {
+    uint64_t pool;
+    uint32_t device_id;
+    uint64_t recordings, record_ticks;
+    uint64_t ops[POOL_OP_TRIM + 1], op_ticks;
+};
+
+struct engine_heap {
+    uint32_t device_id, heap;
+    uint64_t size;
+    bool device_local;
+    uint64_t allocations, live_bytes, peak_bytes, live_count;
+    /* VK_EXT_memory_budget over the run: the last sample, the most used, samples over. */
+    bool budget_read;
+    uint64_t budget, usage, peak_usage, peak_usage_budget;
+    uint64_t samples, over_budget_samples;
+};
+
+/* Device memory live over the run: one point at each allocation or free. */
+struct engine_live_point {
+    uint64_t ticks;
+    uint64_t live_bytes;
+};
+
+struct engine_stats {
+    bool present;
+    uint64_t frames;
+    /* Recording over the run. */
+    uint64_t recordings, secondary_recordings, commands, record_ticks, secondary_ticks;
+    unsigned thread_count;
+    struct engine_thread *threads; /* most recording time first */
+    unsigned pool_count;
+    struct engine_pool *pools;     /* most time (recording and pool calls) first */
+    uint64_t pool_op_ticks;
+    /* Device memory. */
+    uint64_t allocations, frees, failed, alloc_bytes;
+    uint64_t live_bytes, peak_bytes;
+    unsigned heap_count;
+    struct engine_heap *heaps;
+    uint64_t largest[5]; /* indices into rec->engine.memory, biggest first */
+    unsigned largest_count;
+    uint64_t live_point_count;
+    struct engine_live_point *live_points;
+    bool budget_supported_somewhere;
+    /* The process and descriptor pools, from the gauges. */
+    uint64_t rss_end, rss_peak;
+    uint64_t sets_end, capacity_end, sets_peak, capacity_at_peak;
+    uint32_t pools_end;
+    uint64_t descriptor_failures;
+    /* Recordings by when they ended (indices into rec->engine.recordings), for per-frame views. */
+    uint64_t *by_end;
+};
+
+void engine_compute(const struct recording *rec, uint64_t frames, struct engine_stats *ret);
+void engine_stats_finish(struct engine_stats *s);
+
+/* The name the app gave a Vulkan object (VkObjectType type), or NULL. */
+const char *engine_object_name(const struct recording *rec, int32_t type, uint64_t handle);
+
+/* frames.csv's key for a bind kind ("vertex_buffer"). */
+const char *engine_bind_key(unsigned kind);
+/* The recordings that ended in [start, end): on how many threads, and the most recording time
+ * one thread spent in them. */
+void engine_frame_recording(const struct engine_stats *s, const struct recording *rec,
+                            uint64_t start, uint64_t end, unsigned *ret_threads,
+                            uint64_t *ret_busiest_ticks);
+
+/* The summary's lines; count_mean: the report's per-frame means of every counter. */
+void engine_write_text(FILE *f, const struct recording *rec, const struct engine_stats *s,
+                       const double *count_mean);
+/* summary.json's "engine" member (with its trailing comma and newline). */
+void engine_write_json(FILE *f, const struct recording *rec, const struct engine_stats *s,
+                       const double *count_mean);
+
+#endif
