@@ -49,6 +49,35 @@ static const char usage_text[] =
     "                          cache once, before recording frame F, then destroy them (a\n"
     "                          level loading its materials mid-run)\n"
     "  --frames-in-flight K    frames the CPU may run ahead of the GPU (1-8, default 2)\n"
+    "  --leak-kb K             every frame, vkAllocateMemory K KiB of device memory (device-\n"
+    "                          local where there is such) named \"leak N\" for frame N, kept\n"
+    "                          until exit: live device memory grows frame by frame (0-1048576,\n"
+    "                          default 0 = off). At exit prints \"leaked K KiB a frame, L\n"
+    "                          allocations\", even with --quiet\n"
+    "\n"
+    "Many draws\n"
+    "  --draws N               every frame also records N small indexed draws over the image\n"
+    "                          in a render pass of their own, in a VK_EXT_debug_utils label\n"
+    "                          region 'cubes' (0-1000000, default 0 = off). Each command\n"
+    "                          buffer binds the pipeline and sets viewport and a 4x4-pixel\n"
+    "                          scissor once, then per draw binds a vertex buffer, an index\n"
+    "                          buffer and a descriptor set and draws 3 indices. At exit\n"
+    "                          prints, even with --quiet, the binds per frame in those\n"
+    "                          command buffers (the frame's own pass binds one more pipeline)\n"
+    "                          and their recording time per vkCmd* call. Not with --threads,\n"
+    "                          --no-fence-wait or --self-timestamps\n"
+    "  --record-threads T      record the draws on T threads: the render thread and T - 1\n"
+    "                          workers, each with a command pool of its own per frame slot\n"
+    "                          (no RESET_COMMAND_BUFFER), reset once a frame; thread t draws\n"
+    "                          N / T, the first N % T one more (1-16, at most --draws,\n"
+    "                          default 1)\n"
+    "  --secondary             record the draws into secondary command buffers, executed by\n"
+    "                          the frame's command buffer in a render pass begun with\n"
+    "                          SECONDARY_COMMAND_BUFFERS (default: primaries with a render\n"
+    "                          pass each, submitted after the frame's in the same batch)\n"
+    "  --redundant-binds       every draw binds the same vertex buffer, index buffer and\n"
+    "                          descriptor set, so all binds but a command buffer's first\n"
+    "                          set what is bound (default: two of each, alternated)\n"
     "\n"
     "Output\n"
     "  --output wayland|offscreen\n"
@@ -133,7 +162,8 @@ static const char usage_text[] =
     "                          or at least 10)\n"
     "\n"
     "Other\n"
-    "  --quiet                 print nothing at the end (default: frames, seconds, fps)\n"
+    "  --quiet                 print nothing at the end (default: frames, seconds, fps), but\n"
+    "                          what --self-timestamps, --draws and --leak-kb report\n"
     "  --help                  print this help and exit\n"
     "\n"
     "Exit status: 0 on success, 1 when Vulkan or Wayland fails, 2 on a bad command line\n"
@@ -182,6 +212,11 @@ enum option_id {
     OPTION_SELF_TIMESTAMPS,
     OPTION_TRANSFER_QUEUE,
     OPTION_SUBMITS,
+    OPTION_DRAWS,
+    OPTION_RECORD_THREADS,
+    OPTION_SECONDARY,
+    OPTION_REDUNDANT_BINDS,
+    OPTION_LEAK_KB,
 };
 
 static const struct option long_options[] = {
@@ -227,6 +262,11 @@ static const struct option long_options[] = {
     { "self-timestamps", no_argument, NULL, OPTION_SELF_TIMESTAMPS },
     { "transfer-queue", no_argument, NULL, OPTION_TRANSFER_QUEUE },
     { "submits", required_argument, NULL, OPTION_SUBMITS },
+    { "draws", required_argument, NULL, OPTION_DRAWS },
+    { "record-threads", required_argument, NULL, OPTION_RECORD_THREADS },
+    { "secondary", no_argument, NULL, OPTION_SECONDARY },
+    { "redundant-binds", no_argument, NULL, OPTION_REDUNDANT_BINDS },
+    { "leak-kb", required_argument, NULL, OPTION_LEAK_KB },
     { NULL, 0, NULL, 0 },
 };
 
@@ -351,7 +391,7 @@ static bool parse_passes(const char *text, struct demo_options *options)
 
 /* The engine-pattern options against each other and the rest. Prints the first conflict. */
 static bool check_combinations(const struct demo_options *options, bool frames_in_flight_given,
-                               bool second_device_gpu_iters_given)
+                               bool second_device_gpu_iters_given, bool record_threads_given)
 {
     bool wayland = options->output == DEMO_OUTPUT_WAYLAND;
     /* 0 is the loader's version, checked when the device is made. */
@@ -435,6 +475,33 @@ static bool check_combinations(const struct demo_options *options, bool frames_i
         fprintf(stderr, DEMO_NAME ": --die: dies after --frames N, so needs N > 0\n");
         return false;
     }
+    if (!options->draws) {
+        const char *needs_draws = record_threads_given ? "--record-threads"
+                                  : options->secondary ? "--secondary"
+                                  : options->redundant_binds ? "--redundant-binds" : NULL;
+        if (needs_draws) {
+            fprintf(stderr, DEMO_NAME ": %s: needs --draws\n", needs_draws);
+            return false;
+        }
+    } else {
+        /* The draws join the single-thread frame, recorded afresh in every frame. */
+        const char *conflict = options->threads > 1 ? "--threads above 1 (its workers record "
+                                                      "bands; use --record-threads)"
+                               : options->no_fence_wait ? "--no-fence-wait (it records once "
+                                                          "per image)"
+                               : options->self_timestamps ? "--self-timestamps (it times the "
+                                                            "frame's own pass)" : NULL;
+        if (conflict) {
+            fprintf(stderr, DEMO_NAME ": --draws: cannot be combined with %s\n", conflict);
+            return false;
+        }
+        if (options->record_threads > options->draws) {
+            fprintf(stderr, DEMO_NAME ": --record-threads: %" PRIu32 " threads need at least "
+                    "as many --draws, got %" PRIu32 "\n", options->record_threads,
+                    options->draws);
+            return false;
+        }
+    }
     if (options->fork_child && options->frames > 0 && options->frames < 10) {
         fprintf(stderr, DEMO_NAME ": --fork-child: forks after the 10th frame, so needs "
                 "--frames 0 or at least 10\n");
@@ -462,9 +529,10 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
         .frames_in_flight = 2,
         .submits = 1,
         .devices = 1,
+        .record_threads = 1,
     };
     bool present_mode_given = false, stall_ms_given = false, frames_in_flight_given = false;
-    bool second_device_gpu_iters_given = false;
+    bool second_device_gpu_iters_given = false, record_threads_given = false;
     uint64_t value;
 
     /* getopt's own messages do not name the value's option the way ours do. */
@@ -715,6 +783,28 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
                 return DEMO_PARSE_EXIT_USAGE;
             options.submits = (uint32_t)value;
             break;
+        case OPTION_DRAWS:
+            if (!parse_uint(name, optarg, 0, 1000000, &value))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.draws = (uint32_t)value;
+            break;
+        case OPTION_RECORD_THREADS:
+            if (!parse_uint(name, optarg, 1, DEMO_MAX_RECORD_THREADS, &value))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.record_threads = (uint32_t)value;
+            record_threads_given = true;
+            break;
+        case OPTION_SECONDARY:
+            options.secondary = true;
+            break;
+        case OPTION_REDUNDANT_BINDS:
+            options.redundant_binds = true;
+            break;
+        case OPTION_LEAK_KB:
+            if (!parse_uint(name, optarg, 0, 1048576, &value))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.leak_kb = (uint32_t)value;
+            break;
         case ':':
             fprintf(stderr, DEMO_NAME ": %s: needs a value (see --help)\n",
                     argv[previous_optind]);
@@ -744,7 +834,8 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
                 stall_ms_given ? "--stall-at" : "--stall-ms");
         return DEMO_PARSE_EXIT_USAGE;
     }
-    if (!check_combinations(&options, frames_in_flight_given, second_device_gpu_iters_given))
+    if (!check_combinations(&options, frames_in_flight_given, second_device_gpu_iters_given,
+                            record_threads_given))
         return DEMO_PARSE_EXIT_USAGE;
     if (options.threads > options.height) {
         fprintf(stderr, DEMO_NAME ": --threads: %" PRIu32 " bands do not fit in a height of %"

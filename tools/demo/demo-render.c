@@ -14,6 +14,10 @@
  *
  * --no-fence-wait: one command buffer per swapchain image, recorded once and submitted
  * every time that image comes round, with no fence at all.
+ *
+ * --draws (one thread only): before the frame's command buffer is recorded, the recording
+ * threads of demo-draws.c record the slot's draws; the frame's command buffer then executes
+ * them (--secondary), or they follow it in the frame's batch.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +62,7 @@ struct demo_renderer {
     uint32_t spike_iters;
     PFN_vkCmdBeginDebugUtilsLabelEXT begin_label;
     PFN_vkCmdEndDebugUtilsLabelEXT end_label;
+    struct demo_draws *draws; /* --draws: not ours */
     uint32_t frames_in_flight;
     uint32_t current_slot;
     VkCommandPool pool;     /* the main thread's */
@@ -158,6 +163,11 @@ bool demo_renderer_set_passes(struct demo_renderer *renderer, VkInstance instanc
     memcpy(renderer->passes, passes, count * sizeof(*passes));
     renderer->pass_count = count;
     return true;
+}
+
+void demo_renderer_set_draws(struct demo_renderer *renderer, struct demo_draws *draws)
+{
+    renderer->draws = draws;
 }
 
 void demo_renderer_set_pass_spike(struct demo_renderer *renderer, int64_t at, uint32_t iters)
@@ -500,9 +510,11 @@ static bool submit_single(struct demo_renderer *renderer, struct frame_slot *slo
                           const struct demo_frame_sync *sync, uint32_t frame)
 {
     VkRect2D whole = { .extent = target->extent };
+    uint32_t index = renderer->current_slot;
+    if (renderer->draws && !demo_draws_record(renderer->draws, index, target))
+        return false;
     if (!begin_commands(slot->frame_cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
         return false;
-    uint32_t index = renderer->current_slot;
     if (renderer->self_queries) {
         vkCmdResetQueryPool(slot->frame_cmd, renderer->self_queries, 2 * index, 2);
         vkCmdWriteTimestamp(slot->frame_cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
@@ -510,6 +522,8 @@ static bool submit_single(struct demo_renderer *renderer, struct frame_slot *slo
     }
     record_pass(renderer, slot->frame_cmd, renderer->pipeline->frame_pass, target, whole,
                 frame);
+    if (renderer->draws)
+        demo_draws_execute(renderer->draws, slot->frame_cmd, index, target);
     if (renderer->self_queries) {
         vkCmdWriteTimestamp(slot->frame_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
                             renderer->self_queries, 2 * index + 1);
@@ -525,6 +539,8 @@ static bool submit_single(struct demo_renderer *renderer, struct frame_slot *slo
         .signal = sync->render_done,
         .fence = slot->in_flight,
     };
+    if (renderer->draws)
+        batch.then_cmds = demo_draws_primaries(renderer->draws, index, &batch.then_cmd_count);
     if (!demo_gpu_submit(renderer->gpu, &batch))
         return false;
     renderer->main_draws++;
@@ -653,5 +669,10 @@ uint64_t demo_renderer_draw_count(const struct demo_renderer *renderer)
     uint64_t draws = renderer->main_draws;
     for (uint32_t i = 0; i < renderer->workers_started; i++)
         draws += renderer->workers[i].draws;
+    if (renderer->draws) {
+        struct demo_draws_stats stats;
+        demo_draws_get_stats(renderer->draws, &stats);
+        draws += stats.draws;
+    }
     return draws;
 }

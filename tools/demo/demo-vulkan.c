@@ -60,7 +60,24 @@ bool demo_vk_check(VkResult result, const char *call)
 
 /* ---- instance ---- */
 
-bool demo_debug_utils;
+enum demo_debug_utils demo_debug_utils;
+
+static bool has_instance_extension(const char *name)
+{
+    uint32_t count = 0;
+    if (vkEnumerateInstanceExtensionProperties(NULL, &count, NULL) < 0)
+        return false;
+    VkExtensionProperties *extensions = calloc(count ? count : 1, sizeof(*extensions));
+    if (!extensions)
+        return false;
+    bool found = false;
+    if (vkEnumerateInstanceExtensionProperties(NULL, &count, extensions) >= 0) {
+        for (uint32_t i = 0; i < count && !found; i++)
+            found = strcmp(extensions[i].extensionName, name) == 0;
+    }
+    free(extensions);
+    return found;
+}
 
 bool demo_instance_init(struct demo_instance *instance, bool with_surface, uint32_t api_version)
 {
@@ -85,7 +102,10 @@ bool demo_instance_init(struct demo_instance *instance, bool with_surface, uint3
         extensions[extension_count++] = VK_KHR_SURFACE_EXTENSION_NAME;
         extensions[extension_count++] = "VK_KHR_wayland_surface";
     }
-    if (demo_debug_utils)
+    bool debug_utils = demo_debug_utils == DEMO_DEBUG_UTILS_REQUIRED ||
+                       (demo_debug_utils == DEMO_DEBUG_UTILS_IF_AVAILABLE &&
+                        has_instance_extension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME));
+    if (debug_utils)
         extensions[extension_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
     VkApplicationInfo app_info = {
         .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
@@ -101,7 +121,7 @@ bool demo_instance_init(struct demo_instance *instance, bool with_surface, uint3
         .enabledExtensionCount = extension_count,
         .ppEnabledExtensionNames = extension_count ? extensions : NULL,
     };
-    *instance = (struct demo_instance){ .api_version = api_version };
+    *instance = (struct demo_instance){ .api_version = api_version, .debug_utils = debug_utils };
     return demo_vk_check(vkCreateInstance(&create_info, NULL, &instance->handle),
                          "vkCreateInstance");
 }
@@ -402,6 +422,10 @@ struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurface
             goto error;
     }
 
+    if (instance->debug_utils) {
+        gpu->set_object_name = (PFN_vkSetDebugUtilsObjectNameEXT)
+            vkGetDeviceProcAddr(gpu->device, "vkSetDebugUtilsObjectNameEXT");
+    }
     if (config->submit2) {
         gpu->queue_submit2 = (PFN_vkQueueSubmit2)vkGetDeviceProcAddr(gpu->device,
                                                                      submit2_name);
@@ -432,6 +456,20 @@ void demo_gpu_destroy(struct demo_gpu *gpu)
         vkDestroyDevice(gpu->device, NULL);
     pthread_mutex_destroy(&gpu->queue_lock);
     free(gpu);
+}
+
+void demo_gpu_name(struct demo_gpu *gpu, VkObjectType type, uint64_t handle, const char *name)
+{
+    if (!gpu->set_object_name)
+        return;
+    const VkDebugUtilsObjectNameInfoEXT info = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT,
+        .objectType = type,
+        .objectHandle = handle,
+        .pObjectName = name,
+    };
+    /* A name is a hint for tools: a failure changes nothing the demo does. */
+    gpu->set_object_name(gpu->device, &info);
 }
 
 bool demo_gpu_submit_transfer(struct demo_gpu *gpu)
@@ -467,6 +505,13 @@ bool demo_gpu_submit(struct demo_gpu *gpu, const struct demo_batch *batch)
         wait_values[wait_count] = batch->timeline_wait_value;
         waits[wait_count++] = batch->timeline_wait;
     }
+    VkCommandBuffer cmds[1 + DEMO_MAX_RECORD_THREADS];
+    uint32_t cmd_count = 0;
+    if (batch->cmd)
+        cmds[cmd_count++] = batch->cmd;
+    for (uint32_t i = 0; i < batch->then_cmd_count && cmd_count < 1 + DEMO_MAX_RECORD_THREADS;
+         i++)
+        cmds[cmd_count++] = batch->then_cmds[i];
 
     pthread_mutex_lock(&gpu->queue_lock);
     const VkSubmitInfo extra = {
@@ -498,16 +543,19 @@ bool demo_gpu_submit(struct demo_gpu *gpu, const struct demo_batch *batch)
             .semaphore = batch->signal,
             .stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
         };
-        VkCommandBufferSubmitInfo cmd_info = {
-            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO,
-            .commandBuffer = batch->cmd,
-        };
+        VkCommandBufferSubmitInfo cmd_infos[1 + DEMO_MAX_RECORD_THREADS];
+        for (uint32_t i = 0; i < cmd_count; i++) {
+            cmd_infos[i] = (VkCommandBufferSubmitInfo){
+                .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO,
+                .commandBuffer = cmds[i],
+            };
+        }
         VkSubmitInfo2 submit = {
             .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO_2,
             .waitSemaphoreInfoCount = wait_count,
             .pWaitSemaphoreInfos = wait_infos,
-            .commandBufferInfoCount = batch->cmd ? 1 : 0,
-            .pCommandBufferInfos = &cmd_info,
+            .commandBufferInfoCount = cmd_count,
+            .pCommandBufferInfos = cmd_infos,
             .signalSemaphoreInfoCount = batch->signal ? 1 : 0,
             .pSignalSemaphoreInfos = &signal_info,
         };
@@ -534,8 +582,8 @@ bool demo_gpu_submit(struct demo_gpu *gpu, const struct demo_batch *batch)
             .waitSemaphoreCount = wait_count,
             .pWaitSemaphores = waits,
             .pWaitDstStageMask = wait_stages,
-            .commandBufferCount = batch->cmd ? 1 : 0,
-            .pCommandBuffers = &batch->cmd,
+            .commandBufferCount = cmd_count,
+            .pCommandBuffers = cmds,
             .signalSemaphoreCount = batch->signal ? 1 : 0,
             .pSignalSemaphores = &batch->signal,
         };
@@ -581,13 +629,14 @@ bool demo_gpu_wait_device_idle(struct demo_gpu *gpu)
 
 /* ---- pipeline ---- */
 
-static bool create_render_pass(struct demo_gpu *gpu, VkFormat format, VkImageLayout initial,
-                               VkImageLayout final, VkRenderPass *ret_pass)
+bool demo_render_pass_create(struct demo_gpu *gpu, VkFormat format,
+                             VkAttachmentLoadOp load_op, VkImageLayout initial,
+                             VkImageLayout final, VkRenderPass *ret_pass)
 {
     VkAttachmentDescription attachment = {
         .format = format,
         .samples = VK_SAMPLE_COUNT_1_BIT,
-        .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR,
+        .loadOp = load_op,
         .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
         .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
         .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
@@ -606,7 +655,9 @@ static bool create_render_pass(struct demo_gpu *gpu, VkFormat format, VkImageLay
     /*
      * In: the acquire semaphore is waited at colour-attachment output, and the previous
      * writer of the image (an earlier frame, or another band's pass) wrote there too.
-     * Out: whoever comes next (present, the closing barrier) starts from that stage.
+     * Out: whoever comes next (present, the closing barrier, --draws' pass) starts from that
+     * stage. Reads too, for a pass that loads: its load reads what the one before wrote.
+     * Every pass of the demo has these, as render-pass compatibility requires.
      */
     VkSubpassDependency dependencies[] = {
         {
@@ -615,7 +666,8 @@ static bool create_render_pass(struct demo_gpu *gpu, VkFormat format, VkImageLay
             .srcStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
             .dstStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
             .srcAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
-            .dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+            .dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_READ_BIT |
+                             VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
         },
         {
             .srcSubpass = 0,
@@ -623,7 +675,8 @@ static bool create_render_pass(struct demo_gpu *gpu, VkFormat format, VkImageLay
             .srcStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
             .dstStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
             .srcAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
-            .dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+            .dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_READ_BIT |
+                             VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
         },
     };
     VkRenderPassCreateInfo create_info = {
@@ -752,10 +805,12 @@ struct demo_pipeline *demo_pipeline_create(struct demo_gpu *gpu, VkFormat format
     pipeline->format = format;
     pipeline->final_layout = final_layout;
 
-    if (!create_render_pass(gpu, format, VK_IMAGE_LAYOUT_UNDEFINED, final_layout,
-                            &pipeline->frame_pass) ||
-        !create_render_pass(gpu, format, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
-                            VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL, &pipeline->band_pass))
+    if (!demo_render_pass_create(gpu, format, VK_ATTACHMENT_LOAD_OP_CLEAR,
+                                 VK_IMAGE_LAYOUT_UNDEFINED, final_layout,
+                                 &pipeline->frame_pass) ||
+        !demo_render_pass_create(gpu, format, VK_ATTACHMENT_LOAD_OP_CLEAR,
+                                 VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+                                 VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL, &pipeline->band_pass))
         goto error;
 
     VkPushConstantRange push_range = {

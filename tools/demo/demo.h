@@ -7,6 +7,7 @@
  * demo-vulkan.c   instance, device, pipeline, swapchain and offscreen images
  * demo-render.c   frame slots, recording and submission, worker threads
  * demo-gate.c     host-signalled timeline semaphores (--host-delay-ms, --late-signal)
+ * demo-draws.c    many small draws a frame, recorded on threads of their own (--draws)
  * framescope-demo.c  main(): set-up, the frame loops, tear-down
  */
 #pragma once
@@ -20,6 +21,9 @@
 #define DEMO_MAX_FRAMES_IN_FLIGHT 8
 #define DEMO_MAX_THREADS 64
 #define DEMO_MAX_INSTANCES 16
+/* --record-threads: more than an engine's usual recording threads, few enough to keep each
+ * thread's pools in a fixed array. */
+#define DEMO_MAX_RECORD_THREADS 16
 
 enum demo_output {
     DEMO_OUTPUT_WAYLAND,
@@ -80,6 +84,12 @@ struct demo_options {
         char name[32];
         uint32_t gpu_iters;
     } passes[DEMO_MAX_PASSES];
+    /* --draws: that many small indexed draws a frame, recorded on record_threads threads */
+    uint32_t draws;             /* 0: off */
+    uint32_t record_threads;
+    bool secondary;             /* into secondary command buffers, else primaries */
+    bool redundant_binds;       /* every draw binds what is already bound */
+    uint32_t leak_kb;           /* --leak-kb: device memory allocated a frame, kept; 0 off */
 };
 
 /* ---- demo-options.c ---- */
@@ -104,6 +114,7 @@ const char *demo_vk_result_name(VkResult result);
 struct demo_instance {
     VkInstance handle;
     uint32_t api_version;       /* what the instance was created with */
+    bool debug_utils;           /* VK_EXT_debug_utils is enabled on it */
 };
 
 /*
@@ -111,8 +122,15 @@ struct demo_instance {
  * VkApplicationInfo.apiVersion; 0 asks for the loader's own version, at most 1.3.
  */
 bool demo_instance_init(struct demo_instance *instance, bool with_surface, uint32_t api_version);
-/* Set before instances are made: they enable VK_EXT_debug_utils (for --passes' labels). */
-extern bool demo_debug_utils;
+/* Set before instances are made: whether they enable VK_EXT_debug_utils. */
+enum demo_debug_utils {
+    DEMO_DEBUG_UTILS_OFF,
+    /* Labels and names where the instance offers the extension (--draws, --leak-kb). */
+    DEMO_DEBUG_UTILS_IF_AVAILABLE,
+    /* vkCreateInstance fails without it (--passes' labels, --pipelines-at's names). */
+    DEMO_DEBUG_UTILS_REQUIRED,
+};
+extern enum demo_debug_utils demo_debug_utils;
 void demo_instance_finish(struct demo_instance *instance);
 
 /* One VkDevice with one graphics queue, shared by every thread that submits. */
@@ -135,6 +153,8 @@ struct demo_gpu {
     uint32_t extra_submits; /* --submits N: N - 1 submissions before each of ours */
     VkCommandPool extra_pool;
     VkCommandBuffer extra_cmd; /* empty, recorded once: what the extra submissions carry */
+    /* Non-NULL when the instance has VK_EXT_debug_utils: see demo_gpu_name(). */
+    PFN_vkSetDebugUtilsObjectNameEXT set_object_name;
 };
 
 /* What a device is created with, besides the queue and, with a surface, VK_KHR_swapchain. */
@@ -164,6 +184,8 @@ bool demo_physical_device_pick(const struct demo_instance *instance, VkSurfaceKH
 /* Creates a device on demo_physical_device_pick()'s choice. Prints why not. */
 struct demo_gpu *demo_gpu_create(const struct demo_instance *instance, VkSurfaceKHR surface,
                                  const struct demo_gpu_config *config);
+/* Names handle with vkSetDebugUtilsObjectNameEXT; does nothing without VK_EXT_debug_utils. */
+void demo_gpu_name(struct demo_gpu *gpu, VkObjectType type, uint64_t handle, const char *name);
 /* --transfer-queue: waits for the last one, then submits one more empty batch there. */
 bool demo_gpu_submit_transfer(struct demo_gpu *gpu);
 /* Accepts NULL and a half-built gpu. The caller makes sure the device is idle. */
@@ -172,6 +194,10 @@ void demo_gpu_destroy(struct demo_gpu *gpu);
 /* One batch on a queue. Every handle may be VK_NULL_HANDLE, which leaves it out. */
 struct demo_batch {
     VkCommandBuffer cmd;        /* none: an empty batch */
+    /* Submitted after cmd in the same batch: --draws' primaries. At most
+     * DEMO_MAX_RECORD_THREADS. */
+    const VkCommandBuffer *then_cmds;
+    uint32_t then_cmd_count;
     /* Binary, waited at colour-attachment output: where a swapchain image is first touched. */
     VkSemaphore wait;
     /*
@@ -212,6 +238,10 @@ struct demo_push_constants {
 
 struct demo_pipeline *demo_pipeline_create(struct demo_gpu *gpu, VkFormat format,
                                            VkImageLayout final_layout);
+/* One colour attachment of format in one subpass. Every pass made here is compatible with
+ * every other of the same format, so they share framebuffers and pipelines. */
+bool demo_render_pass_create(struct demo_gpu *gpu, VkFormat format, VkAttachmentLoadOp load_op,
+                             VkImageLayout initial, VkImageLayout final, VkRenderPass *ret_pass);
 void demo_pipeline_destroy(struct demo_gpu *gpu, struct demo_pipeline *pipeline);
 
 struct demo_image {
@@ -283,6 +313,10 @@ double demo_renderer_self_gpu_ms(struct demo_renderer *renderer, uint64_t *ret_f
  * label functions. */
 bool demo_renderer_set_passes(struct demo_renderer *renderer, VkInstance instance,
                               const struct demo_pass *passes, uint32_t count);
+struct demo_draws;
+/* Adds draws' recordings to every single-thread frame (--draws); the caller keeps draws and
+ * destroys it after the renderer. */
+void demo_renderer_set_draws(struct demo_renderer *renderer, struct demo_draws *draws);
 /* In frame `at` (the frame number given at submission), the first pass runs `iters`
  * iterations instead of its own: a GPU spike in one pass. */
 void demo_renderer_set_pass_spike(struct demo_renderer *renderer, int64_t at, uint32_t iters);
@@ -328,8 +362,66 @@ bool demo_renderer_record_images(struct demo_renderer *renderer,
 bool demo_renderer_submit_image(struct demo_renderer *renderer, uint32_t image_index,
                                 const struct demo_frame_sync *sync);
 
-/* vkCmdDraw calls recorded so far, across all threads. */
+/* vkCmdDraw and --draws' vkCmdDrawIndexed calls recorded so far, across all threads. */
 uint64_t demo_renderer_draw_count(const struct demo_renderer *renderer);
+
+/* ---- demo-draws.c ---- */
+
+/*
+ * --draws: every frame, N small indexed draws recorded by T threads (the caller's and T - 1
+ * workers), each into its own command buffer from its own pool per frame slot, inside a
+ * VK_EXT_debug_utils label region "cubes" when the instance has the extension. They draw
+ * over the frame in a render pass instance of their own that loads what the frame drew.
+ */
+struct demo_draws_config {
+    uint32_t draws;
+    uint32_t threads;           /* 1..DEMO_MAX_RECORD_THREADS, at most draws */
+    uint32_t frames_in_flight;
+    bool secondary;
+    bool redundant_binds;
+};
+
+/* Prints why not. pipeline gives the format, the final layout and the frame's framebuffers'
+ * render pass, which the draws' own pass is compatible with. */
+struct demo_draws *demo_draws_create(struct demo_gpu *gpu, const struct demo_instance *instance,
+                                     const struct demo_pipeline *pipeline,
+                                     const struct demo_draws_config *config);
+/* Accepts NULL and a half-built one; joins the workers. The caller idles the GPU. */
+void demo_draws_destroy(struct demo_draws *draws);
+
+/*
+ * Records slot's command buffers for target on every recording thread and returns once all
+ * are done. The GPU must be done with slot's previous frame.
+ */
+bool demo_draws_record(struct demo_draws *draws, uint32_t slot,
+                       const struct demo_render_target *target);
+/* --secondary: into cmd, a render pass instance on target that executes slot's recordings.
+ * Primaries: nothing; the caller submits demo_draws_primaries() after cmd. */
+void demo_draws_execute(struct demo_draws *draws, VkCommandBuffer cmd, uint32_t slot,
+                        const struct demo_render_target *target);
+/* Primaries: slot's command buffers, in order; --secondary: none (*ret_count 0). */
+const VkCommandBuffer *demo_draws_primaries(const struct demo_draws *draws, uint32_t slot,
+                                            uint32_t *ret_count);
+
+enum demo_bind_kind {
+    DEMO_BIND_VERTEX,
+    DEMO_BIND_INDEX,
+    DEMO_BIND_SETS,
+    DEMO_BIND_PIPELINE,
+    DEMO_BIND_KINDS,
+};
+
+/* What the draws' command buffers held, read when no recording runs. */
+struct demo_draws_stats {
+    uint64_t draws;                             /* vkCmdDrawIndexed calls, all frames */
+    uint64_t binds[DEMO_BIND_KINDS];            /* per frame */
+    uint64_t redundant[DEMO_BIND_KINDS];        /* per frame: binds of what was bound */
+    /* CLOCK_MONOTONIC from vkBeginCommandBuffer to vkEndCommandBuffer returning, summed
+     * over frames and threads, over the vkCmd* calls recorded in between. */
+    double ns_per_command;
+};
+
+void demo_draws_get_stats(const struct demo_draws *draws, struct demo_draws_stats *ret_stats);
 
 /* ---- demo-wayland.c ---- */
 

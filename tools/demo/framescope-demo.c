@@ -67,6 +67,7 @@ struct demo {
     struct demo_pipeline *pipeline;
     struct demo_targets *targets;
     struct demo_renderer *renderer;
+    struct demo_draws *draws;   /* --draws */
     struct demo_gate *gate;     /* --host-delay-ms, --late-signal */
     VkFence acquire_fence;      /* --no-fence-wait */
     struct split *split;        /* --thread-split */
@@ -76,6 +77,9 @@ struct demo {
     void (*frame_mark)(void);
     void *framescope_library;   /* held so frame_mark stays mapped */
     uint64_t frames_rendered;
+    /* --leak-kb: one allocation a frame, freed at tear-down */
+    VkDeviceMemory *leaks;
+    uint64_t leak_count, leak_capacity;
 };
 
 static void handle_stop_signal(int signo)
@@ -283,29 +287,63 @@ static void allocate_memory(struct demo *demo, uint64_t frame)
     vkFreeMemory(demo->gpu->device, memory, NULL);
 }
 
+/* --leak-kb: device memory that is allocated every frame and never given back until the
+ * end, as a leaking streamer's. Device-local where there is such memory: what a profiler
+ * reports as the device's live memory. */
+static bool leak_memory(struct demo *demo, uint64_t frame)
+{
+    if (!demo->options.leak_kb)
+        return true;
+    if (demo->leak_count == demo->leak_capacity) {
+        uint64_t capacity = demo->leak_capacity ? 2 * demo->leak_capacity : 64;
+        VkDeviceMemory *leaks = realloc(demo->leaks, capacity * sizeof(*leaks));
+        if (!leaks) {
+            fprintf(stderr, DEMO_NAME ": out of memory\n");
+            return false;
+        }
+        demo->leaks = leaks;
+        demo->leak_capacity = capacity;
+    }
+    const VkPhysicalDeviceMemoryProperties *props = &demo->gpu->memory_properties;
+    /* Memory that no resource is bound to may be of any type. */
+    uint32_t type = 0;
+    for (uint32_t i = 0; i < props->memoryTypeCount; i++) {
+        if (props->memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) {
+            type = i;
+            break;
+        }
+    }
+    VkMemoryAllocateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+        .allocationSize = (VkDeviceSize)demo->options.leak_kb << 10,
+        .memoryTypeIndex = type,
+    };
+    VkDeviceMemory memory;
+    if (!demo_vk_check(vkAllocateMemory(demo->gpu->device, &info, NULL, &memory),
+                       "vkAllocateMemory (--leak-kb)"))
+        return false;
+    demo->leaks[demo->leak_count++] = memory;
+    char name[32];
+    snprintf(name, sizeof(name), "leak %" PRIu64, frame);
+    demo_gpu_name(demo->gpu, VK_OBJECT_TYPE_DEVICE_MEMORY, (uint64_t)(uintptr_t)memory, name);
+    return true;
+}
+
 /* --pipelines-at: a level's materials compiled mid-run, on the render thread. */
 static void create_pipelines(struct demo *demo, uint64_t frame, VkFormat format,
                              VkImageLayout layout)
 {
     if ((int64_t)frame != demo->options.pipelines_at)
         return;
-    /* Each named "material N" as an engine names its materials' pipelines. */
-    PFN_vkSetDebugUtilsObjectNameEXT set_name = (PFN_vkSetDebugUtilsObjectNameEXT)
-        vkGetDeviceProcAddr(demo->gpu->device, "vkSetDebugUtilsObjectNameEXT");
     for (uint32_t i = 0; i < demo->options.pipelines; i++) {
         struct demo_pipeline *p = demo_pipeline_create(demo->gpu, format, layout);
         if (!p)
             continue;
+        /* Each named "material N" as an engine names its materials' pipelines. */
         char name[32];
         snprintf(name, sizeof(name), "material %u", i);
-        const VkDebugUtilsObjectNameInfoEXT info = {
-            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT,
-            .objectType = VK_OBJECT_TYPE_PIPELINE,
-            .objectHandle = (uint64_t)(uintptr_t)p->pipeline,
-            .pObjectName = name,
-        };
-        if (set_name)
-            set_name(demo->gpu->device, &info);
+        demo_gpu_name(demo->gpu, VK_OBJECT_TYPE_PIPELINE, (uint64_t)(uintptr_t)p->pipeline,
+                      name);
         demo_pipeline_destroy(demo->gpu, p);
     }
 }
@@ -485,6 +523,8 @@ static bool run_wayland_frame(struct demo *demo, uint64_t frame)
     run_cpu_load(options, frame);
     allocate_memory(demo, frame);
     create_pipelines(demo, frame, demo->surface_format.format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR);
+    if (!leak_memory(demo, frame))
+        return false;
 
     struct demo_render_target target = render_target(demo->targets, image_index);
     struct demo_frame_sync sync = {
@@ -528,6 +568,8 @@ static bool run_no_fence_wait_frame(struct demo *demo, uint64_t frame)
     run_cpu_load(&demo->options, frame);
     allocate_memory(demo, frame);
     create_pipelines(demo, frame, demo->surface_format.format, VK_IMAGE_LAYOUT_PRESENT_SRC_KHR);
+    if (!leak_memory(demo, frame))
+        return false;
 
     struct demo_frame_sync sync = {
         .render_done = demo->targets->images[image_index].render_done,
@@ -562,6 +604,8 @@ static bool run_offscreen_frame(struct demo *demo, uint64_t frame)
     allocate_memory(demo, frame);
     create_pipelines(demo, frame, VK_FORMAT_R8G8B8A8_UNORM,
                      VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
+    if (!leak_memory(demo, frame))
+        return false;
 
     uint32_t image_index = (uint32_t)(frame % demo->targets->image_count);
     struct demo_render_target target = render_target(demo->targets, image_index);
@@ -799,6 +843,10 @@ static bool run_split_frames(struct demo *demo)
             break;
         /* The game's part of frame f runs while the other threads finish frame f - 1. */
         run_cpu_load(options, frame);
+        if (!leak_memory(demo, frame)) {
+            ok = false;
+            break;
+        }
 
         pthread_mutex_lock(&split->lock);
         while (!split->failed &&
@@ -996,7 +1044,10 @@ static bool set_up(struct demo *demo, bool *usage_error)
 
     if (wayland && !(demo->window = demo_window_create(DEMO_NAME)))
         return false;
-    demo_debug_utils = options->pass_count > 0 || options->pipelines_at >= 0;
+    if (options->pass_count > 0 || options->pipelines_at >= 0)
+        demo_debug_utils = DEMO_DEBUG_UTILS_REQUIRED;
+    else if (options->draws || options->leak_kb)
+        demo_debug_utils = DEMO_DEBUG_UTILS_IF_AVAILABLE;
     if (!demo_instance_init(&demo->instance, wayland, options->api_version))
         return false;
     resolve_frame_mark(demo);
@@ -1072,6 +1123,27 @@ static bool set_up(struct demo *demo, bool *usage_error)
                                   options->pass_count))
         return false;
     demo_renderer_set_pass_spike(demo->renderer, options->pass_spike_at, options->pass_spike_iters);
+    if (options->draws || options->leak_kb) {
+        /* For a profiler that reports by name; no name without VK_EXT_debug_utils. */
+        demo_gpu_name(demo->gpu, VK_OBJECT_TYPE_QUEUE, (uint64_t)(uintptr_t)demo->gpu->queue,
+                      "demo queue");
+        demo_gpu_name(demo->gpu, VK_OBJECT_TYPE_RENDER_PASS,
+                      (uint64_t)(uintptr_t)demo->pipeline->frame_pass, "frame pass");
+    }
+    if (options->draws) {
+        struct demo_draws_config draws_config = {
+            .draws = options->draws,
+            .threads = options->record_threads,
+            .frames_in_flight = options->frames_in_flight,
+            .secondary = options->secondary,
+            .redundant_binds = options->redundant_binds,
+        };
+        demo->draws = demo_draws_create(demo->gpu, &demo->instance, demo->pipeline,
+                                        &draws_config);
+        if (!demo->draws)
+            return false;
+        demo_renderer_set_draws(demo->renderer, demo->draws);
+    }
     if (options->self_timestamps && !demo_renderer_enable_self_timestamps(demo->renderer))
         return false;
 
@@ -1141,6 +1213,9 @@ static void tear_down(struct demo *demo)
             vkDestroyFence(demo->gpu->device, demo->acquire_fence, NULL);
         demo_gate_destroy(demo->gate);
         demo_renderer_destroy(demo->renderer);
+        demo_draws_destroy(demo->draws);
+        for (uint64_t i = 0; i < demo->leak_count; i++)
+            vkFreeMemory(demo->gpu->device, demo->leaks[i], NULL);
         demo_targets_destroy(demo->gpu, demo->targets);
         /* Right after the swapchain: an order some applications use at exit. */
         if (demo->options.disconnect_early)
@@ -1148,6 +1223,7 @@ static void tear_down(struct demo *demo)
         demo_pipeline_destroy(demo->gpu, demo->pipeline);
         demo_gpu_destroy(demo->gpu);
     }
+    free(demo->leaks);
     offscreen_device_finish(&demo->second.device);
     for (uint32_t i = DEMO_MAX_INSTANCES; i-- > 1;) {
         demo_gpu_destroy(demo->extra_gpus[i]);
@@ -1175,6 +1251,23 @@ static void die(int signo, uint64_t frames)
         *nowhere = 1; /* a real crash, not a raised signal */
     }
     raise(signo);
+}
+
+static void print_draws_stats(const struct demo_options *options, const struct demo_draws *draws)
+{
+    struct demo_draws_stats stats;
+    demo_draws_get_stats(draws, &stats);
+    printf(DEMO_NAME ": draws %" PRIu32 " per frame on %" PRIu32 " threads (%s), binds per "
+           "frame: vertex %" PRIu64 " index %" PRIu64 " sets %" PRIu64 " pipeline %" PRIu64
+           ", redundant vertex %" PRIu64 " index %" PRIu64 " sets %" PRIu64 " pipeline %"
+           PRIu64 "; recording %.1f ns per command\n",
+           options->draws, options->record_threads, options->secondary ? "secondary" : "primary",
+           stats.binds[DEMO_BIND_VERTEX], stats.binds[DEMO_BIND_INDEX],
+           stats.binds[DEMO_BIND_SETS], stats.binds[DEMO_BIND_PIPELINE],
+           stats.redundant[DEMO_BIND_VERTEX], stats.redundant[DEMO_BIND_INDEX],
+           stats.redundant[DEMO_BIND_SETS], stats.redundant[DEMO_BIND_PIPELINE],
+           stats.ns_per_command);
+    fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -1222,6 +1315,14 @@ int main(int argc, char **argv)
         /* Printed even with --quiet: it is what the option is for. */
         printf(DEMO_NAME ": own GPU timestamps: mean %.6f ms per frame over %" PRIu64
                " frames\n", mean, timed);
+        fflush(stdout);
+    }
+    /* Both printed even with --quiet, like the line above: tests read them. */
+    if (ok && demo.draws)
+        print_draws_stats(&demo.options, demo.draws);
+    if (ok && demo.options.leak_kb) {
+        printf(DEMO_NAME ": leaked %" PRIu32 " KiB a frame, %" PRIu64 " allocations\n",
+               demo.options.leak_kb, demo.leak_count);
         fflush(stdout);
     }
 
