@@ -188,7 +188,7 @@ def test_bounded_memory(build):
     than the frames it holds (the stream thread wakes once a second, so at most about a
     second of frames and two chunks per array stay in memory)."""
     exe, demo = tools(build)
-    frame_bytes = 600 + 24  # a frame record and its GPU span (src/record/format.h)
+    frame_bytes = 792 + 24  # a frame record and its GPU span (src/record/format.h)
 
     def run(frames):
         out = os.path.join(tempfile.mkdtemp(prefix="fscope-long-"), "capture")

@@ -77,7 +77,7 @@ static struct engine_thread *thread_of(struct engine_stats *s, int tid)
     struct engine_thread *t = &s->threads[s->thread_count++];
     memset(t, 0, sizeof(*t));
     t->tid = tid;
-    t->oncpu_ns = -1;
+    t->oncpu_ns = t->runnable_ns = -1;
     return t;
 }
 
@@ -353,8 +353,10 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
     for (uint64_t i = 0; i < rec->kernel.sample_count; i++) {
         const struct kernel_sample *k = &rec->kernel.samples[i];
         for (unsigned t = 0; t < s->thread_count; t++)
-            if (s->threads[t].tid == k->tid)
+            if (s->threads[t].tid == k->tid) {
                 s->threads[t].oncpu_ns = (int64_t)k->oncpu_ns;
+                s->threads[t].runnable_ns = (int64_t)k->runnable_ns;
+            }
     }
     qsort(s->threads, s->thread_count, sizeof(*s->threads), compare_thread_ticks);
     qsort(s->pools, s->pool_count, sizeof(*s->pools), compare_pool_ticks);
@@ -683,9 +685,10 @@ void engine_write_json(FILE *f, const struct recording *rec, const struct engine
                 (unsigned long long)t->recordings, (unsigned long long)t->secondary_recordings,
                 (unsigned long long)t->commands, ms(rec, t->ticks), ms(rec, t->secondary_ticks));
         if (t->oncpu_ns >= 0)
-            fprintf(f, "%.6f}", (double)t->oncpu_ns / 1e6);
+            fprintf(f, "%.6f, \"runnable_ms\": %.6f}", (double)t->oncpu_ns / 1e6,
+                    (double)t->runnable_ns / 1e6);
         else
-            fputs("null}", f);
+            fputs("null, \"runnable_ms\": null}", f);
     }
     fputs("], \"pools\": [", f);
     for (unsigned i = 0; i < s->pool_count; i++) {

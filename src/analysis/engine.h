@@ -14,7 +14,10 @@ struct engine_thread {
     int tid;
     uint64_t recordings, secondary_recordings, commands;
     uint64_t ticks, secondary_ticks;
-    int64_t oncpu_ns; /* its CPU time over the run, from the kernel sampler; -1: not sampled */
+    /* Its time on a CPU and runnable but waiting for one, over its life, from the kernel
+     * sampler; -1: not sampled. Recording time is wall time: it fits in their sum (a thread
+     * preempted while it records waits for a CPU inside its recording). */
+    int64_t oncpu_ns, runnable_ns;
 };
 
 struct engine_pool {
