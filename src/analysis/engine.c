@@ -561,6 +561,14 @@ void engine_write_text(FILE *f, const struct recording *rec, const struct engine
             first = false;
         }
         fputc('\n', f);
+        /* Sites are charged at every submission, frames at their close: per frame, a site's
+         * counts are divided by the frames its submissions make (all sites' binds over the
+         * frames' mean), so a submission after the last close does not inflate them. */
+        double site_binds = 0;
+        for (unsigned i = 0; i < g->site_count; i++)
+            for (unsigned k = 0; k < BIND_KINDS; k++)
+                site_binds += (double)g->sites[i].binds[k];
+        double site_frames = binds > 0 && site_binds > 0 ? site_binds / binds : (double)frames;
         unsigned order[3];
         unsigned n = sites_by_redundancy(rec, order, 3);
         for (unsigned i = 0; i < n && i < 3; i++) {
@@ -571,8 +579,8 @@ void engine_write_text(FILE *f, const struct recording *rec, const struct engine
                 if (!site->binds[k])
                     continue;
                 fprintf(f, "%s %.1f of %.1f %s", first_kind ? "" : ",",
-                        per_frame((double)site->redundant[k], frames),
-                        per_frame((double)site->binds[k], frames), bind_kind_names[k]);
+                        (double)site->redundant[k] / site_frames,
+                        (double)site->binds[k] / site_frames, bind_kind_names[k]);
                 first_kind = false;
             }
             fputs(" binds per frame\n", f);
