@@ -95,14 +95,16 @@ struct cb_state {
     uint32_t commands;
     uint64_t counts[CB_COUNTS];
 
-    /* Where binds are charged: the sites seen in this recording, the current one, the label
-     * stack that decides it (a label's site, or the pipeline's outside labels). */
+    /* Where binds are charged: the sites seen in this recording, and what decides the current
+     * one (the innermost label, or outside labels the pipeline bound last). Binds are counted
+     * in counts[] only; when the site changes, what was counted since site_mark goes to the
+     * site it was (site_flush), so a bind costs no site lookup. */
     struct cb_site sites[CB_SITES];
     uint32_t site_count;
-    struct cb_site *site;
+    uint64_t site_mark[2 * BIND_KINDS];
     struct bind_site *labels[LABEL_DEPTH];
     uint32_t label_depth;
-    struct bind_site *pipeline_site;
+    VkPipeline site_pipeline;
 
     /* What is bound now. */
     VkPipeline pipeline[BIND_POINTS];
@@ -262,9 +264,30 @@ static struct cb_site *site_slot(struct cb_state *s, struct bind_site *site)
     return &s->sites[CB_SITES - 1];
 }
 
-static void site_update(struct cb_state *s)
+/* The binds counted since the site last changed go to the site they were recorded under. */
+static void site_flush(struct cb_state *s)
 {
-    s->site = site_slot(s, s->label_depth ? s->labels[s->label_depth - 1] : s->pipeline_site);
+    uint64_t *mark = s->site_mark;
+    const uint64_t *now = &s->counts[CB_BINDS];
+    uint64_t any = 0;
+    for (unsigned k = 0; k < 2 * BIND_KINDS; k++)
+        any |= now[k] - mark[k];
+    if (any) {
+        struct bind_site *site = NULL;
+        if (s->label_depth)
+            site = s->label_depth <= LABEL_DEPTH ? s->labels[s->label_depth - 1] : NULL;
+        else if (s->site_pipeline)
+            site = fscope_engine_site(
+                hash_bytes(HASH_SEED ^ BIND_SITE_PIPELINE, &s->site_pipeline,
+                           sizeof(s->site_pipeline)) | 1,
+                BIND_SITE_PIPELINE, s->dev->id, (uint64_t)s->site_pipeline, NULL);
+        struct cb_site *slot = site_slot(s, site);
+        for (unsigned k = 0; k < BIND_KINDS; k++) {
+            slot->binds[k] += (uint32_t)(now[k] - mark[k]);
+            slot->redundant[k] += (uint32_t)(now[BIND_KINDS + k] - mark[BIND_KINDS + k]);
+        }
+    }
+    memcpy(mark, now, sizeof(s->site_mark));
 }
 
 void commands_label_begin(VkCommandBuffer cb, const char *name)
@@ -273,13 +296,13 @@ void commands_label_begin(VkCommandBuffer cb, const char *name)
     if (!s)
         return;
     s->commands++;
+    site_flush(s);
     if (s->label_depth < LABEL_DEPTH) {
         const char *n = name ? name : "";
         uint64_t key = hash_bytes(HASH_SEED ^ BIND_SITE_LABEL, n, strlen(n)) | 1;
         s->labels[s->label_depth] = fscope_engine_site(key, BIND_SITE_LABEL, s->dev->id, 0, n);
     }
     s->label_depth++;
-    site_update(s);
 }
 
 void commands_label_end(VkCommandBuffer cb)
@@ -288,9 +311,9 @@ void commands_label_end(VkCommandBuffer cb)
     if (!s)
         return;
     s->commands++;
+    site_flush(s);
     if (s->label_depth)
         s->label_depth--;
-    site_update(s);
 }
 
 void commands_pass_counted(VkCommandBuffer cb)
@@ -309,15 +332,12 @@ void commands_counted(VkCommandBuffer cb)
         s->commands++;
 }
 
+/* A bind: counted, and counted again when it set what was bound (no branch: the per-command
+ * path). Its command is counted at the recording's end, from these. */
 static inline void bound(struct cb_state *s, enum bind_kind kind, bool redundant)
 {
-    s->commands++;
     s->counts[CB_BINDS + kind]++;
-    s->site->binds[kind]++;
-    if (redundant) {
-        s->counts[CB_REDUNDANT + kind]++;
-        s->site->redundant[kind]++;
-    }
+    s->counts[CB_REDUNDANT + kind] += redundant;
 }
 
 /* ---- recording ---- */
@@ -327,15 +347,15 @@ static void state_reset(struct cb_state *s)
     s->commands = 0;
     memset(s->counts, 0, sizeof(s->counts));
     s->site_count = 0;
+    memset(s->site_mark, 0, sizeof(s->site_mark));
     s->label_depth = 0;
-    s->pipeline_site = NULL;
+    s->site_pipeline = VK_NULL_HANDLE;
     memset(s->pipeline, 0, sizeof(s->pipeline));
     s->vertex_known = 0;
     s->index_known = false;
     memset(s->sets_known, 0, sizeof(s->sets_known));
     memset(s->pushed, 0, sizeof(s->pushed));
     s->dynamic_known = 0;
-    site_update(s);
 }
 
 /* What the app bound is unknown from here (after vkCmdExecuteCommands). */
@@ -383,6 +403,14 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_EndCommandBuffer(VkCommandBuffe
         return r;
     uint64_t end = fscope_now();
     s->begun = false;
+    site_flush(s);
+    uint64_t binds = 0, redundant = 0;
+    for (unsigned k = 0; k < BIND_KINDS; k++) {
+        binds += s->counts[CB_BINDS + k];
+        redundant += s->counts[CB_REDUNDANT + k];
+    }
+    /* Binds count their command here, not one by one. */
+    s->commands += (uint32_t)binds;
     struct fscope_collector *c = fscope_thread_collector();
     uint64_t ticks = end - s->begin_ticks;
     if (c) {
@@ -391,11 +419,6 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_EndCommandBuffer(VkCommandBuffe
         fscope_collector_count(c, FSCOPE_COUNT_RECORD_COMMANDS, s->commands);
         if (s->secondary)
             fscope_collector_count(c, FSCOPE_COUNT_RECORD_SECONDARY_TICKS, ticks);
-    }
-    uint64_t binds = 0, redundant = 0;
-    for (unsigned k = 0; k < BIND_KINDS; k++) {
-        binds += s->counts[CB_BINDS + k];
-        redundant += s->counts[CB_REDUNDANT + k];
     }
     struct cmd_recording rec = {
         .begin_ticks = s->begin_ticks,
@@ -557,6 +580,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdExecuteCommands(VkCommandBuffer 
     struct cb_state *primary = state_of(cb);
     if (primary) {
         primary->commands++;
+        site_flush(primary);
         for (uint32_t i = 0; i < count; i++) {
             struct cb_state *s = state_make(secondaries[i], false);
             if (!s || !s->dev)
@@ -571,13 +595,36 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdExecuteCommands(VkCommandBuffer 
                 }
             }
         }
+        /* The secondaries' binds are at their own sites already: not the primary's to flush. */
+        memcpy(primary->site_mark, &primary->counts[CB_BINDS], sizeof(primary->site_mark));
         bound_forget(primary);
-        site_update(primary);
     }
     (primary ? primary->dev : device_lookup(cb))->vk.CmdExecuteCommands(cb, count, secondaries);
 }
 
-/* ---- binds ---- */
+/* ---- binds ----
+ * Each hot hook is a fast path, taken when the command buffer is the one this thread touched
+ * last (no call but the tail call down, so nothing to save on the stack), and a slow path
+ * that looks the state up. */
+#define HOT(name, params, args, body)                                                          \
+    static __attribute__((noinline)) void name##_slow params                                   \
+    {                                                                                          \
+        struct cb_state *s = state_of(cb);                                                     \
+        if (s) {                                                                               \
+            body;                                                                              \
+        }                                                                                      \
+        (s ? s->dev : device_lookup(cb))->vk.name args;                                        \
+    }                                                                                          \
+    static VKAPI_ATTR void VKAPI_CALL framescope_##name params                                 \
+    {                                                                                          \
+        if (__builtin_expect(last.cb != cb, 0)) {                                              \
+            name##_slow args;                                                                  \
+            return;                                                                            \
+        }                                                                                      \
+        struct cb_state *s = last.state;                                                       \
+        body;                                                                                  \
+        s->dev->vk.name args;                                                                  \
+    }
 
 static inline unsigned bind_point_index(VkPipelineBindPoint point)
 {
@@ -585,35 +632,23 @@ static inline unsigned bind_point_index(VkPipelineBindPoint point)
            : point == VK_PIPELINE_BIND_POINT_COMPUTE ? 1 : 2;
 }
 
-static VKAPI_ATTR void VKAPI_CALL framescope_CmdBindPipeline(VkCommandBuffer cb,
-                                                             VkPipelineBindPoint point,
-                                                             VkPipeline pipeline)
+/* A pipeline bound in place of another: outside labels the site changes with it, and a
+ * pipeline whose state is static makes the dynamic state set before it undefined (setting it
+ * again after a change is needed, never redundant). */
+static __attribute__((noinline)) void pipeline_changed(struct cb_state *s, unsigned point,
+                                                       VkPipeline pipeline)
 {
-    struct cb_state *s = state_of(cb);
-    if (!s) {
-        device_lookup(cb)->vk.CmdBindPipeline(cb, point, pipeline);
-        return;
-    }
-    unsigned p = bind_point_index(point);
-    bool same = s->pipeline[p] == pipeline;
-    if (!same) {
-        s->pipeline[p] = pipeline;
-        /* A pipeline whose state is static makes the dynamic state set before it undefined:
-         * setting it again after a change is needed, never redundant. */
-        s->dynamic_known = 0;
-        s->pipeline_site = fscope_engine_site(
-            hash_bytes(HASH_SEED ^ BIND_SITE_PIPELINE, &pipeline, sizeof(pipeline)) | 1,
-            BIND_SITE_PIPELINE, s->dev->id, (uint64_t)pipeline, NULL);
-        if (!s->label_depth)
-            site_update(s);
-    }
-    bound(s, BIND_PIPELINE, same);
-    s->dev->vk.CmdBindPipeline(cb, point, pipeline);
+    if (!s->label_depth)
+        site_flush(s);
+    s->pipeline[point] = pipeline;
+    s->site_pipeline = pipeline;
+    s->dynamic_known = 0;
 }
 
-static void vertex_buffers(struct cb_state *s, uint32_t first, uint32_t count,
-                           const VkBuffer *buffers, const VkDeviceSize *offsets,
-                           const VkDeviceSize *sizes, const VkDeviceSize *strides)
+static inline __attribute__((always_inline)) void
+vertex_buffers(struct cb_state *s, uint32_t first, uint32_t count, const VkBuffer *buffers,
+               const VkDeviceSize *offsets, const VkDeviceSize *sizes,
+               const VkDeviceSize *strides)
 {
     bool same = count > 0 && first + count <= VERTEX_BINDINGS;
     for (uint32_t i = 0; i < count; i++) {
@@ -634,65 +669,57 @@ static void vertex_buffers(struct cb_state *s, uint32_t first, uint32_t count,
     bound(s, BIND_VERTEX, same);
 }
 
-static VKAPI_ATTR void VKAPI_CALL framescope_CmdBindVertexBuffers(
-    VkCommandBuffer cb, uint32_t first, uint32_t count, const VkBuffer *buffers,
-    const VkDeviceSize *offsets)
-{
-    struct cb_state *s = state_of(cb);
-    if (s)
-        vertex_buffers(s, first, count, buffers, offsets, NULL, NULL);
-    (s ? s->dev : device_lookup(cb))->vk.CmdBindVertexBuffers(cb, first, count, buffers, offsets);
-}
-
+HOT(CmdBindPipeline, (VkCommandBuffer cb, VkPipelineBindPoint point, VkPipeline pipeline),
+    (cb, point, pipeline), ({
+        unsigned p = bind_point_index(point);
+        bool same = s->pipeline[p] == pipeline;
+        if (!same)
+            pipeline_changed(s, p, pipeline);
+        bound(s, BIND_PIPELINE, same);
+    }))
+HOT(CmdBindVertexBuffers,
+    (VkCommandBuffer cb, uint32_t first, uint32_t count, const VkBuffer *buffers,
+     const VkDeviceSize *offsets),
+    (cb, first, count, buffers, offsets),
+    vertex_buffers(s, first, count, buffers, offsets, NULL, NULL))
 #define VERTEX_BUFFERS2(name)                                                                  \
-    static VKAPI_ATTR void VKAPI_CALL framescope_##name(                                       \
-        VkCommandBuffer cb, uint32_t first, uint32_t count, const VkBuffer *buffers,           \
-        const VkDeviceSize *offsets, const VkDeviceSize *sizes, const VkDeviceSize *strides)   \
-    {                                                                                          \
-        struct cb_state *s = state_of(cb);                                                     \
-        if (s)                                                                                 \
-            vertex_buffers(s, first, count, buffers, offsets, sizes, strides);                 \
-        (s ? s->dev : device_lookup(cb))                                                       \
-            ->vk.name(cb, first, count, buffers, offsets, sizes, strides);                     \
-    }
+    HOT(name,                                                                                  \
+        (VkCommandBuffer cb, uint32_t first, uint32_t count, const VkBuffer *buffers,          \
+         const VkDeviceSize *offsets, const VkDeviceSize *sizes, const VkDeviceSize *strides), \
+        (cb, first, count, buffers, offsets, sizes, strides),                                  \
+        vertex_buffers(s, first, count, buffers, offsets, sizes, strides))
 VERTEX_BUFFERS2(CmdBindVertexBuffers2)
 VERTEX_BUFFERS2(CmdBindVertexBuffers2EXT)
 #undef VERTEX_BUFFERS2
 
-static VKAPI_ATTR void VKAPI_CALL framescope_CmdBindIndexBuffer(VkCommandBuffer cb,
-                                                                VkBuffer buffer,
-                                                                VkDeviceSize offset,
-                                                                VkIndexType type)
+HOT(CmdBindIndexBuffer, (VkCommandBuffer cb, VkBuffer buffer, VkDeviceSize offset,
+                         VkIndexType type),
+    (cb, buffer, offset, type), ({
+        bool same = s->index_known && s->index_buffer == buffer &&
+                    s->index_offset == offset && s->index_type == type;
+        s->index_buffer = buffer;
+        s->index_offset = offset;
+        s->index_type = type;
+        s->index_known = true;
+        bound(s, BIND_INDEX, same);
+    }))
+
+/* Which call bound a set: its first index and count, and with dynamic offsets a hash of
+ * them (top bit set, which a count below 2^31 never reaches). */
+static inline uint64_t sets_call(uint32_t first, uint32_t count, uint32_t dynamic_count,
+                                 const uint32_t *dynamic)
 {
-    struct cb_state *s = state_of(cb);
-    if (!s) {
-        device_lookup(cb)->vk.CmdBindIndexBuffer(cb, buffer, offset, type);
-        return;
-    }
-    bool same = s->index_known && s->index_buffer == buffer && s->index_offset == offset &&
-                s->index_type == type;
-    s->index_buffer = buffer;
-    s->index_offset = offset;
-    s->index_type = type;
-    s->index_known = true;
-    bound(s, BIND_INDEX, same);
-    s->dev->vk.CmdBindIndexBuffer(cb, buffer, offset, type);
+    uint64_t call = first | (uint64_t)count << 32;
+    if (dynamic_count)
+        call = hash_bytes(call, dynamic, dynamic_count * sizeof(*dynamic)) | UINT64_C(1) << 63;
+    return call;
 }
 
-static VKAPI_ATTR void VKAPI_CALL framescope_CmdBindDescriptorSets(
-    VkCommandBuffer cb, VkPipelineBindPoint point, VkPipelineLayout layout, uint32_t first,
-    uint32_t count, const VkDescriptorSet *sets, uint32_t dynamic_count, const uint32_t *dynamic)
+static inline __attribute__((always_inline)) void
+descriptor_sets(struct cb_state *s, VkPipelineBindPoint point, VkPipelineLayout layout,
+                uint32_t first, uint32_t count, const VkDescriptorSet *sets, uint64_t call)
 {
-    struct cb_state *s = state_of(cb);
-    if (!s) {
-        device_lookup(cb)->vk.CmdBindDescriptorSets(cb, point, layout, first, count, sets,
-                                                    dynamic_count, dynamic);
-        return;
-    }
     unsigned p = bind_point_index(point);
-    uint64_t call = hash_word(HASH_SEED, first | (uint64_t)count << 32);
-    if (dynamic_count)
-        call = hash_bytes(call, dynamic, dynamic_count * sizeof(*dynamic));
     bool same = count > 0 && first + count <= BOUND_SETS;
     for (uint32_t i = 0; same && i < count; i++) {
         uint32_t n = first + i;
@@ -713,9 +740,15 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdBindDescriptorSets(
         s->sets_known[p] |= 1u << n;
     }
     bound(s, BIND_DESCRIPTOR, same);
-    s->dev->vk.CmdBindDescriptorSets(cb, point, layout, first, count, sets, dynamic_count,
-                                     dynamic);
 }
+
+HOT(CmdBindDescriptorSets,
+    (VkCommandBuffer cb, VkPipelineBindPoint point, VkPipelineLayout layout, uint32_t first,
+     uint32_t count, const VkDescriptorSet *sets, uint32_t dynamic_count,
+     const uint32_t *dynamic),
+    (cb, point, layout, first, count, sets, dynamic_count, dynamic),
+    descriptor_sets(s, point, layout, first, count, sets,
+                    sets_call(first, count, dynamic_count, dynamic)))
 
 /* The writes of a push, hashed with what they point at; 0 when a write carries what this
  * cannot compare (an extension structure): such a push is never called redundant. */
@@ -794,7 +827,8 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdPushDescriptorSetWithTemplateKHR
 
 /* ---- dynamic state: redundant when the same value is set again under the same pipeline ---- */
 
-static inline void dynamic_set(struct cb_state *s, enum dynamic_state which, uint64_t value)
+static inline __attribute__((always_inline)) void
+dynamic_set(struct cb_state *s, enum dynamic_state which, uint64_t value)
 {
     bool same = (s->dynamic_known & (1u << which)) && s->dynamic[which] == value;
     s->dynamic[which] = value;
@@ -802,14 +836,7 @@ static inline void dynamic_set(struct cb_state *s, enum dynamic_state which, uin
     bound(s, BIND_DYNAMIC_STATE, same);
 }
 
-#define DYNAMIC(name, which, params, args, value)                                              \
-    static VKAPI_ATTR void VKAPI_CALL framescope_##name params                                 \
-    {                                                                                          \
-        struct cb_state *s = state_of(cb);                                                     \
-        if (s)                                                                                 \
-            dynamic_set(s, which, value);                                                      \
-        (s ? s->dev : device_lookup(cb))->vk.name args;                                        \
-    }
+#define DYNAMIC(name, which, params, args, value) HOT(name, params, args, dynamic_set(s, which, value))
 /* Values that fit 64 bits are compared as they are; arrays by a hash of their bytes. */
 #define PACK2(a, b) (((uint64_t)(a) << 32) | (uint32_t)(b))
 static inline uint64_t float_bits(float f)
@@ -893,17 +920,12 @@ DYNAMIC(CmdSetDepthCompareOpEXT, DYN_DEPTH_COMPARE, (VkCommandBuffer cb, VkCompa
  * once, and apart, as its counts live on the GPU. Direct draws add their vertices or indices
  * times their instances. */
 #define COUNTED(name, params, args, body)                                                      \
-    static VKAPI_ATTR void VKAPI_CALL framescope_##name params                                 \
-    {                                                                                          \
-        struct cb_state *s = state_of(cb);                                                     \
-        if (s) {                                                                               \
+    HOT(name, params, args, ({                                                                 \
             uint64_t *n = s->counts;                                                           \
             (void)n;                                                                           \
             s->commands++;                                                                     \
             body;                                                                              \
-        }                                                                                      \
-        (s ? s->dev : device_lookup(cb))->vk.name args;                                        \
-    }
+        }))
 #define DRAW n[CB_DRAWS]++
 #define INDIRECT_DRAW (n[CB_DRAWS]++, n[CB_INDIRECT]++)
 #define DISPATCH n[CB_DISPATCHES]++
@@ -1057,6 +1079,7 @@ COUNTED(CmdResolveImage,
 COUNTED(CmdNextSubpass, (VkCommandBuffer cb, VkSubpassContents contents), (cb, contents),
         (void)0)
 #undef COUNTED
+#undef HOT
 #undef DRAW
 #undef INDIRECT_DRAW
 #undef DISPATCH

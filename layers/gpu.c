@@ -97,6 +97,14 @@ struct gpu_track {
 static struct gpu_track tracks[MAX_TRACKS];
 static pthread_mutex_t tracks_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static void track_default_name(unsigned i, char *buf, size_t len)
+{
+    if (i == 0)
+        snprintf(buf, len, "gpu");
+    else
+        snprintf(buf, len, "gpu %u", i + 1);
+}
+
 static struct gpu_track *track_take(void)
 {
     struct gpu_track *found = NULL;
@@ -107,14 +115,17 @@ static struct gpu_track *track_take(void)
             continue;
         if (!t->collector) {
             char name[32];
-            if (i == 0)
-                snprintf(name, sizeof(name), "gpu");
-            else
-                snprintf(name, sizeof(name), "gpu %u", i + 1);
+            track_default_name(i, name, sizeof(name));
             t->collector = fscope_external_create(name);
             t->spans = fscope_span_log_create();
             if (!t->collector || !t->spans)
                 break;
+        } else {
+            /* A name the app gave was the last queue's: kept until another queue takes the
+             * track, so the report after teardown still shows it. */
+            char name[32];
+            track_default_name(i, name, sizeof(name));
+            fscope_external_rename(t->collector, name);
         }
         atomic_store(&t->in_use, true);
         found = t;
@@ -127,6 +138,15 @@ static void track_give_back(struct gpu_track *t)
 {
     if (t)
         atomic_store(&t->in_use, false);
+}
+
+void gpu_queue_named(struct queue_data *q, const char *name)
+{
+    if (!q || !q->track || !name || !name[0])
+        return;
+    char track[32];
+    snprintf(track, sizeof(track), "gpu %s", name);
+    fscope_external_rename(q->track->collector, track);
 }
 
 /* ---- clock mapping (reader thread) ----------------------------------------------------- */

@@ -455,7 +455,7 @@ void zones_label_end(VkCommandBuffer cb)
 /* "pass 1920x1080" (and its attachments where the call says them): the name of a pass no label
  * names more closely. */
 void zones_pass_begin(VkCommandBuffer cb, VkRect2D area, uint32_t colors, bool depth,
-                      uint32_t view_mask, VkRenderingFlags flags)
+                      uint32_t view_mask, VkRenderingFlags flags, const char *pass_name)
 {
     struct cb_zones *z = state(cb);
     if (!z || !z->dev)
@@ -471,9 +471,14 @@ void zones_pass_begin(VkCommandBuffer cb, VkRect2D area, uint32_t colors, bool d
         z->timed = timed;
         fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_UNBALANCED, 1);
     } else {
-        char name[64];
-        int n = snprintf(name, sizeof(name), "pass %ux%u", area.extent.width,
-                         area.extent.height);
+        char name[96];
+        int n = pass_name && pass_name[0]
+                    ? snprintf(name, sizeof(name), "pass '%s' %ux%u", pass_name,
+                               area.extent.width, area.extent.height)
+                    : snprintf(name, sizeof(name), "pass %ux%u", area.extent.width,
+                               area.extent.height);
+        if (n < 0 || (size_t)n >= sizeof(name))
+            n = (int)strlen(name);
         if (colors || depth)
             snprintf(name + n, sizeof(name) - (size_t)n, " (%u color%s%s)", colors,
                      colors == 1 ? "" : "s", depth ? " + depth" : "");

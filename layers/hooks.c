@@ -262,13 +262,27 @@ _Static_assert(OBJECT_TYPE_PIPELINE == VK_OBJECT_TYPE_PIPELINE, "the recording's
 
 /* Names the app gives its objects: recorded (latest last) for analysis to name what a frame
  * made; passed down untouched. */
+/* A name for the recording's object table; a queue's also names its GPU track, a render
+ * pass's its GPU zone. */
+static void object_named(struct device_data *dev, int32_t type, uint64_t handle,
+                         const char *name)
+{
+    fscope_object_name(dev->id, type, handle, name);
+    if (type == VK_OBJECT_TYPE_QUEUE) {
+        gpu_queue_named(queue_lookup(dev, (VkQueue)(uintptr_t)handle), name);
+    } else if (type == VK_OBJECT_TYPE_RENDER_PASS) {
+        struct render_pass_info *pass = table_find(dev->render_passes, MAX_RENDER_PASSES, handle);
+        if (pass)
+            snprintf(pass->name, sizeof(pass->name), "%s", name ? name : "");
+    }
+}
+
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_SetDebugUtilsObjectNameEXT(
     VkDevice device, const VkDebugUtilsObjectNameInfoEXT *info)
 {
     struct device_data *dev = device_lookup(device);
     if (info)
-        fscope_object_name(dev->id, (int32_t)info->objectType, info->objectHandle,
-                           info->pObjectName);
+        object_named(dev, (int32_t)info->objectType, info->objectHandle, info->pObjectName);
     return dev->vk.SetDebugUtilsObjectNameEXT(device, info);
 }
 
@@ -278,7 +292,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_DebugMarkerSetObjectNameEXT(
 {
     struct device_data *dev = device_lookup(device);
     if (info)
-        fscope_object_name(dev->id, (int32_t)info->objectType, info->object, info->pObjectName);
+        object_named(dev, (int32_t)info->objectType, info->object, info->pObjectName);
     return dev->vk.DebugMarkerSetObjectNameEXT(device, info);
 }
 
@@ -658,7 +672,7 @@ static struct device_data *render_pass_begin(VkCommandBuffer cb, const VkRenderP
             : NULL;
     bool multiview = info ? info->multiview : atomic_load(&dev->render_passes_full);
     zones_pass_begin(cb, i->renderArea, info ? info->colors : 0, info && info->depth,
-                     multiview ? ~0u : 0, 0);
+                     multiview ? ~0u : 0, 0, info ? info->name : NULL);
     return dev;
 }
 
@@ -685,7 +699,8 @@ static void rendering_begin(VkCommandBuffer cb, const VkRenderingInfo *i)
     commands_pass_counted(cb);
     bool depth = (i->pDepthAttachment && i->pDepthAttachment->imageView) ||
                  (i->pStencilAttachment && i->pStencilAttachment->imageView);
-    zones_pass_begin(cb, i->renderArea, i->colorAttachmentCount, depth, i->viewMask, i->flags);
+    zones_pass_begin(cb, i->renderArea, i->colorAttachmentCount, depth, i->viewMask, i->flags,
+                     NULL);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRendering(VkCommandBuffer cb,

@@ -444,6 +444,7 @@ struct render_pass_info {
     uint32_t colors; /* color attachments of the first subpass */
     bool depth;      /* the first subpass has a depth/stencil attachment */
     bool multiview;  /* some subpass has a view mask: a timestamp inside takes one query a view */
+    char name[48];   /* the app's name for it ("" none): its zone's name */
 };
 
 enum surface_kind { SURFACE_WAYLAND, SURFACE_HEADLESS, SURFACE_OTHER, SURFACE_X11 };
@@ -537,6 +538,8 @@ struct swapchain_data *swapchain_lookup(struct device_data *dev, VkSwapchainKHR 
 
 /* gpu.c */
 void gpu_queue_init(struct device_data *dev, struct queue_data *q);
+/* The app named the queue: its GPU track takes the name ("gpu <name>"). */
+void gpu_queue_named(struct queue_data *q, const char *name);
 void gpu_queue_finish(struct device_data *dev, struct queue_data *q);
 /* Starts and stops the device's reader thread. stop waits for our own submissions (bounded)
  * and reads them back before it returns. */
@@ -601,7 +604,7 @@ void zones_cb_end(VkCommandBuffer cb);
 void zones_label_begin(VkCommandBuffer cb, const char *name);
 void zones_label_end(VkCommandBuffer cb);
 void zones_pass_begin(VkCommandBuffer cb, VkRect2D area, uint32_t colors, bool depth,
-                      uint32_t view_mask, VkRenderingFlags flags);
+                      uint32_t view_mask, VkRenderingFlags flags, const char *pass_name);
 void zones_pass_end(VkCommandBuffer cb);
 /* A timed submission carries cb's zones (before it goes down); an untimed one counts them. */
 void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer cb);

@@ -92,6 +92,18 @@ def test_redundant(build, demo):
               int(row["indirect_draws"]) == 0,
               f"frame {row['frame']}: draws {row['draws']} indices {row['indices']} vertices "
               f"{row['vertices']} instances {row['instances']}")
+    # The app's names: its queue names its GPU track, its render passes their GPU zones, its
+    # command buffer the recording intervals on the recording thread's track.
+    trace = r.trace()
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    tracks = [e["args"]["name"] for e in events
+              if e.get("ph") == "M" and e.get("name") == "thread_name"]
+    check("gpu demo queue" in tracks, f"no GPU track named by the queue's name: {tracks}")
+    zones = [z["path"] for z in s["gpu_zones"]["zones"]]
+    check(any(z.startswith("pass 'frame pass' ") for z in zones) and
+          any(z.startswith("pass 'cubes pass' ") for z in zones), zones)
+    records = [e for e in events if e.get("ph") == "X" and e.get("name") == "record record cb 0"]
+    check(len(records) >= s["frames"], f"{len(records)} recordings of 'record cb 0' on a track")
     text = r.stderr
     check(re.search(r"redundant   at label 'cubes':.* [\d.]+ of 10000.0 vertex-buffer", text),
           text[-3000:])

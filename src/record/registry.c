@@ -533,6 +533,12 @@ FSCOPE_EXPORT struct fscope_collector *fscope_external_create(const char *name)
     return c;
 }
 
+FSCOPE_EXPORT void fscope_external_rename(struct fscope_collector *c, const char *name)
+{
+    if (c)
+        snprintf(c->rec.name, sizeof(c->rec.name), "%s", name);
+}
+
 FSCOPE_EXPORT void fscope_external_span(struct fscope_collector *c, const struct fscope_loc *loc,
                                         uint64_t begin, uint64_t end)
 {

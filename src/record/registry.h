@@ -82,6 +82,9 @@ FSCOPE_EXPORT struct fscope_collector *fscope_thread_collector(void);
 
 /* A slot owned by no thread, for spans measured on another clock (the GPU). */
 FSCOPE_EXPORT struct fscope_collector *fscope_external_create(const char *name);
+/* Names an external slot anew (a GPU queue the app named). A reader copying the name while it
+ * changes may see a mix of the two, never an unterminated one. */
+FSCOPE_EXPORT void fscope_external_rename(struct fscope_collector *c, const char *name);
 
 /* Adds a span [begin, end) in ticks under the root of an external slot, to its tree and its
  * ring. Callers serialise spans of one slot; a span starting before the previous one ended is
