@@ -11,6 +11,7 @@
 #include "report.h"
 
 struct hitch_stats;
+struct engine_stats;
 
 /* What the writers need of the run beyond the frame logs; the report fills it. */
 struct formats_run {
@@ -30,6 +31,7 @@ struct formats_run {
     bool gpu_timed;
     double budget_ms[2 + FSCOPE_BLOCK_COUNT]; /* means: cpu, gpu busy, blocks in enum order */
     const struct hitch_stats *hitches;        /* NULL: none judged */
+    const struct engine_stats *engine; /* report.html's device memory gauge; NULL: none */
 };
 
 /* Writers for capture_dir_write() (capture_dir.h); run is a struct formats_run. Each

@@ -1148,7 +1148,9 @@ static int zones_writer(FILE *f, const void *arg)
 static int trace_writer(FILE *f, const void *arg)
 {
     const struct run_stats *s = arg;
-    return trace_write(f, s->rec, &s->hitches);
+    const struct trace_run run = { .hitches = &s->hitches, .engine = &s->engine,
+                                   .frame_counters = true, .primary_log = s->primary_log };
+    return trace_write_run(f, s->rec, &run);
 }
 
 static int threads_writer(FILE *f, const void *arg)
@@ -1195,6 +1197,7 @@ static void formats_run_fill(const struct run_stats *s, struct formats_run *ret)
     ret->gpu_timed = s->total.gpu_timed;
     memcpy(ret->budget_ms, s->budget_ms, sizeof(ret->budget_ms));
     ret->hitches = &s->hitches;
+    ret->engine = &s->engine;
 }
 
 struct report *report_create(struct recording *rec)

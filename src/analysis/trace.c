@@ -6,16 +6,23 @@
 #include "trace.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "framescope.h"
 #include "gpu_zones.h"
 #include "hitches.h"
+#include "report.h"
 #include "zones.h"
 
 #define TRACE_MAX_DEPTH 64
+
+/* VkObjectType values (analysis does not see Vulkan's headers). */
+#define OBJECT_TYPE_COMMAND_BUFFER 6
+#define OBJECT_TYPE_COMMAND_POOL 25
 
 void json_write_string(FILE *f, const char *s)
 {
@@ -121,11 +128,222 @@ static void write_hitches(struct trace_writer *w, const struct hitch_stats *hitc
     }
 }
 
-int trace_write(FILE *f, const struct recording *rec, const struct hitch_stats *hitches)
+/* The names the app gave its objects, sorted for lookup: a trace names every recording, and a
+ * run records tens of thousands of command buffers against thousands of names, too many to
+ * walk the names for each (engine_object_name). */
+struct name_index {
+    const struct object_name **names; /* by type, handle, then as recorded (the latest last) */
+    size_t count;
+};
+
+static int compare_names(const void *a, const void *b)
+{
+    const struct object_name *x = *(const struct object_name *const *)a;
+    const struct object_name *y = *(const struct object_name *const *)b;
+    if (x->type != y->type)
+        return x->type < y->type ? -1 : 1;
+    if (x->handle != y->handle)
+        return x->handle < y->handle ? -1 : 1;
+    return x < y ? -1 : x > y; /* the same array: the order they were recorded in */
+}
+
+/* With no memory for it (or no names), lookups walk the names. */
+static void name_index_init(struct name_index *index, const struct recording *rec)
+{
+    index->count = 0;
+    index->names = rec->object_name_count ? malloc(rec->object_name_count *
+                                                   sizeof(*index->names)) : NULL;
+    if (!index->names)
+        return;
+    for (uint64_t i = 0; i < rec->object_name_count; i++)
+        index->names[index->count++] = &rec->object_names[i];
+    qsort(index->names, index->count, sizeof(*index->names), compare_names);
+}
+
+/* The name the app gave last (NULL: none, or "" cleared it), as engine_object_name. */
+static const char *name_index_find(const struct name_index *index, const struct recording *rec,
+                                   int32_t type, uint64_t handle)
+{
+    if (!index->names)
+        return engine_object_name(rec, type, handle);
+    if (!handle)
+        return NULL;
+    /* The first entry after (type, handle); the one before it is the latest of the handle's. */
+    size_t low = 0, high = index->count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        const struct object_name *n = index->names[middle];
+        if (n->type < type || (n->type == type && n->handle <= handle))
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    if (!low)
+        return NULL;
+    const struct object_name *n = index->names[low - 1];
+    return n->type == type && n->handle == handle && n->name[0] ? n->name : NULL;
+}
+
+/* The app's name for it, else prefix and its handle in hex ("command buffer 0x55d0..."). */
+static const char *object_label(const struct name_index *index, const struct recording *rec,
+                                int32_t type, uint64_t handle, const char *prefix, char *buf,
+                                size_t len)
+{
+    const char *name = name_index_find(index, rec, type, handle);
+    if (name)
+        snprintf(buf, len, "%s", name);
+    else
+        snprintf(buf, len, "%s0x%llx", prefix, (unsigned long long)handle);
+    return buf;
+}
+
+/* An "X" event up to its name; the caller writes its args and closes it. */
+static void interval_prefix(struct trace_writer *w, int tid, uint64_t begin, uint64_t end,
+                            const char *name)
+{
+    event_prefix(w, "X", tid, begin);
+    double dur = (double)(recording_mono_ns(w->rec, end) - recording_mono_ns(w->rec, begin)) /
+                 1000.0;
+    fprintf(w->f, ",\"dur\":%.3f,\"name\":", dur);
+    json_write_string(w->f, name);
+}
+
+/* Each command buffer recording, vkBeginCommandBuffer to vkEndCommandBuffer's return, and each
+ * command pool call, on the track of the thread that made it. */
+static void write_engine_intervals(struct trace_writer *w, const struct name_index *names)
+{
+    const struct recording *rec = w->rec;
+    const struct recording_engine *g = &rec->engine;
+    char cb[OBJECT_NAME_SIZE + 32], pool[OBJECT_NAME_SIZE + 32], name[2 * OBJECT_NAME_SIZE + 64];
+    for (uint64_t i = 0; i < g->recording_count; i++) {
+        const struct cmd_recording *r = &g->recordings[i];
+        object_label(names, rec, OBJECT_TYPE_COMMAND_BUFFER, r->cb, "command buffer ", cb,
+                     sizeof(cb));
+        snprintf(name, sizeof(name), "record %s", cb);
+        interval_prefix(w, r->tid, r->begin_ticks, r->end_ticks, name);
+        fprintf(w->f, ",\"args\":{\"commands\":%u,\"draws\":%u,\"binds\":%u,\"redundant\":%u,"
+                "\"secondary\":%s,\"pool\":", r->commands, r->draws, r->binds, r->redundant,
+                r->flags & CMD_RECORDING_SECONDARY ? "true" : "false");
+        json_write_string(w->f, object_label(names, rec, OBJECT_TYPE_COMMAND_POOL, r->pool, "",
+                                             pool, sizeof(pool)));
+        if (r->flags & CMD_RECORDING_FAILED)
+            fputs(",\"failed\":true", w->f);
+        fputs("}}", w->f);
+    }
+    static const char *const calls[] = {
+        [POOL_OP_RESET_POOL] = "vkResetCommandPool",
+        [POOL_OP_RESET_BUFFER] = "vkResetCommandBuffer",
+        [POOL_OP_FREE] = "vkFreeCommandBuffers",
+        [POOL_OP_TRIM] = "vkTrimCommandPool",
+    };
+    for (uint64_t i = 0; i < g->pool_op_count; i++) {
+        const struct pool_op *op = &g->pool_ops[i]; /* kind checked by the reader */
+        object_label(names, rec, OBJECT_TYPE_COMMAND_POOL, op->pool, "", pool, sizeof(pool));
+        bool buffer = op->kind == POOL_OP_RESET_BUFFER;
+        if (buffer)
+            object_label(names, rec, OBJECT_TYPE_COMMAND_BUFFER, op->cb, "", cb, sizeof(cb));
+        /* Named by the object the call takes first: vkResetCommandBuffer's command buffer,
+         * the others' pool. */
+        snprintf(name, sizeof(name), "%s %s", calls[op->kind], buffer ? cb : pool);
+        interval_prefix(w, op->tid, op->begin_ticks, op->end_ticks, name);
+        fputs(",\"args\":{\"pool\":", w->f);
+        json_write_string(w->f, pool);
+        if (buffer) {
+            fputs(",\"command_buffer\":", w->f);
+            json_write_string(w->f, cb);
+        }
+        if (op->kind == POOL_OP_FREE)
+            fprintf(w->f, ",\"count\":%u", op->count);
+        fputs("}}", w->f);
+    }
+}
+
+/* One sample of a counter track of the app's process. */
+static void write_counter(struct trace_writer *w, uint64_t ticks, const char *name,
+                          const char *key, double value)
+{
+    event_prefix(w, "C", w->pid, ticks);
+    fputs(",\"name\":", w->f);
+    json_write_string(w->f, name);
+    fprintf(w->f, ",\"args\":{\"%s\":%.6f}}", key, isfinite(value) ? value : 0.0);
+}
+
+static double mib(uint64_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+/* The process's gauges as the kernel sampler read them, and VK_EXT_memory_budget's heaps. */
+static void write_gauge_counters(struct trace_writer *w)
+{
+    const struct recording_engine *g = &w->rec->engine;
+    bool descriptors = false;
+    for (uint64_t i = 0; i < g->gauge_count; i++) {
+        const struct gauge_sample *s = &g->gauges[i];
+        descriptors |= s->descriptor_sets || s->descriptor_capacity;
+        if (s->rss_bytes) /* 0: not read */
+            write_counter(w, s->ticks, "rss MiB", "rss", mib(s->rss_bytes));
+    }
+    /* No pool ever made: a track of zeros would say the app has no room, not that it has none. */
+    for (uint64_t i = 0; descriptors && i < g->gauge_count; i++) {
+        const struct gauge_sample *s = &g->gauges[i];
+        event_prefix(w, "C", w->pid, s->ticks);
+        fprintf(w->f, ",\"name\":\"descriptor sets\",\"args\":{\"sets\":%llu,\"capacity\":%llu}}",
+                (unsigned long long)s->descriptor_sets,
+                (unsigned long long)s->descriptor_capacity);
+    }
+    /* Heaps are named by their device only when budgets of two devices were read. */
+    bool devices = false;
+    for (uint64_t i = 1; i < g->budget_count; i++)
+        devices |= g->budgets[i].device_id != g->budgets[0].device_id;
+    for (uint64_t i = 0; i < g->budget_count; i++) {
+        const struct budget_sample *b = &g->budgets[i];
+        for (uint32_t k = 0; k < b->heap_count; k++) { /* at most BUDGET_HEAPS: checked */
+            char device[32] = "", name[96];
+            if (devices)
+                snprintf(device, sizeof(device), "device %u ", b->device_id);
+            snprintf(name, sizeof(name), "%sheap %u usage MiB", device, k);
+            write_counter(w, b->ticks, name, "usage", mib(b->usage[k]));
+            snprintf(name, sizeof(name), "%sheap %u budget MiB", device, k);
+            write_counter(w, b->ticks, name, "budget", mib(b->budget[k]));
+        }
+    }
+}
+
+/* Per frame, at its start, so that each value holds over the frame it describes: its rate,
+ * its CPU part and its GPU busy time as frames.csv gives them (GPU busy only for a frame whose
+ * submissions were timed). */
+static void write_frame_counters(struct trace_writer *w, unsigned primary_log)
+{
+    const struct recording *rec = w->rec;
+    for (unsigned l = 0; l < rec->log_count; l++) {
+        const struct recording_log *log = &rec->logs[l];
+        char fps[48], cpu[48], gpu[48], surface[24] = "";
+        if (l != primary_log)
+            snprintf(surface, sizeof(surface), " surface %u", l);
+        snprintf(fps, sizeof(fps), "fps%s", surface);
+        snprintf(cpu, sizeof(cpu), "cpu ms%s", surface);
+        snprintf(gpu, sizeof(gpu), "gpu busy ms%s", surface);
+        for (uint64_t i = 0; i < log->frame_count; i++) {
+            const struct fscope_frame *fr = &log->frames[i];
+            struct frame_budget_ns b;
+            frame_budget(rec, fr, NULL, &b); /* the evidence only splits blocks: not used */
+            if (b.frame > 0)
+                write_counter(w, fr->start_ticks, fps, "fps", 1e9 / (double)b.frame);
+            write_counter(w, fr->start_ticks, cpu, "cpu", (double)b.cpu / 1e6);
+            if (b.gpu_timed)
+                write_counter(w, fr->start_ticks, gpu, "busy", (double)b.gpu_busy / 1e6);
+        }
+    }
+}
+
+int trace_write_run(FILE *f, const struct recording *rec, const struct trace_run *run)
 {
     const struct fscope_event **stack = malloc(sizeof(*stack) * TRACE_MAX_DEPTH);
     if (!stack)
         return -ENOMEM;
+    struct name_index names;
+    name_index_init(&names, rec);
     struct trace_writer w = { .rec = rec, .f = f, .pid = rec->pid, .first = true };
     char clock[160];
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":", f);
@@ -134,8 +352,23 @@ int trace_write(FILE *f, const struct recording *rec, const struct hitch_stats *
     for (unsigned i = 0; i < rec->thread_count; i++)
         write_thread(&w, &rec->threads[i], stack);
     gpu_zones_write_trace(f, rec, w.pid, w.base_ns, &w.first);
-    write_hitches(&w, hitches);
+    write_hitches(&w, run ? run->hitches : NULL);
+    write_engine_intervals(&w, &names);
+    write_gauge_counters(&w);
+    const struct engine_stats *engine = run ? run->engine : NULL;
+    for (uint64_t i = 0; engine && i < engine->live_point_count; i++)
+        write_counter(&w, engine->live_points[i].ticks, "device memory MiB", "live",
+                      mib(engine->live_points[i].live_bytes));
+    if (run && run->frame_counters)
+        write_frame_counters(&w, run->primary_log);
     fputs("\n]}\n", f);
+    free(names.names);
     free(stack);
     return 0;
+}
+
+int trace_write(FILE *f, const struct recording *rec, const struct hitch_stats *hitches)
+{
+    const struct trace_run run = { .hitches = hitches };
+    return trace_write_run(f, rec, &run);
 }
