@@ -215,7 +215,17 @@ def test_html(build, demo):
     check(body.get("data-rendered") == "yes" and "data-error" not in body,
           f"report.html did not render: body {body}, status {status_text(dom)!r}")
     check(status_text(dom) == "rendered", f"status {status_text(dom)!r}")
-    check(dom.count("<svg") == 3, f"{dom.count('<svg')} charts drawn, 3 expected")
+    # Three charts, then the gauges (issue 20): each against its ceiling, drawn where the run
+    # has its data (frame rate, CPU and RSS always do here).
+    gauges = re.findall(r'<div[^>]*class="gauge"[^>]*>', dom)
+    drawn = [g for g in gauges if 'data-state="drawn"' in g]
+    check(dom.count("<svg") == 3 + len(drawn), f"{dom.count('<svg')} charts drawn, "
+          f"{3 + len(drawn)} expected")
+    for gauge_id in ("gauge-fps", "gauge-cpu", "gauge-rss"):
+        tag = [g for g in drawn if f'id="{gauge_id}"' in g]
+        ceiling = re.search(r'data-ceiling="([\d.e+]+)"', tag[0]) if tag else None
+        check(ceiling and float(ceiling.group(1)) > 0, f"{gauge_id} not drawn against a "
+              f"ceiling: {gauges}")
     check(f"{summary['verdict']['run']}-bound" in dom, "the verdict is not on the page")
     check("vkQueuePresentKHR" in dom, "the zone table is not on the page")
     # Issue 19: threads that share a name are told apart by their id.
