@@ -33,13 +33,14 @@ def present_run(build, demo, server, args, frames):
           "frames.csv discarded != summary.json")
     check(outcome["discarded-recreation"] == p["discarded_recreation"], "recreation label mismatch")
     # Latencies are positive and consistent with the clock conversion: shown after the call,
-    # within a second, and presentation times never go backwards.
+    # within ten seconds (a clock mix-up is off by far more; a loaded 2-core machine once
+    # showed a frame 1.28 s after its present), and presentation times never go backwards.
     last = -1.0
     for row in rows:
         if row["present"] != "presented":
             continue
         lat, shown = float(row["latency_ms"]), float(row["presented_ms"])
-        check(0 < lat < 1000, f"frame {row['frame']}: latency {lat} ms")
+        check(0 < lat < 10000, f"frame {row['frame']}: latency {lat} ms")
         check(float(row["latency_from_return_ms"]) < lat, "return-latency >= call-latency")
         check(shown >= last, f"frame {row['frame']}: presentation time went backwards")
         check(abs(shown - (float(row["start_ms"]) + float(row["frame_ms"]) + lat)) < 0.01,
