@@ -113,9 +113,11 @@ static size_t struct_size(VkStructureType type)
 }
 
 /* Does this struct need a change for what we want? */
-static bool needs_change(const VkBaseInStructure *s, bool host_reset, bool timeline)
+static bool needs_change(const VkBaseInStructure *s, bool host_reset, bool timeline, bool stats)
 {
     switch (s->sType) {
+    case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2:
+        return stats && !((const VkPhysicalDeviceFeatures2 *)s)->features.pipelineStatisticsQuery;
     case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES: {
         const VkPhysicalDeviceVulkan12Features *f = (const void *)s;
         return (host_reset && !f->hostQueryReset) || (timeline && !f->timelineSemaphore);
@@ -130,9 +132,12 @@ static bool needs_change(const VkBaseInStructure *s, bool host_reset, bool timel
     }
 }
 
-static void change(VkBaseOutStructure *s, bool host_reset, bool timeline)
+static void change(VkBaseOutStructure *s, bool host_reset, bool timeline, bool stats)
 {
     switch (s->sType) {
+    case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2:
+        ((VkPhysicalDeviceFeatures2 *)s)->features.pipelineStatisticsQuery |= stats;
+        break;
     case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES: {
         VkPhysicalDeviceVulkan12Features *f = (void *)s;
         f->hostQueryReset |= host_reset;
@@ -154,12 +159,12 @@ static void change(VkBaseOutStructure *s, bool host_reset, bool timeline)
  * copies and links the rest of the app's chain behind them. False when a struct on the way
  * is of a type we cannot size. */
 static bool copy_and_change(struct device_plan *plan, const void *app_chain, bool host_reset,
-                            bool timeline)
+                            bool timeline, bool stats)
 {
     const VkBaseInStructure *last = NULL;
     size_t total = 0;
     for (const VkBaseInStructure *s = app_chain; s; s = s->pNext)
-        if (needs_change(s, host_reset, timeline))
+        if (needs_change(s, host_reset, timeline, stats))
             last = s;
     if (!last)
         return true;
@@ -180,7 +185,7 @@ static bool copy_and_change(struct device_plan *plan, const void *app_chain, boo
         size_t size = struct_size(s->sType);
         VkBaseOutStructure *copy = (VkBaseOutStructure *)memory;
         memcpy(copy, s, size);
-        change(copy, host_reset, timeline);
+        change(copy, host_reset, timeline, stats);
         if (prev)
             prev->pNext = copy;
         else
@@ -253,7 +258,7 @@ static void plan_log(const struct device_plan *plan, const VkDeviceCreateInfo *a
 
 bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
                       VkPhysicalDevice phys, const VkDeviceCreateInfo *app_info,
-                      bool gpu_timing, bool allow_timeline)
+                      bool gpu_timing, bool allow_timeline, bool pipeline_stats)
 {
     memset(plan, 0, sizeof(*plan));
     plan->info = *app_info;
@@ -326,10 +331,30 @@ bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
         host_reset_offered = timeline_offered = false;
     }
 
-    /* Features: change the app's structs where it has them, else put ours in front. */
+    /* pipelineStatisticsQuery (FRAMESCOPE_PIPELINE_STATS): a 1.0 feature, in the app's
+     * pEnabledFeatures (copied), its VkPhysicalDeviceFeatures2 (changed with the others), or
+     * a pEnabledFeatures of ours. */
     const void *chain = app_info->pNext;
-    if (!copy_and_change(plan, chain, host_reset_offered, timeline_offered)) {
+    bool stats = false;
+    plan->pipeline_stats_asked = pipeline_stats;
+    if (pipeline_stats) {
+        VkPhysicalDeviceFeatures offered;
+        inst->vk.GetPhysicalDeviceFeatures(phys, &offered);
+        stats = offered.pipelineStatisticsQuery == VK_TRUE;
+    }
+    bool stats_in_chain = stats && find_struct(chain, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+    if (stats && !stats_in_chain) {
+        if (app_info->pEnabledFeatures)
+            plan->features10 = *app_info->pEnabledFeatures;
+        plan->features10.pipelineStatisticsQuery = VK_TRUE;
+        plan->info.pEnabledFeatures = &plan->features10;
+    }
+
+    /* Features: change the app's structs where it has them, else put ours in front. */
+    if (!copy_and_change(plan, chain, host_reset_offered, timeline_offered, stats_in_chain)) {
         host_reset_offered = timeline_offered = false;
+        if (stats_in_chain)
+            stats = false;
         free(plan->chain_copy);
         plan->chain_copy = NULL;
         plan->info.pNext = app_info->pNext;
@@ -376,6 +401,7 @@ bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
     }
     plan->host_reset = host_reset_offered;
     plan->timeline = timeline_offered;
+    plan->pipeline_stats = stats;
     plan->calibration = calibration;
     plan_log(plan, app_info);
     return true;
@@ -384,7 +410,8 @@ bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
 bool device_plan_changes_anything(const struct device_plan *plan, const VkDeviceCreateInfo *app)
 {
     return plan->info.pNext != app->pNext ||
-           plan->info.enabledExtensionCount != app->enabledExtensionCount;
+           plan->info.enabledExtensionCount != app->enabledExtensionCount ||
+           plan->info.pEnabledFeatures != app->pEnabledFeatures;
 }
 
 void device_plan_finish(struct device_plan *plan)

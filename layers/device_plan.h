@@ -11,6 +11,10 @@ struct device_plan {
     bool creation_feedback; /* VkPipelineCreationFeedbackCreateInfo may be chained (1.3, or
                              * VK_EXT_pipeline_creation_feedback enabled by the app or us) */
     bool app_host_reset_ext, app_timeline_ext, app_calibration_ext, app_feedback_ext;
+    /* pipelineStatisticsQuery asked for (FRAMESCOPE_PIPELINE_STATS), offered, and enabled (by
+     * the app or by us: features10 replaces the app's pEnabledFeatures when we add it). */
+    bool pipeline_stats_asked, pipeline_stats;
+    VkPhysicalDeviceFeatures features10;
     VkStructureType unknown_struct; /* why the app's chain could not be changed; 0 if it could */
     VkPhysicalDeviceHostQueryResetFeatures host_reset_features;
     VkPhysicalDeviceTimelineSemaphoreFeatures timeline_features;
@@ -22,7 +26,7 @@ struct device_plan {
  * memory. allow_timeline false: never use timeline semaphores (a test fault). */
 bool device_plan_make(struct device_plan *plan, struct instance_data *inst,
                       VkPhysicalDevice phys, const VkDeviceCreateInfo *app_info,
-                      bool gpu_timing, bool allow_timeline);
+                      bool gpu_timing, bool allow_timeline, bool pipeline_stats);
 bool device_plan_changes_anything(const struct device_plan *plan, const VkDeviceCreateInfo *app);
 /* Accepts a plan that failed half-way. */
 void device_plan_finish(struct device_plan *plan);

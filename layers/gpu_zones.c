@@ -1,4 +1,12 @@
-/* GPU zones: every debug-label region (vkCmdBeginDebugUtilsLabelEXT, vkCmdDebugMarkerBeginEXT)
+/* Pipeline statistics (FRAMESCOPE_PIPELINE_STATS=on, on devices with pipelineStatisticsQuery,
+ * which the layer then enables): each timed render pass also gets a query of the GPU's
+ * pipeline statistics, begun before the pass and ended after it, in a second pool with one
+ * query per region, reset, copied and read with the block's timestamps. Not where Vulkan
+ * forbids it or it would mix: a pass that executes secondary command buffers (a query active
+ * there needs inheritedQueries), one inside the app's own statistics query (two active queries
+ * of one type), a multiview pass; those are counted as skipped.
+ *
+ * GPU zones: every debug-label region (vkCmdBeginDebugUtilsLabelEXT, vkCmdDebugMarkerBeginEXT)
  * and every render pass (vkCmdBeginRenderPass*, vkCmdBeginRendering*) of a primary command
  * buffer timed by two timestamps the layer writes into that command buffer as it is recorded:
  * a render pass's outside the pass (before its begin, after its end), a label's where the app
@@ -63,7 +71,19 @@ struct zone_region {
     uint8_t depth;
     uint8_t kind;
     bool ended;
+    bool stats; /* a pipeline statistics query brackets it (a pass) */
 };
+
+/* What the statistics query counts: PIPELINE_STATS values, in this flags' bit order. */
+#define ZONE_STATS_FLAGS                                                                       \
+    (VK_QUERY_PIPELINE_STATISTIC_INPUT_ASSEMBLY_VERTICES_BIT |                                 \
+     VK_QUERY_PIPELINE_STATISTIC_INPUT_ASSEMBLY_PRIMITIVES_BIT |                               \
+     VK_QUERY_PIPELINE_STATISTIC_VERTEX_SHADER_INVOCATIONS_BIT |                               \
+     VK_QUERY_PIPELINE_STATISTIC_CLIPPING_INVOCATIONS_BIT |                                    \
+     VK_QUERY_PIPELINE_STATISTIC_CLIPPING_PRIMITIVES_BIT |                                     \
+     VK_QUERY_PIPELINE_STATISTIC_FRAGMENT_SHADER_INVOCATIONS_BIT |                             \
+     VK_QUERY_PIPELINE_STATISTIC_COMPUTE_SHADER_INVOCATIONS_BIT)
+#define STATS_WORDS PIPELINE_STATS
 
 struct zone_block {
     struct zone_pool *pool;
@@ -87,6 +107,10 @@ struct zone_block {
 struct zone_pool {
     struct device_data *dev;
     VkQueryPool pool;
+    /* Pipeline statistics: query b * ZONE_REGIONS + r for region r of block b, and their
+     * copies at STATS_WORDS words each. VK_NULL_HANDLE: not asked for, or not made. */
+    VkQueryPool stats_pool;
+    struct readback stats_copies;
     /* The copies: block b's query q at word b * ZONE_BLOCK_QUERIES + q, mapped for good. */
     struct readback copies;
     pthread_mutex_t lock; /* the free list */
@@ -113,6 +137,7 @@ struct cb_zones {
     uint32_t dark;        /* zones opened in this recording while sampled out */
     uint32_t recordings;  /* times begun since its allocation */
     bool in_multiview;    /* inside a pass with a view mask (classic or dynamic rendering) */
+    uint32_t app_stats;   /* the app's own pipeline statistics queries active in it */
     struct zone_block *block;
     uint32_t open[ZONE_DEPTH];   /* indices of the open regions in block, outermost first */
     uint8_t open_timed[ZONE_DEPTH]; /* whether each open label got a region */
@@ -138,6 +163,25 @@ static bool pool_make(struct device_data *dev, struct zone_pool *p)
         dev->vk.DestroyQueryPool(dev->device, p->pool, NULL);
         return false;
     }
+    if (dev->pipeline_stats) {
+        const VkQueryPoolCreateInfo stats_info = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_PIPELINE_STATISTICS,
+            .queryCount = ZONE_BLOCKS * ZONE_REGIONS,
+            .pipelineStatistics = ZONE_STATS_FLAGS,
+        };
+        if (dev->vk.CreateQueryPool(dev->device, &stats_info, NULL, &p->stats_pool) !=
+            VK_SUCCESS) {
+            p->stats_pool = VK_NULL_HANDLE;
+        } else if (!readback_init(dev, &p->stats_copies,
+                                  ZONE_BLOCKS * ZONE_REGIONS * STATS_WORDS)) {
+            dev->vk.DestroyQueryPool(dev->device, p->stats_pool, NULL);
+            p->stats_pool = VK_NULL_HANDLE;
+        }
+        if (!p->stats_pool)
+            fscope_record_note("device %u: no query pool or buffer for pipeline statistics: "
+                               "passes are timed without them", dev->id);
+    }
     return true;
 }
 
@@ -152,8 +196,12 @@ static struct zone_pool *pool_get(struct device_data *dev)
         p = calloc(1, sizeof(*p));
         if (p && pool_make(dev, p)) {
             p->dev = dev;
-            if (dev->reset_query_pool)
+            if (dev->reset_query_pool) {
                 dev->reset_query_pool(dev->device, p->pool, 0, ZONE_BLOCKS * ZONE_BLOCK_QUERIES);
+                if (p->stats_pool)
+                    dev->reset_query_pool(dev->device, p->stats_pool, 0,
+                                          ZONE_BLOCKS * ZONE_REGIONS);
+            }
             pthread_mutex_init(&p->lock, NULL);
             for (uint32_t i = 0; i < ZONE_BLOCKS; i++) {
                 p->blocks[i].pool = p;
@@ -201,9 +249,13 @@ static void block_release(struct zone_block *b)
     if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
         return;
     struct zone_pool *p = b->pool;
-    if (b->region_count && p->dev->reset_query_pool)
+    if (b->region_count && p->dev->reset_query_pool) {
         p->dev->reset_query_pool(p->dev->device, p->pool, b->index * ZONE_BLOCK_QUERIES,
                                  2 * b->region_count);
+        if (p->stats_pool)
+            p->dev->reset_query_pool(p->dev->device, p->stats_pool, b->index * ZONE_REGIONS,
+                                     b->region_count);
+    }
     pthread_mutex_lock(&p->lock);
     p->free_list[p->free_count++] = b->index;
     pthread_mutex_unlock(&p->lock);
@@ -285,6 +337,7 @@ void zones_cb_begin(VkCommandBuffer cb, const VkCommandBufferBeginInfo *info)
     z->in_multiview = false;
     z->in_pass = false;
     z->suspended = false;
+    z->app_stats = 0;
     z->simultaneous = info && (info->flags & VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT);
     z->one_time = info && (info->flags & VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
     z->timed = z->primary && z->stamps;
@@ -328,8 +381,12 @@ static void block_end(VkCommandBuffer cb, struct cb_zones *z)
         while (r < b->region_count && b->regions[r].ended)
             r++;
         readback_record_copy(z->dev, cb, &p->copies, p->pool, base + 2 * first,
-                             2 * (r - first));
+                             2 * (r - first), 1);
     }
+    for (uint32_t r = 0; p->stats_pool && r < b->region_count; r++)
+        if (b->regions[r].ended && b->regions[r].stats)
+            readback_record_copy(z->dev, cb, &p->stats_copies, p->stats_pool,
+                                 b->index * ZONE_REGIONS + r, 1, STATS_WORDS);
     readback_record_visible(z->dev, cb);
     b->readable = true;
 }
@@ -396,9 +453,13 @@ static void zone_open(VkCommandBuffer cb, struct cb_zones *z, const char *name,
         return; /* noted once */
     if (!z->block) {
         z->block = block_take(p);
-        if (z->block && reset)
+        if (z->block && reset) {
             z->dev->vk.CmdResetQueryPool(cb, p->pool, z->block->index * ZONE_BLOCK_QUERIES,
                                          ZONE_BLOCK_QUERIES);
+            if (p->stats_pool)
+                z->dev->vk.CmdResetQueryPool(cb, p->stats_pool, z->block->index * ZONE_REGIONS,
+                                             ZONE_REGIONS);
+        }
         if (z->block) {
             z->block->copy = copy;
             z->block->simultaneous = z->simultaneous;
@@ -434,6 +495,8 @@ static void zone_close(VkCommandBuffer cb, struct cb_zones *z)
     struct zone_block *b = z->block;
     uint32_t r = z->open[d];
     b->regions[r].ended = true;
+    if (b->regions[r].stats)
+        z->dev->vk.CmdEndQuery(cb, b->pool->stats_pool, b->index * ZONE_REGIONS + r);
     z->dev->vk.CmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->pool->pool,
                                  b->index * ZONE_BLOCK_QUERIES + 2 * r + 1);
 }
@@ -452,10 +515,40 @@ void zones_label_end(VkCommandBuffer cb)
         zone_close(cb, z);
 }
 
+/* The pass just opened gets a pipeline statistics query where one may be active across it. */
+static void pass_stats_begin(VkCommandBuffer cb, struct cb_zones *z, uint32_t view_mask,
+                             bool secondary_contents)
+{
+    if (!z->dev->pipeline_stats)
+        return;
+    uint32_t d = z->depth - 1;
+    struct zone_pool *p = z->block ? z->block->pool : NULL;
+    if (!z->open_timed[d] || !p || !p->stats_pool || view_mask ||
+        secondary_contents || z->app_stats) {
+        fscope_gpu_pass_stats_skipped(1);
+        return;
+    }
+    uint32_t r = z->open[d];
+    z->block->regions[r].stats = true;
+    z->dev->vk.CmdBeginQuery(cb, p->stats_pool, z->block->index * ZONE_REGIONS + r, 0);
+}
+
+void zones_app_stats_query(VkCommandBuffer cb, bool begin)
+{
+    struct cb_zones *z = state(cb);
+    if (!z)
+        return;
+    if (begin)
+        z->app_stats++;
+    else if (z->app_stats)
+        z->app_stats--;
+}
+
 /* "pass 1920x1080" (and its attachments where the call says them): the name of a pass no label
  * names more closely. */
 void zones_pass_begin(VkCommandBuffer cb, VkRect2D area, uint32_t colors, bool depth,
-                      uint32_t view_mask, VkRenderingFlags flags, const char *pass_name)
+                      uint32_t view_mask, VkRenderingFlags flags, const char *pass_name,
+                      bool secondary_contents)
 {
     struct cb_zones *z = state(cb);
     if (!z || !z->dev)
@@ -482,7 +575,12 @@ void zones_pass_begin(VkCommandBuffer cb, VkRect2D area, uint32_t colors, bool d
         if (colors || depth)
             snprintf(name + n, sizeof(name) - (size_t)n, " (%u color%s%s)", colors,
                      colors == 1 ? "" : "s", depth ? " + depth" : "");
+        uint32_t before = z->depth;
         zone_open(cb, z, name, GPU_ZONE_PASS);
+        if (z->depth == before + 1)
+            pass_stats_begin(cb, z, view_mask, secondary_contents);
+        else if (z->dev->pipeline_stats)
+            fscope_gpu_pass_stats_skipped(1);
     }
     z->in_multiview = view_mask != 0;
     z->in_pass = true;
@@ -548,10 +646,11 @@ void zones_untimed_submit(VkCommandBuffer cb)
         fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_FULL, z->block->timed_regions);
 }
 
-/* Reads a run's copy of block b (taken at generation gen) into data: false when a later run
- * was submitted meanwhile, so what was read may be that run's. */
+/* Reads a run's copy of block b (taken at generation gen) into data, and its regions'
+ * pipeline statistics into stats: false when a later run was submitted meanwhile, so what was
+ * read may be that run's. */
 static bool read_copy(struct device_data *dev, const struct zone_block *b, uint32_t gen,
-                      uint64_t *data)
+                      uint64_t *data, uint64_t (*stats)[STATS_WORDS])
 {
     struct zone_pool *p = b->pool;
     uint32_t first = b->index * ZONE_BLOCK_QUERIES, n = 2 * b->region_count;
@@ -560,6 +659,14 @@ static bool read_copy(struct device_data *dev, const struct zone_block *b, uint3
     readback_invalidate(dev, &p->copies, first, n);
     for (uint32_t i = 0; i < n; i++)
         data[i] = p->copies.map[first + i];
+    for (uint32_t r = 0; p->stats_pool && r < b->region_count; r++) {
+        if (!b->regions[r].stats)
+            continue;
+        uint32_t word = (b->index * ZONE_REGIONS + r) * STATS_WORDS;
+        readback_invalidate(dev, &p->stats_copies, word, STATS_WORDS);
+        for (uint32_t k = 0; k < STATS_WORDS; k++)
+            stats[r][k] = p->stats_copies.map[word + k];
+    }
     /* The submission that bumps gen comes after the bump: if gen has not moved, nothing of
      * that run could have landed before the reads above. */
     atomic_thread_fence(memory_order_seq_cst);
@@ -567,12 +674,22 @@ static bool read_copy(struct device_data *dev, const struct zone_block *b, uint3
 }
 
 /* A ONE_TIME_SUBMIT block's run, from its queries (the submission finished: no wait). */
-static bool read_queries(struct device_data *dev, const struct zone_block *b, uint64_t *data)
+static bool read_queries(struct device_data *dev, const struct zone_block *b, uint64_t *data,
+                         uint64_t (*stats)[STATS_WORDS])
 {
     uint32_t n = 2 * b->region_count;
-    return dev->vk.GetQueryPoolResults(dev->device, b->pool->pool, b->index * ZONE_BLOCK_QUERIES,
-                                       n, n * sizeof(uint64_t), data, sizeof(uint64_t),
-                                       VK_QUERY_RESULT_64_BIT) == VK_SUCCESS;
+    if (dev->vk.GetQueryPoolResults(dev->device, b->pool->pool, b->index * ZONE_BLOCK_QUERIES,
+                                    n, n * sizeof(uint64_t), data, sizeof(uint64_t),
+                                    VK_QUERY_RESULT_64_BIT) != VK_SUCCESS)
+        return false;
+    for (uint32_t r = 0; b->pool->stats_pool && r < b->region_count; r++)
+        if (b->regions[r].stats && b->regions[r].ended &&
+            dev->vk.GetQueryPoolResults(dev->device, b->pool->stats_pool,
+                                        b->index * ZONE_REGIONS + r, 1, sizeof(stats[r]),
+                                        stats[r], sizeof(stats[r]),
+                                        VK_QUERY_RESULT_64_BIT) != VK_SUCCESS)
+            memset(stats[r], 0xff, sizeof(stats[r])); /* unreadable: marked, not reported */
+    return true;
 }
 
 void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *slot,
@@ -581,8 +698,9 @@ void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *
     for (uint32_t k = 0; k < slot->zone_count; k++) {
         struct zone_block *b = slot->zones[k];
         uint64_t data[ZONE_BLOCK_QUERIES];
-        bool read = b->copy ? read_copy(dev, b, slot->zone_gens[k], data)
-                            : read_queries(dev, b, data);
+        uint64_t stats[ZONE_REGIONS][STATS_WORDS];
+        bool read = b->copy ? read_copy(dev, b, slot->zone_gens[k], data, stats)
+                            : read_queries(dev, b, data, stats);
         for (uint32_t i = 0; read && i < b->region_count; i++) {
             const struct zone_region *z = &b->regions[i];
             if (!z->ended)
@@ -591,6 +709,9 @@ void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *
             uint64_t end = fscope_mono_ns_to_ticks(to_mono(q, data[2 * i + 1] & q->valid_mask));
             fscope_gpu_zone_add(b->pool->log, begin, end < begin ? begin : end, z->name,
                                 z->depth, (enum gpu_zone_kind)z->kind);
+            if (z->stats && stats[i][0] != UINT64_MAX)
+                fscope_gpu_pass_stats(b->pool->log, end < begin ? begin : end, z->name,
+                                      stats[i]);
         }
         if (!read && b->copy)
             fscope_gpu_zone_untimed(slot->zone_overlaps[k] ? GPU_ZONE_UNTIMED_SIMULTANEOUS
@@ -624,6 +745,10 @@ void zones_device_destroy(struct device_data *dev)
     commands_cb_zones_each(forget_if, &w);
     dev->vk.DestroyQueryPool(dev->device, p->pool, NULL);
     readback_finish(dev, &p->copies);
+    if (p->stats_pool) {
+        dev->vk.DestroyQueryPool(dev->device, p->stats_pool, NULL);
+        readback_finish(dev, &p->stats_copies);
+    }
     pthread_mutex_destroy(&p->lock);
     /* The log stays: it belongs to the recording. */
     free(p);

@@ -81,6 +81,98 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyCommandPool(
     dev->vk.DestroyCommandPool(device, pool, alloc);
 }
 
+/* ---- the app's own pipeline statistics queries ----
+ * A pass inside one gets no statistics query of ours (two active queries of one type are
+ * invalid): its pools are remembered, and its begins and ends counted per command buffer. */
+
+#define STATS_POOLS 256
+static _Atomic uint64_t stats_pools[STATS_POOLS];
+static _Atomic uint32_t stats_pool_count;
+static pthread_mutex_t stats_pools_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool is_stats_pool(VkQueryPool pool)
+{
+    uint32_t n = atomic_load_explicit(&stats_pool_count, memory_order_acquire);
+    for (uint32_t i = 0; i < n; i++)
+        if (atomic_load_explicit(&stats_pools[i], memory_order_relaxed) == (uint64_t)pool)
+            return true;
+    return false;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateQueryPool(
+    VkDevice device, const VkQueryPoolCreateInfo *info, const VkAllocationCallbacks *alloc,
+    VkQueryPool *ret)
+{
+    VkResult r = device_lookup(device)->vk.CreateQueryPool(device, info, alloc, ret);
+    if (r == VK_SUCCESS && info->queryType == VK_QUERY_TYPE_PIPELINE_STATISTICS) {
+        pthread_mutex_lock(&stats_pools_lock);
+        uint32_t n = atomic_load(&stats_pool_count), i = 0;
+        while (i < n && atomic_load(&stats_pools[i]))
+            i++;
+        if (i < STATS_POOLS) {
+            atomic_store(&stats_pools[i], (uint64_t)*ret);
+            if (i == n)
+                atomic_store_explicit(&stats_pool_count, n + 1, memory_order_release);
+        }
+        pthread_mutex_unlock(&stats_pools_lock);
+    }
+    return r;
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_DestroyQueryPool(VkDevice device, VkQueryPool pool,
+                                                              const VkAllocationCallbacks *alloc)
+{
+    if (pool) {
+        pthread_mutex_lock(&stats_pools_lock);
+        uint32_t n = atomic_load(&stats_pool_count);
+        for (uint32_t i = 0; i < n; i++)
+            if (atomic_load(&stats_pools[i]) == (uint64_t)pool)
+                atomic_store(&stats_pools[i], 0);
+        pthread_mutex_unlock(&stats_pools_lock);
+    }
+    device_lookup(device)->vk.DestroyQueryPool(device, pool, alloc);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginQuery(VkCommandBuffer cb, VkQueryPool pool,
+                                                           uint32_t query,
+                                                           VkQueryControlFlags flags)
+{
+    if (is_stats_pool(pool))
+        zones_app_stats_query(cb, true);
+    commands_counted(cb);
+    device_lookup(cb)->vk.CmdBeginQuery(cb, pool, query, flags);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndQuery(VkCommandBuffer cb, VkQueryPool pool,
+                                                         uint32_t query)
+{
+    commands_counted(cb);
+    device_lookup(cb)->vk.CmdEndQuery(cb, pool, query);
+    if (is_stats_pool(pool))
+        zones_app_stats_query(cb, false);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginQueryIndexedEXT(
+    VkCommandBuffer cb, VkQueryPool pool, uint32_t query, VkQueryControlFlags flags,
+    uint32_t index)
+{
+    if (is_stats_pool(pool))
+        zones_app_stats_query(cb, true);
+    commands_counted(cb);
+    device_lookup(cb)->vk.CmdBeginQueryIndexedEXT(cb, pool, query, flags, index);
+}
+
+static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndQueryIndexedEXT(VkCommandBuffer cb,
+                                                                   VkQueryPool pool,
+                                                                   uint32_t query,
+                                                                   uint32_t index)
+{
+    commands_counted(cb);
+    device_lookup(cb)->vk.CmdEndQueryIndexedEXT(cb, pool, query, index);
+    if (is_stats_pool(pool))
+        zones_app_stats_query(cb, false);
+}
+
 /* ---- work that stalls a frame on its thread (the hitches' evidence) ---- */
 
 /* Charges ticks since start and n objects to this thread's counters. */
@@ -577,12 +669,13 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_DeviceWaitIdle(VkDevice device)
 /* A classic render pass made: its zone is named by its first subpass's attachments; with a
  * view mask in any subpass, labels inside it are not timed. */
 static void render_pass_created(VkDevice device, VkRenderPass pass, uint32_t colors, bool depth,
-                                bool multiview)
+                                bool multiview, uint32_t subpasses)
 {
     struct device_data *dev = device_lookup(device);
     struct render_pass_info *info = malloc(sizeof(*info));
     if (info)
-        *info = (struct render_pass_info){ colors, depth, multiview };
+        *info = (struct render_pass_info){ .colors = colors, .depth = depth,
+                                           .multiview = multiview, .subpasses = subpasses };
     if (!info || !table_insert(dev->render_passes, MAX_RENDER_PASSES, &dev->lock,
                                (uint64_t)pass, info)) {
         free(info);
@@ -609,7 +702,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateRenderPass(
         }
     const VkSubpassDescription *first = info->subpassCount ? info->pSubpasses : NULL;
     render_pass_created(device, *ret, first ? first->colorAttachmentCount : 0,
-                        first && SUBPASS_HAS_DEPTH(first), multiview);
+                        first && SUBPASS_HAS_DEPTH(first), multiview, info->subpassCount);
     return r;
 }
 
@@ -626,7 +719,7 @@ static VkResult create_render_pass2(PFN_vkCreateRenderPass2 down, VkDevice devic
         multiview |= info->pSubpasses[s].viewMask != 0;
     const VkSubpassDescription2 *first = info->subpassCount ? info->pSubpasses : NULL;
     render_pass_created(device, *ret, first ? first->colorAttachmentCount : 0,
-                        first && SUBPASS_HAS_DEPTH(first), multiview);
+                        first && SUBPASS_HAS_DEPTH(first), multiview, info->subpassCount);
     return r;
 }
 
@@ -662,7 +755,8 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyRenderPass(
 /* A classic render pass: counted, and its zone opened outside it (before the begin), named by
  * its size and first subpass's attachments. Labels inside a multiview pass, or one not known,
  * are not timed. Returns the device, for the call down. */
-static struct device_data *render_pass_begin(VkCommandBuffer cb, const VkRenderPassBeginInfo *i)
+static struct device_data *render_pass_begin(VkCommandBuffer cb, const VkRenderPassBeginInfo *i,
+                                             VkSubpassContents contents)
 {
     commands_pass_counted(cb);
     struct device_data *dev = device_lookup(cb);
@@ -671,27 +765,29 @@ static struct device_data *render_pass_begin(VkCommandBuffer cb, const VkRenderP
             ? table_find(dev->render_passes, MAX_RENDER_PASSES, (uint64_t)i->renderPass)
             : NULL;
     bool multiview = info ? info->multiview : atomic_load(&dev->render_passes_full);
+    /* Secondaries executed while a statistics query is active need inheritedQueries. */
+    bool secondaries = contents != VK_SUBPASS_CONTENTS_INLINE || !info || info->subpasses != 1;
     zones_pass_begin(cb, i->renderArea, info ? info->colors : 0, info && info->depth,
-                     multiview ? ~0u : 0, 0, info ? info->name : NULL);
+                     multiview ? ~0u : 0, 0, info ? info->name : NULL, secondaries);
     return dev;
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass(
     VkCommandBuffer cb, const VkRenderPassBeginInfo *i, VkSubpassContents c)
 {
-    render_pass_begin(cb, i)->vk.CmdBeginRenderPass(cb, i, c);
+    render_pass_begin(cb, i, c)->vk.CmdBeginRenderPass(cb, i, c);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass2(
     VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s)
 {
-    render_pass_begin(cb, i)->vk.CmdBeginRenderPass2(cb, i, s);
+    render_pass_begin(cb, i, s->contents)->vk.CmdBeginRenderPass2(cb, i, s);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderPass2KHR(
     VkCommandBuffer cb, const VkRenderPassBeginInfo *i, const VkSubpassBeginInfo *s)
 {
-    render_pass_begin(cb, i)->vk.CmdBeginRenderPass2KHR(cb, i, s);
+    render_pass_begin(cb, i, s->contents)->vk.CmdBeginRenderPass2KHR(cb, i, s);
 }
 
 static void rendering_begin(VkCommandBuffer cb, const VkRenderingInfo *i)
@@ -700,7 +796,7 @@ static void rendering_begin(VkCommandBuffer cb, const VkRenderingInfo *i)
     bool depth = (i->pDepthAttachment && i->pDepthAttachment->imageView) ||
                  (i->pStencilAttachment && i->pStencilAttachment->imageView);
     zones_pass_begin(cb, i->renderArea, i->colorAttachmentCount, depth, i->viewMask, i->flags,
-                     NULL);
+                     NULL, i->flags & VK_RENDERING_CONTENTS_SECONDARY_COMMAND_BUFFERS_BIT);
 }
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRendering(VkCommandBuffer cb,
@@ -824,6 +920,12 @@ PFN_vkVoidFunction hooks_device_proc(const char *name)
     HOOK(CmdEndDebugUtilsLabelEXT)
     HOOK(CmdDebugMarkerBeginEXT)
     HOOK(CmdDebugMarkerEndEXT)
+    HOOK(CreateQueryPool)
+    HOOK(DestroyQueryPool)
+    HOOK(CmdBeginQuery)
+    HOOK(CmdEndQuery)
+    HOOK(CmdBeginQueryIndexedEXT)
+    HOOK(CmdEndQueryIndexedEXT)
     HOOK(CreateCommandPool)
     HOOK(DestroyCommandPool)
 #undef HOOK

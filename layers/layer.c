@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "record/clock.h"
+#include "record/gpu_zones.h"
 #include "util/config.h"
 #include "device_plan.h"
 #include "layer.h"
@@ -156,6 +157,10 @@ static void layer_read_config(void)
     if (zones && *zones && !fscope_config_parse_switch(zones, &layer_config.gpu_zones))
         fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU_ZONES='%s' is not on or off; using on",
                    fscope_config_escape(zones, shown, sizeof(shown)));
+    const char *stats = secure_getenv("FRAMESCOPE_PIPELINE_STATS");
+    if (stats && *stats && !fscope_config_parse_switch(stats, &layer_config.pipeline_stats))
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_PIPELINE_STATS='%s' is not on or off; using off",
+                   fscope_config_escape(stats, shown, sizeof(shown)));
     const char *sample = secure_getenv("FRAMESCOPE_GPU_SAMPLE");
     long rate;
     if (!sample || !*sample || fscope_config_keyword(sample, "auto")) {
@@ -437,7 +442,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     VkLayerDeviceLink *link = chain->u.pLayerInfo;
     chain->u.pLayerInfo = link->pNext;
     if (!device_plan_make(plan, inst, phys, info, layer_config.gpu_timing,
-                          !layer_config.fault_no_timeline)) {
+                          !layer_config.fault_no_timeline,
+                          layer_config.gpu_zones && layer_config.pipeline_stats)) {
         chain->u.pLayerInfo = link;
         goto error_plan;
     }
@@ -450,7 +456,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
         fscope_log(FSCOPE_LOG_INFO, "the driver refused what GPU timing adds (%d); creating the "
                    "device as the app asked", r);
         r = create(phys, info, alloc, ret);
-        plan->host_reset = plan->timeline = plan->calibration = false;
+        plan->host_reset = plan->timeline = plan->calibration = plan->pipeline_stats = false;
         plan->creation_feedback = plan->api >= VK_API_VERSION_1_3 || plan->app_feedback_ext;
     }
     chain->u.pLayerInfo = link;
@@ -470,6 +476,10 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     bool core12 = plan->api >= VK_API_VERSION_1_2;
     dev->calibrated_timestamps = plan->calibration && dev->vk.GetCalibratedTimestampsEXT;
     dev->creation_feedback = plan->creation_feedback;
+    dev->pipeline_stats = plan->pipeline_stats;
+    if (plan->pipeline_stats_asked)
+        fscope_gpu_pass_stats_state(plan->pipeline_stats ? REC_PIPELINE_STATS_ON
+                                                         : REC_PIPELINE_STATS_UNSUPPORTED);
     if (plan->host_reset && !layer_config.fault_stale_read)
         dev->reset_query_pool = core12 ? dev->vk.ResetQueryPool : dev->vk.ResetQueryPoolEXT;
     if (plan->timeline) {

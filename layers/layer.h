@@ -56,6 +56,7 @@ void table_remove(struct table_entry *table, unsigned size, pthread_mutex_t *loc
     X(DestroyInstance)                                                                         \
     X(EnumerateDeviceExtensionProperties)                                                      \
     X(GetPhysicalDeviceProperties)                                                             \
+    X(GetPhysicalDeviceFeatures)                                                               \
     X(GetPhysicalDeviceMemoryProperties)                                                       \
     X(GetPhysicalDeviceMemoryProperties2)                                                      \
     X(GetPhysicalDeviceMemoryProperties2KHR)                                                   \
@@ -226,6 +227,10 @@ struct instance_data {
     X(CreateCommandPool)                                                                       \
     X(DestroyCommandPool)                                                                      \
     X(CreateQueryPool)                                                                         \
+    X(CmdBeginQuery)                                                                           \
+    X(CmdEndQuery)                                                                             \
+    X(CmdBeginQueryIndexedEXT)                                                                 \
+    X(CmdEndQueryIndexedEXT)                                                                   \
     X(DestroyQueryPool)                                                                        \
     X(GetQueryPoolResults)                                                                     \
     X(CmdResetQueryPool)                                                                       \
@@ -373,6 +378,7 @@ struct device_data {
     VkQueueFamilyProperties families[16];
     bool calibrated_timestamps; /* we can read DEVICE and CLOCK_MONOTONIC together */
     bool creation_feedback;     /* pipeline creation feedback may be chained (hooks.c) */
+    bool pipeline_stats;        /* FRAMESCOPE_PIPELINE_STATS: passes get statistics queries */
     /* Memory types' heaps (resources.c), and the query that reads the budget (NULL: none). */
     uint32_t memory_type_heap[32];
     uint32_t memory_type_count;
@@ -445,6 +451,7 @@ struct render_pass_info {
     bool depth;      /* the first subpass has a depth/stencil attachment */
     bool multiview;  /* some subpass has a view mask: a timestamp inside takes one query a view */
     char name[48];   /* the app's name for it ("" none): its zone's name */
+    uint32_t subpasses; /* a later subpass may execute secondaries: no statistics query */
 };
 
 enum surface_kind { SURFACE_WAYLAND, SURFACE_HEADLESS, SURFACE_OTHER, SURFACE_X11 };
@@ -513,6 +520,7 @@ extern struct gpu_stats gpu_stats;
 struct layer_config {
     bool gpu_timing;
     bool gpu_zones;    /* label regions and render passes timed (gpu_zones.c) */
+    bool pipeline_stats; /* FRAMESCOPE_PIPELINE_STATS: and their pipeline statistics */
     uint32_t gpu_sample_rate; /* timed submissions a second (FRAMESCOPE_GPU_SAMPLE); 0: all */
     bool gpu_sample_auto;     /* the rate is a ceiling, lowered to what the device affords */
     bool presentation; /* Wayland presentation feedback */
@@ -604,7 +612,11 @@ void zones_cb_end(VkCommandBuffer cb);
 void zones_label_begin(VkCommandBuffer cb, const char *name);
 void zones_label_end(VkCommandBuffer cb);
 void zones_pass_begin(VkCommandBuffer cb, VkRect2D area, uint32_t colors, bool depth,
-                      uint32_t view_mask, VkRenderingFlags flags, const char *pass_name);
+                      uint32_t view_mask, VkRenderingFlags flags, const char *pass_name,
+                      bool secondary_contents);
+/* The app began (or ended) a pipeline statistics query of its own in cb: no pass of ours
+ * gets one while it is active. */
+void zones_app_stats_query(VkCommandBuffer cb, bool begin);
 void zones_pass_end(VkCommandBuffer cb);
 /* A timed submission carries cb's zones (before it goes down); an untimed one counts them. */
 void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer cb);

@@ -75,10 +75,10 @@ void readback_finish(struct device_data *dev, struct readback *rb)
 }
 
 void readback_record_copy(struct device_data *dev, VkCommandBuffer cb, struct readback *rb,
-                          VkQueryPool pool, uint32_t first, uint32_t count)
+                          VkQueryPool pool, uint32_t first, uint32_t count, uint32_t words)
 {
-    dev->vk.CmdCopyQueryPoolResults(cb, pool, first, count, rb->buffer,
-                                    (VkDeviceSize)first * sizeof(uint64_t), sizeof(uint64_t),
+    VkDeviceSize stride = (VkDeviceSize)words * sizeof(uint64_t);
+    dev->vk.CmdCopyQueryPoolResults(cb, pool, first, count, rb->buffer, first * stride, stride,
                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
 }
 

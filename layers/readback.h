@@ -19,11 +19,12 @@ struct readback {
 bool readback_init(struct device_data *dev, struct readback *rb, uint32_t words);
 /* Accepts a readback that was never made. */
 void readback_finish(struct device_data *dev, struct readback *rb);
-/* Records a copy of count queries from first into the words of the same index, waiting for
- * them; then readback_record_visible, once after a command buffer's copies, makes them
+/* Records a copy of count queries from first, each words 64-bit words (a timestamp's 1, a
+ * pipeline statistics query's one per statistic), into the words from first * words, waiting
+ * for them; then readback_record_visible, once after a command buffer's copies, makes them
  * visible to the host. Outside any render pass. */
 void readback_record_copy(struct device_data *dev, VkCommandBuffer cb, struct readback *rb,
-                          VkQueryPool pool, uint32_t first, uint32_t count);
+                          VkQueryPool pool, uint32_t first, uint32_t count, uint32_t words);
 void readback_record_visible(struct device_data *dev, VkCommandBuffer cb);
 /* Makes the GPU's writes of words [first, first + count) visible to the host: once the
  * submission that copied them is known complete. */

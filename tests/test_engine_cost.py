@@ -237,6 +237,53 @@ def test_descriptors(build, demo):
           f"{s['engine']['process']['rss_peak_bytes'] / 2**20:.0f} MiB")
 
 
+def test_pipeline_stats(build, demo):
+    """FRAMESCOPE_PIPELINE_STATS=on: each timed pass gets the GPU's pipeline statistics. The
+    draws' pass takes in exactly 3 vertices and 1 triangle a draw, the frame's own pass 3 and
+    1; a pass that executes secondaries gets none and is counted as skipped; a bad value is
+    said and leaves them off; the validation layer below stays silent."""
+    draws = 500
+    env = {"FRAMESCOPE_PIPELINE_STATS": "on"}
+    r, s = demo_run(build, demo, ["--draws", str(draws)], frames=12, extra_env=env,
+                    layers="VK_LAYER_FRAMESCOPE:VK_LAYER_KHRONOS_validation"
+                    if os.path.exists("/usr/share/vulkan/explicit_layer.d/"
+                                      "VkLayer_khronos_validation.json") else
+                    "VK_LAYER_FRAMESCOPE")
+    check(not r.validation_errors(), "\n".join(r.validation_errors()[:10]))
+    st = s["gpu_zones"]["pipeline_stats"]
+    if st["state"] == "unsupported":
+        check("no device offers pipelineStatisticsQuery" in r.stderr, r.stderr[-2000:])
+        print("pipeline statistics: not offered by this device, and said")
+        sys.exit(77)
+    check(st["state"] == "on", st)
+    passes = {p["path"]: p for p in st["passes"]}
+    cubes = [p for path, p in passes.items() if path.startswith("pass 'cubes pass' ")]
+    frame = [p for path, p in passes.items() if path.startswith("pass 'frame pass' ")]
+    check(len(cubes) == 1 and len(frame) == 1, list(passes))
+    for p, vertices, triangles in ((cubes[0], 3 * draws, draws), (frame[0], 3, 1)):
+        n = p["measured"]
+        check(n > 0 and p["total"]["ia_vertices"] == vertices * n and
+              p["total"]["ia_primitives"] == triangles * n and
+              p["total"]["fs_invocations"] > 0,
+              f"{p['path']}: {p['total']} over {n} runs; {vertices} vertices and {triangles} "
+              "triangles a run expected")
+    check(re.search(r"pipeline    pass 'cubes pass' .*: %d vertices in, %d primitives in"
+                    % (3 * draws, draws), r.stderr), r.stderr[-3000:])
+    # Secondaries: their pass gets no query (it would need inheritedQueries), counted.
+    r, s = demo_run(build, demo, ["--draws", str(draws), "--secondary"], frames=12,
+                    extra_env=env)
+    st = s["gpu_zones"]["pipeline_stats"]
+    check(not any(p["path"].startswith("pass 'cubes pass'") for p in st["passes"]) and
+          st["skipped"] >= 10, st)
+    # Off by default, and a bad value is said and leaves them off.
+    r, s = demo_run(build, demo, [], frames=10, extra_env={"FRAMESCOPE_PIPELINE_STATS": "yes!"})
+    check("FRAMESCOPE_PIPELINE_STATS='yes!' is not on or off; using off" in r.stderr,
+          r.stderr[-1500:])
+    check(s["gpu_zones"]["pipeline_stats"]["state"] == "off", s["gpu_zones"]["pipeline_stats"])
+    print(f"pipeline statistics: {cubes[0]['measured']} runs of the draws' pass at "
+          f"{3 * draws} vertices each; secondaries skipped ({st['skipped']})")
+
+
 def test_validation(build, demo):
     """The validation layer below ours stays silent on all of it, Vulkan 1.0 to 1.3."""
     if not os.path.exists("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"):
@@ -260,4 +307,5 @@ if __name__ == "__main__":
     main({"redundant": test_redundant, "unique": test_unique,
           "secondary_pools": test_secondary_pools, "memory": test_memory,
           "budget": test_budget, "descriptors": test_descriptors,
+          "pipeline_stats": test_pipeline_stats,
           "validation": test_validation})

@@ -81,6 +81,112 @@ static uint64_t untimed_total(const struct recording *rec)
     return sum;
 }
 
+/* ---- pipeline statistics per pass ---- */
+
+static const char *const stat_keys[PIPELINE_STATS] = {
+    "ia_vertices", "ia_primitives", "vs_invocations", "clipping_invocations",
+    "clipping_primitives", "fs_invocations", "cs_invocations",
+};
+static const char *const stat_names[PIPELINE_STATS] = {
+    "vertices in", "primitives in", "vertex shader runs", "primitives into clipping",
+    "primitives out of clipping", "fragment shader runs", "compute shader runs",
+};
+
+struct pass_stats_total {
+    uint16_t name;
+    uint64_t count;
+    uint64_t values[PIPELINE_STATS];
+};
+
+/* Each pass path's statistics summed over the run, in name order; NULL when none. */
+static struct pass_stats_total *pass_stats_totals(const struct recording *rec, unsigned *ret_n)
+{
+    *ret_n = 0;
+    if (!rec->pass_stats_count || !rec->gpu_zone_name_count)
+        return NULL;
+    struct pass_stats_total *t = calloc(rec->gpu_zone_name_count, sizeof(*t));
+    if (!t)
+        return NULL;
+    for (uint64_t i = 0; i < rec->pass_stats_count; i++) {
+        const struct gpu_pass_stats *s = &rec->pass_stats[i];
+        if (s->name >= rec->gpu_zone_name_count)
+            continue;
+        struct pass_stats_total *x = &t[s->name];
+        x->count++;
+        for (unsigned k = 0; k < PIPELINE_STATS; k++)
+            x->values[k] += s->values[k];
+    }
+    unsigned n = 0;
+    for (unsigned i = 0; i < rec->gpu_zone_name_count; i++)
+        if (t[i].count) {
+            t[n] = t[i];
+            t[n++].name = (uint16_t)i;
+        }
+    *ret_n = n;
+    return t;
+}
+
+static const char *pipeline_stats_state(const struct recording *rec)
+{
+    return rec->pipeline_stats == REC_PIPELINE_STATS_ON ? "on"
+           : rec->pipeline_stats == REC_PIPELINE_STATS_UNSUPPORTED ? "unsupported" : "off";
+}
+
+static void pipeline_stats_write_text(FILE *f, const struct recording *rec)
+{
+    if (rec->pipeline_stats == REC_PIPELINE_STATS_OFF)
+        return;
+    if (rec->pipeline_stats == REC_PIPELINE_STATS_UNSUPPORTED) {
+        fputs("  pipeline    statistics not read: no device offers pipelineStatisticsQuery\n", f);
+        return;
+    }
+    unsigned n;
+    struct pass_stats_total *t = pass_stats_totals(rec, &n);
+    /* Per run of the pass: exact whatever share of frames GPU timing sampled. */
+    for (unsigned i = 0; i < n && i < 6; i++) {
+        fprintf(f, "  pipeline    %s:", rec->gpu_zone_names[t[i].name]);
+        for (unsigned k = 0; k < PIPELINE_STATS; k++)
+            if (t[i].values[k] || k == PIPELINE_STAT_IA_VERTICES)
+                fprintf(f, "%s %.0f %s", k ? "," : "",
+                        (double)t[i].values[k] / (double)t[i].count, stat_names[k]);
+        fprintf(f, " per run (%llu runs measured)\n", (unsigned long long)t[i].count);
+    }
+    if (!n)
+        fputs("  pipeline    statistics on, but no pass was measured\n", f);
+    if (rec->pass_stats_skipped)
+        fprintf(f, "  pipeline    %llu passes without statistics (secondary command buffers, "
+                "several subpasses, multiview, or inside the app's own statistics query)\n",
+                (unsigned long long)rec->pass_stats_skipped);
+    free(t);
+}
+
+static void pipeline_stats_write_json(FILE *f, const struct recording *rec, uint64_t frames)
+{
+    unsigned n;
+    struct pass_stats_total *t = pass_stats_totals(rec, &n);
+    fprintf(f, "\"pipeline_stats\": {\"state\": \"%s\", \"skipped\": %llu, \"passes\": [",
+            pipeline_stats_state(rec), (unsigned long long)rec->pass_stats_skipped);
+    for (unsigned i = 0; i < n; i++) {
+        fputs(i ? ", {\"path\": " : "{\"path\": ", f);
+        json_write_string(f, rec->gpu_zone_names[t[i].name]);
+        fprintf(f, ", \"measured\": %llu, \"total\": {", (unsigned long long)t[i].count);
+        for (unsigned k = 0; k < PIPELINE_STATS; k++)
+            fprintf(f, "%s\"%s\": %llu", k ? ", " : "", stat_keys[k],
+                    (unsigned long long)t[i].values[k]);
+        fputs("}, \"per_run\": {", f);
+        for (unsigned k = 0; k < PIPELINE_STATS; k++)
+            fprintf(f, "%s\"%s\": %.6f", k ? ", " : "", stat_keys[k],
+                    (double)t[i].values[k] / (double)t[i].count);
+        fputs("}, \"per_frame\": {", f);
+        for (unsigned k = 0; k < PIPELINE_STATS; k++)
+            fprintf(f, "%s\"%s\": %.6f", k ? ", " : "", stat_keys[k],
+                    frames ? (double)t[i].values[k] / (double)frames : 0.0);
+        fputs("}}", f);
+    }
+    fputs("]}", f);
+    free(t);
+}
+
 void gpu_zones_write_text(FILE *f, const struct recording *rec, uint64_t frames)
 {
     unsigned n;
@@ -108,6 +214,7 @@ void gpu_zones_write_text(FILE *f, const struct recording *rec, uint64_t frames)
             }
         fputc('\n', f);
     }
+    pipeline_stats_write_text(f, rec);
 }
 
 void gpu_zones_write_json(FILE *f, const struct recording *rec, uint64_t frames)
@@ -135,7 +242,9 @@ void gpu_zones_write_json(FILE *f, const struct recording *rec, uint64_t frames)
                 frames ? (double)t[i].total_ns / 1e6 / (double)frames : 0.0,
                 (double)t[i].max_ns / 1e6);
     }
-    fputs("]},\n", f);
+    fputs("], ", f);
+    pipeline_stats_write_json(f, rec, frames);
+    fputs("},\n", f);
     free(t);
 }
 

@@ -37,7 +37,7 @@ struct reader {
     uint64_t claimed_bytes;
     uint32_t entry, type; /* the directory entry being read */
     /* Room in rec's arrays that every object of a kind appends to. */
-    uint64_t span_capacity, gpu_zone_capacity;
+    uint64_t span_capacity, gpu_zone_capacity, pass_stats_capacity;
 };
 
 static int malformed(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -330,6 +330,10 @@ static int read_gpu_zone_names(struct reader *r, struct recording *rec,
     rec->gpu_zone_name_count = count;
     for (unsigned k = 0; k < GPU_ZONE_UNTIMED_COUNT; k++)
         rec->gpu_zones_untimed[k] = atomic_load(&src->untimed[k]);
+    rec->pipeline_stats = atomic_load(&src->pipeline_stats);
+    if (rec->pipeline_stats > REC_PIPELINE_STATS_UNSUPPORTED)
+        return malformed(r, "pipeline statistics in state %u", rec->pipeline_stats);
+    rec->pass_stats_skipped = atomic_load(&src->stats_skipped);
     return 0;
 }
 
@@ -348,6 +352,15 @@ static int read_gpu_zones(struct reader *r, struct recording *rec, const struct 
         e = append_items((void **)&rec->gpu_zones, &rec->gpu_zone_count, &r->gpu_zone_capacity,
                          spans, count, sizeof(struct gpu_zone_span));
     free(spans);
+    if (e)
+        return e;
+    void *stats;
+    e = read_chunked(r, rec, &src->stats, sizeof(struct gpu_pass_stats), "pipeline statistics",
+                     &stats, &count);
+    if (!e && count)
+        e = append_items((void **)&rec->pass_stats, &rec->pass_stats_count,
+                         &r->pass_stats_capacity, stats, count, sizeof(struct gpu_pass_stats));
+    free(stats);
     return e;
 }
 
@@ -837,6 +850,8 @@ static void *object_copy(const void *live, uint32_t type)
     case REC_OBJ_GPU_ZONES:
         chunked_load(&((struct rec_gpu_zones *)copy)->spans,
                      &((const struct rec_gpu_zones *)live)->spans);
+        chunked_load(&((struct rec_gpu_zones *)copy)->stats,
+                     &((const struct rec_gpu_zones *)live)->stats);
         break;
     case REC_OBJ_OBJECTS:
         chunked_load(&((struct rec_objects *)copy)->names,
@@ -1025,6 +1040,7 @@ void recording_free(struct recording *rec)
     free(rec->kernel.sched_events);
     free(rec->object_names);
     free(rec->pipelines);
+    free(rec->pass_stats);
     free(rec->engine.recordings);
     free(rec->engine.pool_ops);
     free(rec->engine.memory);
@@ -1214,8 +1230,11 @@ int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t
             e = unstream_plan_array(&r, &((struct rec_span_log *)object)->spans, &plan);
         else if (type == REC_OBJ_CAP)
             e = unstream_plan_array(&r, &((struct rec_cap *)object)->events, &plan);
-        else if (type == REC_OBJ_GPU_ZONES)
+        else if (type == REC_OBJ_GPU_ZONES) {
             e = unstream_plan_array(&r, &((struct rec_gpu_zones *)object)->spans, &plan);
+            if (!e)
+                e = unstream_plan_array(&r, &((struct rec_gpu_zones *)object)->stats, &plan);
+        }
         else if (type == REC_OBJ_OBJECTS) {
             e = unstream_plan_array(&r, &((struct rec_objects *)object)->names, &plan);
             if (!e)

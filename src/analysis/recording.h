@@ -126,6 +126,11 @@ struct recording {
     unsigned gpu_zone_name_count;
     char (*gpu_zone_names)[GPU_ZONE_NAME_SIZE];
     uint64_t gpu_zones_untimed[GPU_ZONE_UNTIMED_COUNT];
+    /* Pipeline statistics per pass (FRAMESCOPE_PIPELINE_STATS), every device's. */
+    enum rec_pipeline_stats_state pipeline_stats;
+    uint64_t pass_stats_skipped;
+    uint64_t pass_stats_count;
+    struct gpu_pass_stats *pass_stats;
     /* Vulkan objects: names as the app gave them (latest last), pipeline creations. */
     uint64_t object_name_count, pipeline_count;
     struct object_name *object_names;

@@ -383,10 +383,37 @@ enum gpu_zone_untimed {
     GPU_ZONE_UNTIMED_SIMULTANEOUS, /* a SIMULTANEOUS_USE run that may overlap another */
     GPU_ZONE_UNTIMED_COUNT,
 };
+/* The GPU's pipeline statistics per render pass (FRAMESCOPE_PIPELINE_STATS=on): a query around
+ * each pass a zone times, in this order (the order of their VkQueryPipelineStatisticFlagBits). */
+enum pipeline_stat {
+    PIPELINE_STAT_IA_VERTICES,
+    PIPELINE_STAT_IA_PRIMITIVES,
+    PIPELINE_STAT_VS_INVOCATIONS,
+    PIPELINE_STAT_CLIPPING_INVOCATIONS,
+    PIPELINE_STAT_CLIPPING_PRIMITIVES,
+    PIPELINE_STAT_FS_INVOCATIONS,
+    PIPELINE_STAT_CS_INVOCATIONS,
+    PIPELINE_STATS,
+};
+enum rec_pipeline_stats_state {
+    REC_PIPELINE_STATS_OFF = 0,    /* not asked for */
+    REC_PIPELINE_STATS_ON,         /* asked for, and a device has them */
+    REC_PIPELINE_STATS_UNSUPPORTED, /* asked for; no device offers pipelineStatisticsQuery */
+};
+struct gpu_pass_stats {
+    uint64_t end_ticks; /* the pass's end timestamp */
+    uint32_t device_id;
+    uint16_t name;      /* the pass's zone, in rec_gpu_zone_names */
+    uint16_t reserved;
+    uint64_t values[PIPELINE_STATS];
+};
 struct rec_gpu_zone_names {
     _Atomic uint32_t count;
-    uint32_t reserved;
+    _Atomic uint32_t pipeline_stats; /* enum rec_pipeline_stats_state */
     _Atomic uint64_t untimed[GPU_ZONE_UNTIMED_COUNT];
+    /* Passes whose statistics were not taken, timed or not: with secondary command buffers,
+     * inside the app's own statistics query, multiview, or no query to hold them. */
+    _Atomic uint64_t stats_skipped;
     char names[GPU_ZONE_NAMES][GPU_ZONE_NAME_SIZE];
 };
 enum gpu_zone_kind { GPU_ZONE_LABEL = 0, GPU_ZONE_PASS };
@@ -401,6 +428,7 @@ struct rec_gpu_zones {
     uint32_t device_id;
     uint32_t reserved;
     struct chunked spans; /* struct gpu_zone_span, in the order they were read */
+    struct chunked stats; /* struct gpu_pass_stats (FRAMESCOPE_PIPELINE_STATS=on) */
 };
 
 /* Frame flags left on the calling thread by a cap wait, taken by the next frame close. */

@@ -47,6 +47,21 @@ FSCOPE_EXPORT void fscope_gpu_zone_untimed(enum gpu_zone_untimed why, uint64_t n
         atomic_fetch_add_explicit(&t->untimed[why], n, memory_order_relaxed);
 }
 
+FSCOPE_EXPORT void fscope_gpu_pass_stats_state(enum rec_pipeline_stats_state state)
+{
+    struct rec_gpu_zone_names *t = names_object();
+    /* On wins: one device that has them is enough for the report to show them. */
+    if (t && atomic_load(&t->pipeline_stats) != REC_PIPELINE_STATS_ON)
+        atomic_store(&t->pipeline_stats, state);
+}
+
+FSCOPE_EXPORT void fscope_gpu_pass_stats_skipped(uint64_t n)
+{
+    struct rec_gpu_zone_names *t = names_object();
+    if (t)
+        atomic_fetch_add_explicit(&t->stats_skipped, n, memory_order_relaxed);
+}
+
 /* The id of key, probing from its hash; the empty slot it reached in *ret_empty (or NULL). */
 static bool name_find(const struct rec_gpu_zone_names *t, const char *key, uint32_t h,
                       uint16_t *ret_id, _Atomic uint16_t **ret_empty)
@@ -110,9 +125,25 @@ FSCOPE_EXPORT struct fscope_gpu_zone_log *fscope_gpu_zone_log_create(uint32_t de
     }
     rec->device_id = device_id;
     chunked_init(&rec->spans, sizeof(struct gpu_zone_span));
+    chunked_init(&rec->stats, sizeof(struct gpu_pass_stats));
     recording_publish(REC_OBJ_GPU_ZONES, offset, sizeof(*rec));
     log->rec = rec;
     return log;
+}
+
+FSCOPE_EXPORT void fscope_gpu_pass_stats(struct fscope_gpu_zone_log *log, uint64_t end_ticks,
+                                         uint16_t name, const uint64_t values[PIPELINE_STATS])
+{
+    if (!log)
+        return;
+    struct gpu_pass_stats *s = chunked_next(&log->rec->stats);
+    if (!s)
+        return;
+    s->end_ticks = end_ticks;
+    s->device_id = log->rec->device_id;
+    s->name = name;
+    memcpy(s->values, values, sizeof(s->values));
+    chunked_publish(&log->rec->stats);
 }
 
 FSCOPE_EXPORT void fscope_gpu_zone_add(struct fscope_gpu_zone_log *log, uint64_t begin_ticks,

@@ -20,6 +20,11 @@ FSCOPE_EXPORT struct fscope_gpu_zone_log *fscope_gpu_zone_log_create(uint32_t de
 FSCOPE_EXPORT void fscope_gpu_zone_add(struct fscope_gpu_zone_log *log, uint64_t begin_ticks,
                                        uint64_t end_ticks, uint16_t name, uint8_t depth,
                                        enum gpu_zone_kind kind);
+FSCOPE_EXPORT void fscope_gpu_pass_stats(struct fscope_gpu_zone_log *log, uint64_t end_ticks,
+                                         uint16_t name, const uint64_t values[PIPELINE_STATS]);
+/* Pipeline statistics were asked for: on (a device has them) or unsupported; passes skipped. */
+FSCOPE_EXPORT void fscope_gpu_pass_stats_state(enum rec_pipeline_stats_state state);
+FSCOPE_EXPORT void fscope_gpu_pass_stats_skipped(uint64_t n);
 /* n regions that could not be timed, for why. */
 FSCOPE_EXPORT void fscope_gpu_zone_untimed(enum gpu_zone_untimed why, uint64_t n);
 

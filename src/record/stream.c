@@ -160,8 +160,10 @@ static void stream_pass(struct streamer *s)
             stream_array(s, &((struct rec_span_log *)object)->spans, 0, p, &n);
         else if (type == REC_OBJ_CAP)
             stream_array(s, &((struct rec_cap *)object)->events, 0, p, &n);
-        else if (type == REC_OBJ_GPU_ZONES)
+        else if (type == REC_OBJ_GPU_ZONES) {
             stream_array(s, &((struct rec_gpu_zones *)object)->spans, 0, p, &n);
+            stream_array(s, &((struct rec_gpu_zones *)object)->stats, 0, p, &n);
+        }
         else if (type == REC_OBJ_OBJECTS) {
             stream_array(s, &((struct rec_objects *)object)->names, 0, p, &n);
             stream_array(s, &((struct rec_objects *)object)->pipelines, 0, p, &n);
