@@ -123,6 +123,9 @@ struct cb_state {
         uint64_t call; /* the bind call's first set, count and dynamic offsets, hashed */
     } sets[BIND_POINTS][BOUND_SETS];
     uint32_t sets_known[BIND_POINTS]; /* bit per set index */
+    /* The layout every known set was bound with (VK_NULL_HANDLE: not one): a bind with it
+     * disturbs none of them, so the check for those it disturbs is skipped. */
+    VkPipelineLayout sets_layout[BIND_POINTS];
     uint64_t pushed[BIND_POINTS][BOUND_SETS]; /* push descriptor writes, hashed; 0: unknown */
     uint64_t dynamic[DYN_STATES];
     uint32_t dynamic_known;
@@ -720,25 +723,30 @@ descriptor_sets(struct cb_state *s, VkPipelineBindPoint point, VkPipelineLayout 
                 uint32_t first, uint32_t count, const VkDescriptorSet *sets, uint64_t call)
 {
     unsigned p = bind_point_index(point);
+    uint32_t known = s->sets_known[p];
+    if (layout != s->sets_layout[p]) {
+        /* A set bound with another layout may be disturbed by this bind: forget those (none
+         * of them could match this bind anyway). */
+        for (uint32_t k = known; k; k &= k - 1) {
+            uint32_t n = (uint32_t)__builtin_ctz(k);
+            if (s->sets[p][n].layout != layout)
+                known &= ~(1u << n);
+        }
+        s->sets_layout[p] = layout;
+    }
     bool same = count > 0 && first + count <= BOUND_SETS;
     for (uint32_t i = 0; same && i < count; i++) {
         uint32_t n = first + i;
-        same = (s->sets_known[p] & (1u << n)) && s->sets[p][n].set == sets[i] &&
-               s->sets[p][n].layout == layout && s->sets[p][n].call == call;
-    }
-    /* A set bound with another layout may be disturbed by this bind: forget those. */
-    for (uint32_t known = s->sets_known[p]; known; known &= known - 1) {
-        uint32_t n = (uint32_t)__builtin_ctz(known);
-        if (s->sets[p][n].layout != layout)
-            s->sets_known[p] &= ~(1u << n);
+        same = (known & (1u << n)) && s->sets[p][n].set == sets[i] && s->sets[p][n].call == call;
     }
     for (uint32_t i = 0; i < count && first + i < BOUND_SETS; i++) {
         uint32_t n = first + i;
         s->sets[p][n].set = sets[i];
         s->sets[p][n].layout = layout;
         s->sets[p][n].call = call;
-        s->sets_known[p] |= 1u << n;
+        known |= 1u << n;
     }
+    s->sets_known[p] = known;
     bound(s, BIND_DESCRIPTOR, same);
 }
 
