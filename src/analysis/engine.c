@@ -214,7 +214,8 @@ static void compute_memory(const struct recording *rec, struct engine_stats *s)
     }
     for (uint64_t i = 0; i < g->memory_count; i++)
         order[i] = &g->memory[i];
-    qsort(order, g->memory_count, sizeof(*order), compare_event_ticks);
+    if (g->memory_count)
+        qsort(order, g->memory_count, sizeof(*order), compare_event_ticks);
     struct live_map live = { 0 };
     for (uint64_t i = 0; i < g->memory_count; i++) {
         const struct memory_event *e = order[i];
@@ -358,8 +359,10 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
                 s->threads[t].runnable_ns = (int64_t)k->runnable_ns;
             }
     }
-    qsort(s->threads, s->thread_count, sizeof(*s->threads), compare_thread_ticks);
-    qsort(s->pools, s->pool_count, sizeof(*s->pools), compare_pool_ticks);
+    if (s->thread_count)
+        qsort(s->threads, s->thread_count, sizeof(*s->threads), compare_thread_ticks);
+    if (s->pool_count)
+        qsort(s->pools, s->pool_count, sizeof(*s->pools), compare_pool_ticks);
     compute_memory(rec, s);
     compute_budget(rec, s);
     for (uint64_t i = 0; i < g->gauge_count; i++) {

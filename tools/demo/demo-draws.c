@@ -697,8 +697,9 @@ static bool start_workers(struct demo_draws *draws)
         struct recorder *recorder = &draws->recorders[t];
         if (pthread_create(&recorder->thread, NULL, recorder_main, recorder) != 0)
             goto error;
+        /* At most 16 threads (demo-options.c): "demo-record-15" fits the kernel's 16 bytes. */
         char name[16];
-        snprintf(name, sizeof(name), "demo-record-%u", t);
+        snprintf(name, sizeof(name), "demo-record-%u", t % 100u);
         pthread_setname_np(recorder->thread, name);
         draws->workers_started++;
     }
