@@ -145,6 +145,15 @@ def check_outputs(command, out, home):
             check(int(rows[p_at]["pipelines"]) == 12, rows[p_at])
             check(rows[f_at]["block_reads"] == "" or int(rows[f_at]["block_reads"]) > 0 or
                   int(rows[f_at]["major_faults"]) > 0, f"no reads from disk: {rows[f_at]}")
+        if "--redundant-binds" in command:
+            # Every bind but each command buffer's first repeats the last: exact, at the label.
+            draws = int(re.search(r"--draws (\d+)", command).group(1))
+            threads = int(re.search(r"--record-threads (\d+)", command).group(1))
+            want = f"{draws - threads}.0 of {draws}.0 vertex-buffer"
+            check(re.search(rf"^  redundant   at label 'cubes':.* {re.escape(want)}", out, re.M),
+                  f"no '{want}' at label 'cubes':\n{out[-3000:]}")
+            check(re.search(rf"^  recording   [\d.]+ ms per frame on {threads} threads", out,
+                            re.M), out[-3000:])
     elif command.startswith("framescope report --format csv"):
         check(out.startswith("frame,surface,"), out[:200])
     elif command.startswith("framescope report"):
