@@ -357,7 +357,15 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
             if (s->threads[t].tid == k->tid) {
                 s->threads[t].oncpu_ns = (int64_t)k->oncpu_ns;
                 s->threads[t].runnable_ns = (int64_t)k->runnable_ns;
+                s->threads[t].last_sample_ticks = k->ticks;
             }
+    }
+    for (uint64_t i = 0; i < g->recording_count; i++) {
+        const struct cmd_recording *r = &g->recordings[i];
+        for (unsigned t = 0; t < s->thread_count; t++)
+            if (s->threads[t].tid == r->tid && s->threads[t].oncpu_ns >= 0 &&
+                r->end_ticks <= s->threads[t].last_sample_ticks)
+                s->threads[t].sampled_ticks += r->end_ticks - r->begin_ticks;
     }
     if (s->thread_count)
         qsort(s->threads, s->thread_count, sizeof(*s->threads), compare_thread_ticks);
@@ -696,10 +704,11 @@ void engine_write_json(FILE *f, const struct recording *rec, const struct engine
                 (unsigned long long)t->recordings, (unsigned long long)t->secondary_recordings,
                 (unsigned long long)t->commands, ms(rec, t->ticks), ms(rec, t->secondary_ticks));
         if (t->oncpu_ns >= 0)
-            fprintf(f, "%.6f, \"runnable_ms\": %.6f}", (double)t->oncpu_ns / 1e6,
-                    (double)t->runnable_ns / 1e6);
+            fprintf(f, "%.6f, \"runnable_ms\": %.6f, \"record_ms_sampled\": %.6f}",
+                    (double)t->oncpu_ns / 1e6, (double)t->runnable_ns / 1e6,
+                    ms(rec, t->sampled_ticks));
         else
-            fputs("null, \"runnable_ms\": null}", f);
+            fputs("null, \"runnable_ms\": null, \"record_ms_sampled\": null}", f);
     }
     fputs("], \"pools\": [", f);
     for (unsigned i = 0; i < s->pool_count; i++) {

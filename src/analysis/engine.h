@@ -18,6 +18,9 @@ struct engine_thread {
      * sampler; -1: not sampled. Recording time is wall time: it fits in their sum (a thread
      * preempted while it records waits for a CPU inside its recording). */
     int64_t oncpu_ns, runnable_ns;
+    /* Its recording time up to its last sample (a thread that exits between two ticks has
+     * recorded past its last one): what fits in oncpu_ns + runnable_ns. */
+    uint64_t sampled_ticks, last_sample_ticks;
 };
 
 struct engine_pool {
