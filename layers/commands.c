@@ -120,7 +120,7 @@ struct cb_state {
     struct {
         VkDescriptorSet set;
         VkPipelineLayout layout;
-        uint64_t call; /* the bind call's first set, count and dynamic offsets, hashed */
+        uint64_t call; /* its dynamic offsets (sets_call) */
     } sets[BIND_POINTS][BOUND_SETS];
     uint32_t sets_known[BIND_POINTS]; /* bit per set index */
     /* The layout every known set was bound with (VK_NULL_HANDLE: not one): a bind with it
@@ -608,8 +608,12 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdExecuteCommands(VkCommandBuffer 
 /* ---- binds ----
  * Each hot hook is a fast path, taken when the command buffer is the one this thread touched
  * last (no call but the tail call down, so nothing to save on the stack), and a slow path
- * that looks the state up. */
-#define HOT(name, params, args, body)                                                          \
+ * that looks the state up. Binds that take arrays have a fast path for the shape nearly
+ * every call has (one buffer, one set) and leave the rest to the slow path. */
+#define HOT(name, params, args, body) HOT_IF(name, params, args, true, body, body)
+/* A hook whose fast path also needs guard (over s, the state) to hold; fast is what it does
+ * then, and body what it does in general, on the slow path. */
+#define HOT_IF(name, params, args, guard, fast, body)                                          \
     static __attribute__((noinline)) void name##_slow params                                   \
     {                                                                                          \
         struct cb_state *s = state_of(cb);                                                     \
@@ -620,19 +624,21 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdExecuteCommands(VkCommandBuffer 
     }                                                                                          \
     static VKAPI_ATTR void VKAPI_CALL framescope_##name params                                 \
     {                                                                                          \
-        if (__builtin_expect(last.cb != cb, 0)) {                                              \
+        struct cb_state *s = last.state;                                                       \
+        if (__builtin_expect(last.cb != cb || !(guard), 0)) {                                  \
             name##_slow args;                                                                  \
             return;                                                                            \
         }                                                                                      \
-        struct cb_state *s = last.state;                                                       \
-        body;                                                                                  \
+        fast;                                                                                  \
         s->dev->vk.name args;                                                                  \
     }
 
+/* Graphics 0, compute 1, anything else (ray tracing, subpass shading) 2: no branch. */
 static inline unsigned bind_point_index(VkPipelineBindPoint point)
 {
-    return point == VK_PIPELINE_BIND_POINT_GRAPHICS ? 0
-           : point == VK_PIPELINE_BIND_POINT_COMPUTE ? 1 : 2;
+    _Static_assert(VK_PIPELINE_BIND_POINT_GRAPHICS == 0 && VK_PIPELINE_BIND_POINT_COMPUTE == 1,
+                   "bind point values");
+    return (uint32_t)point < 2 ? (unsigned)point : 2;
 }
 
 /* A pipeline bound in place of another: outside labels the site changes with it, and a
@@ -648,8 +654,23 @@ static __attribute__((noinline)) void pipeline_changed(struct cb_state *s, unsig
     s->dynamic_known = 0;
 }
 
+/* One vertex buffer at binding b (below VERTEX_BINDINGS): the common bind, on the fast path. */
 static inline __attribute__((always_inline)) void
-vertex_buffers(struct cb_state *s, uint32_t first, uint32_t count, const VkBuffer *buffers,
+vertex_buffer(struct cb_state *s, uint32_t b, VkBuffer buffer, VkDeviceSize offset,
+              VkDeviceSize size, VkDeviceSize stride)
+{
+    bool same = (s->vertex_known >> b & 1) && s->vertex[b].buffer == buffer &&
+                s->vertex[b].offset == offset && s->vertex[b].size == size &&
+                s->vertex[b].stride == stride;
+    s->vertex[b].buffer = buffer;
+    s->vertex[b].offset = offset;
+    s->vertex[b].size = size;
+    s->vertex[b].stride = stride;
+    s->vertex_known |= 1u << b;
+    bound(s, BIND_VERTEX, same);
+}
+
+static void vertex_buffers(struct cb_state *s, uint32_t first, uint32_t count, const VkBuffer *buffers,
                const VkDeviceSize *offsets, const VkDeviceSize *sizes,
                const VkDeviceSize *strides)
 {
@@ -680,17 +701,22 @@ HOT(CmdBindPipeline, (VkCommandBuffer cb, VkPipelineBindPoint point, VkPipeline 
             pipeline_changed(s, p, pipeline);
         bound(s, BIND_PIPELINE, same);
     }))
-HOT(CmdBindVertexBuffers,
-    (VkCommandBuffer cb, uint32_t first, uint32_t count, const VkBuffer *buffers,
-     const VkDeviceSize *offsets),
-    (cb, first, count, buffers, offsets),
-    vertex_buffers(s, first, count, buffers, offsets, NULL, NULL))
+HOT_IF(CmdBindVertexBuffers,
+       (VkCommandBuffer cb, uint32_t first, uint32_t count, const VkBuffer *buffers,
+        const VkDeviceSize *offsets),
+       (cb, first, count, buffers, offsets), count == 1 && first < VERTEX_BINDINGS,
+       vertex_buffer(s, first, buffers[0], offsets[0], VK_WHOLE_SIZE, ~(VkDeviceSize)0),
+       vertex_buffers(s, first, count, buffers, offsets, NULL, NULL))
 #define VERTEX_BUFFERS2(name)                                                                  \
-    HOT(name,                                                                                  \
-        (VkCommandBuffer cb, uint32_t first, uint32_t count, const VkBuffer *buffers,          \
-         const VkDeviceSize *offsets, const VkDeviceSize *sizes, const VkDeviceSize *strides), \
-        (cb, first, count, buffers, offsets, sizes, strides),                                  \
-        vertex_buffers(s, first, count, buffers, offsets, sizes, strides))
+    HOT_IF(name,                                                                               \
+           (VkCommandBuffer cb, uint32_t first, uint32_t count, const VkBuffer *buffers,       \
+            const VkDeviceSize *offsets, const VkDeviceSize *sizes,                            \
+            const VkDeviceSize *strides),                                                      \
+           (cb, first, count, buffers, offsets, sizes, strides),                               \
+           count == 1 && first < VERTEX_BINDINGS,                                              \
+           vertex_buffer(s, first, buffers[0], offsets[0], sizes ? sizes[0] : VK_WHOLE_SIZE,   \
+                         strides ? strides[0] : ~(VkDeviceSize)0),                             \
+           vertex_buffers(s, first, count, buffers, offsets, sizes, strides))
 VERTEX_BUFFERS2(CmdBindVertexBuffers2)
 VERTEX_BUFFERS2(CmdBindVertexBuffers2EXT)
 #undef VERTEX_BUFFERS2
@@ -707,19 +733,34 @@ HOT(CmdBindIndexBuffer, (VkCommandBuffer cb, VkBuffer buffer, VkDeviceSize offse
         bound(s, BIND_INDEX, same);
     }))
 
-/* Which call bound a set: its first index and count, and with dynamic offsets a hash of
- * them (top bit set, which a count below 2^31 never reaches). */
+/* What a set's dynamic offsets were: 0 without any (the handle alone then says what is bound,
+ * however the call grouped its sets), else a hash of the call's first set, count and offsets
+ * (top bit set), as a set's offsets are known only as part of its call's array. */
 static inline uint64_t sets_call(uint32_t first, uint32_t count, uint32_t dynamic_count,
                                  const uint32_t *dynamic)
 {
-    uint64_t call = first | (uint64_t)count << 32;
-    if (dynamic_count)
-        call = hash_bytes(call, dynamic, dynamic_count * sizeof(*dynamic)) | UINT64_C(1) << 63;
-    return call;
+    if (!dynamic_count)
+        return 0;
+    return hash_bytes(first | (uint64_t)count << 32, dynamic, dynamic_count * sizeof(*dynamic)) |
+           UINT64_C(1) << 63;
 }
 
+/* One set at index n (below BOUND_SETS), no dynamic offsets, with the layout every known set
+ * was bound with (so it disturbs none): the common bind, on the fast path. */
 static inline __attribute__((always_inline)) void
-descriptor_sets(struct cb_state *s, VkPipelineBindPoint point, VkPipelineLayout layout,
+descriptor_set(struct cb_state *s, unsigned p, VkPipelineLayout layout, uint32_t n,
+               VkDescriptorSet set)
+{
+    __typeof__(&s->sets[0][0]) slot = &s->sets[p][n];
+    bool same = (s->sets_known[p] >> n & 1) & (slot->set == set) & (slot->call == 0);
+    slot->set = set;
+    slot->layout = layout;
+    slot->call = 0; /* sets_call(n, 1, 0, NULL) */
+    s->sets_known[p] |= 1u << n;
+    bound(s, BIND_DESCRIPTOR, same);
+}
+
+static void descriptor_sets(struct cb_state *s, VkPipelineBindPoint point, VkPipelineLayout layout,
                 uint32_t first, uint32_t count, const VkDescriptorSet *sets, uint64_t call)
 {
     unsigned p = bind_point_index(point);
@@ -750,13 +791,16 @@ descriptor_sets(struct cb_state *s, VkPipelineBindPoint point, VkPipelineLayout 
     bound(s, BIND_DESCRIPTOR, same);
 }
 
-HOT(CmdBindDescriptorSets,
-    (VkCommandBuffer cb, VkPipelineBindPoint point, VkPipelineLayout layout, uint32_t first,
-     uint32_t count, const VkDescriptorSet *sets, uint32_t dynamic_count,
-     const uint32_t *dynamic),
-    (cb, point, layout, first, count, sets, dynamic_count, dynamic),
-    descriptor_sets(s, point, layout, first, count, sets,
-                    sets_call(first, count, dynamic_count, dynamic)))
+HOT_IF(CmdBindDescriptorSets,
+       (VkCommandBuffer cb, VkPipelineBindPoint point, VkPipelineLayout layout, uint32_t first,
+        uint32_t count, const VkDescriptorSet *sets, uint32_t dynamic_count,
+        const uint32_t *dynamic),
+       (cb, point, layout, first, count, sets, dynamic_count, dynamic),
+       count == 1 && dynamic_count == 0 && first < BOUND_SETS &&
+           layout == s->sets_layout[bind_point_index(point)],
+       descriptor_set(s, bind_point_index(point), layout, first, sets[0]),
+       descriptor_sets(s, point, layout, first, count, sets,
+                       sets_call(first, count, dynamic_count, dynamic)))
 
 /* The writes of a push, hashed with what they point at; 0 when a write carries what this
  * cannot compare (an extension structure): such a push is never called redundant. */

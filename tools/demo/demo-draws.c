@@ -45,6 +45,8 @@
 #define SETUP_COMMANDS 3
 /* Per draw: vertex buffer, index buffer, descriptor set, draw. */
 #define COMMANDS_PER_DRAW 4
+/* Recordings of each thread whose ns per command is kept for the median. */
+#define RECORD_SAMPLES 1024
 
 struct record_job {
     uint32_t slot;
@@ -62,6 +64,8 @@ struct recorder {
     uint64_t record_ns;
     uint64_t commands;
     uint64_t recordings;
+    float samples[RECORD_SAMPLES]; /* ns per command of the first recordings */
+    uint32_t sample_count;
     bool failed;
 };
 
@@ -186,9 +190,13 @@ static bool record_draws(struct recorder *recorder, const struct record_job *job
     if (!demo_vk_check(result, "vkEndCommandBuffer"))
         return false;
 
+    uint64_t commands = SETUP_COMMANDS + (uint64_t)COMMANDS_PER_DRAW * recorder->draw_count +
+                        (draws->begin_label ? 2 : 0) + (secondary ? 0 : 2);
     recorder->record_ns += end_ns - start_ns;
-    recorder->commands += SETUP_COMMANDS + (uint64_t)COMMANDS_PER_DRAW * recorder->draw_count +
-                          (draws->begin_label ? 2 : 0) + (secondary ? 0 : 2);
+    recorder->commands += commands;
+    if (recorder->sample_count < RECORD_SAMPLES)
+        recorder->samples[recorder->sample_count++] =
+            (float)((double)(end_ns - start_ns) / (double)commands);
     recorder->recordings++;
     return true;
 }
@@ -276,14 +284,25 @@ const VkCommandBuffer *demo_draws_primaries(const struct demo_draws *draws, uint
     return draws->config.secondary ? NULL : draws->cmds[slot];
 }
 
+static int compare_floats(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
 void demo_draws_get_stats(const struct demo_draws *draws, struct demo_draws_stats *ret_stats)
 {
     struct demo_draws_stats stats = { 0 };
     uint64_t record_ns = 0, commands = 0;
+    static float samples[DEMO_MAX_RECORD_THREADS * RECORD_SAMPLES];
+    uint32_t sample_count = 0;
     for (uint32_t i = 0; i < draws->config.threads; i++) {
         const struct recorder *recorder = &draws->recorders[i];
         record_ns += recorder->record_ns;
         commands += recorder->commands;
+        memcpy(&samples[sample_count], recorder->samples,
+               recorder->sample_count * sizeof(*samples));
+        sample_count += recorder->sample_count;
         stats.draws += recorder->recordings * recorder->draw_count;
         /*
          * Worked out from the fixed pattern record_draws() follows rather than tallied in
@@ -302,6 +321,12 @@ void demo_draws_get_stats(const struct demo_draws *draws, struct demo_draws_stat
         }
     }
     stats.ns_per_command = commands ? (double)record_ns / (double)commands : 0.0;
+    if (sample_count) {
+        qsort(samples, sample_count, sizeof(*samples), compare_floats);
+        stats.ns_per_command_median =
+            sample_count % 2 ? samples[sample_count / 2]
+                             : (samples[sample_count / 2 - 1] + samples[sample_count / 2]) / 2.0;
+    }
     *ret_stats = stats;
 }
 

@@ -419,6 +419,10 @@ struct demo_draws_stats {
     /* CLOCK_MONOTONIC from vkBeginCommandBuffer to vkEndCommandBuffer returning, summed
      * over frames and threads, over the vkCmd* calls recorded in between. */
     double ns_per_command;
+    /* The median over recordings (the first RECORD_SAMPLES of each thread) of each one's own
+     * ns per command: what a benchmark compares, as a slow first frame or a preempted
+     * recording moves it far less than the mean. */
+    double ns_per_command_median;
 };
 
 void demo_draws_get_stats(const struct demo_draws *draws, struct demo_draws_stats *ret_stats);

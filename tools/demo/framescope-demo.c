@@ -1260,13 +1260,13 @@ static void print_draws_stats(const struct demo_options *options, const struct d
     printf(DEMO_NAME ": draws %" PRIu32 " per frame on %" PRIu32 " threads (%s), binds per "
            "frame: vertex %" PRIu64 " index %" PRIu64 " sets %" PRIu64 " pipeline %" PRIu64
            ", redundant vertex %" PRIu64 " index %" PRIu64 " sets %" PRIu64 " pipeline %"
-           PRIu64 "; recording %.1f ns per command\n",
+           PRIu64 "; recording %.1f ns per command (median of recordings %.1f)\n",
            options->draws, options->record_threads, options->secondary ? "secondary" : "primary",
            stats.binds[DEMO_BIND_VERTEX], stats.binds[DEMO_BIND_INDEX],
            stats.binds[DEMO_BIND_SETS], stats.binds[DEMO_BIND_PIPELINE],
            stats.redundant[DEMO_BIND_VERTEX], stats.redundant[DEMO_BIND_INDEX],
            stats.redundant[DEMO_BIND_SETS], stats.redundant[DEMO_BIND_PIPELINE],
-           stats.ns_per_command);
+           stats.ns_per_command, stats.ns_per_command_median);
     fflush(stdout);
 }
 
