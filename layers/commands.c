@@ -106,23 +106,21 @@ struct cb_state {
     uint32_t label_depth;
     VkPipeline site_pipeline;
 
-    /* What is bound now. */
+    /* What is bound now; a buffer or set of VK_NULL_HANDLE is not known (a null binding the
+     * app makes is so never called redundant), which spares the fast path a bit mask. */
     VkPipeline pipeline[BIND_POINTS];
     struct {
         VkBuffer buffer;
         VkDeviceSize offset, size, stride;
     } vertex[VERTEX_BINDINGS];
-    uint32_t vertex_known; /* bit per binding */
     VkBuffer index_buffer;
     VkDeviceSize index_offset;
     VkIndexType index_type;
-    bool index_known;
     struct {
         VkDescriptorSet set;
         VkPipelineLayout layout;
         uint64_t call; /* its dynamic offsets (sets_call) */
     } sets[BIND_POINTS][BOUND_SETS];
-    uint32_t sets_known[BIND_POINTS]; /* bit per set index */
     /* The layout every known set was bound with (VK_NULL_HANDLE: not one): a bind with it
      * disturbs none of them, so the check for those it disturbs is skipped. */
     VkPipelineLayout sets_layout[BIND_POINTS];
@@ -354,9 +352,9 @@ static void state_reset(struct cb_state *s)
     s->label_depth = 0;
     s->site_pipeline = VK_NULL_HANDLE;
     memset(s->pipeline, 0, sizeof(s->pipeline));
-    s->vertex_known = 0;
-    s->index_known = false;
-    memset(s->sets_known, 0, sizeof(s->sets_known));
+    memset(s->vertex, 0, sizeof(s->vertex));
+    s->index_buffer = VK_NULL_HANDLE;
+    memset(s->sets, 0, sizeof(s->sets));
     memset(s->pushed, 0, sizeof(s->pushed));
     s->dynamic_known = 0;
 }
@@ -365,9 +363,9 @@ static void state_reset(struct cb_state *s)
 static void bound_forget(struct cb_state *s)
 {
     memset(s->pipeline, 0, sizeof(s->pipeline));
-    s->vertex_known = 0;
-    s->index_known = false;
-    memset(s->sets_known, 0, sizeof(s->sets_known));
+    memset(s->vertex, 0, sizeof(s->vertex));
+    s->index_buffer = VK_NULL_HANDLE;
+    memset(s->sets, 0, sizeof(s->sets));
     memset(s->pushed, 0, sizeof(s->pushed));
     s->dynamic_known = 0;
 }
@@ -614,7 +612,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdExecuteCommands(VkCommandBuffer 
 /* A hook whose fast path also needs guard (over s, the state) to hold; fast is what it does
  * then, and body what it does in general, on the slow path. */
 #define HOT_IF(name, params, args, guard, fast, body)                                          \
-    static __attribute__((noinline)) void name##_slow params                                   \
+    static __attribute__((noinline, cold)) void name##_slow params                             \
     {                                                                                          \
         struct cb_state *s = state_of(cb);                                                     \
         if (s) {                                                                               \
@@ -622,7 +620,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdExecuteCommands(VkCommandBuffer 
         }                                                                                      \
         (s ? s->dev : device_lookup(cb))->vk.name args;                                        \
     }                                                                                          \
-    static VKAPI_ATTR void VKAPI_CALL framescope_##name params                                 \
+    static __attribute__((hot)) VKAPI_ATTR void VKAPI_CALL framescope_##name params          \
     {                                                                                          \
         struct cb_state *s = last.state;                                                       \
         if (__builtin_expect(last.cb != cb || !(guard), 0)) {                                  \
@@ -659,20 +657,19 @@ static inline __attribute__((always_inline)) void
 vertex_buffer(struct cb_state *s, uint32_t b, VkBuffer buffer, VkDeviceSize offset,
               VkDeviceSize size, VkDeviceSize stride)
 {
-    bool same = (s->vertex_known >> b & 1) && s->vertex[b].buffer == buffer &&
+    bool same = buffer != VK_NULL_HANDLE && s->vertex[b].buffer == buffer &&
                 s->vertex[b].offset == offset && s->vertex[b].size == size &&
                 s->vertex[b].stride == stride;
     s->vertex[b].buffer = buffer;
     s->vertex[b].offset = offset;
     s->vertex[b].size = size;
     s->vertex[b].stride = stride;
-    s->vertex_known |= 1u << b;
     bound(s, BIND_VERTEX, same);
 }
 
-static void vertex_buffers(struct cb_state *s, uint32_t first, uint32_t count, const VkBuffer *buffers,
-               const VkDeviceSize *offsets, const VkDeviceSize *sizes,
-               const VkDeviceSize *strides)
+static void vertex_buffers(struct cb_state *s, uint32_t first, uint32_t count,
+                           const VkBuffer *buffers, const VkDeviceSize *offsets,
+                           const VkDeviceSize *sizes, const VkDeviceSize *strides)
 {
     bool same = count > 0 && first + count <= VERTEX_BINDINGS;
     for (uint32_t i = 0; i < count; i++) {
@@ -681,14 +678,13 @@ static void vertex_buffers(struct cb_state *s, uint32_t first, uint32_t count, c
             break;
         VkDeviceSize size = sizes ? sizes[i] : VK_WHOLE_SIZE;
         VkDeviceSize stride = strides ? strides[i] : ~(VkDeviceSize)0;
-        same = same && (s->vertex_known & (1u << b)) && s->vertex[b].buffer == buffers[i] &&
+        same = same && buffers[i] != VK_NULL_HANDLE && s->vertex[b].buffer == buffers[i] &&
                s->vertex[b].offset == offsets[i] && s->vertex[b].size == size &&
                s->vertex[b].stride == stride;
         s->vertex[b].buffer = buffers[i];
         s->vertex[b].offset = offsets[i];
         s->vertex[b].size = size;
         s->vertex[b].stride = stride;
-        s->vertex_known |= 1u << b;
     }
     bound(s, BIND_VERTEX, same);
 }
@@ -724,12 +720,11 @@ VERTEX_BUFFERS2(CmdBindVertexBuffers2EXT)
 HOT(CmdBindIndexBuffer, (VkCommandBuffer cb, VkBuffer buffer, VkDeviceSize offset,
                          VkIndexType type),
     (cb, buffer, offset, type), ({
-        bool same = s->index_known && s->index_buffer == buffer &&
+        bool same = buffer != VK_NULL_HANDLE && s->index_buffer == buffer &&
                     s->index_offset == offset && s->index_type == type;
         s->index_buffer = buffer;
         s->index_offset = offset;
         s->index_type = type;
-        s->index_known = true;
         bound(s, BIND_INDEX, same);
     }))
 
@@ -752,42 +747,38 @@ descriptor_set(struct cb_state *s, unsigned p, VkPipelineLayout layout, uint32_t
                VkDescriptorSet set)
 {
     __typeof__(&s->sets[0][0]) slot = &s->sets[p][n];
-    bool same = (s->sets_known[p] >> n & 1) & (slot->set == set) & (slot->call == 0);
+    bool same = (set != VK_NULL_HANDLE) & (slot->set == set) & (slot->call == 0);
     slot->set = set;
     slot->layout = layout;
     slot->call = 0; /* sets_call(n, 1, 0, NULL) */
-    s->sets_known[p] |= 1u << n;
     bound(s, BIND_DESCRIPTOR, same);
 }
 
-static void descriptor_sets(struct cb_state *s, VkPipelineBindPoint point, VkPipelineLayout layout,
-                uint32_t first, uint32_t count, const VkDescriptorSet *sets, uint64_t call)
+static void descriptor_sets(struct cb_state *s, VkPipelineBindPoint point,
+                            VkPipelineLayout layout, uint32_t first, uint32_t count,
+                            const VkDescriptorSet *sets, uint64_t call)
 {
     unsigned p = bind_point_index(point);
-    uint32_t known = s->sets_known[p];
     if (layout != s->sets_layout[p]) {
         /* A set bound with another layout may be disturbed by this bind: forget those (none
          * of them could match this bind anyway). */
-        for (uint32_t k = known; k; k &= k - 1) {
-            uint32_t n = (uint32_t)__builtin_ctz(k);
+        for (uint32_t n = 0; n < BOUND_SETS; n++)
             if (s->sets[p][n].layout != layout)
-                known &= ~(1u << n);
-        }
+                s->sets[p][n].set = VK_NULL_HANDLE;
         s->sets_layout[p] = layout;
     }
     bool same = count > 0 && first + count <= BOUND_SETS;
     for (uint32_t i = 0; same && i < count; i++) {
         uint32_t n = first + i;
-        same = (known & (1u << n)) && s->sets[p][n].set == sets[i] && s->sets[p][n].call == call;
+        same = sets[i] != VK_NULL_HANDLE && s->sets[p][n].set == sets[i] &&
+               s->sets[p][n].call == call;
     }
     for (uint32_t i = 0; i < count && first + i < BOUND_SETS; i++) {
         uint32_t n = first + i;
         s->sets[p][n].set = sets[i];
         s->sets[p][n].layout = layout;
         s->sets[p][n].call = call;
-        known |= 1u << n;
     }
-    s->sets_known[p] = known;
     bound(s, BIND_DESCRIPTOR, same);
 }
 

@@ -11,9 +11,14 @@ rounds, with the lowest and highest round beside it: a machine's drift between r
 whole rounds, so rounds close in time are compared with each other, never across the run.
 Not a test: it prints what it measured. Offscreen, so it runs on a headless GPU too.
 
-usage: [FRAMESCOPE_...=...] bench_commands.py [--cpus LIST] BUILD_DIR DEMO [FRAMES] [ROUNDS]
+usage: [FRAMESCOPE_...=...] bench_commands.py [--cpus LIST] [--fixed-layout] BUILD_DIR DEMO
+                                              [FRAMES] [ROUNDS]
 (FRAMESCOPE_* variables given are set for the X runs only: the cost of one part; --cpus
-pins every run to those CPUs, as 2-7 or 2,4,6, so each runs where the others did)"""
+pins every run to those CPUs, as 2-7 or 2,4,6, so each runs where the others did;
+--fixed-layout runs each without address-space randomisation: on the H200 the driver's own
+recording time without the layer was 17 ns a command in a quarter of the runs and 29 in the
+rest, by where things landed, and at one fixed layout it stays within a few percent)"""
+import ctypes
 import os
 import re
 import statistics
@@ -52,11 +57,23 @@ def cpu_list(text):
     return cpus
 
 
-def once(demo, args, env, frames, cpus):
+ADDR_NO_RANDOMIZE = 0x0040000
+
+
+def placed(cpus, fixed_layout):
+    """What a run's child does before it starts the demo: the CPUs and the layout asked for."""
+    def before():
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        if fixed_layout and ctypes.CDLL(None, use_errno=True).personality(ADDR_NO_RANDOMIZE) < 0:
+            os._exit(126)
+    return before
+
+
+def once(demo, args, env, frames, cpus, fixed_layout=False):
     r = subprocess.run([demo, "--output", "offscreen", "--quiet", "--frames", str(frames),
                         "--draws", "10000"] + args, env=env, capture_output=True, text=True,
-                       timeout=900,
-                       preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+                       timeout=900, preexec_fn=placed(cpus, fixed_layout))
     m = LINE.search(r.stdout)
     if r.returncode != 0 or not m:
         raise SystemExit(f"demo failed ({r.returncode}): {r.stdout[-300:]} {r.stderr[-600:]}")
@@ -65,10 +82,14 @@ def once(demo, args, env, frames, cpus):
 
 def main():
     argv = sys.argv[1:]
-    cpus = None
-    if argv[:1] == ["--cpus"] and len(argv) > 1:
-        cpus = cpu_list(argv[1])
-        argv = argv[2:]
+    cpus, fixed_layout = None, False
+    while argv[:1] in (["--cpus"], ["--fixed-layout"]):
+        if argv[0] == "--fixed-layout":
+            fixed_layout, argv = True, argv[1:]
+        elif len(argv) > 1:
+            cpus, argv = cpu_list(argv[1]), argv[2:]
+        else:
+            raise SystemExit(__doc__)
     if len(argv) < 2 or not all(a.isdigit() for a in argv[2:4]):
         raise SystemExit(__doc__)
     build, demo = argv[0], argv[1]
@@ -79,16 +100,17 @@ def main():
     # FRAMESCOPE_* set for this script reach X only (FRAMESCOPE_GPU=off: what GPU timing adds).
     layer.update({k: v for k, v in os.environ.items() if k.startswith("FRAMESCOPE_")})
     print(f"{frames} frames of 10,000 draws a frame, {rounds} A/X/A rounds"
-          f"{' on CPUs ' + ','.join(map(str, sorted(cpus))) if cpus else ''}; ns per recorded "
+          f"{' on CPUs ' + ','.join(map(str, sorted(cpus))) if cpus else ''}"
+          f"{', one fixed layout' if fixed_layout else ''}; ns per recorded "
           "command (the demo's own timing, the median of its recordings)")
     print(f"  {'case':34} {'A':>7} {'X':>7} {'A again':>7} {'added':>7} "
           f"{'rounds: lowest':>14} {'highest':>7} {'drift':>6}")
     for name, args in CASES:
         a1, x, a2 = [], [], []
         for _ in range(rounds):
-            a1.append(once(demo, args, base, frames, cpus))
-            x.append(once(demo, args, layer, frames, cpus))
-            a2.append(once(demo, args, base, frames, cpus))
+            a1.append(once(demo, args, base, frames, cpus, fixed_layout))
+            x.append(once(demo, args, layer, frames, cpus, fixed_layout))
+            a2.append(once(demo, args, base, frames, cpus, fixed_layout))
         added = sorted(xi - (p + q) / 2 for p, xi, q in zip(a1, x, a2))
         drift = statistics.median(abs(p - q) for p, q in zip(a1, a2))
         ma1, mx, ma2 = (statistics.median(v) for v in (a1, x, a2))
