@@ -9,9 +9,18 @@ The frame rate is the app's own where it prints one (glmark2's "FPS: N" per scen
 median and its spread over the rounds; a median inside the range of every round of the A
 variants is "within the noise". Not a test: it prints what it measured.
 
-usage: bench_app.py BUILD_DIR [--rounds N] [--parts] [--mangohud] [--frames N] -- APP ARGS...
+With --steady SHORT,LONG the app runs twice a round, its arguments' {frames} given SHORT and
+then LONG, and the rate is (LONG - SHORT) / (the difference of the two wall times): the
+steady frame rate, free of what starting and ending costs (loading Vulkan and the layer,
+writing the capture; MangoHud's start-up is ~0.1 s here), which frames / wall time of one
+run charges to every frame.
+
+usage: bench_app.py BUILD_DIR [--rounds N] [--parts] [--mangohud] [--frames N]
+                    [--steady SHORT,LONG] -- APP ARGS...
   e.g. MESA_LOADER_DRIVER_OVERRIDE=zink LIBGL_ALWAYS_SOFTWARE=1 \\
        bench_app.py build --parts -- glmark2-wayland -s 320x240 -b build:duration=3
+       bench_app.py build --mangohud --parts --steady 1000,5000 -- \\
+           vkcube-wayland --c {frames} --present_mode 1
 
 Without WAYLAND_DISPLAY or DISPLAY, a private headless Weston is started for the app (where
 Weston is installed; else the app runs with no display, e.g. the demo with --output offscreen
@@ -50,6 +59,22 @@ def parse_rates(text, frames, wall):
     if frames:
         return {"fps": frames / wall}
     return {}
+
+
+def steady(argv, env, short, long):
+    """{"fps": the steady rate} from a SHORT and a LONG run of argv with {frames} filled in."""
+    walls = []
+    for n in (short, long):
+        start = time.monotonic()
+        r = subprocess.run([a.replace("{frames}", str(n)) for a in argv], env=env,
+                           capture_output=True, text=True, timeout=600)
+        walls.append(time.monotonic() - start)
+        if r.returncode != 0:
+            sys.exit(f"bench_app: {argv[0]} exited {r.returncode}: {r.stderr[-800:]}")
+    if walls[1] <= walls[0]:
+        sys.exit(f"bench_app: {long} frames took no longer than {short} ({walls[1]:.3f} s "
+                 f"against {walls[0]:.3f} s): does {{frames}} set the app's frame count?")
+    return {"fps": (long - short) / (walls[1] - walls[0])}
 
 
 def run(argv, env, frames):
@@ -97,7 +122,7 @@ def main():
     split = args.index("--")
     opts, app = args[:split], args[split + 1:]
     build = opts.pop(0)
-    rounds, parts, mangohud, frames = 3, False, False, None
+    rounds, parts, mangohud, frames, span = 3, False, False, None, None
     while opts:
         o = opts.pop(0)
         if o == "--rounds" and opts and opts[0].isdigit() and int(opts[0]) > 0:
@@ -108,10 +133,18 @@ def main():
             mangohud = True
         elif o == "--frames" and opts and opts[0].isdigit() and int(opts[0]) > 0:
             frames = int(opts.pop(0))
+        elif o == "--steady" and opts and re.fullmatch(r"\d+,\d+", opts[0]):
+            span = tuple(int(n) for n in opts.pop(0).split(","))
+            if not 0 < span[0] < span[1]:
+                sys.exit(f"bench_app: --steady {span[0]},{span[1]}: SHORT must be above 0 "
+                         "and below LONG")
         else:
             sys.exit(f"bench_app: bad option {o!r}\n{__doc__}")
     if not app:
         sys.exit(__doc__)
+    if span and not any("{frames}" in a for a in app):
+        sys.exit("bench_app: --steady needs {frames} in the app's arguments, where its frame "
+                 "count goes (vkcube: --c {frames}; the demo: --frames {frames})")
 
     base = {k: v for k, v in os.environ.items()
             if not k.startswith("FRAMESCOPE") and k not in ("VK_INSTANCE_LAYERS", "MANGOHUD")}
@@ -127,7 +160,9 @@ def main():
         results = {label: [] for label, _ in variants}
         for _ in range(rounds):
             for label, extra in variants:
-                results[label].append(run(app, dict(env_extra, **extra), frames))
+                env = dict(env_extra, **extra)
+                results[label].append(steady(app, env, *span) if span else
+                                      run(app, env, frames))
         return results
 
     if os.environ.get("WAYLAND_DISPLAY") or os.environ.get("DISPLAY") or \
@@ -136,7 +171,8 @@ def main():
     else:
         with Weston() as w:
             results = measure(dict(base, **w.env()))
-    title = f"{' '.join(app)}: {rounds} rounds, variants interleaved"
+    title = f"{' '.join(app)}: {rounds} rounds, variants interleaved" + \
+        (f", steady rate from {span[0]} and {span[1]} frames" if span else "")
     table(title, {k: v for k, v in results.items() if not k.startswith("framescope,")},
           ["A (no layer)", "A (no layer, again)"])
     if parts:
