@@ -13,7 +13,11 @@ With --steady SHORT,LONG the app runs twice a round, its arguments' {frames} giv
 then LONG, and the rate is (LONG - SHORT) / (the difference of the two wall times): the
 steady frame rate, free of what starting and ending costs (loading Vulkan and the layer,
 writing the capture; MangoHud's start-up is ~0.1 s here), which frames / wall time of one
-run charges to every frame.
+run charges to every frame. With --steady or --frames it also prints the app's CPU time and
+context switches a frame, all its threads together, from its rusage (with --steady, the
+difference of the two runs): on a busy 2-core machine the switches move far less between
+runs than the frame rate, and a layer that makes the driver hand work to its threads more
+often shows there first.
 
 usage: bench_app.py BUILD_DIR [--rounds N] [--parts] [--mangohud] [--frames N]
                     [--steady SHORT,LONG] -- APP ARGS...
@@ -27,6 +31,7 @@ Weston is installed; else the app runs with no display, e.g. the demo with --out
 on a headless GPU)."""
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -61,32 +66,58 @@ def parse_rates(text, frames, wall):
     return {}
 
 
-def steady(argv, env, short, long):
-    """{"fps": the steady rate} from a SHORT and a LONG run of argv with {frames} filled in."""
-    walls = []
-    for n in (short, long):
-        start = time.monotonic()
-        r = subprocess.run([a.replace("{frames}", str(n)) for a in argv], env=env,
-                           capture_output=True, text=True, timeout=600)
-        walls.append(time.monotonic() - start)
-        if r.returncode != 0:
-            sys.exit(f"bench_app: {argv[0]} exited {r.returncode}: {r.stderr[-800:]}")
-    if walls[1] <= walls[0]:
-        sys.exit(f"bench_app: {long} frames took no longer than {short} ({walls[1]:.3f} s "
-                 f"against {walls[0]:.3f} s): does {{frames}} set the app's frame count?")
-    return {"fps": (long - short) / (walls[1] - walls[0])}
-
-
-def run(argv, env, frames):
+def launch(argv, env):
+    """The app run once: its output, wall time, and CPU time (s) and context switches of it
+    and its threads (what the children's rusage gained: the compositor is never waited for,
+    so it is not in it)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
     wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         sys.exit(f"bench_app: {argv[0]} exited {r.returncode}: {r.stderr[-800:]}")
-    rates = parse_rates(r.stdout + r.stderr, frames, wall)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    switches = after.ru_nvcsw + after.ru_nivcsw - before.ru_nvcsw - before.ru_nivcsw
+    return r.stdout + r.stderr, wall, cpu, switches
+
+
+def steady(argv, env, short, long):
+    """({"fps": the steady rate}, (CPU us, context switches) a frame) from a SHORT and a LONG
+    run of argv with {frames} filled in."""
+    runs = [launch([a.replace("{frames}", str(n)) for a in argv], env) for n in (short, long)]
+    (_, wall0, cpu0, sw0), (_, wall1, cpu1, sw1) = runs
+    if wall1 <= wall0:
+        sys.exit(f"bench_app: {long} frames took no longer than {short} ({wall1:.3f} s "
+                 f"against {wall0:.3f} s): does {{frames}} set the app's frame count?")
+    n = long - short
+    return {"fps": n / (wall1 - wall0)}, (1e6 * (cpu1 - cpu0) / n, (sw1 - sw0) / n)
+
+
+def run(argv, env, frames):
+    """({scene: fps}, (CPU us, context switches) a frame, or None without --frames)."""
+    text, wall, cpu, switches = launch(argv, env)
+    rates = parse_rates(text, frames, wall)
     if not rates:
         sys.exit(f"bench_app: no frame rate in {argv[0]}'s output; give --frames N")
-    return rates
+    return rates, (1e6 * cpu / frames, switches / frames) if frames else None
+
+
+def cost_table(results, base_labels):
+    """results: {label: [(CPU us, switches) a frame, ...]}: the app's CPU time and context
+    switches a frame, all its threads together; switches count every time one of them slept or
+    was preempted, and move far less between runs than the frame rate on a busy machine."""
+    print("\n  CPU and context switches a frame (the app's threads, from its rusage)")
+    medians = {label: (statistics.median(c for c, _ in rows), statistics.median(w for _, w in rows))
+               for label, rows in results.items()}
+    base_cpu = statistics.mean(medians[b][0] for b in base_labels)
+    base_sw = statistics.mean(medians[b][1] for b in base_labels)
+    for label, rows in results.items():
+        cpu, sw = medians[label]
+        print(f"    {label:34} {cpu:9.1f} us ({min(c for c, _ in rows):.1f}.."
+              f"{max(c for c, _ in rows):.1f}) {100 * (cpu - base_cpu) / base_cpu:+6.1f}%   "
+              f"{sw:6.2f} switches ({min(w for _, w in rows):.2f}..{max(w for _, w in rows):.2f})"
+              f" {sw - base_sw:+6.2f}")
 
 
 def table(title, results, base_labels):
@@ -173,13 +204,18 @@ def main():
             results = measure(dict(base, **w.env()))
     title = f"{' '.join(app)}: {rounds} rounds, variants interleaved" + \
         (f", steady rate from {span[0]} and {span[1]} frames" if span else "")
-    table(title, {k: v for k, v in results.items() if not k.startswith("framescope,")},
-          ["A (no layer)", "A (no layer, again)"])
+    rates = {k: [r for r, _ in v] for k, v in results.items()}
+    costs = {k: [c for _, c in v] for k, v in results.items()}
+    whole = [k for k in results if not k.startswith("framescope,")]
+    split = [k for k in results if k.startswith(("X", "framescope,"))]
+    table(title, {k: rates[k] for k in whole}, ["A (no layer)", "A (no layer, again)"])
+    if span or frames:
+        cost_table({k: costs[k] for k in whole}, ["A (no layer)", "A (no layer, again)"])
     if parts:
         table("the layer's parts: the whole layer against it with one part off (a part costs "
-              "what turning it off gains)",
-              {k: v for k, v in results.items() if k.startswith(("X", "framescope,"))},
-              ["X (framescope)"])
+              "what turning it off gains)", {k: rates[k] for k in split}, ["X (framescope)"])
+        if span or frames:
+            cost_table({k: costs[k] for k in split}, ["X (framescope)"])
 
 
 if __name__ == "__main__":
