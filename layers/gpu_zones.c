@@ -71,7 +71,8 @@ struct zone_region {
     uint8_t depth;
     uint8_t kind;
     bool ended;
-    bool stats; /* a pipeline statistics query brackets it (a pass) */
+    bool stats;   /* a pipeline statistics query brackets it (a pass) */
+    bool stamped; /* its end was stamped inside its pass (zones_pass_ending) */
 };
 
 /* What the statistics query counts: PIPELINE_STATS values, in this flags' bit order. */
@@ -137,6 +138,7 @@ struct cb_zones {
     uint32_t dark;        /* zones opened in this recording while sampled out */
     uint32_t recordings;  /* times begun since its allocation */
     bool in_multiview;    /* inside a pass with a view mask (classic or dynamic rendering) */
+    bool pass_secondaries; /* the pass it is in may take secondary command buffers */
     uint32_t app_stats;   /* the app's own pipeline statistics queries active in it */
     struct zone_block *block;
     uint32_t open[ZONE_DEPTH];   /* indices of the open regions in block, outermost first */
@@ -497,8 +499,9 @@ static void zone_close(VkCommandBuffer cb, struct cb_zones *z)
     b->regions[r].ended = true;
     if (b->regions[r].stats)
         z->dev->vk.CmdEndQuery(cb, b->pool->stats_pool, b->index * ZONE_REGIONS + r);
-    z->dev->vk.CmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->pool->pool,
-                                 b->index * ZONE_BLOCK_QUERIES + 2 * r + 1);
+    if (!b->regions[r].stamped)
+        z->dev->vk.CmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->pool->pool,
+                                     b->index * ZONE_BLOCK_QUERIES + 2 * r + 1);
 }
 
 void zones_label_begin(VkCommandBuffer cb, const char *name)
@@ -583,7 +586,34 @@ void zones_pass_begin(VkCommandBuffer cb, VkRect2D area, uint32_t colors, bool d
             fscope_gpu_pass_stats_skipped(1);
     }
     z->in_multiview = view_mask != 0;
+    z->pass_secondaries = secondary_contents;
     z->in_pass = true;
+}
+
+/* Just before a pass ends, on a CPU device: its zone's end stamped there, at the top of the
+ * pipe. Lavapipe writes a timestamp after the top of the pipe by flushing its rasterizer, and
+ * one after the pass then starts a scene of its own that its threads rasterize once more: in
+ * vkcube's every frame (its command buffer is recorded once, so its zones run in every
+ * frame, timed or not) that was 8 of the 13 context switches a frame its zones cost. Inside
+ * the pass, the stamp goes into every tile of the pass's own scene behind the tile's draws,
+ * and its value, the latest any rasterizer thread wrote, is when the last tile was done: the
+ * pass's end. Not where a stamp may not go: a pass whose subpass takes secondary command
+ * buffers, a multiview pass (a query per view), one suspended into another command buffer,
+ * or a label still open inside it. */
+void zones_pass_ending(VkCommandBuffer cb)
+{
+    struct cb_zones *z = state(cb);
+    if (!z || !z->dev || !z->dev->cpu_device || !z->in_pass || z->in_multiview ||
+        z->pass_secondaries || z->suspends || !z->depth || !z->block)
+        return;
+    uint32_t d = z->depth - 1;
+    struct zone_block *b = z->block;
+    uint32_t r = z->open[d];
+    if (!z->open_timed[d] || b->regions[r].kind != GPU_ZONE_PASS)
+        return;
+    b->regions[r].stamped = true;
+    z->dev->vk.CmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, b->pool->pool,
+                                 b->index * ZONE_BLOCK_QUERIES + 2 * r + 1);
 }
 
 void zones_pass_end(VkCommandBuffer cb)

@@ -815,6 +815,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdBeginRenderingKHR(VkCommandBuffe
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass(VkCommandBuffer cb)
 {
+    zones_pass_ending(cb);
     device_lookup(cb)->vk.CmdEndRenderPass(cb);
     zones_pass_end(cb);
     commands_counted(cb);
@@ -823,6 +824,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass(VkCommandBuffer cb
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass2(VkCommandBuffer cb,
                                                                const VkSubpassEndInfo *i)
 {
+    zones_pass_ending(cb);
     device_lookup(cb)->vk.CmdEndRenderPass2(cb, i);
     zones_pass_end(cb);
     commands_counted(cb);
@@ -831,6 +833,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass2(VkCommandBuffer c
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass2KHR(VkCommandBuffer cb,
                                                                   const VkSubpassEndInfo *i)
 {
+    zones_pass_ending(cb);
     device_lookup(cb)->vk.CmdEndRenderPass2KHR(cb, i);
     zones_pass_end(cb);
     commands_counted(cb);
@@ -838,6 +841,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderPass2KHR(VkCommandBuffe
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRendering(VkCommandBuffer cb)
 {
+    zones_pass_ending(cb);
     device_lookup(cb)->vk.CmdEndRendering(cb);
     zones_pass_end(cb);
     commands_counted(cb);
@@ -845,6 +849,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRendering(VkCommandBuffer cb)
 
 static VKAPI_ATTR void VKAPI_CALL framescope_CmdEndRenderingKHR(VkCommandBuffer cb)
 {
+    zones_pass_ending(cb);
     device_lookup(cb)->vk.CmdEndRenderingKHR(cb);
     zones_pass_end(cb);
     commands_counted(cb);

@@ -378,6 +378,7 @@ static void describe_device(struct instance_data *inst, VkPhysicalDevice phys,
     VkPhysicalDeviceProperties props;
     inst->vk.GetPhysicalDeviceProperties(phys, &props);
     dev->timestamp_period = props.limits.timestampPeriod;
+    dev->cpu_device = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     char driver[2 * VK_MAX_DRIVER_NAME_SIZE + 2];
     VkPhysicalDeviceDriverProperties driver_props = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,

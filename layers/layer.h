@@ -378,6 +378,7 @@ struct device_data {
     VkQueueFamilyProperties families[16];
     bool calibrated_timestamps; /* we can read DEVICE and CLOCK_MONOTONIC together */
     bool creation_feedback;     /* pipeline creation feedback may be chained (hooks.c) */
+    bool cpu_device;            /* VK_PHYSICAL_DEVICE_TYPE_CPU (lavapipe): see gpu_zones.c */
     bool pipeline_stats;        /* FRAMESCOPE_PIPELINE_STATS: passes get statistics queries */
     /* Memory types' heaps (resources.c), and the query that reads the budget (NULL: none). */
     uint32_t memory_type_heap[32];
@@ -617,6 +618,7 @@ void zones_pass_begin(VkCommandBuffer cb, VkRect2D area, uint32_t colors, bool d
 /* The app began (or ended) a pipeline statistics query of its own in cb: no pass of ours
  * gets one while it is active. */
 void zones_app_stats_query(VkCommandBuffer cb, bool begin);
+void zones_pass_ending(VkCommandBuffer cb); /* before the driver ends the pass */
 void zones_pass_end(VkCommandBuffer cb);
 /* A timed submission carries cb's zones (before it goes down); an untimed one counts them. */
 void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer cb);
