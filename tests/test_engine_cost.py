@@ -123,6 +123,24 @@ def test_unique(build, demo):
     print(f"unique: {per['vertex_buffer']['binds']:.0f} vertex-buffer binds a frame, 0 redundant")
 
 
+def test_wide(build, demo):
+    """Binds of several vertex buffers and several descriptor sets in one call, one set with a
+    dynamic uniform buffer (--wide-binds), from 2 threads: the same two sets in every draw
+    with the dynamic offset alternating are never redundant (the offset is compared), and
+    with every bind repeated all but each command buffer's first are; exact in every frame
+    and at the label."""
+    for mode, extra in (("offsets alternating", []), ("all repeated", ["--redundant-binds"])):
+        r, s = demo_run(build, demo, ["--draws", "2000", "--record-threads", "2",
+                                      "--wide-binds"] + extra)
+        said = demo_said(r)
+        expect = 0 if not extra else 2000 - 2  # one first bind per command buffer
+        check(said["redundant"]["descriptor_set"] == expect and
+              said["redundant"]["vertex_buffer"] == expect, said)
+        check_binds_exact(r, s, said, s["frames"])
+        print(f"wide, {mode}: {said['redundant']['descriptor_set']} of "
+              f"{said['binds']['descriptor_set']} two-set binds redundant a frame, exact")
+
+
 def test_secondary_pools(build, demo):
     """Secondary command buffers recorded on three threads, each from its own pools, reset
     once a frame: recording time is attributed to each thread and its pools (the pools named
@@ -295,6 +313,7 @@ def test_validation(build, demo):
         "1.0 primaries": ["--api-version", "1.0", "--draws", "500", "--record-threads", "2"],
         "1.3 secondaries": ["--api-version", "1.3", "--draws", "500", "--record-threads", "2",
                             "--secondary", "--redundant-binds", "--leak-kb", "64"],
+        "1.1 wide binds": ["--api-version", "1.1", "--draws", "500", "--wide-binds"],
     }
     for name, args in cases.items():
         r, s = demo_run(build, demo, args, frames=10,
@@ -306,7 +325,7 @@ def test_validation(build, demo):
 
 
 if __name__ == "__main__":
-    main({"redundant": test_redundant, "unique": test_unique,
+    main({"redundant": test_redundant, "unique": test_unique, "wide": test_wide,
           "secondary_pools": test_secondary_pools, "memory": test_memory,
           "budget": test_budget, "descriptors": test_descriptors,
           "pipeline_stats": test_pipeline_stats,

@@ -78,6 +78,8 @@ struct demo_draws {
     VkPipeline pipeline;
     VkDescriptorPool descriptor_pool;
     VkDescriptorSet sets[MESH_COUNT];
+    VkDescriptorSetLayout dynamic_layout; /* --wide-binds: set 1, a dynamic uniform buffer */
+    VkDescriptorSet dynamic_set;
     VkBuffer vertex_buffers[MESH_COUNT];
     VkBuffer index_buffers[MESH_COUNT];
     VkDeviceMemory mesh_memory;
@@ -161,6 +163,7 @@ static bool record_draws(struct recorder *recorder, const struct record_job *job
     };
     const VkDeviceSize zero_offset = 0;
     bool redundant = draws->config.redundant_binds;
+    bool wide = draws->config.wide_binds;
 
     /* Timed from the begin call to the end call's return, and nothing but Vulkan between. */
     uint64_t start_ns = now_ns();
@@ -175,10 +178,25 @@ static bool record_draws(struct recorder *recorder, const struct record_job *job
     vkCmdSetScissor(cmd, 0, 1, &scissor);
     for (uint32_t i = 0; i < recorder->draw_count; i++) {
         uint32_t mesh = redundant ? 0 : i % MESH_COUNT;
-        vkCmdBindVertexBuffers(cmd, 0, 1, &draws->vertex_buffers[mesh], &zero_offset);
+        if (wide) {
+            /* Binding 1 is not read by the pipeline: bound all the same, as engines bind. */
+            const VkBuffer buffers[2] = { draws->vertex_buffers[mesh],
+                                          draws->vertex_buffers[mesh] };
+            const VkDeviceSize offsets[2] = { 0, 0 };
+            vkCmdBindVertexBuffers(cmd, 0, 2, buffers, offsets);
+        } else {
+            vkCmdBindVertexBuffers(cmd, 0, 1, &draws->vertex_buffers[mesh], &zero_offset);
+        }
         vkCmdBindIndexBuffer(cmd, draws->index_buffers[mesh], 0, VK_INDEX_TYPE_UINT16);
-        vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, draws->layout, 0, 1,
-                                &draws->sets[mesh], 0, NULL);
+        if (wide) {
+            const VkDescriptorSet sets[2] = { draws->sets[0], draws->dynamic_set };
+            const uint32_t dynamic_offset = mesh * UNIFORM_STRIDE;
+            vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, draws->layout, 0, 2,
+                                    sets, 1, &dynamic_offset);
+        } else {
+            vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, draws->layout, 0, 1,
+                                    &draws->sets[mesh], 0, NULL);
+        }
         vkCmdDrawIndexed(cmd, 3, 1, 0, 0, 0);
     }
     if (draws->end_label)
@@ -307,7 +325,8 @@ void demo_draws_get_stats(const struct demo_draws *draws, struct demo_draws_stat
         /*
          * Worked out from the fixed pattern record_draws() follows rather than tallied in
          * its timed loop. Every command buffer starts with nothing bound; A and B alternate,
-         * so no bind repeats the one before it, unless every draw binds A.
+         * so no bind repeats the one before it, unless every draw binds A. With --wide-binds
+         * the two sets are the same in every draw and their dynamic offset alternates.
          */
         uint32_t draw_count = recorder->draw_count;
         stats.binds[DEMO_BIND_VERTEX] += draw_count;
@@ -456,6 +475,51 @@ static bool create_meshes(struct demo_draws *draws)
     return true;
 }
 
+/* --wide-binds: set 1, one dynamic uniform buffer over the colours (no shader reads it). */
+static bool create_dynamic_set(struct demo_draws *draws)
+{
+    VkDevice device = draws->gpu->device;
+    const VkDescriptorSetLayoutBinding binding = {
+        .binding = 0,
+        .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC,
+        .descriptorCount = 1,
+        .stageFlags = VK_SHADER_STAGE_FRAGMENT_BIT,
+    };
+    const VkDescriptorSetLayoutCreateInfo layout_info = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .bindingCount = 1,
+        .pBindings = &binding,
+    };
+    if (!demo_vk_check(vkCreateDescriptorSetLayout(device, &layout_info, NULL,
+                                                   &draws->dynamic_layout),
+                       "vkCreateDescriptorSetLayout"))
+        return false;
+    const VkDescriptorSetAllocateInfo alloc_info = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = draws->descriptor_pool,
+        .descriptorSetCount = 1,
+        .pSetLayouts = &draws->dynamic_layout,
+    };
+    if (!demo_vk_check(vkAllocateDescriptorSets(device, &alloc_info, &draws->dynamic_set),
+                       "vkAllocateDescriptorSets"))
+        return false;
+    const VkDescriptorBufferInfo buffer_info = {
+        .buffer = draws->uniform_buffer,
+        .offset = 0,
+        .range = 4 * sizeof(float),
+    };
+    const VkWriteDescriptorSet write = {
+        .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+        .dstSet = draws->dynamic_set,
+        .dstBinding = 0,
+        .descriptorCount = 1,
+        .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC,
+        .pBufferInfo = &buffer_info,
+    };
+    vkUpdateDescriptorSets(device, 1, &write, 0, NULL);
+    return true;
+}
+
 static bool create_descriptor_sets(struct demo_draws *draws)
 {
     VkDevice device = draws->gpu->device;
@@ -475,15 +539,15 @@ static bool create_descriptor_sets(struct demo_draws *draws)
                        "vkCreateDescriptorSetLayout"))
         return false;
 
-    const VkDescriptorPoolSize pool_size = {
-        .type = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
-        .descriptorCount = DESCRIPTOR_POOL_SETS,
+    const VkDescriptorPoolSize pool_sizes[2] = {
+        { .type = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, .descriptorCount = DESCRIPTOR_POOL_SETS },
+        { .type = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC, .descriptorCount = 1 },
     };
     const VkDescriptorPoolCreateInfo pool_info = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
         .maxSets = DESCRIPTOR_POOL_SETS,
-        .poolSizeCount = 1,
-        .pPoolSizes = &pool_size,
+        .poolSizeCount = 2,
+        .pPoolSizes = pool_sizes,
     };
     if (!demo_vk_check(vkCreateDescriptorPool(device, &pool_info, NULL,
                                               &draws->descriptor_pool),
@@ -519,11 +583,14 @@ static bool create_descriptor_sets(struct demo_draws *draws)
         };
     }
     vkUpdateDescriptorSets(device, MESH_COUNT, writes, 0, NULL);
+    if (draws->config.wide_binds && !create_dynamic_set(draws))
+        return false;
 
+    const VkDescriptorSetLayout set_layouts[2] = { draws->set_layout, draws->dynamic_layout };
     const VkPipelineLayoutCreateInfo pipeline_layout_info = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
-        .setLayoutCount = 1,
-        .pSetLayouts = &draws->set_layout,
+        .setLayoutCount = draws->config.wide_binds ? 2 : 1,
+        .pSetLayouts = set_layouts,
     };
     return demo_vk_check(vkCreatePipelineLayout(device, &pipeline_layout_info, NULL,
                                                 &draws->layout),
@@ -810,6 +877,8 @@ void demo_draws_destroy(struct demo_draws *draws)
         vkDestroyDescriptorPool(device, draws->descriptor_pool, NULL);
     if (draws->set_layout)
         vkDestroyDescriptorSetLayout(device, draws->set_layout, NULL);
+    if (draws->dynamic_layout)
+        vkDestroyDescriptorSetLayout(device, draws->dynamic_layout, NULL);
     if (draws->pass)
         vkDestroyRenderPass(device, draws->pass, NULL);
     for (uint32_t i = 0; i < MESH_COUNT; i++) {

@@ -78,6 +78,10 @@ static const char usage_text[] =
     "  --redundant-binds       every draw binds the same vertex buffer, index buffer and\n"
     "                          descriptor set, so all binds but a command buffer's first\n"
     "                          set what is bound (default: two of each, alternated)\n"
+    "  --wide-binds            each draw binds two vertex buffers in one call and two\n"
+    "                          descriptor sets in one call, the second with a dynamic uniform\n"
+    "                          buffer at the mesh's offset: the same sets in every draw, so\n"
+    "                          without --redundant-binds only the offset changes\n"
     "\n"
     "Output\n"
     "  --output wayland|offscreen\n"
@@ -216,6 +220,7 @@ enum option_id {
     OPTION_RECORD_THREADS,
     OPTION_SECONDARY,
     OPTION_REDUNDANT_BINDS,
+    OPTION_WIDE_BINDS,
     OPTION_LEAK_KB,
 };
 
@@ -266,6 +271,7 @@ static const struct option long_options[] = {
     { "record-threads", required_argument, NULL, OPTION_RECORD_THREADS },
     { "secondary", no_argument, NULL, OPTION_SECONDARY },
     { "redundant-binds", no_argument, NULL, OPTION_REDUNDANT_BINDS },
+    { "wide-binds", no_argument, NULL, OPTION_WIDE_BINDS },
     { "leak-kb", required_argument, NULL, OPTION_LEAK_KB },
     { NULL, 0, NULL, 0 },
 };
@@ -478,7 +484,8 @@ static bool check_combinations(const struct demo_options *options, bool frames_i
     if (!options->draws) {
         const char *needs_draws = record_threads_given ? "--record-threads"
                                   : options->secondary ? "--secondary"
-                                  : options->redundant_binds ? "--redundant-binds" : NULL;
+                                  : options->redundant_binds ? "--redundant-binds"
+                                  : options->wide_binds ? "--wide-binds" : NULL;
         if (needs_draws) {
             fprintf(stderr, DEMO_NAME ": %s: needs --draws\n", needs_draws);
             return false;
@@ -799,6 +806,9 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
             break;
         case OPTION_REDUNDANT_BINDS:
             options.redundant_binds = true;
+            break;
+        case OPTION_WIDE_BINDS:
+            options.wide_binds = true;
             break;
         case OPTION_LEAK_KB:
             if (!parse_uint(name, optarg, 0, 1048576, &value))

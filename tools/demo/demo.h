@@ -89,6 +89,7 @@ struct demo_options {
     uint32_t record_threads;
     bool secondary;             /* into secondary command buffers, else primaries */
     bool redundant_binds;       /* every draw binds what is already bound */
+    bool wide_binds;            /* two vertex buffers and two sets (one dynamic) a call */
     uint32_t leak_kb;           /* --leak-kb: device memory allocated a frame, kept; 0 off */
 };
 
@@ -379,6 +380,10 @@ struct demo_draws_config {
     uint32_t frames_in_flight;
     bool secondary;
     bool redundant_binds;
+    /* Each draw binds two vertex buffers in one call and two descriptor sets in one call: the
+     * mesh's set and a set with a dynamic uniform buffer at the mesh's offset (the same two
+     * sets in every draw, so only the dynamic offset tells them apart). */
+    bool wide_binds;
 };
 
 /* Prints why not. pipeline gives the format, the final layout and the frame's framebuffers'

@@ -1137,6 +1137,7 @@ static bool set_up(struct demo *demo, bool *usage_error)
             .frames_in_flight = options->frames_in_flight,
             .secondary = options->secondary,
             .redundant_binds = options->redundant_binds,
+            .wide_binds = options->wide_binds,
         };
         demo->draws = demo_draws_create(demo->gpu, &demo->instance, demo->pipeline,
                                         &draws_config);
