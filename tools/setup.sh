@@ -39,6 +39,13 @@ ninja -C "$build"
 case "$job" in
     demo)  exec "$build/tools/framescope" run ;;
     test)
+        # The wake-up chain reads the scheduler's tracepoints' formats from tracefs, which a
+        # fresh machine may not have mounted (hitches-wakeups then has nothing to check).
+        if [ "$(id -u)" -eq 0 ] && [ -d /sys/kernel/tracing ] &&
+            [ ! -e /sys/kernel/tracing/events ]; then
+            mount -t tracefs nodev /sys/kernel/tracing ||
+                echo "setup: could not mount tracefs; hitches-wakeups will skip" >&2
+        fi
         meson test -C "$build" --print-errorlogs
         # Once more with ASan + UBSan. Leak checking is off: Mesa and the Vulkan loader keep
         # allocations until exit. vkcube is not built with ASan, so its runtime is preloaded there.
