@@ -575,6 +575,7 @@ static void queue_read_completed(struct device_data *dev, struct queue_data *q)
          * 30-submission frame). */
         struct gpu_slot *done[READ_BATCH];
         uint64_t data[2 * READ_BATCH];
+        bool read[READ_BATCH];
         uint32_t n = 0;
         while (n < READ_BATCH && tail + n < head &&
                slot_complete(dev, q->flight[(tail + n) % GPU_SLOTS_MAX], value)) {
@@ -598,6 +599,7 @@ static void queue_read_completed(struct device_data *dev, struct queue_data *q)
                 return;
             }
             for (uint32_t k = first; k < last; k++) {
+                read[k] = r == VK_SUCCESS;
                 if (r == VK_SUCCESS) {
                     slot_span(dev, q, done[k], &data[2 * k], seen);
                 } else {
@@ -609,7 +611,7 @@ static void queue_read_completed(struct device_data *dev, struct queue_data *q)
         }
         for (uint32_t k = 0; k < n; k++) {
             struct gpu_slot *slot = done[k];
-            zones_read(dev, q, slot, queue_to_mono);
+            zones_read(dev, q, slot, read[k] ? &data[2 * k] : NULL, queue_to_mono);
             if (dev->reset_query_pool && !layer_config.fault_skip_query_reset)
                 dev->reset_query_pool(dev->device, slot->query_pool, slot->query, 2);
             if (slot->event)
@@ -1086,12 +1088,13 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
         blocked = chain_blocks_injection(submits[i].pNext);
     bool unsampled = false;
     struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked, &unsampled) : NULL;
-    for (uint32_t i = 0; i < count; i++)
+    bool zones = atomic_load_explicit(&dev->zones, memory_order_relaxed);
+    for (uint32_t i = 0; i < count && zones; i++)
         for (uint32_t k = 0; k < submits[i].commandBufferCount; k++) {
             if (slot)
-                zones_attach(q, slot, submits[i].pCommandBuffers[k]);
-            else if (!unsampled)
-                zones_untimed_submit(submits[i].pCommandBuffers[k]);
+                zones_attach(q, slot, submits[i].pCommandBuffers[k], i == 0 && k == 0);
+            else
+                zones_untimed_submit(submits[i].pCommandBuffers[k], !unsampled);
         }
     if (!slot)
         return dev->vk.QueueSubmit(q->queue, count, submits, fence);
@@ -1175,12 +1178,15 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
     bool unsampled = false;
     struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked, &unsampled) : NULL;
     bool signal = slot && signal_due(q, fence != VK_NULL_HANDLE);
-    for (uint32_t i = 0; i < count; i++)
+    bool zones = atomic_load_explicit(&dev->zones, memory_order_relaxed);
+    for (uint32_t i = 0; i < count && zones; i++)
         for (uint32_t k = 0; k < submits[i].commandBufferInfoCount; k++) {
             if (slot)
-                zones_attach(q, slot, submits[i].pCommandBufferInfos[k].commandBuffer);
-            else if (!unsampled)
-                zones_untimed_submit(submits[i].pCommandBufferInfos[k].commandBuffer);
+                zones_attach(q, slot, submits[i].pCommandBufferInfos[k].commandBuffer,
+                             i == 0 && k == 0);
+            else
+                zones_untimed_submit(submits[i].pCommandBufferInfos[k].commandBuffer,
+                                     !unsampled);
         }
     if (!slot)
         return next(q->queue, count, submits, fence);

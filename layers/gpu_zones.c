@@ -66,6 +66,11 @@
 #define ZONE_REGIONS (ZONE_BLOCK_QUERIES / 2)
 #define ZONE_DEPTH 16
 
+/* Where a region's begin time is: its own query 2r, or (a pass on a CPU device, see
+ * zones_pass_ending) the query of the last stamp before it in its command buffer, or the
+ * start of the command buffer. */
+#define BEGIN_AT_START (-1)
+
 struct zone_region {
     uint16_t name;
     uint8_t depth;
@@ -73,6 +78,7 @@ struct zone_region {
     bool ended;
     bool stats;   /* a pipeline statistics query brackets it (a pass) */
     bool stamped; /* its end was stamped inside its pass (zones_pass_ending) */
+    int8_t begin_at; /* the block's query holding its begin, or BEGIN_AT_START */
 };
 
 /* What the statistics query counts: PIPELINE_STATS values, in this flags' bit order. */
@@ -100,6 +106,9 @@ struct zone_block {
     const struct gpu_slot *last_slot;
     uint64_t last_value;
     bool readable;            /* recorded to its end with regions a run times (and copies) */
+    /* A region begins at the command buffer's start, unstamped: a run is read only where the
+     * command buffer is its submission's first, right behind our span's begin stamp. */
+    bool starts_unstamped;
     uint32_t timed_regions;   /* how many regions a run times: the ended ones */
     uint32_t region_count;    /* region k uses queries 2k and 2k + 1 of the block */
     struct zone_region regions[ZONE_REGIONS];
@@ -144,11 +153,44 @@ struct cb_zones {
     uint32_t open[ZONE_DEPTH];   /* indices of the open regions in block, outermost first */
     uint8_t open_timed[ZONE_DEPTH]; /* whether each open label got a region */
     uint32_t depth;
+    /* The block's query of the last stamp written outside a pass or at a pass's end, or
+     * BEGIN_AT_START: where an unstamped pass begins. */
+    int last_stamp;
     size_t path_len[ZONE_DEPTH + 1];
     char path[GPU_ZONE_NAME_SIZE];
 };
 
 /* ---- blocks ---- */
+
+_Static_assert(ZONE_BLOCK_QUERIES == 64, "a block's queries are one 64-bit mask");
+
+/* The queries of a block a run must have written for it to be read: each ended region's end,
+ * and the query its begin is in. */
+static uint64_t needed_queries(const struct zone_block *b)
+{
+    uint64_t mask = 0;
+    for (uint32_t r = 0; r < b->region_count; r++) {
+        if (!b->regions[r].ended)
+            continue;
+        mask |= UINT64_C(1) << (2 * r + 1);
+        if (b->regions[r].begin_at != BEGIN_AT_START)
+            mask |= UINT64_C(1) << b->regions[r].begin_at;
+    }
+    return mask;
+}
+
+/* The next run of set bits in mask at or after *first: its first bit in *first, its length in
+ * *n; false when there is none. */
+static bool mask_run(uint64_t mask, uint32_t *first, uint32_t *n)
+{
+    uint64_t m = *first < 64 ? mask >> *first : 0;
+    if (!m)
+        return false;
+    *first += (uint32_t)__builtin_ctzll(m);
+    m = ~(mask >> *first);
+    *n = m ? (uint32_t)__builtin_ctzll(m) : 64 - *first;
+    return true;
+}
 
 /* The query pool and the buffer its copies land in, mapped. False (what was made undone)
  * when the device will not give them. */
@@ -237,6 +279,7 @@ static struct zone_block *block_take(struct zone_pool *p)
         b->copy = false;
         b->simultaneous = false;
         b->readable = false;
+        b->starts_unstamped = false;
         b->timed_regions = 0;
         atomic_store(&b->pending, 0);
         atomic_store(&b->refs, 1);
@@ -334,6 +377,7 @@ void zones_cb_begin(VkCommandBuffer cb, const VkCommandBufferBeginInfo *info)
     block_release(z->block);
     z->block = NULL;
     z->depth = 0;
+    z->last_stamp = BEGIN_AT_START;
     z->path_len[0] = 0;
     z->path[0] = '\0';
     z->in_multiview = false;
@@ -354,7 +398,7 @@ void zones_cb_begin(VkCommandBuffer cb, const VkCommandBufferBeginInfo *info)
 }
 
 /* At the end of the command buffer: what a run of it times, and where the block is copied
- * out, the copies (each run of contiguous ended regions in one copy, waiting for them) made
+ * out, the copies (each run of contiguous queries a read needs in one copy, waiting for them) made
  * visible to the host. No copy where a pass is left suspended: nothing may come between it
  * and the command buffer that resumes it. */
 static void block_end(VkCommandBuffer cb, struct cb_zones *z)
@@ -374,17 +418,9 @@ static void block_end(VkCommandBuffer cb, struct cb_zones *z)
         return;
     }
     uint32_t base = b->index * ZONE_BLOCK_QUERIES;
-    for (uint32_t r = 0; r < b->region_count;) {
-        if (!b->regions[r].ended) {
-            r++;
-            continue;
-        }
-        uint32_t first = r;
-        while (r < b->region_count && b->regions[r].ended)
-            r++;
-        readback_record_copy(z->dev, cb, &p->copies, p->pool, base + 2 * first,
-                             2 * (r - first), 1);
-    }
+    uint64_t needed = needed_queries(b);
+    for (uint32_t q = 0, n; mask_run(needed, &q, &n); q += n)
+        readback_record_copy(z->dev, cb, &p->copies, p->pool, base + q, n, 1);
     for (uint32_t r = 0; p->stats_pool && r < b->region_count; r++)
         if (b->regions[r].ended && b->regions[r].stats)
             readback_record_copy(z->dev, cb, &p->stats_copies, p->stats_pool,
@@ -477,10 +513,20 @@ static void zone_open(VkCommandBuffer cb, struct cb_zones *z, const char *name,
     struct zone_block *b = z->block;
     uint32_t r = b->region_count++;
     b->regions[r] = (struct zone_region){ .name = id, .depth = (uint8_t)d, .kind = (uint8_t)kind };
+    b->regions[r].begin_at = (int8_t)(2 * r);
     z->open[d] = r;
     z->open_timed[d] = 1;
+    if (kind == GPU_ZONE_PASS && z->dev->cpu_device && b->copy) {
+        /* Runs in every submission, timed or not: its begin is the last stamp before it (see
+         * zones_pass_ending). */
+        b->regions[r].begin_at = (int8_t)z->last_stamp;
+        b->starts_unstamped |= z->last_stamp == BEGIN_AT_START;
+        return;
+    }
     z->dev->vk.CmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, p->pool,
                                  b->index * ZONE_BLOCK_QUERIES + 2 * r);
+    if (!z->in_pass)
+        z->last_stamp = (int)(2 * r);
 }
 
 static void zone_close(VkCommandBuffer cb, struct cb_zones *z)
@@ -499,9 +545,12 @@ static void zone_close(VkCommandBuffer cb, struct cb_zones *z)
     b->regions[r].ended = true;
     if (b->regions[r].stats)
         z->dev->vk.CmdEndQuery(cb, b->pool->stats_pool, b->index * ZONE_REGIONS + r);
-    if (!b->regions[r].stamped)
+    if (!b->regions[r].stamped) {
         z->dev->vk.CmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->pool->pool,
                                      b->index * ZONE_BLOCK_QUERIES + 2 * r + 1);
+        if (!z->in_pass)
+            z->last_stamp = (int)(2 * r + 1);
+    }
 }
 
 void zones_label_begin(VkCommandBuffer cb, const char *name)
@@ -599,7 +648,17 @@ void zones_pass_begin(VkCommandBuffer cb, VkRect2D area, uint32_t colors, bool d
  * and its value, the latest any rasterizer thread wrote, is when the last tile was done: the
  * pass's end. Not where a stamp may not go: a pass whose subpass takes secondary command
  * buffers, a multiview pass (a query per view), one suspended into another command buffer,
- * or a label still open inside it. */
+ * or a label still open inside it.
+ *
+ * A pass's begin has no such place: inside the pass a stamp would hold when the last tile
+ * began, and before it, a scene of its own again (the other 6 switches a frame). So where its
+ * command buffer runs again without being recorded again (what runs in every frame), a pass
+ * on a CPU device is not stamped at its begin: it begins at the last stamp before it in its
+ * command buffer (the end of the pass before it, a label's begin or end), which is also when
+ * lavapipe's rasterizer gets to it (it takes scenes in order), or, with none, at the command
+ * buffer's start: the begin stamp of its submission's span, read only where the command
+ * buffer is the submission's first (otherwise counted untimed). Work recorded between that
+ * stamp and the pass outside any pass (copies, clears) counts in the pass's zone. */
 void zones_pass_ending(VkCommandBuffer cb)
 {
     struct cb_zones *z = state(cb);
@@ -614,6 +673,7 @@ void zones_pass_ending(VkCommandBuffer cb)
     b->regions[r].stamped = true;
     z->dev->vk.CmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, b->pool->pool,
                                  b->index * ZONE_BLOCK_QUERIES + 2 * r + 1);
+    z->last_stamp = (int)(2 * r + 1);
 }
 
 void zones_pass_end(VkCommandBuffer cb)
@@ -629,7 +689,15 @@ void zones_pass_end(VkCommandBuffer cb)
 
 /* ---- submission and read-back ---- */
 
-void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer cb)
+/* A run of block b that will not be read: one read before it that is still to come would
+ * find the copy this run rewrites, so that read is the stale one now (the reader counts it). */
+static void run_unread(struct zone_block *b)
+{
+    if (b->copy && atomic_load(&b->pending))
+        atomic_fetch_add_explicit(&b->gen, 1, memory_order_seq_cst);
+}
+
+void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer cb, bool first)
 {
     struct cb_zones *z = state(cb);
     if (z && z->dark)
@@ -637,8 +705,11 @@ void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer c
     if (!z || !z->block || !z->block->readable)
         return;
     struct zone_block *b = z->block;
-    if (slot->zone_count == GPU_SLOT_ZONE_BLOCKS) {
-        fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_FULL, b->timed_regions);
+    if (slot->zone_count == GPU_SLOT_ZONE_BLOCKS || (b->starts_unstamped && !first)) {
+        run_unread(b);
+        fscope_gpu_zone_untimed(b->starts_unstamped && !first ? GPU_ZONE_UNTIMED_UNSTAMPED
+                                                              : GPU_ZONE_UNTIMED_FULL,
+                                b->timed_regions);
         return;
     }
     /* Pending and not yet complete by its own signal (one counter read, only here). */
@@ -669,10 +740,13 @@ void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer c
     b->last_value = slot->value;
 }
 
-void zones_untimed_submit(VkCommandBuffer cb)
+void zones_untimed_submit(VkCommandBuffer cb, bool count)
 {
     struct cb_zones *z = state(cb);
-    if (z && z->block && z->block->readable)
+    if (!z || !z->block || !z->block->readable)
+        return;
+    run_unread(z->block);
+    if (count)
         fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_FULL, z->block->timed_regions);
 }
 
@@ -707,11 +781,13 @@ static bool read_copy(struct device_data *dev, const struct zone_block *b, uint3
 static bool read_queries(struct device_data *dev, const struct zone_block *b, uint64_t *data,
                          uint64_t (*stats)[STATS_WORDS])
 {
-    uint32_t n = 2 * b->region_count;
-    if (dev->vk.GetQueryPoolResults(dev->device, b->pool->pool, b->index * ZONE_BLOCK_QUERIES,
-                                    n, n * sizeof(uint64_t), data, sizeof(uint64_t),
-                                    VK_QUERY_RESULT_64_BIT) != VK_SUCCESS)
-        return false;
+    uint64_t needed = needed_queries(b); /* not a label left open: its end was never written */
+    for (uint32_t q = 0, n; mask_run(needed, &q, &n); q += n)
+        if (dev->vk.GetQueryPoolResults(dev->device, b->pool->pool,
+                                        b->index * ZONE_BLOCK_QUERIES + q, n,
+                                        n * sizeof(uint64_t), data + q, sizeof(uint64_t),
+                                        VK_QUERY_RESULT_64_BIT) != VK_SUCCESS)
+            return false;
     for (uint32_t r = 0; b->pool->stats_pool && r < b->region_count; r++)
         if (b->regions[r].stats && b->regions[r].ended &&
             dev->vk.GetQueryPoolResults(dev->device, b->pool->stats_pool,
@@ -723,6 +799,7 @@ static bool read_queries(struct device_data *dev, const struct zone_block *b, ui
 }
 
 void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *slot,
+                const uint64_t *span_begin,
                 int64_t (*to_mono)(const struct queue_data *q, uint64_t ts))
 {
     for (uint32_t k = 0; k < slot->zone_count; k++) {
@@ -735,7 +812,12 @@ void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *
             const struct zone_region *z = &b->regions[i];
             if (!z->ended)
                 continue;
-            uint64_t begin = fscope_mono_ns_to_ticks(to_mono(q, data[2 * i] & q->valid_mask));
+            const uint64_t *at = z->begin_at == BEGIN_AT_START ? span_begin : &data[z->begin_at];
+            if (!at) {
+                fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_UNSTAMPED, 1); /* span unreadable */
+                continue;
+            }
+            uint64_t begin = fscope_mono_ns_to_ticks(to_mono(q, *at & q->valid_mask));
             uint64_t end = fscope_mono_ns_to_ticks(to_mono(q, data[2 * i + 1] & q->valid_mask));
             fscope_gpu_zone_add(b->pool->log, begin, end < begin ? begin : end, z->name,
                                 z->depth, (enum gpu_zone_kind)z->kind);

@@ -621,12 +621,16 @@ void zones_app_stats_query(VkCommandBuffer cb, bool begin);
 void zones_pass_ending(VkCommandBuffer cb); /* before the driver ends the pass */
 void zones_pass_end(VkCommandBuffer cb);
 /* A timed submission carries cb's zones (before it goes down); an untimed one counts them. */
-void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer cb);
-void zones_untimed_submit(VkCommandBuffer cb);
+/* first: cb is the first command buffer of its submission, right behind the span's begin. */
+void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer cb, bool first);
+/* A run in a submission not timed; count: counted as untimed (not a sampled-out one). */
+void zones_untimed_submit(VkCommandBuffer cb, bool count);
 /* The submission did not go down after all: its zones are let go unread. */
 void zones_detach(struct device_data *dev, struct gpu_slot *slot);
 /* Reader thread: the slot's zones, once its completion signal says it finished. */
+/* span_begin: the submission's begin timestamp, NULL where it could not be read. */
 void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *slot,
+                const uint64_t *span_begin,
                 int64_t (*to_mono)(const struct queue_data *q, uint64_t ts));
 /* After the reader stopped, before the device goes. */
 void zones_device_destroy(struct device_data *dev);

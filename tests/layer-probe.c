@@ -12,6 +12,11 @@
  *   layer-probe resubmit N      the same command buffer recorded once, submitted N times (a
  *                               fence wait between), as samples that record at start-up do
  *   layer-probe simultaneous N  the same, recorded once with SIMULTANEOUS_USE, as vkcube does
+ *   layer-probe behind N        a command buffer recorded once with two plain passes back to
+ *                               back and nothing else (vkcube's shape), submitted N times,
+ *                               behind another command buffer (recorded once, empty) in odd
+ *                               rounds but the last, alone in the others; prints the
+ *                               device's type
  *   layer-probe storm N         N submissions in flight at once: each waits on a timeline
  *                               semaphore the host signals only after the last is submitted
  *   layer-probe closed-stderr F an instance, then stdout and stderr closed and F opened twice
@@ -256,8 +261,16 @@ static int probe_open(bool debug_utils, const void *features, VkInstance *ret_in
     return 0;
 }
 
-static int probe_multiview(int rounds, bool record_once, bool simultaneous)
+enum probe_record {
+    RECORD_EACH_ROUND, /* ONE_TIME_SUBMIT, recorded again for every submission */
+    RECORD_ONCE,
+    RECORD_SIMULTANEOUS, /* once, with SIMULTANEOUS_USE */
+    RECORD_BEHIND,       /* once, two plain passes; behind another command buffer in odd rounds */
+};
+
+static int probe_multiview(int rounds, enum probe_record how)
 {
+    bool record_once = how != RECORD_EACH_ROUND, simultaneous = how == RECORD_SIMULTANEOUS;
     const VkPhysicalDeviceMultiviewFeatures multiview = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MULTIVIEW_FEATURES,
         .multiview = VK_TRUE,
@@ -347,8 +360,20 @@ static int probe_multiview(int rounds, bool record_once, bool simultaneous)
         .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
         .commandBufferCount = 1,
     };
-    VkCommandBuffer cb;
+    VkCommandBuffer cb, lead;
     PROBE_CHECK(vkAllocateCommandBuffers(device, &cb_info, &cb));
+    PROBE_CHECK(vkAllocateCommandBuffers(device, &cb_info, &lead));
+    if (how == RECORD_BEHIND) {
+        const VkCommandBufferBeginInfo begin = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        };
+        PROBE_CHECK(vkBeginCommandBuffer(lead, &begin));
+        PROBE_CHECK(vkEndCommandBuffer(lead));
+        VkPhysicalDeviceProperties props;
+        vkGetPhysicalDeviceProperties(phys, &props);
+        printf("device type: %s\n",
+               props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? "cpu" : "gpu");
+    }
     const VkFenceCreateInfo fence_info = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
     VkFence fence;
     PROBE_CHECK(vkCreateFence(device, &fence_info, NULL, &fence));
@@ -364,7 +389,20 @@ static int probe_multiview(int rounds, bool record_once, bool simultaneous)
         if (record_once && round)
             goto submit;
         PROBE_CHECK(vkBeginCommandBuffer(cb, &begin));
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 2 && how == RECORD_BEHIND; i++) {
+            const VkClearValue clear = { .color = { .float32 = { 0, 0, 0, 1 } } };
+            const VkRenderPassBeginInfo pass = {
+                .sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
+                .renderPass = passes[1],
+                .framebuffer = framebuffers[1],
+                .renderArea = { { 0, 0 }, { 64, 64 } },
+                .clearValueCount = 1,
+                .pClearValues = &clear,
+            };
+            vkCmdBeginRenderPass(cb, &pass, VK_SUBPASS_CONTENTS_INLINE);
+            vkCmdEndRenderPass(cb);
+        }
+        for (int i = 0; i < 2 && how != RECORD_BEHIND; i++) {
             VkDebugUtilsLabelEXT label = { .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT,
                                            .pLabelName = names[i][0] };
             begin_label(cb, &label);
@@ -386,10 +424,12 @@ static int probe_multiview(int rounds, bool record_once, bool simultaneous)
         }
         PROBE_CHECK(vkEndCommandBuffer(cb));
     submit:;
+        const VkCommandBuffer both[2] = { lead, cb };
+        bool behind = how == RECORD_BEHIND && round % 2 && round < rounds - 1;
         const VkSubmitInfo submit = {
             .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-            .commandBufferCount = 1,
-            .pCommandBuffers = &cb,
+            .commandBufferCount = behind ? 2 : 1,
+            .pCommandBuffers = behind ? both : &cb,
         };
         /* The fence can signal before the layer's own completion signal of the same batch
          * (lavapipe, on a loaded machine), and a run submitted then counts as maybe
@@ -400,6 +440,8 @@ static int probe_multiview(int rounds, bool record_once, bool simultaneous)
         PROBE_CHECK(vkQueueSubmit(queue, 1, &submit, fence));
         PROBE_CHECK(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX));
         PROBE_CHECK(vkResetFences(device, 1, &fence));
+        if (how == RECORD_BEHIND)
+            usleep(10000); /* time for the layer's reader (it wakes every few ms) */
     }
     vkDestroyFence(device, fence, NULL);
     vkDestroyCommandPool(device, pool, NULL);
@@ -502,17 +544,20 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "negotiate") == 0)
         return probe_negotiate(argv[2]);
     if (argc == 3 && strcmp(argv[1], "multiview") == 0 && atoi(argv[2]) > 0)
-        return probe_multiview(atoi(argv[2]), false, false);
+        return probe_multiview(atoi(argv[2]), RECORD_EACH_ROUND);
     if (argc == 3 && strcmp(argv[1], "resubmit") == 0 && atoi(argv[2]) > 0)
-        return probe_multiview(atoi(argv[2]), true, false);
+        return probe_multiview(atoi(argv[2]), RECORD_ONCE);
     if (argc == 3 && strcmp(argv[1], "simultaneous") == 0 && atoi(argv[2]) > 0)
-        return probe_multiview(atoi(argv[2]), true, true);
+        return probe_multiview(atoi(argv[2]), RECORD_SIMULTANEOUS);
+    if (argc == 3 && strcmp(argv[1], "behind") == 0 && atoi(argv[2]) > 0)
+        return probe_multiview(atoi(argv[2]), RECORD_BEHIND);
     if (argc == 3 && strcmp(argv[1], "storm") == 0 && atoi(argv[2]) > 0)
         return probe_storm(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "closed-stderr") == 0)
         return probe_closed_stderr(argv[2]);
     fprintf(stderr, "usage: layer-probe functions | families | negotiate LAYER_SO | "
-            "multiview ROUNDS | resubmit ROUNDS | simultaneous ROUNDS | storm SUBMISSIONS | "
+            "multiview ROUNDS | resubmit ROUNDS | simultaneous ROUNDS | behind ROUNDS | "
+            "storm SUBMISSIONS | "
             "closed-stderr FILE\n");
     return 2;
 }

@@ -294,6 +294,58 @@ def test_gpu_zones_resubmit(build, demo):
               f"({g['untimed']['resubmitted']} zones); no validation error")
 
 
+def test_gpu_zones_behind(build, demo):
+    """vkcube's shape: a command buffer recorded once with its passes and nothing else
+    (tests/layer-probe behind: two passes back to back), submitted again after each fence
+    wait, behind another command buffer in odd rounds but the last (which the layer reads
+    with nothing after it), alone in the others. On a CPU device
+    (lavapipe) a pass in such a command buffer is not stamped at its begin (a stamp there costs
+    the rasterizer a scene of its own in every frame): the first begins at its submission's
+    span, the second where the first ended. Each run is counted exactly once: behind another
+    command buffer its start is not its span's, so it is counted untimed as "unstamped", every
+    time; alone it is timed or, when the next run came before the layer read it, counted as
+    resubmitted. The two passes are timed together, adjacent (the second's time is its own,
+    not the first's again), and the Khronos validation layer below ours finds nothing."""
+    probe = os.path.join(build, "tests", "layer-probe")
+    rounds = 20
+    pass_path = "pass 64x64 (1 color)"
+    for name, r in plain_and_validated(build, [probe, "behind", str(rounds)]):
+        check(r.rc == 0, f"{name}: {r.stderr[-2000:]}")
+        check(not r.validation_errors(), "\n".join(r.validation_errors()[:5]))
+        cpu = "device type: cpu" in r.stdout
+        g = r.json()["gpu_zones"]
+        untimed = g["untimed"]
+        zones = [z for z in g["zones"] if z["path"] == pass_path]
+        timed = zones[0]["count"] if zones else 0
+        # Both passes share one path: two zones a timed run.
+        check(timed % 2 == 0 and timed >= 2, f"{name}: {g['zones']}")
+        behind = 2 * ((rounds - 1) // 2) if cpu else 0
+        check(untimed["unstamped"] == behind and
+              timed + untimed["unstamped"] + untimed["resubmitted"] == 2 * rounds and
+              sum(untimed.values()) == untimed["unstamped"] + untimed["resubmitted"],
+              f"{name}: {untimed}, {timed} zones timed, cpu device {cpu}")
+        trace = r.trace()
+        events = trace["traceEvents"] if isinstance(trace, dict) else trace
+        spans = [e for e in events if e.get("ph") == "X" and e.get("name") == pass_path]
+        check(len(spans) == timed and all(e["dur"] > 0 for e in spans), f"{name}: {spans[:4]}")
+        spans.sort(key=lambda e: e["ts"])
+        pairs = list(zip(spans[0::2], spans[1::2]))
+        # The second begins where the first ended (to the trace's microsecond rounding) on a
+        # CPU device; on a GPU each is stamped, the second no earlier than the first's end.
+        gaps = [b["ts"] - (a["ts"] + a["dur"]) for a, b in pairs]
+        check(all((abs(x) < 0.02) if cpu else (x > -0.02) for x in gaps), f"{name}: gaps {gaps}")
+        # The first begins where its submission's span does (on a GPU: inside it).
+        starts = sorted(e["ts"] for e in events
+                        if e.get("ph") == "B" and e.get("name") == "submission")
+        lead = [min((abs(a["ts"] - t), a["ts"] - t) for t in starts)[1] if starts else None
+                for a, _ in pairs]
+        check(all(x is not None and ((abs(x) < 0.02) if cpu else (x > -0.02)) for x in lead),
+              f"{name}: first pass from its span's begin {lead}")
+        print(f"{name}: {timed // 2} of {rounds} runs timed (two passes each), "
+              f"{untimed['unstamped']} zones counted unstamped, {untimed['resubmitted']} "
+              f"resubmitted; passes adjacent; cpu device {cpu}")
+
+
 def test_gpu_zones_simultaneous(build, demo):
     """A command buffer recorded once with SIMULTANEOUS_USE (as vkcube records its own) and
     submitted again after each fence wait (tests/layer-probe simultaneous): its runs never

@@ -19,6 +19,8 @@ static const char *const untimed_names[GPU_ZONE_UNTIMED_COUNT] = {
                                    "queue, or a first zone inside a resumed pass)"),
     [GPU_ZONE_UNTIMED_MULTIVIEW] = "labels inside multiview passes",
     [GPU_ZONE_UNTIMED_SIMULTANEOUS] = "in simultaneous-use runs that may overlap another",
+    [GPU_ZONE_UNTIMED_UNSTAMPED] = ("passes begun unstamped (a CPU device) in command buffers "
+                                    "not first in their submission"),
 };
 
 static int by_total(const void *a, const void *b)
@@ -225,7 +227,7 @@ void gpu_zones_write_json(FILE *f, const struct recording *rec, uint64_t frames)
             (unsigned long long)rec->gpu_zone_count);
     static const char *const keys[GPU_ZONE_UNTIMED_COUNT] = {
         "secondary", "full", "unbalanced", "resubmitted", "names", "no_reset", "multiview",
-        "simultaneous_use",
+        "simultaneous_use", "unstamped",
     };
     for (unsigned k = 0; k < GPU_ZONE_UNTIMED_COUNT; k++)
         fprintf(f, "%s\"%s\": %llu", k ? ", " : "", keys[k],

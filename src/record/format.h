@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define REC_MAGIC "FSCOPREC"
-#define REC_VERSION 7u
+#define REC_VERSION 8u
 /* Objects and chunks start at multiples of this: a cache line, so no two writers share one. */
 #define REC_ALIGN 64u
 /* The arena's size: virtual address space only (a sparse memfd, mapped without reserve), so
@@ -381,6 +381,8 @@ enum gpu_zone_untimed {
     GPU_ZONE_UNTIMED_NO_RESET,    /* no query reset or copy can be recorded where it would go */
     GPU_ZONE_UNTIMED_MULTIVIEW,   /* a label inside a multiview pass (one query per view) */
     GPU_ZONE_UNTIMED_SIMULTANEOUS, /* a SIMULTANEOUS_USE run that may overlap another */
+    GPU_ZONE_UNTIMED_UNSTAMPED,   /* begins at its command buffer's start, unstamped (a CPU
+                                   * device), and that start is not its span's */
     GPU_ZONE_UNTIMED_COUNT,
 };
 /* The GPU's pipeline statistics per render pass (FRAMESCOPE_PIPELINE_STATS=on): a query around
