@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What framescope costs a chosen app, and which part of it: rounds of A/X/A (the app without
 the layer, with it, without again) and, with --parts, the layer with one part off at a time
-(GPU timing, GPU zones, the presentation tracker, the kernel view, perf counters) against the
-whole layer, all interleaved in one run so drift hits every variant alike.
+(GPU timing, GPU zones, the presentation tracker, the kernel view, perf counters, then all of
+them) against the whole layer, all interleaved in one run so drift hits every variant alike.
 
 The frame rate is the app's own where it prints one (glmark2's "FPS: N" per scene, glxgears'
 "= N FPS", the demo's "N fps"), else frames / wall time (--frames N). Each variant prints its
@@ -47,6 +47,9 @@ PARTS = [
     ("presentation tracker", {"FRAMESCOPE_PRESENT": "off"}),
     ("kernel view", {"FRAMESCOPE_KERNEL": "off"}),
     ("perf counters", {"FRAMESCOPE_COUNTERS": "off"}),
+    # What is left: the hooks, the frame and wait bookkeeping, the recording.
+    ("every part above", {"FRAMESCOPE_GPU": "off", "FRAMESCOPE_PRESENT": "off",
+                          "FRAMESCOPE_KERNEL": "off", "FRAMESCOPE_COUNTERS": "off"}),
 ]
 
 

@@ -37,6 +37,20 @@ struct field {
     unsigned offset, size;
 };
 
+/* Wakers' names, read once a second at most per thread: a frame's wakers are a handful of
+ * threads waking it several times a frame (lavapipe's vkcube: about twelve), and a read of
+ * /proc/TID/comm for each (open, read, close) cost the sampler's thread more than the rest
+ * of the kernel view. A thread renamed, or a thread id reused, shows the old name for up to
+ * COMM_FRESH_NS. */
+#define COMM_CACHE 64 /* direct-mapped by thread id */
+#define COMM_FRESH_NS 1000000000LL
+
+struct comm_entry {
+    int tid; /* 0: empty */
+    int64_t read_ns;
+    char comm[16];
+};
+
 struct sched_trace {
     struct rec_kernel *rec;
     int tid;      /* filtered on; 0: not opened yet */
@@ -46,6 +60,7 @@ struct sched_trace {
     struct field prev_pid, prev_state, next_comm, next_pid, prev_comm, wake_pid;
     unsigned switch_id, wakeup_id;
     long page;
+    struct comm_entry comms[COMM_CACHE];
 };
 
 static void say_off(struct sched_trace *t, const char *why)
@@ -220,19 +235,26 @@ static void field_comm(const unsigned char *raw, uint32_t len, struct field f, c
         memcpy(out, raw + f.offset, 15);
 }
 
-/* The waker's name: its thread's comm, read now (it may have exited: then ""). */
-static void comm_of(int tid, char out[16])
+/* The waker's name: its thread's comm, as read within the last COMM_FRESH_NS before now_ns
+ * (it may have exited: then ""). */
+static void comm_of(struct sched_trace *t, int tid, int64_t now_ns, char out[16])
 {
-    char path[48];
-    memset(out, 0, 16);
-    snprintf(path, sizeof(path), "/proc/%d/comm", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t n = read(fd, out, 15);
-    close(fd);
-    if (n > 0 && out[n - 1] == '\n')
-        out[n - 1] = '\0';
+    struct comm_entry *c = &t->comms[(unsigned)tid % COMM_CACHE];
+    if (c->tid != tid || now_ns - c->read_ns >= COMM_FRESH_NS || now_ns < c->read_ns) {
+        char path[48];
+        memset(c->comm, 0, sizeof(c->comm));
+        c->tid = tid;
+        c->read_ns = now_ns;
+        snprintf(path, sizeof(path), "/proc/%d/comm", tid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t n = read(fd, c->comm, 15);
+            close(fd);
+            if (n > 0 && c->comm[n - 1] == '\n')
+                c->comm[n - 1] = '\0';
+        }
+    }
+    memcpy(out, c->comm, 16);
 }
 
 static void record(struct sched_trace *t, bool wakeup, uint32_t waker, uint64_t time_ns,
@@ -250,7 +272,7 @@ static void record(struct sched_trace *t, bool wakeup, uint32_t waker, uint64_t 
         if (waker == 0)
             snprintf(e->other_comm, sizeof(e->other_comm), "kernel (irq)"); /* from idle */
         else
-            comm_of((int)waker, e->other_comm);
+            comm_of(t, (int)waker, (int64_t)time_ns, e->other_comm);
     } else if (field_i32(raw, len, t->prev_pid) == t->tid) {
         e->kind = SCHED_EVENT_OUT;
         e->other_tid = field_i32(raw, len, t->next_pid);
