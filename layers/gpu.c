@@ -1088,7 +1088,11 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
         blocked = chain_blocks_injection(submits[i].pNext);
     bool unsampled = false;
     struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked, &unsampled) : NULL;
-    bool zones = atomic_load_explicit(&dev->zones, memory_order_relaxed);
+    /* Untimed and sampled out, a command buffer's zones matter only where a run of it that
+     * copies them out is still to be read (zones_untimed_submit): none, no look-up. */
+    bool zones = atomic_load_explicit(&dev->zones, memory_order_relaxed) &&
+                 (slot || !unsampled ||
+                  atomic_load_explicit(&dev->zone_copies_in_flight, memory_order_relaxed));
     for (uint32_t i = 0; i < count && zones; i++)
         for (uint32_t k = 0; k < submits[i].commandBufferCount; k++) {
             if (slot)
@@ -1178,7 +1182,11 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
     bool unsampled = false;
     struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked, &unsampled) : NULL;
     bool signal = slot && signal_due(q, fence != VK_NULL_HANDLE);
-    bool zones = atomic_load_explicit(&dev->zones, memory_order_relaxed);
+    /* Untimed and sampled out, a command buffer's zones matter only where a run of it that
+     * copies them out is still to be read (zones_untimed_submit): none, no look-up. */
+    bool zones = atomic_load_explicit(&dev->zones, memory_order_relaxed) &&
+                 (slot || !unsampled ||
+                  atomic_load_explicit(&dev->zone_copies_in_flight, memory_order_relaxed));
     for (uint32_t i = 0; i < count && zones; i++)
         for (uint32_t k = 0; k < submits[i].commandBufferInfoCount; k++) {
             if (slot)

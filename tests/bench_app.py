@@ -2,7 +2,8 @@
 """What framescope costs a chosen app, and which part of it: rounds of A/X/A (the app without
 the layer, with it, without again) and, with --parts, the layer with one part off at a time
 (GPU timing, GPU zones, the presentation tracker, the kernel view, perf counters, then all of
-them) against the whole layer, all interleaved in one run so drift hits every variant alike.
+them) against the whole layer, all interleaved in one run so drift hits every variant alike
+(each round starts one variant later than the last).
 
 The frame rate is the app's own where it prints one (glmark2's "FPS: N" per scene, glxgears'
 "= N FPS", the demo's "N fps"), else frames / wall time (--frames N). Each variant prints its
@@ -192,8 +193,10 @@ def main():
 
     def measure(env_extra):
         results = {label: [] for label, _ in variants}
-        for _ in range(rounds):
-            for label, extra in variants:
+        for k in range(rounds):
+            # Each round starts one variant later: this machine runs slower or faster for
+            # seconds at a time, and a fixed order would hand each phase to the same variants.
+            for label, extra in variants[k % len(variants):] + variants[:k % len(variants)]:
                 env = dict(env_extra, **extra)
                 results[label].append(steady(app, env, *span) if span else
                                       run(app, env, frames))
