@@ -91,6 +91,34 @@ uint64_t recording_alloc(uint64_t size)
     return used;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+#define PREFAULT_MIN (256u << 10)
+#define PREFAULT_MAX (8u << 20)
+
+void recording_prefault(uint64_t *done, uint64_t *last_used)
+{
+    if (!header)
+        return;
+    uint64_t used = atomic_load_explicit(&header->used, memory_order_relaxed);
+    /* The first call has no rate yet (what is in use then is start-up's tables). */
+    uint64_t ahead = *last_used && used > *last_used ? 2 * (used - *last_used) : 0;
+    *last_used = used;
+    ahead = ahead < PREFAULT_MIN ? PREFAULT_MIN : ahead > PREFAULT_MAX ? PREFAULT_MAX : ahead;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t from = (used > *done ? used : *done) / page * page;
+    uint64_t to = used + ahead > arena_size ? arena_size : used + ahead;
+    to = to / page * page;
+    if (to <= from)
+        return;
+    /* Only the page tables change: what a thread is writing there meanwhile stays. */
+    if (madvise(recording_at(from), (size_t)(to - from), MADV_POPULATE_WRITE) == 0)
+        *done = to;
+    else
+        *done = arena_size; /* not this kernel (EINVAL), or no memory now: never again */
+}
+
 void *recording_object_new(uint64_t size, uint64_t *ret_offset)
 {
     uint64_t offset = recording_alloc(size);

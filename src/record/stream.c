@@ -83,6 +83,7 @@ struct streamer {
     bool have_ring, ring_tried;
 #endif
     bool failed;
+    uint64_t prefault_done, prefault_used; /* recording_prefault's */
 };
 
 static int batch(struct streamer *s, const struct pending *p, unsigned n, bool punch)
@@ -200,8 +201,10 @@ static void stream_tick(void *arg, bool final)
         io_uring_queue_exit(&s->ring);
 #endif
     /* At exit what is still in memory stays there: whoever analyses reads it in place. */
-    if (!final)
+    if (!final) {
+        recording_prefault(&s->prefault_done, &s->prefault_used);
         stream_pass(s);
+    }
 }
 
 static struct streamer streamer;
