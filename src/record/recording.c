@@ -95,7 +95,7 @@ uint64_t recording_alloc(uint64_t size)
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 #define PREFAULT_MIN (256u << 10)
-#define PREFAULT_MAX (8u << 20)
+#define PREFAULT_MAX (4u << 20)
 
 void recording_prefault(uint64_t *done, uint64_t *last_used)
 {
@@ -103,7 +103,7 @@ void recording_prefault(uint64_t *done, uint64_t *last_used)
         return;
     uint64_t used = atomic_load_explicit(&header->used, memory_order_relaxed);
     /* The first call has no rate yet (what is in use then is start-up's tables). */
-    uint64_t ahead = *last_used && used > *last_used ? 2 * (used - *last_used) : 0;
+    uint64_t ahead = *last_used && used > *last_used ? used - *last_used : 0;
     *last_used = used;
     ahead = ahead < PREFAULT_MIN ? PREFAULT_MIN : ahead > PREFAULT_MAX ? PREFAULT_MAX : ahead;
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);

@@ -37,8 +37,8 @@ bool recording_fds_ours(void);
 uint64_t recording_alloc(uint64_t size);
 /* Makes the arena's next pages resident before the app's threads first write them (a first
  * write to a page is a page fault on the writing thread: in a VM several microseconds, and
- * the demo at 2,700 fps took one every few frames): ahead of what is allocated by twice what
- * was allocated since the last call (256 KiB to 8 MiB). *done and *last_used are the
+ * the demo at 2,700 fps took one every few frames): ahead of what is allocated by what was
+ * allocated since the last call (256 KiB to 4 MiB: at most that much more is resident). *done and *last_used are the
  * caller's, zero at first. The stream thread calls it at its tick; a kernel without
  * MADV_POPULATE_WRITE (before 5.14) is left as it was. */
 void recording_prefault(uint64_t *done, uint64_t *last_used);
