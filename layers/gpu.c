@@ -79,12 +79,6 @@ static const struct fscope_loc loc_gpu_submit = { "submission", __FILE__, __LINE
 #define SAMPLE_PRESENTLESS_NS 100000000 /* no present this long: windows by time */
 #define SAMPLE_TAIL_FRAMES 3 /* auto: frames after a window that still carry its cost */
 #define SAMPLE_WINDOW_NS 25000000
-/* auto: untimed frames to judge the timed ones against at least this often. An app under the
- * budget is otherwise timed in every frame, and what timing does to it is never seen: zink's
- * glmark2 on lavapipe, at 140 fps under a budget of 240, ran every frame timed and a third
- * faster than without the layer. A gap of SAMPLE_TAIL_FRAMES + SAMPLE_WINDOW_FRAMES untimed
- * frames then follows a window (at 60 fps every 4 s, 4% of the frames). */
-#define SAMPLE_PROBE_NS 4000000000LL
 
 /* ---- tracks -------------------------------------------------------------------------------
  * A track is a row in the trace and the zone tree, with the span log behind it. A queue holds
@@ -814,12 +808,10 @@ void gpu_sample_init(struct device_data *dev)
  * timed or not (open); its time since the last present goes into the smoothed mean of frames
  * in or just after a window (SAMPLE_TAIL_FRAMES after it: with frames in flight, what timing
  * costs the device shows in the frames presented after it), or of the others. A timed frame
- * costs the difference times (window + tail) / window, in either direction: one that runs
- * faster changes the app as much as one that runs slower (zink's fill-bound scenes on
- * lavapipe ran a third faster timed, our flushes starting its rasterizer earlier, and with
- * every frame timed the app outran itself without the layer). The rate becomes what keeps
- * that within GPU_SAMPLE_COST_SHARE of the app's time, between one window a second and the
- * configured ceiling. On a GPU where a timestamp costs a microsecond nothing changes; on
+ * costs the difference times (window + tail) / window, in either direction: a timed frame
+ * that runs faster is the layer changing the app as much as one that runs slower. The rate
+ * becomes what keeps that within GPU_SAMPLE_COST_SHARE of the app's time, between one window
+ * a second and the configured ceiling. On a GPU where a timestamp costs a microsecond nothing changes; on
  * lavapipe, where each one flushes the rasterizer and a timed frame takes half as long
  * again, the rate drops. */
 static void sample_adapt(struct device_data *dev, uint64_t now, bool open)
@@ -843,7 +835,6 @@ static void sample_adapt(struct device_data *dev, uint64_t now, bool open)
         dev->sample_in_ns = dev->sample_in_ns > 0 ? dev->sample_in_ns + (dt - dev->sample_in_ns) / 16 : dt;
     } else {
         dev->sample_out_ns = dev->sample_out_ns > 0 ? dev->sample_out_ns + (dt - dev->sample_out_ns) / 32 : dt;
-        dev->sample_out_ticks = now;
     }
     double ceiling = layer_config.gpu_sample_rate;
     double per_frame = dev->sample_per_frame > 1 ? dev->sample_per_frame : 1;
@@ -906,14 +897,8 @@ void gpu_sample_presented(struct device_data *dev, uint64_t now)
     }
     /* A window ends here, or none was open: the next one follows at once when the budget
      * holds it, so an app within the budget is timed in every frame. */
-    if (dev->sample_gap)
-        dev->sample_gap--;
-    else if (open && layer_config.gpu_sample_auto &&
-             (!dev->sample_out_ticks ||
-              now - dev->sample_out_ticks >= fscope_ns_to_ticks(SAMPLE_PROBE_NS)))
-        dev->sample_gap = SAMPLE_TAIL_FRAMES + SAMPLE_WINDOW_FRAMES;
     double per_frame = dev->sample_per_frame > 1 ? dev->sample_per_frame : 1;
-    bool next = !dev->sample_gap && dev->sample_tokens >= SAMPLE_WINDOW_FRAMES * per_frame;
+    bool next = dev->sample_tokens >= SAMPLE_WINDOW_FRAMES * per_frame;
     dev->sample_frames_left = next ? SAMPLE_WINDOW_FRAMES : 0;
     if (next && !open)
         atomic_fetch_add_explicit(&gpu_stats.sample_windows, 1, memory_order_relaxed);

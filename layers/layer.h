@@ -433,8 +433,6 @@ struct device_data {
     uint64_t sample_last_present;
     double sample_in_ns, sample_out_ns;
     uint32_t sample_since_window; /* frames presented since the last timed one */
-    uint64_t sample_out_ticks;    /* when a frame outside the windows was last measured */
-    uint32_t sample_gap;          /* frames still to go untimed before the next window */
     bool sample_started;          /* a presentless window was opened once */
     double sample_rate;          /* timed submissions a second allowed now */
 
