@@ -687,6 +687,34 @@ static void recording_close(struct observed_recording *r)
         close(r->stream_fd);
 }
 
+/* Bytes of the recording's file in memory past offset (what its stream thread made resident
+ * ahead of the writers: src/record/recording.c), found through a descriptor of our own so that
+ * the one the command shares keeps its offset. -1: not known. */
+static long long resident_after(int fd, uint64_t offset)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    int own = open(path, O_RDONLY | O_CLOEXEC);
+    if (own < 0)
+        return -1;
+    long long bytes = 0;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    off_t at = (off_t)((offset + page - 1) / page * page); /* whole pages past it */
+    for (;;) {
+        off_t data = lseek(own, at, SEEK_DATA);
+        off_t hole = data < 0 ? -1 : lseek(own, data, SEEK_HOLE);
+        if (data < 0 || hole < 0) {
+            if (errno != ENXIO)
+                bytes = -1;
+            break;
+        }
+        bytes += hole - data;
+        at = hole;
+    }
+    close(own);
+    return bytes;
+}
+
 /* Analyses the command's recording once it has ended (exit status, or the signal that killed
  * it): the summary and the capture, as the command would have written them at its own exit.
  * Returns 0, 1 when the capture or summary could not be written (said on stderr), or 3 when
@@ -712,10 +740,13 @@ static int recording_analyse(struct observed_recording *r, int exit_status, int 
         return 1;
     }
     struct stat memory, streamed;
-    if (fstat(r->fd, &memory) == 0 && r->stream_fd >= 0 && fstat(r->stream_fd, &streamed) == 0)
-        fscope_log(FSCOPE_LOG_DEBUG, "the recording held %lld KiB in memory at the end, %lld KiB "
-                   "streamed to disk", (long long)memory.st_blocks / 2,
+    if (fstat(r->fd, &memory) == 0 && r->stream_fd >= 0 && fstat(r->stream_fd, &streamed) == 0) {
+        long long ahead = resident_after(r->fd, used);
+        fscope_log(FSCOPE_LOG_DEBUG, "the recording held %lld KiB in memory at the end (%lld KiB "
+                   "of it made resident ahead of use), %lld KiB streamed to disk",
+                   (long long)memory.st_blocks / 2, ahead < 0 ? -1 : ahead / 1024,
                    (long long)streamed.st_blocks / 2);
+    }
     struct recording *rec = NULL;
     char why[256];
     /* With the machine the run ended on, kept for a report made elsewhere later. */

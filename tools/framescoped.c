@@ -48,6 +48,7 @@
 #define MAX_JOBS 4         /* analyses running at once, each in a child */
 #define CAPTURE_JOB_S 300  /* an app's capture is written within this, or given up */
 #define REQUEST_JOB_S 55   /* top's and snapshot's answers (the client waits 60 s) */
+#define LIST_READ_MS 20000 /* top's list reads recordings this long; those left say so */
 #define DEFAULT_KEEP 20
 
 static const char usage[] =
@@ -417,6 +418,7 @@ static unsigned job_count;
 static void app_forget(struct app *a);
 static void app_capture(struct app *a);
 static void listening_resume(void);
+static void client_request(unsigned i);
 
 static int fd_compare(const void *a, const void *b)
 {
@@ -754,7 +756,9 @@ static void reply_all(int conn, const char *text, size_t len)
     }
 }
 
-/* Every app, live: what `framescope top` shows (in a job). */
+/* Every app, live: what `framescope top` shows (in a job). On a machine too busy to read
+ * every recording in LIST_READ_MS, the apps left are listed unread, saying why: top gets an
+ * answer in time however many apps run. */
 static void reply_list(int conn)
 {
     char *text = NULL;
@@ -763,8 +767,9 @@ static void reply_list(int conn)
     if (!f)
         return;
     fputs("{\"apps\": [", f);
-    unsigned shown = 0;
+    unsigned shown = 0, unread = 0;
     time_t now = time(NULL);
+    uint64_t read_until = now_ms() + LIST_READ_MS;
     for (unsigned i = 0; i < MAX_APPS; i++) {
         struct app *a = &apps[i];
         if (!a->used || a->ending)
@@ -775,7 +780,15 @@ static void reply_list(int conn)
         struct live_stats s = { .verdict = "none" };
         /* Each app's bound is its own: the last one's is lifted first. */
         job_unbound_memory();
-        int e = copy_recording(a->memfd, &c, why, sizeof(why));
+        int e = 0;
+        if (now_ms() >= read_until) {
+            snprintf(why, sizeof(why), "not read: the machine is too busy for framescoped to "
+                     "read every recording within %d s", LIST_READ_MS / 1000);
+            e = -ETIME;
+            unread++;
+        }
+        if (!e)
+            e = copy_recording(a->memfd, &c, why, sizeof(why));
         if (!e) {
             job_bound_memory(&c);
             e = recording_read(c.bytes, c.len, &rec, why, sizeof(why));
@@ -803,6 +816,9 @@ static void reply_list(int conn)
     }
     fputs("]}\n", f);
     fclose(f);
+    if (unread)
+        say("the list for framescope top: %u of %u apps not read within %d s", unread, shown,
+            LIST_READ_MS / 1000);
     reply_all(conn, text, len);
     free(text);
 }
@@ -992,7 +1008,8 @@ static void client_accept(void)
 }
 
 /* Closes connections that said nothing in time; returns how long until the next one is due
- * (-1: none waits). */
+ * (-1: none waits). One whose request is waiting to be read said it in time, however long
+ * the daemon took to get to it (busy, or starved of CPU): it is served now. */
 static int clients_expire(void)
 {
     uint64_t now = now_ms();
@@ -1002,7 +1019,10 @@ static int clients_expire(void)
         if (clients[i].fd < 0)
             continue;
         uint64_t due = clients[i].since_ms + CLIENT_IDLE_MS;
-        if (due <= now) {
+        char byte;
+        if (due <= now && recv(clients[i].fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) >= 0) {
+            client_request(i); /* a request, or its end of the connection: both take it out */
+        } else if (due <= now) {
             if (quiet_may_say(&quiet_idle, &held))
                 say("closed a connection from pid %d that said nothing for %d ms (%u more since "
                     "last said)", clients[i].pid, CLIENT_IDLE_MS, held);
