@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What framescope costs a chosen app, and which part of it: rounds of A/X/A (the app without
 the layer, with it, without again) and, with --parts, the layer with one part off at a time
-(GPU timing, GPU zones, the presentation tracker, the kernel view, perf counters, then all of
+(GPU timing, GPU zones, the presentation tracker, the kernel view, its wake-up chain, perf counters, then all of
 them) against the whole layer, all interleaved in one run so drift hits every variant alike
 (each round starts one variant later than the last).
 
@@ -56,6 +56,9 @@ PARTS = [
     ("GPU zones", {"FRAMESCOPE_GPU_ZONES": "off"}),
     ("presentation tracker", {"FRAMESCOPE_PRESENT": "off"}),
     ("kernel view", {"FRAMESCOPE_KERNEL": "off"}),
+    # Part of the kernel view, where permitted (root or CAP_PERFMON): its cost is the kernel's,
+    # on every switch and wake-up of the machine.
+    ("wake-up chain", {"FRAMESCOPE_WAKEUPS": "off"}),
     ("perf counters", {"FRAMESCOPE_COUNTERS": "off"}),
     # What is left: the hooks, the frame and wait bookkeeping, the recording.
     ("every part above", {"FRAMESCOPE_GPU": "off", "FRAMESCOPE_PRESENT": "off",

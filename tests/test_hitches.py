@@ -352,8 +352,25 @@ def test_wakeups(build, demo):
               r3.stderr[-2000:])
         check(all(x["woken_by"] == "" and x["woken_after_ms"] == "" for x in r3.frames()),
               "frames.csv has a wake-up chain the run could not record")
+    # Turned off on its own (FRAMESCOPE_WAKEUPS=off, permitted or not): said, nothing recorded;
+    # a bad value warns once and leaves it on.
+    with Weston() as w:
+        r4 = run_app([demo, "--present-mode", "mailbox", "--frames", "30"], w, build,
+                     {"FRAMESCOPE_WAKEUPS": "off"})
+        r5 = run_app([demo, "--present-mode", "mailbox", "--frames", "30"], w, build,
+                     {"FRAMESCOPE_WAKEUPS": "maybe"})
+    check(r4.rc == 0 and r5.rc == 0, r4.stderr[-1000:] + r5.stderr[-1000:])
+    s4 = r4.json()["hitches"]["wakeups"]
+    check(s4["state"] == "off" and s4["why"].endswith("FRAMESCOPE_WAKEUPS=off") and
+          s4["events"] == 0, s4)
+    check(all(x["woken_by"] == "" and x["ran_instead"] == "" for x in r4.frames()),
+          "frames.csv has a wake-up chain with it off")
+    warned = [l for l in r5.stderr.splitlines() if "FRAMESCOPE_WAKEUPS='maybe'" in l]
+    check(len(warned) == 1 and r5.json()["hitches"]["wakeups"]["state"] == "on",
+          f"{warned} {r5.json()['hitches']['wakeups']}")
     print(f"{len(by_worker)} of {len(locked)} frames asleep on the lock woken by demo-lock; "
-          f"in the render thread's place: {dict(preempted.most_common(3))}")
+          f"in the render thread's place: {dict(preempted.most_common(3))}; "
+          f"FRAMESCOPE_WAKEUPS=off: none recorded, said")
 
 
 main({"steady": test_steady, "spikes": test_spikes, "pipelines": test_pipelines,

@@ -76,6 +76,8 @@
  * only arm slots (SLOT_COUNT is hundreds of frames), and the records keep the compositor's
  * times, not ours. */
 #define BATCH_MS 4
+/* With no feedback in flight, how often it looks for what the app's reads queued for it. */
+#define IDLE_MS 100
 /* One line of reason, as the frame log keeps it. */
 #define WHY_LEN 160
 
@@ -680,6 +682,8 @@ static bool setup(struct fscope_wl_tracker *t)
 	return true;
 }
 
+static uint64_t count_pending(const struct fscope_wl_tracker *t);
+
 static void *dispatch_thread(void *data)
 {
 	struct fscope_wl_tracker *t = data;
@@ -701,44 +705,48 @@ static void *dispatch_thread(void *data)
 	for (;;) {
 		int r;
 
-		while (wl_display_prepare_read_queue(display, queue) != 0) {
-			if (wl_display_dispatch_queue_pending(display, queue) < 0)
-				goto broken;
-		}
-		/* No flush: our only requests are feedbacks, and the WSI's commit that
-		 * follows each one flushes. */
-		r = poll(fds, 2, -1);
+		/* It waits holding no read intent. libwayland makes every reader of the socket
+		 * but the last wait until the last one has read, so an intent held through a
+		 * sleep of ours made the app's own reads wait for our thread to be scheduled
+		 * (on a busy machine, every frame of a fast app). What the app's reads queue for
+		 * us meanwhile is dispatched here. */
+		if (wl_display_dispatch_queue_pending(display, queue) < 0)
+			goto broken;
+		/* An app thread that reads first leaves the socket empty and our events in
+		 * our queue, with nothing to wake us: so it looks again after BATCH_MS while
+		 * feedbacks are in flight, and after IDLE_MS (a present armed meanwhile) when
+		 * none are. */
+		r = poll(fds, 2, count_pending(t) ? BATCH_MS : IDLE_MS);
 		/* Before anything touches the display: the app may have disconnected it while
 		 * we slept (teardown says so before waking us, or the fd tells). */
 		if (display_gone(t)) {
-			/* No cancel_read: the display, its reader count included, is freed. */
 			tracker_stop(t, WHY_DISPLAY_GONE);
 			return NULL;
 		}
 		if (r < 0) {
-			wl_display_cancel_read(display);
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			goto broken;
 		}
+		if (r == 0)
+			continue;
 		if (fds[1].revents) {
-			wl_display_cancel_read(display);
+			/* Teardown: what the app's reads queued for us is handled. */
+			wl_display_dispatch_queue_pending(display, queue);
 			return NULL;
 		}
-		if (fds[0].revents & POLLNVAL) {
-			wl_display_cancel_read(display);
+		if (fds[0].revents & POLLNVAL)
 			goto broken;
-		}
-		if (fds[0].revents & (POLLIN | POLLERR | POLLHUP)) {
-			/* On hangup this reads EOF and sets the display error. */
-			if (wl_display_read_events(display) < 0)
-				goto broken;
-		} else {
-			wl_display_cancel_read(display);
-		}
+		/* Read what is there as one more reader for an instant, never across a wait.
+		 * An app thread that read it first leaves nothing (libwayland takes EAGAIN as
+		 * no events); events already queued for us (prepare fails) are dispatched
+		 * first. On hangup this reads EOF and sets the display error. */
+		if ((fds[0].revents & (POLLIN | POLLERR | POLLHUP)) &&
+		    wl_display_prepare_read_queue(display, queue) == 0 &&
+		    wl_display_read_events(display) < 0)
+			goto broken;
 		if (wl_display_dispatch_queue_pending(display, queue) < 0)
 			goto broken;
-		/* Holding no read intent, so the app's threads read the socket freely. */
 		r = poll(&fds[1], 1, BATCH_MS);
 		if (display_gone(t)) {
 			tracker_stop(t, WHY_DISPLAY_GONE);

@@ -22,6 +22,8 @@
 
 #include "chunked.h"
 #include "clock.h"
+#include "util/config.h"
+#include "util/log.h"
 #include "util/private_fd.h"
 
 #define SCHED_MAX_CPUS 256
@@ -215,8 +217,21 @@ _Atomic int fscope_sched_closer_tid;
 struct sched_trace *sched_trace_new(struct rec_kernel *rec)
 {
     struct sched_trace *t = calloc(1, sizeof(*t));
-    if (t)
-        t->rec = rec;
+    if (!t)
+        return NULL;
+    t->rec = rec;
+    /* The kernel builds every sched_switch and sched_waking record of every CPU before the
+     * filter drops it: a cost on the whole machine, which this turns off on its own. */
+    const char *value = secure_getenv("FRAMESCOPE_WAKEUPS");
+    bool on = true;
+    if (value && *value && !fscope_config_parse_switch(value, &on)) {
+        char shown[FSCOPE_ESCAPE_SIZE];
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_WAKEUPS='%s' is not on or off; using on",
+                   fscope_config_escape(value, shown, sizeof(shown)));
+        on = true;
+    }
+    if (!on)
+        say_off(t, "the wake-up chain was not recorded: FRAMESCOPE_WAKEUPS=off");
     return t;
 }
 
