@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """What framescope costs a chosen app, and which part of it: rounds of A/X/A (the app without
 the layer, with it, without again) and, with --parts, the layer with one part off at a time
-(GPU timing, GPU zones, the presentation tracker, the kernel view, its wake-up chain, perf counters, then all of
-them) against the whole layer, all interleaved in one run so drift hits every variant alike
-(each round starts one variant later than the last).
+(GPU timing, GPU zones, the presentation tracker, the kernel view, its wake-up chain, perf
+counters, then all of them) against the whole layer, all interleaved in one run so drift hits
+every variant alike (each round starts one variant later than the last).
 
 The frame rate is the app's own where it prints one (glmark2's "FPS: N" per scene, glxgears'
 "= N FPS", the demo's "N fps"), else frames / wall time (--frames N). Each variant prints its
