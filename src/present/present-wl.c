@@ -76,7 +76,7 @@
  * only arm slots (SLOT_COUNT is hundreds of frames), and the records keep the compositor's
  * times, not ours. */
 #define BATCH_MS 4
-/* With no feedback in flight, how often it looks for what the app's reads queued for it. */
+/* With no feedback in flight, how often it looks all the same (a present armed meanwhile). */
 #define IDLE_MS 100
 /* One line of reason, as the frame log keeps it. */
 #define WHY_LEN 160
@@ -135,6 +135,12 @@ struct fscope_wl_tracker {
 	int64_t clock_measured_mono_ns;
 
 	int wake_fd;
+	/* Set by teardown before it writes wake_fd; a write without it is a present's. */
+	_Atomic bool stopping;
+	/* The dispatch thread is in its IDLE_MS sleep: the present that arms the first slot
+	 * after it wakes it (once), so that a burst of presents does not fill the slots
+	 * meanwhile. */
+	_Atomic bool idle;
 	pthread_t thread;
 	bool thread_started;
 	/* why is written once, before the release store of dead (by the dispatch thread, or
@@ -703,60 +709,60 @@ static void *dispatch_thread(void *data)
 		   (int)t->clock_id);
 
 	for (;;) {
+		struct pollfd socket_fd = fds[0];
 		int r;
 
-		/* It waits holding no read intent. libwayland makes every reader of the socket
-		 * but the last wait until the last one has read, so an intent held through a
-		 * sleep of ours made the app's own reads wait for our thread to be scheduled
-		 * (on a busy machine, every frame of a fast app). What the app's reads queue for
-		 * us meanwhile is dispatched here. */
+		/* What the app's own reads of the socket queued for us since the last wake. */
 		if (wl_display_dispatch_queue_pending(display, queue) < 0)
 			goto broken;
-		/* An app thread that reads first leaves the socket empty and our events in
-		 * our queue, with nothing to wake us: so it looks again after BATCH_MS while
-		 * feedbacks are in flight, and after IDLE_MS (a present armed meanwhile) when
-		 * none are. */
-		r = poll(fds, 2, count_pending(t) ? BATCH_MS : IDLE_MS);
-		/* Before anything touches the display: the app may have disconnected it while
-		 * we slept (teardown says so before waking us, or the fd tells). */
+		/* What is still in the socket (an app that reads it seldom), read as one more
+		 * reader for an instant: never across a wait, since libwayland makes every
+		 * reader but the last wait for the last one's read, and an intent of ours held
+		 * through a sleep made the app's own reads wait for our thread to be
+		 * scheduled. An app thread that reads it first leaves nothing: libwayland
+		 * takes EAGAIN as no events. On hangup this reads EOF and sets the display
+		 * error. */
+		r = poll(&socket_fd, 1, 0);
 		if (display_gone(t)) {
 			tracker_stop(t, WHY_DISPLAY_GONE);
 			return NULL;
 		}
-		if (r < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
+		if (r < 0 && errno != EINTR && errno != EAGAIN)
 			goto broken;
-		}
-		if (r == 0)
-			continue;
-		if (fds[1].revents) {
-			/* Teardown: what the app's reads queued for us is handled. */
-			wl_display_dispatch_queue_pending(display, queue);
-			return NULL;
-		}
-		if (fds[0].revents & POLLNVAL)
+		if (r > 0 && (socket_fd.revents & POLLNVAL))
 			goto broken;
-		/* Read what is there as one more reader for an instant, never across a wait.
-		 * An app thread that read it first leaves nothing (libwayland takes EAGAIN as
-		 * no events); events already queued for us (prepare fails) are dispatched
-		 * first. On hangup this reads EOF and sets the display error. */
-		if ((fds[0].revents & (POLLIN | POLLERR | POLLHUP)) &&
+		if (r > 0 && (socket_fd.revents & (POLLIN | POLLERR | POLLHUP)) &&
 		    wl_display_prepare_read_queue(display, queue) == 0 &&
 		    wl_display_read_events(display) < 0)
 			goto broken;
 		if (wl_display_dispatch_queue_pending(display, queue) < 0)
 			goto broken;
-		r = poll(&fds[1], 1, BATCH_MS);
+		/* One wake per BATCH_MS while feedbacks are in flight; with none, until a
+		 * present arms one (it wakes us: the flag is set before the last look at the
+		 * slots, and the present looks at the flag after arming, each behind a full
+		 * fence) or IDLE_MS. Teardown wakes it at any time. */
+		bool idle = count_pending(t) == 0;
+		if (idle) {
+			atomic_store(&t->idle, true);
+			atomic_thread_fence(memory_order_seq_cst);
+			idle = count_pending(t) == 0;
+		}
+		r = poll(&fds[1], 1, idle ? IDLE_MS : BATCH_MS);
+		atomic_store(&t->idle, false);
 		if (display_gone(t)) {
 			tracker_stop(t, WHY_DISPLAY_GONE);
 			return NULL;
 		}
 		if (r > 0) {
-			/* Teardown: what the app's reads queued for us meanwhile is handled, as it
-			 * would have been without the wait. */
-			wl_display_dispatch_queue_pending(display, queue);
-			return NULL;
+			uint64_t count;
+			if (read(t->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+				goto broken;
+			if (atomic_load(&t->stopping)) {
+				/* What the app's reads queued for us meanwhile is handled, as it
+				 * would have been without the wait. */
+				wl_display_dispatch_queue_pending(display, queue);
+				return NULL;
+			}
 		}
 	}
 
@@ -814,10 +820,12 @@ static void tracker_teardown(struct fscope_wl_tracker *t, struct fscope_wl_count
 		uint64_t one = 1;
 		ssize_t n;
 
+		atomic_store(&t->stopping, true);
 		do {
 			n = write(t->wake_fd, &one, sizeof(one));
 		} while (n < 0 && errno == EINTR);
-		/* The eventfd starts at 0 and is written once, so it cannot be full. */
+		/* Presents write it once per idle sleep and the thread reads it each wake, so
+		 * it is far from full. */
 		pthread_join(t->thread, NULL);
 		t->thread_started = false;
 	}
@@ -989,6 +997,15 @@ enum fscope_wl_request fscope_wl_tracker_request(struct fscope_wl_tracker *t, ui
 			       wl_proxy_get_version((struct wl_proxy *)t->presentation), 0,
 			       t->surface_wrapper, proxy);
 	t->next_slot = (index + 1) % SLOT_COUNT;
+	/* The first in flight after a quiet spell: the dispatch thread may be in its long
+	 * sleep (see dispatch_thread); one write on this thread then, none while presents
+	 * keep feedbacks in flight. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&t->idle, memory_order_relaxed) &&
+	    atomic_exchange(&t->idle, false)) {
+		uint64_t one = 1;
+		(void)!write(t->wake_fd, &one, sizeof(one));
+	}
 	return FSCOPE_WL_REQUESTED;
 
 fail:
