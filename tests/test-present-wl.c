@@ -640,6 +640,54 @@ static struct fscope_wl_tracker *create_tracker(struct app *app)
 	return t;
 }
 
+/* The app's own reads of its socket never wait for the tracker's thread. libwayland makes
+ * every reader but the last wait until the last one has read, so a tracker that slept holding
+ * a read intent made an app thread's wl_display_read_events wait until the compositor next
+ * sent something and the tracker's thread got to run: on an idle surface, nothing comes, and
+ * that read never returned. Here each read must return (SIGALRM fails the test after 5 s
+ * rather than let it hang), idle and with a feedback in flight, while the tracker's thread
+ * goes through its wakes (1 ms between reads). */
+static void reads_free_alarm(int sig)
+{
+	static const char message[] = "FAIL: an app read waited on the tracker's thread (5 s)\n";
+
+	(void)sig;
+	(void)!write(2, message, sizeof(message) - 1);
+	_exit(1);
+}
+
+static void test_reads_free(struct app *app)
+{
+	struct fscope_wl_tracker *t = create_tracker(app);
+	struct fscope_wl_counts c;
+	int reads = 0;
+
+	if (!t)
+		return;
+	signal(SIGALRM, reads_free_alarm);
+	for (int i = 0; i < 200; i++) {
+		if (i == 100)
+			CHECK(present(app, t, 5000, false), "reads-free: present failed");
+		while (wl_display_prepare_read(app->display) != 0)
+			wl_display_dispatch_pending(app->display);
+		alarm(5);
+		CHECK(wl_display_read_events(app->display) == 0, "reads-free: read failed");
+		alarm(0);
+		wl_display_dispatch_pending(app->display);
+		reads++;
+		sleep_ns(1000000); /* test only */
+	}
+	signal(SIGALRM, SIG_DFL);
+	fscope_wl_tracker_destroy_with_counts(t, &c);
+	CHECK(c.requested == 1 && c.requested == c.presented + c.discarded + c.pending,
+	      "reads-free: counts %llu = %llu + %llu + %llu", (unsigned long long)c.requested,
+	      (unsigned long long)c.presented, (unsigned long long)c.discarded,
+	      (unsigned long long)c.pending);
+	printf("reads-free: %d reads on the app's thread returned, idle and with a feedback in "
+	       "flight\n", reads);
+	check_connection(app, "reads-free");
+}
+
 static void test_paced(struct app *app, size_t output_count, bool stress)
 {
 	static struct run run;
@@ -1179,6 +1227,8 @@ int main(int argc, char **argv)
 		test_disconnect();
 	if (selected(argc, argv, "cycles"))
 		test_cycles(&app);
+	if (selected(argc, argv, "reads-free"))
+		test_reads_free(&app);
 
 	printf("%s\n", failures ? "FAILED" : "PASS");
 	return failures ? 1 : 0;
