@@ -21,11 +21,15 @@ runs than the frame rate, and a layer that makes the driver hand work to its thr
 often shows there first.
 
 usage: bench_app.py BUILD_DIR [--rounds N] [--parts] [--mangohud] [--frames N]
-                    [--steady SHORT,LONG] [--pin-malloc] -- APP ARGS...
+                    [--steady SHORT,LONG] [--pin-malloc] [--layer-env FRAMESCOPE_X=V]...
+                    -- APP ARGS...
   e.g. MESA_LOADER_DRIVER_OVERRIDE=zink LIBGL_ALWAYS_SOFTWARE=1 \\
        bench_app.py build --parts -- glmark2-wayland -s 320x240 -b build:duration=3
        bench_app.py build --mangohud --parts --steady 1000,5000 -- \\
            vkcube-wayland --c {frames} --present_mode 1
+
+--layer-env FRAMESCOPE_X=V sets a layer variable for every variant with the layer (the
+framescope variables of the environment are not passed on: the layer's defaults are measured).
 
 --pin-malloc runs every variant with glibc's malloc thresholds fixed (GLIBC_TUNABLES, PIN_MALLOC
 below). A driver that allocates and frees large blocks every frame (lavapipe under zink) takes
@@ -170,6 +174,7 @@ def main():
     opts, app = args[:split], args[split + 1:]
     build = opts.pop(0)
     rounds, parts, mangohud, frames, span, pin_malloc = 3, False, False, None, None, False
+    settings = {}
     while opts:
         o = opts.pop(0)
         if o == "--rounds" and opts and opts[0].isdigit() and int(opts[0]) > 0:
@@ -180,6 +185,9 @@ def main():
             mangohud = True
         elif o == "--pin-malloc":
             pin_malloc = True
+        elif o == "--layer-env" and opts and re.fullmatch(r"FRAMESCOPE_[A-Z_]+=.*", opts[0]):
+            key, value = opts.pop(0).split("=", 1)
+            settings[key] = value
         elif o == "--frames" and opts and opts[0].isdigit() and int(opts[0]) > 0:
             frames = int(opts.pop(0))
         elif o == "--steady" and opts and re.fullmatch(r"\d+,\d+", opts[0]):
@@ -199,7 +207,7 @@ def main():
             if not k.startswith("FRAMESCOPE") and k not in ("VK_INSTANCE_LAYERS", "MANGOHUD")}
     if pin_malloc:
         base["GLIBC_TUNABLES"] = PIN_MALLOC
-    layer = dict(layer_env(build), FRAMESCOPE_SUMMARY="off")
+    layer = dict(layer_env(build), FRAMESCOPE_SUMMARY="off", **settings)
     variants = [("A (no layer)", {}), ("X (framescope)", layer), ("A (no layer, again)", {})]
     if mangohud:
         variants.append(("MangoHud (no_display)", {"MANGOHUD": "1",
@@ -226,7 +234,8 @@ def main():
             results = measure(dict(base, **w.env()))
     title = f"{' '.join(app)}: {rounds} rounds, variants interleaved" + \
         (f", steady rate from {span[0]} and {span[1]} frames" if span else "") + \
-        (", malloc's thresholds pinned" if pin_malloc else "")
+        (", malloc's thresholds pinned" if pin_malloc else "") + \
+        "".join(f", {k}={v}" for k, v in settings.items())
     rates = {k: [r for r, _ in v] for k, v in results.items()}
     costs = {k: [c for _, c in v] for k, v in results.items()}
     whole = [k for k in results if not k.startswith("framescope,")]
