@@ -446,6 +446,33 @@ void zones_cb_end(VkCommandBuffer cb)
 }
 
 /* Opens a zone named name under the current path; writes its begin timestamp. */
+/* Appends text at *len of buf (size bytes in all, kept NUL-terminated), cutting what does not
+ * fit. Zone names are made at every recording of a pass: snprintf there cost more than the
+ * rest of the pass's begin. */
+static void put_text(char *buf, size_t size, size_t *len, const char *text)
+{
+    if (*len + 1 >= size)
+        return;
+    size_t n = strlen(text);
+    if (n > size - 1 - *len)
+        n = size - 1 - *len;
+    memcpy(buf + *len, text, n);
+    *len += n;
+    buf[*len] = '\0';
+}
+
+static void put_uint(char *buf, size_t size, size_t *len, uint32_t v)
+{
+    char text[11];
+    unsigned k = sizeof(text) - 1;
+    text[k] = '\0';
+    do {
+        text[--k] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put_text(buf, size, len, text + k);
+}
+
 static void zone_open(VkCommandBuffer cb, struct cb_zones *z, const char *name,
                       enum gpu_zone_kind kind)
 {
@@ -453,12 +480,11 @@ static void zone_open(VkCommandBuffer cb, struct cb_zones *z, const char *name,
         fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_FULL, 1);
         return;
     }
-    size_t base = z->path_len[z->depth];
-    int n = snprintf(z->path + base, sizeof(z->path) - base, "%s%s", base ? "/" : "",
-                     name && *name ? name : "(unnamed)");
-    size_t len = n < 0 ? base : base + (size_t)n;
-    if (len >= sizeof(z->path))
-        len = sizeof(z->path) - 1;
+    size_t base = z->path_len[z->depth], len = base;
+    z->path[len] = '\0';
+    if (base)
+        put_text(z->path, sizeof(z->path), &len, "/");
+    put_text(z->path, sizeof(z->path), &len, name && *name ? name : "(unnamed)");
     for (char *p = z->path + base; *p; p++)
         if ((unsigned char)*p < 0x20)
             *p = ' ';
@@ -616,17 +642,24 @@ void zones_pass_begin(VkCommandBuffer cb, VkRect2D area, uint32_t colors, bool d
         z->timed = timed;
         fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_UNBALANCED, 1);
     } else {
+        /* "pass 'NAME' WxH (N colors + depth)" */
         char name[96];
-        int n = pass_name && pass_name[0]
-                    ? snprintf(name, sizeof(name), "pass '%s' %ux%u", pass_name,
-                               area.extent.width, area.extent.height)
-                    : snprintf(name, sizeof(name), "pass %ux%u", area.extent.width,
-                               area.extent.height);
-        if (n < 0 || (size_t)n >= sizeof(name))
-            n = (int)strlen(name);
-        if (colors || depth)
-            snprintf(name + n, sizeof(name) - (size_t)n, " (%u color%s%s)", colors,
-                     colors == 1 ? "" : "s", depth ? " + depth" : "");
+        size_t n = 0;
+        put_text(name, sizeof(name), &n, "pass ");
+        if (pass_name && pass_name[0]) {
+            put_text(name, sizeof(name), &n, "'");
+            put_text(name, sizeof(name), &n, pass_name);
+            put_text(name, sizeof(name), &n, "' ");
+        }
+        put_uint(name, sizeof(name), &n, area.extent.width);
+        put_text(name, sizeof(name), &n, "x");
+        put_uint(name, sizeof(name), &n, area.extent.height);
+        if (colors || depth) {
+            put_text(name, sizeof(name), &n, " (");
+            put_uint(name, sizeof(name), &n, colors);
+            put_text(name, sizeof(name), &n, colors == 1 ? " color" : " colors");
+            put_text(name, sizeof(name), &n, depth ? " + depth)" : ")");
+        }
         uint32_t before = z->depth;
         zone_open(cb, z, name, GPU_ZONE_PASS);
         if (z->depth == before + 1)
