@@ -23,6 +23,7 @@
  * and wait-idle on one queue never run at once. */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -490,9 +491,14 @@ bool gpu_slot_complete(struct queue_data *q, const struct gpu_slot *slot, uint64
                reached >= value;
     }
     /* An event is reset once its slot is read, and the slot may be taken again since: that
-     * reads as not complete, which only costs a run its timing. */
-    return slot->value == value &&
-           dev->vk.GetEventStatus(dev->device, slot->event) == VK_EVENT_SET;
+     * reads as not complete, which only costs a run its timing. So does a reader resetting
+     * events right now: this thread is the app's and never waits for ours. */
+    if (atomic_flag_test_and_set_explicit(&q->event_busy, memory_order_acquire))
+        return false;
+    bool set = slot->value == value &&
+               dev->vk.GetEventStatus(dev->device, slot->event) == VK_EVENT_SET;
+    atomic_flag_clear_explicit(&q->event_busy, memory_order_release);
+    return set;
 }
 
 /* Test only (FRAMESCOPE_TEST_FAULT=stale-read): every other lap, hands back what the slot held
@@ -547,6 +553,16 @@ static void slot_span(struct device_data *dev, struct queue_data *q, struct gpu_
         atomic_fetch_add(&gpu_stats.clamped, 1);
     fscope_span_log_add(q->track->spans, dev->id, b, e, flags);
     atomic_fetch_add_explicit(&gpu_stats.measured, 1, memory_order_relaxed);
+}
+
+/* Resets a read slot's event once no submitting thread is asking for its status: such a
+ * thread holds the flag for one vkGetEventStatus, so this waits that long at most. */
+static void event_reset(struct device_data *dev, struct queue_data *q, VkEvent event)
+{
+    while (atomic_flag_test_and_set_explicit(&q->event_busy, memory_order_acquire))
+        sched_yield();
+    dev->vk.ResetEvent(dev->device, event);
+    atomic_flag_clear_explicit(&q->event_busy, memory_order_release);
 }
 
 /* Reads every slot our completion signal says is done, in order; gives each back. */
@@ -615,7 +631,7 @@ static void queue_read_completed(struct device_data *dev, struct queue_data *q)
             if (dev->reset_query_pool && !layer_config.fault_skip_query_reset)
                 dev->reset_query_pool(dev->device, slot->query_pool, slot->query, 2);
             if (slot->event)
-                dev->vk.ResetEvent(dev->device, slot->event);
+                event_reset(dev, q, slot->event);
             q->free_ring[free_in++ % GPU_SLOTS_MAX] = slot;
         }
         atomic_store_explicit(&q->free_in, free_in, memory_order_release);

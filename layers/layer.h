@@ -343,6 +343,10 @@ struct queue_data {
     struct gpu_slot *flight[GPU_SLOTS_MAX];
     _Atomic uint64_t slot_head, slot_tail;
     VkSemaphore timeline; /* VK_NULL_HANDLE: each slot's event is the completion signal */
+    /* Event path: vkResetEvent wants the event to itself, and a submitting thread may ask a
+     * slot's event for its status (gpu_slot_complete). The reader waits for this flag; a
+     * submitting thread only tries it and takes a busy flag as "not complete". */
+    atomic_flag event_busy;
     /* Submitting thread: a timeline signal proves every earlier submission on the queue
      * finished too, so not every submission carries one (gpu.c, signal_due). */
     uint64_t last_signal_ticks;
