@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "record/clock.h"
+#include "record/frame.h"
 #include "record/gpu_clock.h"
 #include "record/worker.h"
 #include "layer.h"
@@ -932,6 +933,24 @@ bool gpu_sample_may_time(struct device_data *dev)
     return !last || fscope_now() - last >= fscope_ns_to_ticks(SAMPLE_PRESENTLESS_NS);
 }
 
+/* Where the app presents nothing but marks its frames (fscope_frame_mark, offscreen renderers
+ * and benchmarks), the first submission after a mark takes it for a present: windows are
+ * whole frames and the budget adapts as with presents. Two loads a submission; several marks
+ * between two submissions count as one frame, which only makes that frame look long. */
+static void sample_take_marks(struct device_data *dev)
+{
+    if (atomic_load_explicit(&dev->presents_seen, memory_order_relaxed))
+        return;
+    uint64_t marks = atomic_load_explicit(&fscope_frame_marks, memory_order_acquire);
+    uint64_t seen = atomic_load_explicit(&dev->marks_seen, memory_order_relaxed);
+    if (marks == seen ||
+        !atomic_compare_exchange_strong_explicit(&dev->marks_seen, &seen, marks,
+                                                 memory_order_relaxed, memory_order_relaxed))
+        return;
+    gpu_sample_presented(dev, atomic_load_explicit(&fscope_frame_mark_ticks,
+                                                   memory_order_relaxed));
+}
+
 /* Whether a submission now is timed under the budget. One relaxed load while frames are
  * presented; without presents, a window of SAMPLE_WINDOW_NS opens when the budget holds a
  * quarter second's worth, and each submission in it spends one. */
@@ -939,6 +958,7 @@ static bool sample_admits(struct device_data *dev)
 {
     if (!layer_config.gpu_sample_rate)
         return true;
+    sample_take_marks(dev);
     atomic_fetch_add_explicit(&dev->sample_submits, 1, memory_order_relaxed);
     if (atomic_load_explicit(&dev->sample_open, memory_order_relaxed))
         return true;
@@ -1297,11 +1317,11 @@ void gpu_report_notes(void)
                            (unsigned long long)unsampled);
     uint64_t in_ns = atomic_load(&gpu_stats.sample_in_ns), out_ns = atomic_load(&gpu_stats.sample_out_ns);
     if (layer_config.gpu_sample_rate && layer_config.gpu_sample_auto && in_ns && out_ns)
-        fscope_record_note("GPU timing's cost measured as it ran: %.3f ms between presents in "
-                           "timed frames and the 3 after them, %.3f ms in the others; %llu timed "
-                           "submissions a second "
+        fscope_record_note("GPU timing's cost measured as it ran: %.3f ms a frame (present to "
+                           "present, or frame mark to mark) in timed frames and the 3 after "
+                           "them, %.3f ms in the others; %llu timed submissions a second "
                            "allowed at the end (timed frames' change of time, either way, at "
-                           "most %.0f%% of the app's, one window a second at least)%s",
+                           "most %.1f%% of the app's, one window a second at least)%s",
                            (double)in_ns / 1e6, (double)out_ns / 1e6,
                            (unsigned long long)atomic_load(&gpu_stats.sample_rate),
                            GPU_SAMPLE_COST_SHARE * 100,

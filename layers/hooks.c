@@ -525,6 +525,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueuePresentKHR(VkQueue queue,
         }
     }
     fscope_instant(&loc_frame_marker, now);
+    if (!atomic_load_explicit(&dev->presents_seen, memory_order_relaxed))
+        atomic_store_explicit(&dev->presents_seen, true, memory_order_relaxed);
     gpu_sample_presented(dev, now);
 
     uint64_t start = fscope_block_begin(&loc_present);

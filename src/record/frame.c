@@ -515,6 +515,9 @@ void frame_logs_finish(void)
     }
 }
 
+FSCOPE_EXPORT _Atomic uint64_t fscope_frame_marks;
+FSCOPE_EXPORT _Atomic uint64_t fscope_frame_mark_ticks;
+
 FSCOPE_EXPORT void fscope_frame_mark(void)
 {
     uint64_t now = fscope_now();
@@ -527,6 +530,8 @@ FSCOPE_EXPORT void fscope_frame_mark(void)
         c->mark_log = fscope_frame_log_create(label);
     }
     fscope_frame_log_close(c->mark_log, now, NULL);
+    atomic_store_explicit(&fscope_frame_mark_ticks, now, memory_order_relaxed);
+    atomic_fetch_add_explicit(&fscope_frame_marks, 1, memory_order_release);
 }
 
 FSCOPE_EXPORT struct fscope_span_log *fscope_span_log_create(void)

@@ -43,6 +43,11 @@ FSCOPE_EXPORT void fscope_frame_log_open(struct fscope_frame_log *log, uint64_t 
  * of this log, and is charged the blocks this thread accumulated since. The first call only
  * opens the first frame. The caller serialises calls for one log (Vulkan's rules on a
  * swapchain do). Returns the frame, or NULL when none was closed. */
+/* fscope_frame_mark() calls so far, all threads', and the time of the last: the layer's GPU
+ * sampling takes a mark for a frame's end where the app presents nothing (layers/gpu.c). */
+extern _Atomic uint64_t fscope_frame_marks;
+extern _Atomic uint64_t fscope_frame_mark_ticks;
+
 FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_log *log,
                                                           uint64_t now_ticks,
                                                           const struct fscope_frame_origin *origin);
