@@ -330,14 +330,17 @@ static void record_sample(struct sched_trace *t, bool wakeup, uint32_t waker, ui
     chunked_publish(&t->rec->sched_events);
 }
 
-/* Copies len bytes at offset at of ring r's data (a power-of-two circle) into out. */
+/* Copies len bytes at offset at of ring r's data (a power-of-two circle, the mapping less
+ * its metadata page) into out: two pieces where it wraps. */
 static void ring_copy(const struct sched_trace *t, const struct ring *r, uint64_t at, void *out,
                       size_t len)
 {
     const unsigned char *data = (const unsigned char *)r->base + t->page;
-    size_t size = (size_t)RING_PAGES * (size_t)t->page;
-    for (size_t i = 0; i < len; i++)
-        ((unsigned char *)out)[i] = data[(at + i) % size];
+    size_t size = r->size - (size_t)t->page;
+    size_t from = (size_t)(at & (size - 1));
+    size_t first = len < size - from ? len : size - from;
+    memcpy(out, data + from, first);
+    memcpy((unsigned char *)out + first, data, len - first);
 }
 
 static void drain(struct sched_trace *t, unsigned index)
