@@ -1,18 +1,16 @@
 /* The wake-up chain of the thread that closes frames: who ran instead while it was runnable,
- * and who woke it when it slept (issue 19).
- * - sched_switch, attached to that thread alone: the kernel builds no record for the
- *   machine's other switches (one event a CPU, filtered to the thread, cost the demo about
- *   6% of its frame rate on lavapipe, where its threads switch 40,000 times a second). It
- *   fires as the thread leaves a CPU, naming who runs next and whether the thread was still
- *   runnable (preempted) or asleep; the same event's context-switch records
- *   (attr.context_switch) give the time it ran again.
- * - sched_waking, one event a CPU, filtered in the kernel to wake-ups of the thread: it fires
- *   in the waker's context, naming the waker (sched_wakeup fires from an interrupt on the
- *   sleeper's CPU and names no waker). The kernel hands it to no thread's own events (only
- *   the sched_stat ones are), so it is watched on every CPU.
- * Opening them needs CAP_PERFMON (or root): without it the summary says this part of the
- * evidence is missing and why. Read by the kernel sampler at its tick, from its own thread;
- * nothing runs on the app's threads. */
+ * and who woke it when it slept (issue 19). The kernel's sched_switch and sched_waking
+ * tracepoints (sched_waking fires in the waker's context; sched_wakeup, when the wake-up is
+ * queued to the sleeper's CPU, fires there from an interrupt, naming no waker), one perf
+ * event of each per CPU (a thread moves between CPUs, and the wake-up happens on the
+ * waker's), filtered in the kernel to that thread, so the rings carry only its own switches.
+ * A sched_switch event attached to the thread instead spares the other threads' switches
+ * nothing they pay here, and costs the thread's own more, since its perf context then goes
+ * in and out with it (tests/bench-sched-trace.c: about 0.55 us a switch of the thread on
+ * every CPU's events against 0.9 attached, and 0.08 us a switch of any other thread either
+ * way, on this project's 2-core VM). Opening them needs CAP_PERFMON (or root): without it
+ * the summary says this part of the evidence is missing and why. Read by the kernel sampler
+ * at its tick, from its own thread; nothing runs on the app's threads. */
 #include "sched_trace.h"
 
 #include <errno.h>
@@ -34,13 +32,12 @@
 #include "util/private_fd.h"
 
 #define SCHED_MAX_CPUS 256
-#define RING_PAGES 16        /* data pages of a CPU's sched_waking ring: 64 KiB */
-#define SWITCH_RING_PAGES 64 /* the thread's switches, every CPU's: 256 KiB, ~2,000 a tick */
+#define RING_PAGES 16 /* data pages per ring: 64 KiB, tens of thousands of switches */
 
 struct ring {
     int fd;
-    void *base;  /* the metadata page, then the data */
-    size_t size; /* both; the data is a power of two */
+    void *base; /* the metadata page, then the data */
+    size_t size;
 };
 
 struct field {
@@ -63,12 +60,11 @@ struct comm_entry {
 
 struct sched_trace {
     struct rec_kernel *rec;
-    int tid;      /* followed; 0: none yet */
-    int gone_tid; /* ended before it could be followed: not tried again */
+    int tid;      /* filtered on; 0: not opened yet */
     bool failed;  /* said why; never tried again */
     unsigned cpus;
-    struct ring rings[1 + SCHED_MAX_CPUS]; /* the switches, then each CPU's wake-ups */
-    struct field prev_state, next_comm, next_pid, wake_pid;
+    struct ring rings[2 * SCHED_MAX_CPUS]; /* switch, wakeup per CPU */
+    struct field prev_pid, prev_state, next_comm, next_pid, prev_comm, wake_pid;
     unsigned switch_id, wakeup_id;
     long page;
     struct comm_entry comms[COMM_CACHE];
@@ -119,9 +115,7 @@ static bool read_format(const char *event, unsigned *id, const char *const *name
     return false;
 }
 
-/* A tracepoint's event on thread tid (cpu -1: wherever it runs); switches also logs the
- * thread's context switches (PERF_RECORD_SWITCH, timed). */
-static int open_event(unsigned id, int tid, int cpu, bool switches)
+static int open_event(unsigned id, unsigned cpu)
 {
     struct perf_event_attr attr;
     memset(&attr, 0, sizeof(attr));
@@ -134,15 +128,13 @@ static int open_event(unsigned id, int tid, int cpu, bool switches)
     attr.clockid = CLOCK_MONOTONIC;
     attr.disabled = 1;
     attr.wakeup_events = 1000000; /* read at the tick; never woken */
-    attr.context_switch = switches;
-    attr.sample_id_all = switches;
-    return fscope_fd_high((int)syscall(SYS_perf_event_open, &attr, tid, cpu, -1,
+    return fscope_fd_high((int)syscall(SYS_perf_event_open, &attr, -1, (int)cpu, -1,
                                        PERF_FLAG_FD_CLOEXEC));
 }
 
 static void close_rings(struct sched_trace *t)
 {
-    for (unsigned i = 0; i < 1 + t->cpus; i++) {
+    for (unsigned i = 0; i < 2 * t->cpus; i++) {
         if (t->rings[i].base)
             munmap(t->rings[i].base, t->rings[i].size);
         if (t->rings[i].fd >= 0)
@@ -152,80 +144,77 @@ static void close_rings(struct sched_trace *t)
     }
 }
 
-/* Opens ring i on event id for thread tid (see open_event), mapped with data_pages. */
-static bool open_ring(struct sched_trace *t, unsigned i, unsigned id, int tid, int cpu,
-                      unsigned data_pages, const char *filter)
+static bool set_filters(struct sched_trace *t, int tid)
 {
-    struct ring *r = &t->rings[i];
-    r->fd = open_event(id, tid, cpu, i == 0);
-    if (r->fd < 0 && errno == ENODEV && cpu >= 0)
-        return true; /* an offline CPU */
-    if (r->fd < 0 && errno == ESRCH)
-        return false; /* the thread ended: the next one to close frames is followed */
-    if (r->fd < 0) {
-        char why[224];
-        snprintf(why, sizeof(why), "the wake-up chain (who ran instead, who woke the thread) "
-                 "was not recorded: perf tracepoints on every CPU need root or CAP_PERFMON "
-                 "(%s)", strerror(errno));
-        say_off(t, why);
-        return false;
-    }
-    r->size = (size_t)(1 + data_pages) * (size_t)t->page;
-    r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-    if (r->base == MAP_FAILED) {
-        r->base = NULL;
-        say_off(t, "the wake-up chain was not recorded: its perf rings could not be mapped");
-        return false;
-    }
-    if (filter && ioctl(r->fd, PERF_EVENT_IOC_SET_FILTER, filter) != 0) {
-        say_off(t, "the wake-up chain was not recorded: the kernel refused the events' filter");
-        return false;
-    }
+    char sw[96], wk[48];
+    snprintf(sw, sizeof(sw), "prev_pid == %d || next_pid == %d", tid, tid);
+    snprintf(wk, sizeof(wk), "pid == %d", tid);
+    for (unsigned c = 0; c < t->cpus; c++)
+        if (ioctl(t->rings[2 * c].fd, PERF_EVENT_IOC_SET_FILTER, sw) != 0 ||
+            ioctl(t->rings[2 * c + 1].fd, PERF_EVENT_IOC_SET_FILTER, wk) != 0)
+            return false;
     return true;
 }
 
-/* Opens the events on thread tid; false when that failed (said, never tried again) or the
- * thread ended meanwhile (t->failed unset: tried again with the next one). */
-static bool open_thread(struct sched_trace *t, int tid)
+static void open_all(struct sched_trace *t, int tid)
 {
-    for (unsigned i = 0; i < 1 + t->cpus; i++)
-        t->rings[i].fd = -1;
-    char filter[48];
-    snprintf(filter, sizeof(filter), "pid == %d", tid);
-    bool ok = open_ring(t, 0, t->switch_id, tid, -1, SWITCH_RING_PAGES, NULL);
-    for (unsigned c = 0; ok && c < t->cpus; c++)
-        ok = open_ring(t, 1 + c, t->wakeup_id, -1, (int)c, RING_PAGES, filter);
-    if (!ok) {
-        close_rings(t);
-        return false;
-    }
-    for (unsigned i = 0; i < 1 + t->cpus; i++)
-        if (t->rings[i].fd >= 0)
-            ioctl(t->rings[i].fd, PERF_EVENT_IOC_ENABLE, 0);
-    t->tid = tid;
-    atomic_store(&t->rec->sched_state, REC_SCHED_ON);
-    return true;
-}
-
-/* The events' ids and fields, and the machine's CPUs: once. */
-static void read_formats(struct sched_trace *t)
-{
-    static const char *const sw_names[] = { "prev_state", "next_comm", "next_pid" };
+    static const char *const sw_names[] = { "prev_comm", "prev_pid", "prev_state", "next_comm",
+                                            "next_pid" };
     static const char *const wk_names[] = { "pid" };
-    struct field sw[3], wk[1];
-    if (!read_format("sched_switch", &t->switch_id, sw_names, sw, 3) ||
+    struct field sw[5], wk[1];
+    if (!read_format("sched_switch", &t->switch_id, sw_names, sw, 5) ||
         !read_format("sched_waking", &t->wakeup_id, wk_names, wk, 1)) {
         say_off(t, "the wake-up chain was not recorded: no tracefs (/sys/kernel/tracing) with "
                    "the sched_switch and sched_waking events");
         return;
     }
-    t->prev_state = sw[0];
-    t->next_comm = sw[1];
-    t->next_pid = sw[2];
+    t->prev_comm = sw[0];
+    t->prev_pid = sw[1];
+    t->prev_state = sw[2];
+    t->next_comm = sw[3];
+    t->next_pid = sw[4];
     t->wake_pid = wk[0];
     long cpus = sysconf(_SC_NPROCESSORS_CONF);
     t->cpus = cpus > 0 && cpus <= SCHED_MAX_CPUS ? (unsigned)cpus : 1;
     t->page = sysconf(_SC_PAGESIZE);
+    for (unsigned i = 0; i < 2 * t->cpus; i++)
+        t->rings[i].fd = -1;
+    for (unsigned c = 0; c < t->cpus; c++) {
+        for (unsigned k = 0; k < 2; k++) {
+            struct ring *r = &t->rings[2 * c + k];
+            r->fd = open_event(k ? t->wakeup_id : t->switch_id, c);
+            if (r->fd < 0 && errno == ENODEV)
+                continue; /* an offline CPU */
+            if (r->fd < 0) {
+                char why[224];
+                snprintf(why, sizeof(why), "the wake-up chain (who ran instead, who woke the "
+                         "thread) was not recorded: perf tracepoints on every CPU need root or "
+                         "CAP_PERFMON (%s)", strerror(errno));
+                close_rings(t);
+                say_off(t, why);
+                return;
+            }
+            r->size = (size_t)(1 + RING_PAGES) * (size_t)t->page;
+            r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+            if (r->base == MAP_FAILED) {
+                r->base = NULL;
+                close_rings(t);
+                say_off(t, "the wake-up chain was not recorded: its perf rings could not be "
+                           "mapped");
+                return;
+            }
+        }
+    }
+    if (!set_filters(t, tid)) {
+        close_rings(t);
+        say_off(t, "the wake-up chain was not recorded: the kernel refused the events' filter");
+        return;
+    }
+    for (unsigned i = 0; i < 2 * t->cpus; i++)
+        if (t->rings[i].fd >= 0)
+            ioctl(t->rings[i].fd, PERF_EVENT_IOC_ENABLE, 0);
+    t->tid = tid;
+    atomic_store(&t->rec->sched_state, REC_SCHED_ON);
 }
 
 _Atomic int fscope_sched_closer_tid;
@@ -236,8 +225,6 @@ struct sched_trace *sched_trace_new(struct rec_kernel *rec)
     if (!t)
         return NULL;
     t->rec = rec;
-    for (unsigned i = 0; i < 1 + SCHED_MAX_CPUS; i++)
-        t->rings[i].fd = -1;
     /* The kernel builds every sched_switch and sched_waking record of every CPU before the
      * filter drops it: a cost on the whole machine, which this turns off on its own. */
     const char *value = secure_getenv("FRAMESCOPE_WAKEUPS");
@@ -290,34 +277,24 @@ static void comm_of(struct sched_trace *t, int tid, int64_t now_ns, char out[16]
     memcpy(out, c->comm, 16);
 }
 
-static struct sched_event *event_new(struct sched_trace *t, enum sched_event_kind kind,
-                                     uint64_t time_ns)
+static void record(struct sched_trace *t, bool wakeup, uint32_t waker, uint64_t time_ns,
+                   const unsigned char *raw, uint32_t len)
 {
     struct sched_event *e = chunked_next(&t->rec->sched_events);
     if (!e)
-        return NULL;
+        return;
     memset(e, 0, sizeof(*e));
     e->ticks = fscope_mono_ns_to_ticks((int64_t)time_ns);
     e->tid = t->tid;
-    e->kind = kind;
-    return e;
-}
-
-/* A sched_waking sample (the waker's thread id) or a sched_switch one, the thread leaving its
- * CPU: who runs instead, and in what state it left. */
-static void record_sample(struct sched_trace *t, bool wakeup, uint32_t waker, uint64_t time_ns,
-                          const unsigned char *raw, uint32_t len)
-{
-    struct sched_event *e = event_new(t, wakeup ? SCHED_EVENT_WOKEN : SCHED_EVENT_OUT, time_ns);
-    if (!e)
-        return;
     if (wakeup) {
+        e->kind = SCHED_EVENT_WOKEN;
         e->other_tid = (int32_t)waker;
         if (waker == 0)
             snprintf(e->other_comm, sizeof(e->other_comm), "kernel (irq)"); /* from idle */
         else
             comm_of(t, (int)waker, (int64_t)time_ns, e->other_comm);
-    } else {
+    } else if (field_i32(raw, len, t->prev_pid) == t->tid) {
+        e->kind = SCHED_EVENT_OUT;
         e->other_tid = field_i32(raw, len, t->next_pid);
         field_comm(raw, len, t->next_comm, e->other_comm);
         int64_t state = 0;
@@ -326,17 +303,21 @@ static void record_sample(struct sched_trace *t, bool wakeup, uint32_t waker, ui
         e->state = state == 0 ? SCHED_OUT_RUNNABLE : (state & 1) ? SCHED_OUT_SLEEP
                    : (state & 2)                   ? SCHED_OUT_DISK
                                                    : SCHED_OUT_OTHER;
+    } else {
+        e->kind = SCHED_EVENT_IN;
+        e->other_tid = field_i32(raw, len, t->prev_pid);
+        field_comm(raw, len, t->prev_comm, e->other_comm);
     }
     chunked_publish(&t->rec->sched_events);
 }
 
-/* Copies len bytes at offset at of ring r's data (a power-of-two circle, the mapping less
- * its metadata page) into out: two pieces where it wraps. */
+/* Copies len bytes at offset at of ring r's data (a power-of-two circle) into out: two
+ * pieces where it wraps. */
 static void ring_copy(const struct sched_trace *t, const struct ring *r, uint64_t at, void *out,
                       size_t len)
 {
     const unsigned char *data = (const unsigned char *)r->base + t->page;
-    size_t size = r->size - (size_t)t->page;
+    size_t size = (size_t)RING_PAGES * (size_t)t->page;
     size_t from = (size_t)(at & (size - 1));
     size_t first = len < size - from ? len : size - from;
     memcpy(out, data + from, first);
@@ -363,16 +344,7 @@ static void drain(struct sched_trace *t, unsigned index)
             ring_copy(t, r, tail + sizeof(h), &s, sizeof(uint32_t) * 2 + 8 + 4);
             uint32_t len = s.size < sizeof(raw) ? s.size : sizeof(raw);
             ring_copy(t, r, tail + sizeof(h) + 20, raw, len);
-            record_sample(t, index > 0, s.tid, s.time, raw, len);
-        } else if (h.type == PERF_RECORD_SWITCH && !(h.misc & PERF_RECORD_MISC_SWITCH_OUT) &&
-                   h.size >= sizeof(h) + 16) {
-            /* Back on a CPU; its sample_id: pid, tid (u32 each), time (u64). Its leaving is
-             * the sched_switch sample, which names who ran next. */
-            struct { uint32_t pid, tid; uint64_t time; } id;
-            ring_copy(t, r, tail + sizeof(h), &id, sizeof(id));
-            struct sched_event *e = event_new(t, SCHED_EVENT_IN, id.time);
-            if (e)
-                chunked_publish(&t->rec->sched_events);
+            record(t, index % 2 == 1, s.tid, s.time, raw, len);
         } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {
             uint64_t lost[2];
             ring_copy(t, r, tail + sizeof(h), lost, sizeof(lost));
@@ -387,23 +359,15 @@ void sched_trace_tick(struct sched_trace *t, int tid, bool final)
 {
     if (!t)
         return;
-    /* A thread to follow: the first, or another that closes frames now (what was read is
-     * the old one's, so its rings are drained first). */
-    if (!t->failed && tid > 0 && tid != t->tid && tid != t->gone_tid) {
-        if (t->tid > 0) {
-            for (unsigned i = 0; i < 1 + t->cpus; i++)
-                drain(t, i);
-            close_rings(t);
-            t->tid = 0;
-        }
-        if (!t->cpus)
-            read_formats(t);
-        if (!t->failed && !open_thread(t, tid) && !t->failed)
-            t->gone_tid = tid;
-    }
-    if (t->tid > 0)
-        for (unsigned i = 0; i < 1 + t->cpus; i++)
+    if (!t->failed && tid > 0 && t->tid == 0)
+        open_all(t, tid);
+    if (t->tid > 0) {
+        for (unsigned i = 0; i < 2 * t->cpus; i++)
             drain(t, i);
+        /* Another thread closes frames now: follow it (what was read is the old one's). */
+        if (tid > 0 && tid != t->tid && set_filters(t, tid))
+            t->tid = tid;
+    }
     if (final) {
         close_rings(t);
         free(t);
