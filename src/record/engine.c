@@ -219,6 +219,8 @@ void engine_sample(uint64_t ticks)
         struct budget_sample *b = chunked_next(&e->budgets);
         if (!b)
             break;
+        /* A probe that failed left its slot unpublished, to be handed out again. */
+        memset(b, 0, sizeof(*b));
         b->ticks = ticks;
         if (probes[i].probe(probes[i].ctx, b))
             chunked_publish(&e->budgets);

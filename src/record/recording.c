@@ -19,6 +19,8 @@
 static struct rec_header *header;
 static uint64_t arena_size;
 static int arena_fd = -1;
+/* A forked child's private copy of the arena: what lies past `used` may be the parent's. */
+static bool arena_dirty;
 static bool observed;
 static struct rec_meta *meta;
 static struct rec_locs *locs;
@@ -88,6 +90,10 @@ uint64_t recording_alloc(uint64_t size)
         }
     } while (!atomic_compare_exchange_weak_explicit(&header->used, &used, used + size,
                                                     memory_order_relaxed, memory_order_relaxed));
+    /* Arena memory past `used` is the kernel's zero pages, never written before: except in a
+     * forked child, whose private view still shows what the parent writes there. */
+    if (arena_dirty)
+        memset(recording_at(used), 0, size);
     return used;
 }
 
@@ -113,10 +119,18 @@ void recording_prefault(uint64_t *done, uint64_t *last_used)
     if (to <= from)
         return;
     /* Only the page tables change: what a thread is writing there meanwhile stays. */
-    if (madvise(recording_at(from), (size_t)(to - from), MADV_POPULATE_WRITE) == 0)
-        *done = to;
-    else
+    if (madvise(recording_at(from), (size_t)(to - from), MADV_POPULATE_WRITE) != 0) {
         *done = arena_size; /* not this kernel (EINVAL), or no memory now: never again */
+        return;
+    }
+    /* Resident is not enough under a hypervisor that maps guest pages on the CPU's first
+     * access (shadow paging): on the project's VM the first store to each populated page
+     * still cost 5 us, on whichever thread made it, and 20 ns once any thread of the
+     * process had read it (tests/bench-first-touch.c). So this thread reads one byte of
+     * each page; a read changes nothing a writer may be storing there. */
+    for (uint64_t at = from; at < to; at += page)
+        (void)*(volatile const char *)recording_at(at);
+    *done = to;
 }
 
 void *recording_object_new(uint64_t size, uint64_t *ret_offset)
@@ -286,6 +300,7 @@ static void forked_child(void)
          * pointers the child's recorders hold stay valid; the child's analysis is disowned. */
         return;
     }
+    arena_dirty = true;
     observed = false;
 }
 

@@ -283,7 +283,6 @@ static void record(struct sched_trace *t, bool wakeup, uint32_t waker, uint64_t 
     struct sched_event *e = chunked_next(&t->rec->sched_events);
     if (!e)
         return;
-    memset(e, 0, sizeof(*e));
     e->ticks = fscope_mono_ns_to_ticks((int64_t)time_ns);
     e->tid = t->tid;
     if (wakeup) {
