@@ -32,12 +32,21 @@
 #include "util/private_fd.h"
 
 #define SCHED_MAX_CPUS 256
-#define RING_PAGES 16 /* data pages per ring: 64 KiB, tens of thousands of switches */
+/* Data pages per ring at first: 64 KiB, about 680 records of ~96 bytes, what a thread that
+ * switches a few thousand times a second fills in the sampler's tick. A ring the kernel
+ * found full (it counts what it dropped) is opened again four times larger, up to
+ * RING_PAGES_MAX (1 MiB): the demo in MAILBOX at 2,800 frames a second switched its closing
+ * thread 3 times a frame, 9 records, and lost 37% of them in 64 KiB. Only the rings of the
+ * CPUs the thread runs on grow. */
+#define RING_PAGES 16
+#define RING_PAGES_MAX 256
 
 struct ring {
     int fd;
     void *base; /* the metadata page, then the data */
     size_t size;
+    unsigned pages; /* data pages: a power of two */
+    bool kept;      /* the kernel refused a larger one: not asked again */
 };
 
 struct field {
@@ -144,16 +153,65 @@ static void close_rings(struct sched_trace *t)
     }
 }
 
+/* Ring index's filter: its switches in and out (even index), or its wake-ups (odd). */
+static bool set_filter(int fd, unsigned index, int tid)
+{
+    char filter[96];
+    if (index % 2 == 0)
+        snprintf(filter, sizeof(filter), "prev_pid == %d || next_pid == %d", tid, tid);
+    else
+        snprintf(filter, sizeof(filter), "pid == %d", tid);
+    return ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter) == 0;
+}
+
 static bool set_filters(struct sched_trace *t, int tid)
 {
-    char sw[96], wk[48];
-    snprintf(sw, sizeof(sw), "prev_pid == %d || next_pid == %d", tid, tid);
-    snprintf(wk, sizeof(wk), "pid == %d", tid);
-    for (unsigned c = 0; c < t->cpus; c++)
-        if (ioctl(t->rings[2 * c].fd, PERF_EVENT_IOC_SET_FILTER, sw) != 0 ||
-            ioctl(t->rings[2 * c + 1].fd, PERF_EVENT_IOC_SET_FILTER, wk) != 0)
+    for (unsigned i = 0; i < 2 * t->cpus; i++)
+        if (t->rings[i].fd >= 0 && !set_filter(t->rings[i].fd, i, tid))
             return false;
     return true;
+}
+
+/* Maps pages data pages of event fd into r. */
+static bool map_ring(const struct sched_trace *t, struct ring *r, int fd, unsigned pages)
+{
+    size_t size = (size_t)(1 + pages) * (size_t)t->page;
+    void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED)
+        return false;
+    *r = (struct ring){ .fd = fd, .base = base, .size = size, .pages = pages };
+    return true;
+}
+
+/* Ring index found full: the same events opened again with four times the pages, filtered
+ * and enabled before the old ring goes (what the old one took after its last read goes with
+ * it). Where the kernel refuses (a locked-memory limit), the old ring stays, for good. */
+static void grow_ring(struct sched_trace *t, unsigned index)
+{
+    struct ring *old = &t->rings[index];
+    if (old->pages >= RING_PAGES_MAX || old->kept)
+        return;
+    unsigned pages = old->pages * 4 < RING_PAGES_MAX ? old->pages * 4 : RING_PAGES_MAX;
+    int fd = open_event(index % 2 ? t->wakeup_id : t->switch_id, index / 2);
+    struct ring grown;
+    if (fd < 0) {
+        old->kept = true;
+        return;
+    }
+    if (!map_ring(t, &grown, fd, pages)) {
+        close(fd);
+        old->kept = true;
+        return;
+    }
+    if (!set_filter(fd, index, t->tid) || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+        munmap(grown.base, grown.size);
+        close(fd);
+        old->kept = true;
+        return;
+    }
+    munmap(old->base, old->size);
+    close(old->fd);
+    *old = grown;
 }
 
 static void open_all(struct sched_trace *t, int tid)
@@ -194,10 +252,7 @@ static void open_all(struct sched_trace *t, int tid)
                 say_off(t, why);
                 return;
             }
-            r->size = (size_t)(1 + RING_PAGES) * (size_t)t->page;
-            r->base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-            if (r->base == MAP_FAILED) {
-                r->base = NULL;
+            if (!map_ring(t, r, r->fd, RING_PAGES)) {
                 close_rings(t);
                 say_off(t, "the wake-up chain was not recorded: its perf rings could not be "
                            "mapped");
@@ -316,7 +371,7 @@ static void ring_copy(const struct sched_trace *t, const struct ring *r, uint64_
                       size_t len)
 {
     const unsigned char *data = (const unsigned char *)r->base + t->page;
-    size_t size = (size_t)RING_PAGES * (size_t)t->page;
+    size_t size = (size_t)r->pages * (size_t)t->page;
     size_t from = (size_t)(at & (size - 1));
     size_t first = len < size - from ? len : size - from;
     memcpy(out, data + from, first);
@@ -332,6 +387,7 @@ static void drain(struct sched_trace *t, unsigned index)
     uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
     uint64_t tail = meta->data_tail;
     unsigned char raw[512];
+    bool dropped = false;
     while (tail < head) {
         struct perf_event_header h;
         ring_copy(t, r, tail, &h, sizeof(h));
@@ -348,10 +404,13 @@ static void drain(struct sched_trace *t, unsigned index)
             uint64_t lost[2];
             ring_copy(t, r, tail + sizeof(h), lost, sizeof(lost));
             atomic_fetch_add(&t->rec->sched_lost, lost[1]);
+            dropped = true;
         }
         tail += h.size;
     }
     __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+    if (dropped)
+        grow_ring(t, index);
 }
 
 void sched_trace_tick(struct sched_trace *t, int tid, bool final)
