@@ -737,6 +737,27 @@ def test_bad_input(build, demo):
                   f"{name}={env[name]!r}: no warning naming it: {warnings}")
         runs.append(r)
     gpu_off, debug, info = runs
+
+    # Every variable the code reads is in the README's table and known to the layer: each one
+    # set (empty: what the parts take as unset; run_app sets FRAMESCOPE_OUTPUT) draws no
+    # "unknown variable" warning (FRAMESCOPE_WAKEUPS once did, though it was obeyed).
+    here = os.path.dirname(os.path.abspath(__file__))
+    sources = ""
+    for part in ("src", "layers"):
+        for root, _, files in os.walk(os.path.join(here, "..", part)):
+            sources += "".join(open(os.path.join(root, f)).read() for f in files
+                               if f.endswith((".c", ".h")))
+    read = set(re.findall(r'getenv\("(FRAMESCOPE_[A-Z0-9_]+)"', sources))
+    with open(os.path.join(here, "..", "README.md")) as f:
+        documented = set(re.findall(r"^\| `(FRAMESCOPE_[A-Z0-9_]+)`", f.read(), re.M))
+    check(len(read) >= 15 and read == documented,
+          f"variables read but not in README's table: {sorted(read - documented)}; in the "
+          f"table but never read: {sorted(documented - read)}")
+    with Weston() as w:
+        r = run_app([demo, "--quiet", "--frames", "5"], w, build,
+                    extra_env={name: "" for name in read if name != "FRAMESCOPE_OUTPUT"})
+    unknown = [l for l in r.stderr.splitlines() if "unknown variable" in l]
+    check(unknown == [], f"documented variables called unknown: {unknown}")
     check(gpu_off.json()["caps"] == [] and debug.json()["caps"] == [],
           "a malformed FRAMESCOPE_CAP capped the app")
     check(not gpu_off.json()["gpu_timed"], "FRAMESCOPE_GPU=OFF did not turn GPU timing off")
