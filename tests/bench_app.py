@@ -8,7 +8,10 @@ every variant alike (each round starts one variant later than the last).
 The frame rate is the app's own where it prints one (glmark2's "FPS: N" per scene, glxgears'
 "= N FPS", the demo's "N fps"), else frames / wall time (--frames N). Each variant prints its
 median and its spread over the rounds; a median inside the range of every round of the A
-variants is "within the noise". Not a test: it prints what it measured.
+variants is "within the noise". Then each variant paired, round by round, with the base
+variants of the same round: the median difference in frame time and in how many rounds it was
+slower, which sees a cost that drift between rounds hides. Not a test: it prints what it
+measured.
 
 With --steady SHORT,LONG the app runs twice a round, its arguments' {frames} given SHORT and
 then LONG, and the rate is (LONG - SHORT) / (the difference of the two wall times): the
@@ -164,6 +167,34 @@ def table(title, results, base_labels):
                   f"{spreads[label][1]:.1f})  frame time {delta:+6.2f}% "
                   f"({1000 * (ms - base_ms):+.2f} us)"
                   f"{'  within the noise' if within and label not in base_labels else ''}")
+        paired(scene, results, base_labels)
+
+
+def paired(scene, results, base_labels):
+    """Round by round: each variant's frame time against the base variants' in the same round
+    (minutes apart at most, so what drifts slower than a round cancels). Prints the median
+    difference and in how many rounds the variant was slower: a cost that shows in every
+    round is real even where the medians' ranges overlap (slower in 6 of 6 happens by chance
+    once in 32 runs; in 5 of 5, once in 16)."""
+    rounds = min(len(rows) for rows in results.values())
+    base = []
+    for k in range(rounds):
+        times = [1000 / results[b][k][scene] for b in base_labels if scene in results[b][k]]
+        base.append(statistics.mean(times) if times else None)
+    lines = []
+    for label, rows in results.items():
+        if label in base_labels:
+            continue
+        diffs = [1000 * (1000 / rows[k][scene] - base[k]) for k in range(rounds)
+                 if base[k] is not None and scene in rows[k]]
+        if diffs:
+            slower = sum(d > 0 for d in diffs)
+            lines.append(f"    {label:34} {statistics.median(diffs):+9.2f} us a frame "
+                         f"({min(diffs):+.2f}..{max(diffs):+.2f}), slower in {slower} of "
+                         f"{len(diffs)} rounds")
+    if lines:
+        print(f"    paired by round, against {' and '.join(base_labels)} in the same round:")
+        print("\n".join(lines))
 
 
 def main():
