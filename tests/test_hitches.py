@@ -17,10 +17,10 @@ from vkharness import TestCompositor, Weston, check, main, run_app
 FRAMES = 180
 
 
-def demo_run(build, demo, args, frames=FRAMES):
+def demo_run(build, demo, args, frames=FRAMES, env=None):
     with Weston() as w:
         r = run_app([demo, "--present-mode", "mailbox", "--frames", str(frames)] + args, w,
-                    build)
+                    build, env)
     check(r.rc == 0, r.stderr[-2000:])
     return r, r.json()
 
@@ -378,14 +378,17 @@ def test_wakeups_fast(build, demo):
     as it goes) keeps its wake-up chain: a ring the kernel finds full is opened again larger,
     so what is lost is at most the first ticks' overflow, under a tenth of the events, where a
     fixed 64 KiB ring lost 37% of them at 2,800 frames a second. The run is sized from the
-    demo's own rate in a first run: three seconds, thirty of the sampler's reads."""
-    r, s = demo_run(build, demo, [], frames=2000)
+    demo's own rate in a first run: three seconds, thirty of the sampler's reads. Kept on
+    (FRAMESCOPE_WAKEUPS=on): by default it pauses at such rates (test wakeups_paced)."""
+    on = {"FRAMESCOPE_WAKEUPS": "on"}
+    r, s = demo_run(build, demo, [], frames=2000, env=on)
     state = s["hitches"]["wakeups"]
     if state["state"] != "on":
         print(f"the wake-up chain is not recorded here: {state['why']}")
         sys.exit(77)
     frames = max(2000, int(3 * s["fps"]))
-    r, s = demo_run(build, demo, [], frames=frames)
+    r, s = demo_run(build, demo, [], frames=frames, env=on)
+    check(s["hitches"]["wakeups"]["pauses"] == 0, s["hitches"]["wakeups"])
     w = s["hitches"]["wakeups"]
     total = w["events"] + w["lost"]
     rate = total / s["duration_s"]
@@ -402,6 +405,59 @@ def test_wakeups_fast(build, demo):
           f"of the sampler's reads)")
 
 
+def chain_known(rows):
+    return [x for x in rows if x["woken_by"] != "" or x["woken_after_ms"] != "" or
+            x["ran_instead"] != "" or x["ran_instead_ms"] != ""]
+
+
+def test_wakeups_paced(build, demo):
+    """By default (FRAMESCOPE_WAKEUPS=auto) the wake-up chain pauses while frames come faster
+    than 500 a second, judged each second, since its cost is the kernel's per switch and so
+    per frame: the demo as fast as it goes for three seconds (sized from its own rate in a
+    first run) is paused after its first second, the summary says for how long, and frames in
+    the paused time have their chain unknown (empty in frames.csv), not "nothing ran instead".
+    A run kept under 250 frames a second (a 4 ms spin a frame) is never paused."""
+    r, s = demo_run(build, demo, ["--cpu-ms", "4"], frames=10)
+    if s["hitches"]["wakeups"]["state"] != "on":
+        print(f"the wake-up chain is not recorded here: {s['hitches']['wakeups']['why']}")
+        sys.exit(77)
+    # Slow: 2.5 s at most 250 frames a second.
+    r, s = demo_run(build, demo, ["--cpu-ms", "4"], frames=600)
+    w = s["hitches"]["wakeups"]
+    known = chain_known(r.frames())
+    check(w["pauses"] == 0 and w["paused_s"] == 0 and "paused" not in
+          next(l for l in r.stderr.splitlines() if l.startswith("  wake-ups")), w)
+    check(len(known) >= 600 // 2, f"the chain known in {len(known)} of 600 slow frames")
+    slow = f"{s['fps']:.0f} fps: never paused, the chain known in {len(known)} of 600 frames"
+    _, first = demo_run(build, demo, [], frames=2000)
+    if first["fps"] < 2 * 500:
+        print(f"{slow}; the demo runs at {first['fps']:.0f} fps here, too slow to be paused "
+              "surely: the fast half not run")
+        return
+    frames = int(3 * first["fps"])
+    r, s = demo_run(build, demo, [], frames=frames)
+    w = s["hitches"]["wakeups"]
+    rows = r.frames()
+    known = chain_known(rows)
+    check(w["pauses"] >= 1 and 0 < w["paused_s"] <= s["duration_s"] + 1, w)
+    line = next(l for l in r.stderr.splitlines() if l.startswith("  wake-ups"))
+    m = re.search(r"; paused (\d+) times?, ([\d.]+) s in all, while frames came more than 500 a "
+                  r"second", line)
+    check(m and int(m.group(1)) == w["pauses"] and abs(float(m.group(2)) - w["paused_s"]) < 0.06,
+          line)
+    # Frames in the paused time are unknown: those known fit in the time it was not paused
+    # (the time paused runs on to the sampler's last read at exit, after the last frame:
+    # half a second of slack for that).
+    known_s = sum(float(x["frame_ms"]) for x in known) / 1000
+    check(0 < len(known) and known_s <= s["duration_s"] - w["paused_s"] + 0.5,
+          f"{len(known)} frames with their chain known, {known_s:.2f} s of them, in a "
+          f"{s['duration_s']:.2f} s run paused {w['paused_s']:.2f} s")
+    print(f"{slow}; {frames} frames at {s['fps']:.0f} fps: paused {w['pauses']} time(s), "
+          f"{w['paused_s']:.2f} s of {s['duration_s']:.2f} s, the chain known in {len(known)} "
+          f"frames ({known_s:.2f} s)")
+
+
 main({"steady": test_steady, "spikes": test_spikes, "pipelines": test_pipelines,
       "faults": test_faults, "gpu_pass": test_gpu_pass, "late_present": test_late_present,
-      "wakeups": test_wakeups, "wakeups_fast": test_wakeups_fast, "alloc": test_alloc})
+      "wakeups": test_wakeups, "wakeups_fast": test_wakeups_fast,
+      "wakeups_paced": test_wakeups_paced, "alloc": test_alloc})

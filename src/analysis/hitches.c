@@ -252,28 +252,53 @@ static int sched_by_time(const void *a, const void *b)
 
 void sched_index_build(const struct recording *rec, struct sched_index *ret)
 {
-    ret->count = 0;
+    ret->count = ret->mark_count = 0;
     ret->events = rec->kernel.sched_count
                       ? malloc(rec->kernel.sched_count * sizeof(*ret->events)) : NULL;
-    if (!ret->events)
+    ret->marks = rec->kernel.sched_marks
+                     ? malloc(rec->kernel.sched_marks * sizeof(*ret->marks)) : NULL;
+    if (!ret->events || (rec->kernel.sched_marks && !ret->marks)) {
+        sched_index_free(ret);
         return;
-    for (uint64_t i = 0; i < rec->kernel.sched_count; i++)
-        ret->events[ret->count++] = &rec->kernel.sched_events[i];
+    }
+    for (uint64_t i = 0; i < rec->kernel.sched_count; i++) {
+        const struct sched_event *e = &rec->kernel.sched_events[i];
+        if (e->kind == SCHED_EVENT_PAUSED || e->kind == SCHED_EVENT_RESUMED)
+            ret->marks[ret->mark_count++] = e;
+        else
+            ret->events[ret->count++] = e;
+    }
     qsort(ret->events, ret->count, sizeof(*ret->events), sched_by_time);
+    qsort(ret->marks, ret->mark_count, sizeof(*ret->marks), sched_by_time);
+}
+
+/* Whether the events were paused at any time in [from, to]. */
+static bool sched_paused_within(const struct sched_index *x, uint64_t from, uint64_t to)
+{
+    bool paused = false;
+    for (size_t k = 0; k < x->mark_count && x->marks[k]->ticks <= to; k++) {
+        if (x->marks[k]->ticks >= from)
+            return true; /* turned off or on inside: part of it unknown */
+        paused = x->marks[k]->kind == SCHED_EVENT_PAUSED;
+    }
+    return paused;
 }
 
 void sched_index_free(struct sched_index *x)
 {
     free(x->events);
+    free(x->marks);
     x->events = NULL;
-    x->count = 0;
+    x->marks = NULL;
+    x->count = x->mark_count = 0;
 }
 
 void frame_wakeups(const struct recording *rec, const struct sched_index *x,
                    const struct fscope_frame *f, struct wakeup_view *ret)
 {
     memset(ret, 0, sizeof(*ret));
-    if (!x->count || !f->kernel_valid || f->end_ticks <= f->start_ticks)
+    if (!x->count || !f->kernel_valid || f->end_ticks <= f->start_ticks ||
+        sched_paused_within(x, f->start_ticks, f->end_ticks))
         return;
     int tid = f->kernel_tid;
     size_t a = 0, b = x->count;
@@ -805,10 +830,19 @@ void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch
     }
     if (rec->kernel.present && rec->kernel.sched_state == REC_SCHED_OFF)
         fprintf(f, "  wake-ups    %s\n", rec->kernel.sched_why);
-    else if (rec->kernel.sched_state == REC_SCHED_ON)
+    else if (rec->kernel.sched_state == REC_SCHED_ON) {
         fprintf(f, "  wake-ups    recorded (sched_switch, sched_waking): %llu events of the thread "
-                "closing frames, %llu lost\n", (unsigned long long)rec->kernel.sched_count,
+                "closing frames, %llu lost",
+                (unsigned long long)(rec->kernel.sched_count - rec->kernel.sched_marks),
                 (unsigned long long)rec->kernel.sched_lost);
+        if (rec->kernel.sched_pauses)
+            fprintf(f, "; paused %u time%s, %.1f s in all, while frames came more than %d a "
+                    "second (the kernel's cost of the events is per frame; "
+                    "FRAMESCOPE_WAKEUPS=on keeps them on)", rec->kernel.sched_pauses,
+                    rec->kernel.sched_pauses == 1 ? "" : "s",
+                    (double)rec->kernel.sched_paused_ms / 1e3, REC_SCHED_PAUSE_FPS);
+        fputc('\n', f);
+    }
     if (s->late_judged)
         fprintf(f, "  late        %llu of %llu frames shown one or more refreshes after they were "
                 "ready (%llu refresh%s in all)\n", (unsigned long long)s->late_frames,
@@ -932,8 +966,10 @@ void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch
     fprintf(f, ",\n    \"wakeups\": {\"state\": \"%s\", \"why\": ",
             states[rec->kernel.sched_state <= REC_SCHED_OFF ? rec->kernel.sched_state : 0]);
     json_write_string(f, rec->kernel.sched_why);
-    fprintf(f, ", \"events\": %llu, \"lost\": %llu}", (unsigned long long)rec->kernel.sched_count,
-            (unsigned long long)rec->kernel.sched_lost);
+    fprintf(f, ", \"events\": %llu, \"lost\": %llu, \"pauses\": %u, \"paused_s\": %.3f}",
+            (unsigned long long)(rec->kernel.sched_count - rec->kernel.sched_marks),
+            (unsigned long long)rec->kernel.sched_lost, rec->kernel.sched_pauses,
+            (double)rec->kernel.sched_paused_ms / 1e3);
     fprintf(f, ",\n    \"animation_error_ms\": {\"samples\": %llu, \"mean\": %.6f, \"p95\": "
             "%.6f, \"p99\": %.6f}},\n", (unsigned long long)s->animation_samples,
             s->animation_error_ms[0], s->animation_error_ms[1], s->animation_error_ms[2]);

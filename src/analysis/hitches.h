@@ -115,8 +115,10 @@ void hitches_compute(const struct recording *rec, const struct display_evidence 
 void hitches_free(struct hitch_stats *s);
 
 struct sched_index {
-    const struct sched_event **events; /* by time */
+    const struct sched_event **events; /* by time; the pause marks apart */
     size_t count;
+    const struct sched_event **marks; /* PAUSED and RESUMED, by time */
+    size_t mark_count;
 };
 void sched_index_build(const struct recording *rec, struct sched_index *ret);
 void sched_index_free(struct sched_index *x);

@@ -711,13 +711,17 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
     k->sched_state = sched <= REC_SCHED_OFF ? (enum rec_sched_state)sched : REC_SCHED_UNKNOWN;
     copy_string(k->sched_why, sizeof(k->sched_why), src->sched_why, sizeof(src->sched_why));
     k->sched_lost = atomic_load(&src->sched_lost);
+    k->sched_pauses = atomic_load(&src->sched_pauses);
+    k->sched_paused_ms = atomic_load(&src->sched_paused_ms);
     void *events;
     e = read_chunked(r, rec, &src->sched_events, sizeof(struct sched_event), "sched events",
                      &events, &k->sched_count);
     k->sched_events = events;
+    k->sched_marks = 0;
     for (uint64_t i = 0; !e && i < k->sched_count; i++) {
         struct sched_event *s = &k->sched_events[i];
-        if (s->kind < SCHED_EVENT_OUT || s->kind > SCHED_EVENT_WOKEN || s->state > SCHED_OUT_OTHER)
+        k->sched_marks += s->kind == SCHED_EVENT_PAUSED || s->kind == SCHED_EVENT_RESUMED;
+        if (s->kind < SCHED_EVENT_OUT || s->kind > SCHED_EVENT_RESUMED || s->state > SCHED_OUT_OTHER)
             return malformed(r, "sched event %llu is malformed", (unsigned long long)i);
         make_printable(s->other_comm, sizeof(s->other_comm));
     }

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define REC_MAGIC "FSCOPREC"
-#define REC_VERSION 8u
+#define REC_VERSION 9u
 /* Objects and chunks start at multiples of this: a cache line, so no two writers share one. */
 #define REC_ALIGN 64u
 /* The arena's size: virtual address space only (a sparse memfd, mapped without reserve), so
@@ -547,7 +547,15 @@ struct rec_objects {
 /* The wake-up chain of the thread that closes frames (sched_trace.c): its switches out and in
  * and its wake-ups, from the kernel's sched_switch and sched_waking tracepoints through perf,
  * where the kernel allows it (root, or CAP_PERFMON). */
-enum sched_event_kind { SCHED_EVENT_OUT = 1, SCHED_EVENT_IN, SCHED_EVENT_WOKEN };
+/* PAUSED, RESUMED: FRAMESCOPE_WAKEUPS=auto turned the events off and on again (no other
+ * fields); between them the thread's switches and wake-ups are unknown, not absent. */
+enum sched_event_kind {
+    SCHED_EVENT_OUT = 1,
+    SCHED_EVENT_IN,
+    SCHED_EVENT_WOKEN,
+    SCHED_EVENT_PAUSED,
+    SCHED_EVENT_RESUMED,
+};
 enum sched_out_state { SCHED_OUT_RUNNABLE = 0, SCHED_OUT_SLEEP, SCHED_OUT_DISK, SCHED_OUT_OTHER };
 struct sched_event {
     uint64_t ticks;
@@ -559,6 +567,8 @@ struct sched_event {
     char other_comm[16]; /* OUT, IN: from the tracepoint; WOKEN: the waker's, from procfs */
 };
 enum rec_sched_state { REC_SCHED_UNKNOWN = 0, REC_SCHED_ON, REC_SCHED_OFF };
+/* FRAMESCOPE_WAKEUPS=auto pauses the events while frames come faster than this a second. */
+#define REC_SCHED_PAUSE_FPS 500
 
 struct rec_kernel {
     uint32_t tick_ms;
@@ -572,9 +582,11 @@ struct rec_kernel {
     struct chunked drm_samples; /* struct drm_sample */
     struct rec_kms kms;
     _Atomic uint32_t sched_state; /* enum rec_sched_state */
-    uint32_t reserved;
+    _Atomic uint32_t sched_pauses; /* times FRAMESCOPE_WAKEUPS=auto paused it (fast frames) */
     char sched_why[224];          /* why the wake-up chain was not recorded */
     _Atomic uint64_t sched_lost;  /* events the kernel dropped (its ring was full) */
+    _Atomic uint32_t sched_paused_ms; /* how long it was paused in all */
+    uint32_t reserved;
     struct chunked sched_events;  /* struct sched_event */
 };
 

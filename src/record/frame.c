@@ -278,6 +278,7 @@ FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_lo
     log->last_kernel_tid = kernel ? tid : 0;
     if (tid && atomic_load_explicit(&fscope_sched_closer_tid, memory_order_relaxed) != tid)
         atomic_store_explicit(&fscope_sched_closer_tid, tid, memory_order_relaxed);
+    atomic_fetch_add_explicit(&fscope_sched_frames, 1, memory_order_relaxed);
     log->last_kernel = kv;
     log->last_counters_tid = counted ? tid : 0;
     if (counted)

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -40,6 +41,15 @@
  * CPUs the thread runs on grow. */
 #define RING_PAGES 16
 #define RING_PAGES_MAX 256
+
+/* FRAMESCOPE_WAKEUPS=auto (the default) pauses the events while frames come faster than
+ * REC_SCHED_PAUSE_FPS a second, judged over each second, and resumes them under RESUME_FPS.
+ * Their cost is the kernel's, per context switch and wake-up on the machine, and so about the
+ * same per frame whatever the frame rate: the demo in MAILBOX on the project's 2-core VM lost
+ * 16-33 us a frame to them (tests/bench_app.py --parts, paired by round), 5-8% of its frame
+ * at 2,500 frames a second; the same would be 1.5% at 500 and 0.4% at 144. */
+#define RESUME_FPS 400
+#define PACE_WINDOW_NS 1000000000LL
 
 struct ring {
     int fd;
@@ -77,6 +87,11 @@ struct sched_trace {
     unsigned switch_id, wakeup_id;
     long page;
     struct comm_entry comms[COMM_CACHE];
+    bool always;            /* FRAMESCOPE_WAKEUPS=on: never paused */
+    bool paused;            /* the events are disabled (frames came too fast) */
+    int64_t window_ns;      /* when the frame rate's current window began; 0: not yet */
+    uint64_t window_frames; /* fscope_sched_frames then */
+    int64_t paused_from_ns; /* while paused: what is not yet in rec->sched_paused_ms */
 };
 
 static void say_off(struct sched_trace *t, const char *why)
@@ -203,7 +218,8 @@ static void grow_ring(struct sched_trace *t, unsigned index)
         old->kept = true;
         return;
     }
-    if (!set_filter(fd, index, t->tid) || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+    if (!set_filter(fd, index, t->tid) ||
+        (!t->paused && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0)) {
         munmap(grown.base, grown.size);
         close(fd);
         old->kept = true;
@@ -273,6 +289,74 @@ static void open_all(struct sched_trace *t, int tid)
 }
 
 _Atomic int fscope_sched_closer_tid;
+_Atomic uint64_t fscope_sched_frames;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void set_enabled(struct sched_trace *t, bool on)
+{
+    for (unsigned i = 0; i < 2 * t->cpus; i++)
+        if (t->rings[i].fd >= 0)
+            ioctl(t->rings[i].fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+}
+
+/* Moves the time paused so far into the recording (a killed app's capture keeps it). */
+static void count_paused(struct sched_trace *t, int64_t now)
+{
+    if (!t->paused || now <= t->paused_from_ns)
+        return;
+    atomic_fetch_add(&t->rec->sched_paused_ms, (uint32_t)((now - t->paused_from_ns) / 1000000));
+    t->paused_from_ns += (now - t->paused_from_ns) / 1000000 * 1000000;
+}
+
+/* Marks when the events went off or on, for readers to tell unknown from absent. */
+static void mark(struct sched_trace *t, enum sched_event_kind kind, int64_t now)
+{
+    struct sched_event *e = chunked_next(&t->rec->sched_events);
+    if (!e)
+        return;
+    e->ticks = fscope_mono_ns_to_ticks(now);
+    e->tid = t->tid;
+    e->kind = (uint8_t)kind;
+    chunked_publish(&t->rec->sched_events);
+}
+
+/* At each tick once the events are open (FRAMESCOPE_WAKEUPS=auto): pauses or resumes them by
+ * the frame rate of the second that just ended. */
+static void pace(struct sched_trace *t, bool final)
+{
+    int64_t now = mono_ns();
+    uint64_t frames = atomic_load_explicit(&fscope_sched_frames, memory_order_relaxed);
+    count_paused(t, now);
+    if (final)
+        return;
+    if (!t->window_ns || now < t->window_ns) {
+        t->window_ns = now;
+        t->window_frames = frames;
+        return;
+    }
+    if (now - t->window_ns < PACE_WINDOW_NS)
+        return;
+    double rate = (double)(frames - t->window_frames) * 1e9 / (double)(now - t->window_ns);
+    t->window_ns = now;
+    t->window_frames = frames;
+    if (!t->paused && rate > REC_SCHED_PAUSE_FPS) {
+        set_enabled(t, false);
+        t->paused = true;
+        t->paused_from_ns = now;
+        atomic_fetch_add(&t->rec->sched_pauses, 1);
+        mark(t, SCHED_EVENT_PAUSED, now);
+    } else if (t->paused && rate < RESUME_FPS) {
+        set_enabled(t, true);
+        t->paused = false;
+        mark(t, SCHED_EVENT_RESUMED, mono_ns());
+    }
+}
 
 struct sched_trace *sched_trace_new(struct rec_kernel *rec)
 {
@@ -284,11 +368,15 @@ struct sched_trace *sched_trace_new(struct rec_kernel *rec)
      * filter drops it: a cost on the whole machine, which this turns off on its own. */
     const char *value = secure_getenv("FRAMESCOPE_WAKEUPS");
     bool on = true;
-    if (value && *value && !fscope_config_parse_switch(value, &on)) {
-        char shown[FSCOPE_ESCAPE_SIZE];
-        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_WAKEUPS='%s' is not on or off; using on",
-                   fscope_config_escape(value, shown, sizeof(shown)));
-        on = true;
+    if (value && *value && strcasecmp(value, "auto") != 0) {
+        if (fscope_config_parse_switch(value, &on)) {
+            t->always = on;
+        } else {
+            char shown[FSCOPE_ESCAPE_SIZE];
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_WAKEUPS='%s' is not auto, on or off; "
+                       "using auto", fscope_config_escape(value, shown, sizeof(shown)));
+            on = true;
+        }
     }
     if (!on)
         say_off(t, "the wake-up chain was not recorded: FRAMESCOPE_WAKEUPS=off");
@@ -425,6 +513,8 @@ void sched_trace_tick(struct sched_trace *t, int tid, bool final)
         /* Another thread closes frames now: follow it (what was read is the old one's). */
         if (tid > 0 && tid != t->tid && set_filters(t, tid))
             t->tid = tid;
+        if (!t->always)
+            pace(t, final);
     }
     if (final) {
         close_rings(t);

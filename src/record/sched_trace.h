@@ -4,6 +4,7 @@
 #define FSCOPE_RECORD_SCHED_TRACE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "format.h"
 
@@ -15,7 +16,9 @@ struct sched_trace *sched_trace_new(struct rec_kernel *rec);
  * known, follows it when another thread takes over, and records what the rings hold. final:
  * the last tick; t is freed. */
 void sched_trace_tick(struct sched_trace *t, int tid, bool final);
-/* The thread that closed the latest frame (frame.c sets it; 0 before any). */
+/* The thread that closed the latest frame (frame.c sets it; 0 before any), and how many frames
+ * were closed (for the frame rate that pauses the events). */
 extern _Atomic int fscope_sched_closer_tid;
+extern _Atomic uint64_t fscope_sched_frames;
 
 #endif
