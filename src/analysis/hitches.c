@@ -269,7 +269,8 @@ void sched_index_build(const struct recording *rec, struct sched_index *ret)
             ret->events[ret->count++] = e;
     }
     qsort(ret->events, ret->count, sizeof(*ret->events), sched_by_time);
-    qsort(ret->marks, ret->mark_count, sizeof(*ret->marks), sched_by_time);
+    if (ret->mark_count)
+        qsort(ret->marks, ret->mark_count, sizeof(*ret->marks), sched_by_time);
 }
 
 /* Whether the events were paused at any time in [from, to]. */
