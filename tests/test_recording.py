@@ -548,7 +548,49 @@ def test_fd_closing_app(build):
                   f"{'closed by the app, streaming stopped (said)' if closed else 'above 1023'}")
 
 
+def test_live_copy(build):
+    """A running app's recording copied while it grows (framescoped's copy for `top`) holds
+    the header's size from when the copy began, and a chunk table copied later may name chunks
+    allocated since, beyond that size (CI once saw `top` refuse such an app: "chunk 1 of the
+    frame log ... is outside the recording"). Made so on purpose: a finished recording cut
+    at the start of its frame log's third chunk, marked as still recording, reads as the
+    frames of the first two chunks; the same cut in a finished one is refused."""
+    out = os.path.join(tempfile.mkdtemp(prefix="fscope-live-"), "capture")
+    r = framescope_run(build, out, "--frames", "1000", "--output", "offscreen", summary="off")
+    check(r.rc == 0, r.stderr[-1500:])
+    data = open(os.path.join(out, "recording.fsr"), "rb").read()
+    # struct rec_header: used at 24, state at 36, the directory's count at 216 and its entries
+    # (type, reserved, offset, size) from 224; struct rec_frame_log's chunked frames at 328.
+    entries = struct.unpack_from("<I", data, 216)[0]
+    logs = [struct.unpack_from("<IIQQ", data, 224 + 24 * i)[2] for i in range(entries)
+            if struct.unpack_from("<IIQQ", data, 224 + 24 * i)[0] == 4]
+    check(len(logs) == 1, f"{len(logs)} frame logs")
+    _, per, count, _, table, _, streamed = struct.unpack_from("<IIQQQQQ", data, logs[0] + 328)
+    chunks = [struct.unpack_from("<Q", data, table + 8 * c)[0] for c in range(-(-count // per))]
+    check(count > 2 * per and len(chunks) >= 3 and streamed == 0,
+          f"{count} frames in {len(chunks)} chunks of {per}, {streamed} streamed")
+    cut = chunks[2]
+    results = {}
+    for state, name in ((1, "recording"), (2, "ended")):
+        copy = bytearray(data[:cut])
+        struct.pack_into("<Q", copy, 24, cut)
+        struct.pack_into("<I", copy, 36, state)
+        with open(os.path.join(out, "recording.fsr"), "wb") as f:
+            f.write(copy)
+        results[name] = report(build, out)
+    live, ended = results["recording"], results["ended"]
+    m = re.search(r"^  frames      (\d+) in ", live.stdout.decode(), re.M)
+    check(live.returncode == 0 and m and int(m.group(1)) == 2 * per,
+          f"the live copy: {live.returncode} {live.stderr.decode()[-500:]} "
+          f"{m.group(0) if m else ''}")
+    check(ended.returncode == 2 and "chunk 2 of the frame log" in ended.stderr.decode() and
+          "is outside the recording" in ended.stderr.decode(), ended.stderr.decode()[-500:])
+    print(f"cut at frame {2 * per} of {count}: read as {m.group(1)} frames while recording, "
+          f"refused once ended")
+
+
 main({
+    "live_copy": test_live_copy,
     "death_kill": lambda b: test_death(b, "kill"),
     "death_term": lambda b: test_death(b, "term"),
     "death_int": lambda b: test_death(b, "int"),

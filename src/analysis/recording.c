@@ -213,8 +213,18 @@ static int read_chunked(struct reader *r, struct recording *rec, const struct ch
     if (!table)
         return -ENOMEM;
     memcpy(table, r->bytes + table_offset, chunks * sizeof(*table));
-    for (uint64_t c = 0; c < chunks && !e; c++)
+    for (uint64_t c = 0; c < chunks && !e; c++) {
+        /* A recording copied while its app ran (framescoped's copy, `top`) holds its header's
+         * size from when the copy began, and a table copied later may name chunks allocated
+         * since, beyond that size, or not yet have their offset: those items came after the
+         * copy, and are left out. A finished recording gets no such leave. */
+        if (rec->state == REC_STATE_RECORDING && (table[c] == 0 || table[c] >= r->len)) {
+            chunks = c;
+            count = c * chunk_items;
+            break;
+        }
         e = claim(r, table[c], chunk_bytes, REC_ALIGN, "chunk", c);
+    }
     /* Chunks still in the stream file (a recording read while its app runs, for a trace) are
      * not here: the items start after them. */
     uint64_t streamed = atomic_load(&a->streamed_chunks);
