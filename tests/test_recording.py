@@ -554,7 +554,8 @@ def test_live_copy(build):
     allocated since, beyond that size (CI once saw `top` refuse such an app: "chunk 1 of the
     frame log ... is outside the recording"). Made so on purpose: a finished recording cut
     at the start of its frame log's third chunk, marked as still recording, reads as the
-    frames of the first two chunks; the same cut in a finished one is refused."""
+    frames of the first two chunks, whether its header says the cut or more (copied after
+    the rest); the same cut in a finished one is refused."""
     out = os.path.join(tempfile.mkdtemp(prefix="fscope-live-"), "capture")
     r = framescope_run(build, out, "--frames", "1000", "--output", "offscreen", summary="off")
     check(r.rc == 0, r.stderr[-1500:])
@@ -571,21 +572,26 @@ def test_live_copy(build):
           f"{count} frames in {len(chunks)} chunks of {per}, {streamed} streamed")
     cut = chunks[2]
     results = {}
-    for state, name in ((1, "recording"), (2, "ended")):
+    # The header's size as the copy began (the cut), or as copied later (the whole: more than
+    # the copy holds).
+    for state, used, name in ((1, cut, "recording"), (1, len(data), "recording, header later"),
+                              (2, cut, "ended")):
         copy = bytearray(data[:cut])
-        struct.pack_into("<Q", copy, 24, cut)
+        struct.pack_into("<Q", copy, 24, used)
         struct.pack_into("<I", copy, 36, state)
         with open(os.path.join(out, "recording.fsr"), "wb") as f:
             f.write(copy)
         results[name] = report(build, out)
-    live, ended = results["recording"], results["ended"]
-    m = re.search(r"^  frames      (\d+) in ", live.stdout.decode(), re.M)
-    check(live.returncode == 0 and m and int(m.group(1)) == 2 * per,
-          f"the live copy: {live.returncode} {live.stderr.decode()[-500:]} "
-          f"{m.group(0) if m else ''}")
+    for name in ("recording", "recording, header later"):
+        live = results[name]
+        m = re.search(r"^  frames      (\d+) in ", live.stdout.decode(), re.M)
+        check(live.returncode == 0 and m and int(m.group(1)) == 2 * per,
+              f"{name}: {live.returncode} {live.stderr.decode()[-500:]} "
+              f"{m.group(0) if m else ''}")
+    ended = results["ended"]
     check(ended.returncode == 2 and "chunk 2 of the frame log" in ended.stderr.decode() and
           "is outside the recording" in ended.stderr.decode(), ended.stderr.decode()[-500:])
-    print(f"cut at frame {2 * per} of {count}: read as {m.group(1)} frames while recording, "
+    print(f"cut at frame {2 * per} of {count}: read as {2 * per} frames while recording, "
           f"refused once ended")
 
 

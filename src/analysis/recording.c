@@ -958,6 +958,10 @@ int recording_read(const void *bytes, size_t len, struct recording **ret, char *
     if (e)
         return e;
     uint64_t used = atomic_load(&h->used);
+    /* A running app's recording copied while it grew holds a header copied after the size
+     * the copy was made for: what lies past that size came after the copy. */
+    if (used > len && atomic_load(&h->state) == REC_STATE_RECORDING && len >= h->header_size)
+        used = len;
     if (used < h->header_size || used > len) {
         free(h);
         return malformed(&r, "the recording claims %llu bytes but holds %zu",
