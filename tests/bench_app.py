@@ -25,6 +25,7 @@ often shows there first.
 
 usage: bench_app.py BUILD_DIR [--rounds N] [--parts] [--mangohud] [--frames N]
                     [--steady SHORT,LONG] [--pin-malloc] [--layer-env FRAMESCOPE_X=V]...
+                    [--try FRAMESCOPE_X=V[,FRAMESCOPE_Y=W...]]...
                     -- APP ARGS...
   e.g. MESA_LOADER_DRIVER_OVERRIDE=zink LIBGL_ALWAYS_SOFTWARE=1 \\
        bench_app.py build --parts -- glmark2-wayland -s 320x240 -b build:duration=3
@@ -33,6 +34,8 @@ usage: bench_app.py BUILD_DIR [--rounds N] [--parts] [--mangohud] [--frames N]
 
 --layer-env FRAMESCOPE_X=V sets a layer variable for every variant with the layer (the
 framescope variables of the environment are not passed on: the layer's defaults are measured).
+--try FRAMESCOPE_X=V,... adds a variant, the layer with those settings, set against the whole
+layer beside the parts (what a setting or an experimental switch gains, paired by round).
 
 --pin-malloc runs every variant with glibc's malloc thresholds fixed (GLIBC_TUNABLES, PIN_MALLOC
 below). A driver that allocates and frees large blocks every frame (lavapipe under zink) takes
@@ -205,7 +208,7 @@ def main():
     opts, app = args[:split], args[split + 1:]
     build = opts.pop(0)
     rounds, parts, mangohud, frames, span, pin_malloc = 3, False, False, None, None, False
-    settings = {}
+    settings, tries = {}, []
     while opts:
         o = opts.pop(0)
         if o == "--rounds" and opts and opts[0].isdigit() and int(opts[0]) > 0:
@@ -219,6 +222,12 @@ def main():
         elif o == "--layer-env" and opts and re.fullmatch(r"FRAMESCOPE_[A-Z_]+=.*", opts[0]):
             key, value = opts.pop(0).split("=", 1)
             settings[key] = value
+        elif o == "--try":
+            tried = opts.pop(0) if opts else ""
+            if not re.fullmatch(r"FRAMESCOPE_[A-Z_]+=[^,]*(,FRAMESCOPE_[A-Z_]+=[^,]*)*", tried):
+                sys.exit(f"bench_app: --try {tried!r}: give FRAMESCOPE_X=V, several joined by ','")
+            tries.append((f"framescope, {tried}",
+                          dict(kv.split("=", 1) for kv in tried.split(","))))
         elif o == "--frames" and opts and opts[0].isdigit() and int(opts[0]) > 0:
             frames = int(opts.pop(0))
         elif o == "--steady" and opts and re.fullmatch(r"\d+,\d+", opts[0]):
@@ -245,6 +254,7 @@ def main():
                                                    "MANGOHUD_CONFIG": "no_display"}))
     if parts:
         variants += [(f"framescope, {name} off", dict(layer, **off)) for name, off in PARTS]
+    variants += [(name, dict(layer, **tried)) for name, tried in tries]
 
     def measure(env_extra):
         results = {label: [] for label, _ in variants}
@@ -274,9 +284,11 @@ def main():
     table(title, {k: rates[k] for k in whole}, ["A (no layer)", "A (no layer, again)"])
     if span or frames:
         cost_table({k: costs[k] for k in whole}, ["A (no layer)", "A (no layer, again)"])
-    if parts:
-        table("the layer's parts: the whole layer against it with one part off (a part costs "
-              "what turning it off gains)", {k: rates[k] for k in split}, ["X (framescope)"])
+    if parts or tries:
+        table("the layer's parts" + (" and settings tried" if tries else "") +
+              ": the whole layer against it with one part off" +
+              (" or a setting changed" if tries else "") + " (a part costs what turning it off "
+              "gains)", {k: rates[k] for k in split}, ["X (framescope)"])
         if span or frames:
             cost_table({k: costs[k] for k in split}, ["X (framescope)"])
 
