@@ -15,7 +15,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vkharness import Result, Weston, check, check_capture_consistent, layer_env, main
+from vkharness import (Result, Weston, check, check_capture_consistent, layer_env, main,
+                       run_bounded)
 
 # A bound on how long a run may take, so a broken build fails instead of hanging.
 PATIENCE_S = 240
@@ -196,12 +197,11 @@ def test_bounded_memory(build):
 
     def run(frames):
         out = os.path.join(tempfile.mkdtemp(prefix="fscope-long-"), "capture")
-        proc = subprocess.run([exe, "run", "--summary", "off", "--output", out, "--", demo,
-                               "--frames", str(frames), "--present-mode", "mailbox",
-                               "--width", "64", "--height", "64"],
-                              capture_output=True, text=True, timeout=PATIENCE_S,
-                              env=clean_env({"FRAMESCOPE_LOG": "debug",
-                                             "FRAMESCOPE_RING_EVENTS": "64"}))
+        proc = run_bounded([exe, "run", "--summary", "off", "--output", out, "--", demo,
+                            "--frames", str(frames), "--present-mode", "mailbox",
+                            "--width", "64", "--height", "64"], PATIENCE_S,
+                           env=clean_env({"FRAMESCOPE_LOG": "debug",
+                                          "FRAMESCOPE_RING_EVENTS": "64"}))
         check(proc.returncode == 0, proc.stderr[-1500:])
         m = re.search(r"held (\d+) KiB in memory at the end \((\d+) KiB of it made resident "
                       r"ahead of use\), (\d+) KiB streamed", proc.stderr)

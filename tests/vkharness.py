@@ -23,6 +23,77 @@ def check(cond, msg):
         raise TestFailure(msg)
 
 
+def _read(path, limit=4096):
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit).decode(errors="replace").strip()
+    except OSError as e:
+        return f"({e.strerror})"
+
+
+def process_tree(root):
+    """root and every process descended from it, by each one's parent in /proc/PID/stat."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = _read(f"/proc/{entry}/stat")
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+            fields = stat[stat.rfind(")") + 2:].split()
+            if len(fields) > 1 and fields[1].isdigit():
+                parents[int(entry)] = int(fields[1])
+    tree, grown = [root], True
+    while grown:
+        grown = False
+        for pid, ppid in parents.items():
+            if ppid in tree and pid not in tree:
+                tree.append(pid)
+                grown = True
+    return tree
+
+
+def where_stuck(root):
+    """Every thread of root's process tree: its name, state, the kernel function it sleeps in
+    and, where readable (root), its kernel stack: what a hung run was waiting on."""
+    lines = []
+    for pid in process_tree(root):
+        lines.append(f"process {pid}: {_read(f'/proc/{pid}/cmdline').replace(chr(0), ' ')}")
+        try:
+            tids = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+        except OSError:
+            continue
+        for tid in tids:
+            task = f"/proc/{pid}/task/{tid}"
+            stat = _read(f"{task}/stat")
+            state = stat[stat.rfind(")") + 2:].split()[:1]
+            lines.append(f"  thread {tid} {_read(f'{task}/comm')} state {''.join(state)} "
+                         f"in {_read(f'{task}/wchan')}")
+            stack = _read(f"{task}/stack")
+            lines += [f"      {frame}" for frame in stack.splitlines()[:12]]
+    return "\n".join(lines)
+
+
+def run_bounded(argv, timeout, **kwargs):
+    """subprocess.run(argv, capture_output=True, text=True, ...), but a run still going after
+    timeout seconds fails the test with where each thread of its process tree waits (then the
+    tree is killed), so that a hang seen once in CI says what it was."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stuck = where_stuck(proc.pid)
+        tree = process_tree(proc.pid)
+        for pid in tree:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        out, err = proc.communicate()
+        raise TestFailure(f"{' '.join(argv)} still ran after {timeout} s; where it waited:\n"
+                          f"{stuck}\nits stderr's end:\n{err[-3000:]}")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 class Weston:
     """A headless Weston 10 in its own 0700 runtime directory."""
 
