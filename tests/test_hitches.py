@@ -412,9 +412,9 @@ def chain_known(rows):
 
 def test_wakeups_paced(build, demo):
     """By default (FRAMESCOPE_WAKEUPS=auto) the wake-up chain pauses while frames come faster
-    than 500 a second, judged each second, since its cost is the kernel's per switch and so
-    per frame: the demo as fast as it goes for three seconds (sized from its own rate in a
-    first run) is paused after its first second, the summary says for how long, and frames in
+    than 500 a second, judged each quarter second, since its cost is the kernel's per switch
+    and so per frame: the demo as fast as it goes for three seconds (sized from its own rate in
+    a first run) is paused within its first second, the summary says for how long, and frames in
     the paused time have their chain unknown (empty in frames.csv), not "nothing ran instead".
     A run kept under 250 frames a second (a 4 ms spin a frame) is never paused."""
     r, s = demo_run(build, demo, ["--cpu-ms", "4"], frames=10)
@@ -440,6 +440,11 @@ def test_wakeups_paced(build, demo):
     rows = r.frames()
     known = chain_known(rows)
     check(w["pauses"] >= 1 and 0 < w["paused_s"] <= s["duration_s"] + 1, w)
+    # Paused within its first second: the rate is judged over the first quarter second the
+    # events are open (at the sampler's 100 ms ticks), where over a whole second before.
+    check(s["duration_s"] - w["paused_s"] < 0.9,
+          f"on for {s['duration_s'] - w['paused_s']:.2f} s of a {s['duration_s']:.2f} s run "
+          f"at {s['fps']:.0f} fps before its pause")
     line = next(l for l in r.stderr.splitlines() if l.startswith("  wake-ups"))
     m = re.search(r"; paused (\d+) times?, ([\d.]+) s in all, while frames came more than 500 a "
                   r"second", line)

@@ -43,13 +43,18 @@
 #define RING_PAGES_MAX 256
 
 /* FRAMESCOPE_WAKEUPS=auto (the default) pauses the events while frames come faster than
- * REC_SCHED_PAUSE_FPS a second, judged over each second, and resumes them under RESUME_FPS.
+ * REC_SCHED_PAUSE_FPS a second, judged over each PAUSE_WINDOW_NS, and resumes them under
+ * RESUME_FPS, judged over each RESUME_WINDOW_NS: a fast app pays for them a quarter second
+ * after its frames start, not a second (which a benchmark's short scenes felt), and a game
+ * that drops below the rate keeps them off for a second at least, so a stutter of fast and
+ * slow stretches does not turn them on and off at every tick.
  * Their cost is the kernel's, per context switch and wake-up on the machine, and so about the
  * same per frame whatever the frame rate: the demo in MAILBOX on the project's 2-core VM lost
  * 16-33 us a frame to them (tests/bench_app.py --parts, paired by round), 5-8% of its frame
  * at 2,500 frames a second; the same would be 1.5% at 500 and 0.4% at 144. */
 #define RESUME_FPS 400
-#define PACE_WINDOW_NS 1000000000LL
+#define PAUSE_WINDOW_NS 250000000LL
+#define RESUME_WINDOW_NS 1000000000LL
 
 struct ring {
     int fd;
@@ -326,8 +331,8 @@ static void mark(struct sched_trace *t, enum sched_event_kind kind, int64_t now)
     chunked_publish(&t->rec->sched_events);
 }
 
-/* At each tick once the events are open (FRAMESCOPE_WAKEUPS=auto): pauses or resumes them by
- * the frame rate of the second that just ended. */
+/* At each tick once the events are open (FRAMESCOPE_WAKEUPS=auto): pauses them by the frame
+ * rate of the quarter second that just ended, or resumes them by that of the second. */
 static void pace(struct sched_trace *t, bool final)
 {
     int64_t now = mono_ns();
@@ -340,7 +345,7 @@ static void pace(struct sched_trace *t, bool final)
         t->window_frames = frames;
         return;
     }
-    if (now - t->window_ns < PACE_WINDOW_NS)
+    if (now - t->window_ns < (t->paused ? RESUME_WINDOW_NS : PAUSE_WINDOW_NS))
         return;
     double rate = (double)(frames - t->window_frames) * 1e9 / (double)(now - t->window_ns);
     t->window_ns = now;
