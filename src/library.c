@@ -153,6 +153,13 @@ FSCOPE_EXPORT void fscope_report_finish(void)
         system_describe(&meta->system);
         atomic_store(&meta->system_known, 1);
     }
+    /* Nothing asked for: reading the run back and judging it would only make the app's exit
+     * slower, by a time that grows with the run (about 10 us a frame here). */
+    if (summary_target == REPORT_SUMMARY_OFF && !output_dir[0]) {
+        fscope_log(FSCOPE_LOG_DEBUG, "summary off and no capture asked for: the recording is "
+                   "not read back");
+        return;
+    }
     /* What the stream thread moved to disk comes back for the analysis (at exit, memory the
      * run no longer needs for anything else). */
     char why[256];

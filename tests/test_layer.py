@@ -882,6 +882,21 @@ def test_capture_safety(build, demo):
     r = run(5, os.path.join(base, "c3"), {"FRAMESCOPE_SUMMARY": "/proc/no-such-dir/summary.txt"})
     check("cannot write the summary" in r.stderr and "frames      5 in" in r.stderr,
           r.stderr[-1000:])
+    # The summary off: a capture asked for is still written whole; with none asked for the
+    # run is not read back at exit at all (judging it would only slow the app's exit, the more
+    # the longer it ran), and nothing is printed.
+    quiet = os.path.join(base, "quiet")
+    r = run(10, quiet, {"FRAMESCOPE_SUMMARY": "off"})
+    rows = open(os.path.join(quiet, "frames.csv")).read().splitlines()
+    check(r.rc == 0 and not r.summaries() and len(rows) == 11,
+          f"summary off with a capture: {len(rows) - 1} rows\n{r.stderr[-1000:]}")
+    with Weston() as w:
+        r = run_app([demo, "--quiet", "--frames", "10", "--present-mode", "mailbox"], w, build,
+                    capture=False, extra_env={"FRAMESCOPE_SUMMARY": "off",
+                                              "FRAMESCOPE_LOG": "debug"})
+    check(r.rc == 0 and not r.summaries() and "the recording is not read back" in r.stderr and
+          not re.search(r"read back \d+ KiB", r.stderr),
+          f"summary off, no capture: the run was read back or judged\n{r.stderr[-1500:]}")
     shutil.rmtree(base, ignore_errors=True)
     print("capture replaced whole; hostile, open and linked directories refused; "
           + ("ENOSPC left the previous capture whole" if mounted else "ENOSPC not run"))
