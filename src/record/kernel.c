@@ -35,7 +35,9 @@ static void set_state(enum rec_kernel_state state, const char *why)
         return;
     uint32_t unknown = REC_KERNEL_UNKNOWN;
     if (state == REC_KERNEL_ON) {
-        atomic_compare_exchange_strong(&m->kernel_state, &unknown, REC_KERNEL_ON);
+        /* Every frame: a plain load, not a locked write to a shared line, once it is known. */
+        if (atomic_load_explicit(&m->kernel_state, memory_order_relaxed) == REC_KERNEL_UNKNOWN)
+            atomic_compare_exchange_strong(&m->kernel_state, &unknown, REC_KERNEL_ON);
         return;
     }
     /* The first reason a thread found is the one the summary gives. */
