@@ -3,8 +3,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -195,6 +199,101 @@ static int write_fd(int fd, capture_writer writer, const void *arg)
     return r;
 }
 
+/* How long a reader may take nothing before it counts as gone: a pipe to `tee` or a script
+ * drains a summary in microseconds; one that stops reading (stopped, or wedged without closing
+ * its end) must not hold the app's exit for ever. Only a reader that makes no progress at all
+ * for this long fails the write, never a slow one. */
+#define SPECIAL_STALL_MS 5000
+
+/* A FIFO's or device's descriptor, opened O_NONBLOCK: every byte is written or it fails. */
+static ssize_t special_write(void *cookie, const char *buf, size_t size)
+{
+    int fd = *(const int *)cookie;
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = write(fd, buf + done, size - done);
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd p = { .fd = fd, .events = POLLOUT };
+            int r = poll(&p, 1, SPECIAL_STALL_MS);
+            if (r > 0 || (r < 0 && errno == EINTR))
+                continue; /* room, or the reader left (the write then says EPIPE) */
+            if (r == 0)
+                errno = ETIMEDOUT;
+        }
+        if (n == 0)
+            errno = EIO;
+        return -1;
+    }
+    return (ssize_t)size;
+}
+
+static int special_close(void *cookie)
+{
+    int *fd = cookie;
+    int r = close(*fd);
+    free(fd);
+    return r;
+}
+
+/* Writes into a FIFO or a device (or a regular file behind a descriptor's name) opened with
+ * O_NONBLOCK, as write_fd does, but never waiting on a reader that takes nothing, and with
+ * SIGPIPE held off this thread so that a reader that went away fails the write (EPIPE) instead
+ * of killing the process the summary is written from. fd is closed in all cases. */
+static int write_special(int fd, capture_writer writer, const void *arg)
+{
+    int *cookie = malloc(sizeof(*cookie));
+    FILE *f = cookie ? fopencookie(cookie, "w", (cookie_io_functions_t){
+                                                     .write = special_write,
+                                                     .close = special_close })
+                     : NULL;
+    if (!f) {
+        int r = -(errno ? errno : ENOMEM);
+        free(cookie);
+        close(fd);
+        return r;
+    }
+    *cookie = fd;
+    sigset_t pipe_set, old_mask, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
+    bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    errno = 0;
+    int r = writer(f, arg);
+    if (r == 0 && (fflush(f) != 0 || ferror(f)))
+        r = errno ? -errno : -EIO;
+    if (fclose(f) != 0 && r == 0)
+        r = -errno;
+    /* Our own write's SIGPIPE is taken back; one that was already pending stays. */
+    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
+        sigtimedwait(&pipe_set, NULL, &(struct timespec){ 0 });
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    return r;
+}
+
+bool capture_path_names_descriptor(const char *path)
+{
+    const char *number = NULL;
+    if (strcmp(path, "/dev/stdout") == 0 || strcmp(path, "/dev/stderr") == 0)
+        return true;
+    if (strncmp(path, "/dev/fd/", 8) == 0)
+        number = path + 8;
+    else if (strncmp(path, "/proc/self/fd/", 14) == 0)
+        number = path + 14;
+    if (!number || !*number)
+        return false;
+    for (; *number; number++)
+        if (*number < '0' || *number > '9')
+            return false;
+    return true;
+}
+
 int capture_dir_write(struct capture_dir *c, const char *name, capture_writer writer,
                       const void *arg)
 {
@@ -248,19 +347,30 @@ int capture_write_file(const char *path, capture_writer writer, const void *arg)
     int dir_fd = open_parent(path, false, base, sizeof(base));
     if (dir_fd < 0)
         return dir_fd;
+    /* A descriptor of this process named by path (/dev/stderr, a `>(tee log)` substitution's
+     * /dev/fd/63): the user chose it, so its link is followed; a file behind it is appended to,
+     * never replaced. */
+    if (capture_path_names_descriptor(path)) {
+        close(dir_fd);
+        int fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        return fd < 0 ? -errno : write_special(fd, writer, arg);
+    }
     /* A device or a FIFO (/dev/null, a pipe a script reads) is written into, never replaced
      * by a file renamed over it (as root that would replace /dev/null itself); a link is not
-     * followed (STYLE: never through a name another chose). */
+     * followed (STYLE: never through a name another chose). Opened without waiting: a FIFO
+     * nobody reads fails at once (ENXIO) rather than holding the app's exit until a reader
+     * comes, which may be never. */
     struct stat st;
     if (fstatat(dir_fd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
         int r = S_ISLNK(st.st_mode) ? -ELOOP : S_ISDIR(st.st_mode) ? -EISDIR : 0;
-        int fd = r ? -1 : openat(dir_fd, base, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+        int fd = r ? -1 : openat(dir_fd, base, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY |
+                                                   O_CLOEXEC);
         if (!r && fd < 0)
             r = -errno;
         else if (!r && (fstat(fd, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))))
             r = -EINVAL; /* a socket or a block device: not somewhere a summary goes */
         if (!r)
-            r = write_fd(fd, writer, arg);
+            r = write_special(fd, writer, arg);
         else if (fd >= 0)
             close(fd);
         close(dir_fd);

@@ -39,7 +39,16 @@ void capture_dir_abort(struct capture_dir *c);
 bool capture_is_file_name(const char *name);
 
 /* Writes one file at path (a summary, a trace) the same way: an exclusive temporary name in
- * its directory (which must exist), renamed when complete. Returns 0 or -errno. */
+ * its directory (which must exist), renamed when complete. Returns 0 or -errno.
+ * A FIFO or a character device at path is written into instead (never replaced), and so is
+ * whatever a name of one of this process's descriptors (capture_path_names_descriptor)
+ * leads to (a regular file there is appended to). Nothing waits on a reader: a FIFO nobody
+ * has open for reading fails at once with -ENXIO, and one whose reader takes nothing for 5 s
+ * fails with -ETIMEDOUT; a reader that closed fails it with -EPIPE, never with SIGPIPE. A
+ * link anywhere else is refused (-ELOOP). */
 int capture_write_file(const char *path, capture_writer writer, const void *arg);
+/* Whether path names a descriptor of this process: /dev/stdout, /dev/stderr, /dev/fd/N or
+ * /proc/self/fd/N, links the user chose by naming them, which are followed. */
+bool capture_path_names_descriptor(const char *path);
 
 #endif

@@ -21,6 +21,7 @@
 #include "stats.h"
 #include "trace.h"
 #include "util/log.h"
+#include "util/text.h"
 #include "threads.h"
 #include "zones.h"
 
@@ -1299,9 +1300,18 @@ static int bytes_writer(FILE *f, const void *arg)
     return 0;
 }
 
+/* A path the user gave (FRAMESCOPE_OUTPUT, --output, FRAMESCOPE_SUMMARY) as a message shows
+ * it: an escape sequence or a newline in it forges no line of the summary or the log. */
+#define SHOWN_PATH_SIZE (4 * 4096 + 1)
+static const char *shown_path(const char *path, char shown[SHOWN_PATH_SIZE])
+{
+    return fscope_text_printable(shown, SHOWN_PATH_SIZE, path, strlen(path));
+}
+
 void report_write_capture_line(FILE *f, const char *dir)
 {
-    fprintf(f, "  capture     %s (%s", dir, REPORT_RECORDING_FILE);
+    char shown[SHOWN_PATH_SIZE];
+    fprintf(f, "  capture     %s (%s", shown_path(dir, shown), REPORT_RECORDING_FILE);
     for (unsigned i = 0; i < REPORT_FORMAT_COUNT; i++)
         if (formats[i].file)
             fprintf(f, ", %s", formats[i].file);
@@ -1340,10 +1350,12 @@ int report_write_capture(const struct report *r, const void *recording, size_t r
             snprintf(what, sizeof(what), " (%s)", why);
         else if (failed)
             snprintf(what, sizeof(what), " (writing %s)", failed);
+        char shown[SHOWN_PATH_SIZE];
+        shown_path(output_dir, shown);
         fscope_log(FSCOPE_LOG_ERROR, "could not write the capture to %s%s: %s; nothing of this "
-                   "run was written there", output_dir, what, strerror(-e));
+                   "run was written there", shown, what, strerror(-e));
         if (summary)
-            fprintf(summary, "  capture     NOT written to %s%s: %s\n", output_dir, what,
+            fprintf(summary, "  capture     NOT written to %s%s: %s\n", shown, what,
                     strerror(-e));
     } else if (summary) {
         report_write_capture_line(summary, output_dir);
@@ -1383,8 +1395,15 @@ int report_deliver(const struct report *r, const void *recording, size_t recordi
         /* Written whole (the capture line with it) or, on failure, printed there. */
         int w = capture_write_file(summary_path, summary_text_writer, text);
         if (w != 0) {
+            char shown[SHOWN_PATH_SIZE];
+            /* capture_write_file's own failures, said as what they mean for a summary */
+            const char *why = w == -ENXIO     ? "nothing has it open for reading: a FIFO with no reader"
+                              : w == -ETIMEDOUT ? "the FIFO's reader took nothing for 5 s"
+                              : w == -EPIPE     ? "the FIFO's reader closed it"
+                              : w == -ELOOP     ? "it is a symbolic link, which is not followed"
+                                                : strerror(-w);
             fscope_log(FSCOPE_LOG_ERROR, "cannot write the summary to %s (%s); printing it here",
-                       summary_path, strerror(-w));
+                       shown_path(summary_path, shown), why);
             if (err)
                 fputs(text, err);
             if (e == 0)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -334,10 +335,23 @@ static void record_drm(struct sampler *s, uint64_t ticks)
     unsigned seen_count = 0;
     for (unsigned i = 0; i < s->drm_count; i++) {
         char text[4096];
-        int fd = open(s->drm_paths[i], O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+        /* Opened without waiting and read only if a regular file (fdinfo is one): a FIFO named
+         * by FRAMESCOPE_TEST_DRM_FDINFO would hold this thread, and with it the app's exit,
+         * until a writer came. */
+        int fd = open(s->drm_paths[i], O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        struct stat st;
+        bool regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+        ssize_t n = regular ? read(fd, text, sizeof(text) - 1) : -1;
         if (fd >= 0)
             close(fd);
+        if (fd >= 0 && !regular && s->test_fdinfo &&
+            strcmp(s->drm_paths[i], s->test_fdinfo) == 0) {
+            char shown[FSCOPE_ESCAPE_SIZE];
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_TEST_DRM_FDINFO=%s is not a regular file; "
+                       "it is not read", fscope_config_escape(s->test_fdinfo, shown,
+                                                              sizeof(shown)));
+            s->test_fdinfo = NULL; /* said once; gone from the next refresh */
+        }
         struct drm_fdinfo info;
         if (n <= 0)
             continue;
