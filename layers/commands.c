@@ -1143,12 +1143,7 @@ void commands_report_notes(void)
                            "state", (unsigned long long)failed);
 }
 
-PFN_vkVoidFunction commands_device_proc(const char *name)
-{
-#define HOOK(fn)                                                                               \
-    if (strcmp(name, "vk" #fn) == 0)                                                           \
-        return (PFN_vkVoidFunction)framescope_##fn;
-    COMMAND_HOOKS(HOOK)
-#undef HOOK
-    return NULL;
-}
+static const struct layer_hook hook_rows[] = {
+    COMMAND_HOOKS(LAYER_HOOK_ROW)
+};
+const struct layer_hook_table commands_hook_table = LAYER_HOOK_TABLE(hook_rows);

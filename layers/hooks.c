@@ -886,55 +886,8 @@ static VKAPI_ATTR void VKAPI_CALL framescope_CmdDebugMarkerEndEXT(VkCommandBuffe
     zones_label_end(cb);
     commands_label_end(cb);
 }
-PFN_vkVoidFunction hooks_device_proc(const char *name)
-{
-#define HOOK(fn)                                                                               \
-    if (strcmp(name, "vk" #fn) == 0)                                                           \
-        return (PFN_vkVoidFunction)framescope_##fn;
-    HOOK(CreateGraphicsPipelines)
-    HOOK(CreateComputePipelines)
-    HOOK(CreateRayTracingPipelinesKHR)
-    HOOK(CreateShaderModule)
-    HOOK(SetDebugUtilsObjectNameEXT)
-    HOOK(DebugMarkerSetObjectNameEXT)
-    HOOK(QueueSubmit)
-    HOOK(QueueSubmit2)
-    HOOK(QueueSubmit2KHR)
-    HOOK(QueuePresentKHR)
-    HOOK(AcquireNextImageKHR)
-    HOOK(AcquireNextImage2KHR)
-    HOOK(WaitForPresentKHR)
-    HOOK(WaitForFences)
-    HOOK(WaitSemaphores)
-    HOOK(WaitSemaphoresKHR)
-    HOOK(QueueWaitIdle)
-    HOOK(DeviceWaitIdle)
-    HOOK(CreateRenderPass)
-    HOOK(CreateRenderPass2)
-    HOOK(CreateRenderPass2KHR)
-    HOOK(DestroyRenderPass)
-    HOOK(CmdBeginRenderPass)
-    HOOK(CmdBeginRenderPass2)
-    HOOK(CmdBeginRenderPass2KHR)
-    HOOK(CmdBeginRendering)
-    HOOK(CmdBeginRenderingKHR)
-    HOOK(CmdEndRenderPass)
-    HOOK(CmdEndRenderPass2)
-    HOOK(CmdEndRenderPass2KHR)
-    HOOK(CmdEndRendering)
-    HOOK(CmdEndRenderingKHR)
-    HOOK(CmdBeginDebugUtilsLabelEXT)
-    HOOK(CmdEndDebugUtilsLabelEXT)
-    HOOK(CmdDebugMarkerBeginEXT)
-    HOOK(CmdDebugMarkerEndEXT)
-    HOOK(CreateQueryPool)
-    HOOK(DestroyQueryPool)
-    HOOK(CmdBeginQuery)
-    HOOK(CmdEndQuery)
-    HOOK(CmdBeginQueryIndexedEXT)
-    HOOK(CmdEndQueryIndexedEXT)
-    HOOK(CreateCommandPool)
-    HOOK(DestroyCommandPool)
-#undef HOOK
-    return NULL;
-}
+static const struct layer_hook hook_rows[] = {
+    FRAME_HOOKS(LAYER_HOOK_ROW)
+    INSTANCE_CHAIN_HOOKS(LAYER_HOOK_ROW_INSTANCE_CHAIN)
+};
+const struct layer_hook_table hooks_table = LAYER_HOOK_TABLE(hook_rows);

@@ -474,6 +474,11 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
 #define X(name) dev->vk.name = (PFN_vk##name)gdpa(*ret, "vk" #name);
     DEVICE_FUNCTIONS(X)
 #undef X
+    /* As the loader fills its own table: debug utils' terminators unwrap the handles the
+     * loader wraps, and exist whether or not the driver has the functions. */
+#define X(name) dev->vk.name = (PFN_vk##name)inst->vk.GetInstanceProcAddr(inst->instance, "vk" #name);
+    INSTANCE_CHAIN_HOOKS(X)
+#undef X
     bool core12 = plan->api >= VK_API_VERSION_1_2;
     dev->calibrated_timestamps = plan->calibration && dev->vk.GetCalibratedTimestampsEXT;
     dev->creation_feedback = plan->creation_feedback;
@@ -763,18 +768,30 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroySwapchainKHR(
 static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL framescope_GetDeviceProcAddr(VkDevice device,
                                                                              const char *name);
 
-static PFN_vkVoidFunction plumbing_device_proc(const char *name)
+static const struct layer_hook plumbing_rows[] = {
+    PLUMBING_HOOKS(LAYER_HOOK_ROW)
+};
+static const struct layer_hook_table plumbing_table = LAYER_HOOK_TABLE(plumbing_rows);
+
+/* Every device-level hook, in the tables each file exports from hook_list.h's lists. */
+static const struct layer_hook *hook_find(const char *name)
 {
-#define HOOK(fn)                                                                               \
-    if (strcmp(name, "vk" #fn) == 0)                                                           \
-        return (PFN_vkVoidFunction)framescope_##fn;
-    HOOK(GetDeviceProcAddr)
-    HOOK(DestroyDevice)
-    HOOK(GetDeviceQueue)
-    HOOK(GetDeviceQueue2)
-    HOOK(CreateSwapchainKHR)
-    HOOK(DestroySwapchainKHR)
+    const struct layer_hook_table *tables[] = {
+        &plumbing_table, &hooks_table, &commands_hook_table, &resources_hook_table,
+    };
+    for (unsigned t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
+        for (unsigned i = 0; i < tables[t]->count; i++)
+            if (strcmp(name, tables[t]->rows[i].name) == 0)
+                return &tables[t]->rows[i];
     return NULL;
+}
+
+static PFN_vkVoidFunction hook_call_down(const struct device_data *dev,
+                                         const struct layer_hook *hook)
+{
+    PFN_vkVoidFunction call_down;
+    memcpy(&call_down, (const char *)&dev->vk + hook->call_down, sizeof(call_down));
+    return call_down;
 }
 
 /* Functions of extensions we enabled for ourselves, which the app did not: it must see NULL,
@@ -791,34 +808,31 @@ static bool hidden_from_app(const struct device_data *dev, const char *name)
     return false;
 }
 
+/* The rule for every hook: the app gets it only where the function it calls down to exists,
+ * fetched from the chain the loader itself resolves that name through (the device chain, or
+ * the instance chain for debug utils), so what the app gets and what its call does are the
+ * same as without the layer. Everything else is the chain's own answer. */
 static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL framescope_GetDeviceProcAddr(VkDevice device,
                                                                              const char *name)
 {
     struct device_data *dev = device_lookup(device);
-    if (!dev)
+    if (!dev || !name || hidden_from_app(dev, name))
         return NULL;
-    /* Only hook what the chain below provides: a function of an extension the app did not
-     * enable stays NULL. */
-    PFN_vkVoidFunction next = dev->vk.GetDeviceProcAddr(device, name);
-    if (!next || hidden_from_app(dev, name))
-        return NULL;
-    PFN_vkVoidFunction ours = plumbing_device_proc(name);
-    if (!ours)
-        ours = hooks_device_proc(name);
-    if (!ours)
-        ours = commands_device_proc(name);
-    if (!ours)
-        ours = resources_device_proc(name);
-    return ours ? ours : next;
+    const struct layer_hook *hook = hook_find(name);
+    if (!hook)
+        return dev->vk.GetDeviceProcAddr(device, name);
+    return hook_call_down(dev, hook) ? hook->hook : NULL;
 }
 
 static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
 framescope_GetInstanceProcAddr(VkInstance instance, const char *name)
 {
-    HOOK(GetInstanceProcAddr)
-    HOOK(CreateInstance)
-    HOOK(DestroyInstance)
-    HOOK(CreateDevice)
+#define HOOK(fn)                                                                               \
+    if (strcmp(name, "vk" #fn) == 0)                                                           \
+        return (PFN_vkVoidFunction)framescope_##fn;
+    if (!name)
+        return NULL;
+    GLOBAL_HOOKS(HOOK)
     if (!instance)
         return NULL;
     struct instance_data *inst = instance_lookup(instance);
@@ -827,20 +841,15 @@ framescope_GetInstanceProcAddr(VkInstance instance, const char *name)
     PFN_vkVoidFunction next = inst->vk.GetInstanceProcAddr(instance, name);
     if (!next)
         return NULL;
-    HOOK(CreateWaylandSurfaceKHR)
-    HOOK(CreateHeadlessSurfaceEXT)
-    HOOK(CreateXcbSurfaceKHR)
-    HOOK(CreateXlibSurfaceKHR)
-    HOOK(DestroySurfaceKHR)
-    PFN_vkVoidFunction ours = plumbing_device_proc(name);
-    if (!ours)
-        ours = hooks_device_proc(name);
-    if (!ours)
-        ours = commands_device_proc(name);
-    if (!ours)
-        ours = resources_device_proc(name);
-    return ours ? ours : next;
+    INSTANCE_HOOKS(HOOK)
+    HOOK(GetDeviceProcAddr)
 #undef HOOK
+    /* Device-level names: the loader asks an instance chain only for device commands of
+     * instance extensions (debug utils), whose call-downs every device takes from this same
+     * chain. For any other, the instance chain's answer may be a loader trampoline that is no
+     * call-down for a device that lacks the function: pass it through untouched. */
+    const struct layer_hook *hook = hook_find(name);
+    return hook && hook->instance_chain ? hook->hook : next;
 }
 
 LAYER_EXPORT VKAPI_ATTR VkResult VKAPI_CALL

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define VK_USE_PLATFORM_WAYLAND_KHR
@@ -13,6 +14,7 @@
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
+#include "hook_list.h"
 #include "record/cap.h"
 #include "record/frame.h"
 #include "record/registry.h"
@@ -100,138 +102,8 @@ struct instance_data {
     struct instance_dispatch vk;
 };
 
-/* What layers/resources.c hooks: device memory and descriptor pools. */
-#define RESOURCE_HOOKS(X)                                                                      \
-    X(AllocateMemory)                                                                          \
-    X(FreeMemory)                                                                              \
-    X(CreateDescriptorPool)                                                                    \
-    X(DestroyDescriptorPool)                                                                   \
-    X(ResetDescriptorPool)                                                                     \
-    X(AllocateDescriptorSets)                                                                  \
-    X(FreeDescriptorSets)
-
-/* What layers/commands.c hooks: command buffers, their pools, and every command it counts. */
-#define COMMAND_HOOKS(X)                                                                       \
-    X(AllocateCommandBuffers)                                                                  \
-    X(BeginCommandBuffer)                                                                      \
-    X(EndCommandBuffer)                                                                        \
-    X(FreeCommandBuffers)                                                                      \
-    X(ResetCommandPool)                                                                        \
-    X(ResetCommandBuffer)                                                                      \
-    X(TrimCommandPool)                                                                         \
-    X(TrimCommandPoolKHR)                                                                      \
-    X(CmdExecuteCommands)                                                                      \
-    X(CmdBindPipeline)                                                                         \
-    X(CmdBindVertexBuffers)                                                                    \
-    X(CmdBindVertexBuffers2)                                                                   \
-    X(CmdBindVertexBuffers2EXT)                                                                \
-    X(CmdBindIndexBuffer)                                                                      \
-    X(CmdBindDescriptorSets)                                                                   \
-    X(CmdPushDescriptorSetKHR)                                                                 \
-    X(CmdPushDescriptorSetWithTemplateKHR)                                                     \
-    X(CmdSetViewport)                                                                          \
-    X(CmdSetScissor)                                                                           \
-    X(CmdSetViewportWithCount)                                                                 \
-    X(CmdSetViewportWithCountEXT)                                                              \
-    X(CmdSetScissorWithCount)                                                                  \
-    X(CmdSetScissorWithCountEXT)                                                               \
-    X(CmdSetLineWidth)                                                                         \
-    X(CmdSetDepthBias)                                                                         \
-    X(CmdSetBlendConstants)                                                                    \
-    X(CmdSetDepthBounds)                                                                       \
-    X(CmdSetStencilCompareMask)                                                                \
-    X(CmdSetStencilWriteMask)                                                                  \
-    X(CmdSetStencilReference)                                                                  \
-    X(CmdSetCullMode)                                                                          \
-    X(CmdSetCullModeEXT)                                                                       \
-    X(CmdSetFrontFace)                                                                         \
-    X(CmdSetFrontFaceEXT)                                                                      \
-    X(CmdSetPrimitiveTopology)                                                                 \
-    X(CmdSetPrimitiveTopologyEXT)                                                              \
-    X(CmdSetDepthTestEnable)                                                                   \
-    X(CmdSetDepthTestEnableEXT)                                                                \
-    X(CmdSetDepthWriteEnable)                                                                  \
-    X(CmdSetDepthWriteEnableEXT)                                                               \
-    X(CmdSetDepthCompareOp)                                                                    \
-    X(CmdSetDepthCompareOpEXT)                                                                 \
-    X(CmdDraw)                                                                                 \
-    X(CmdDrawIndexed)                                                                          \
-    X(CmdDrawIndirect)                                                                         \
-    X(CmdDrawIndexedIndirect)                                                                  \
-    X(CmdDrawIndirectCount)                                                                    \
-    X(CmdDrawIndirectCountKHR)                                                                 \
-    X(CmdDrawIndexedIndirectCount)                                                             \
-    X(CmdDrawIndexedIndirectCountKHR)                                                          \
-    X(CmdDrawIndirectCountAMD)                                                                 \
-    X(CmdDrawIndexedIndirectCountAMD)                                                          \
-    X(CmdDrawMultiEXT)                                                                         \
-    X(CmdDrawMultiIndexedEXT)                                                                  \
-    X(CmdDrawIndirectByteCountEXT)                                                             \
-    X(CmdDrawMeshTasksEXT)                                                                     \
-    X(CmdDrawMeshTasksIndirectEXT)                                                             \
-    X(CmdDrawMeshTasksIndirectCountEXT)                                                        \
-    X(CmdDrawMeshTasksNV)                                                                      \
-    X(CmdDrawMeshTasksIndirectNV)                                                              \
-    X(CmdDrawMeshTasksIndirectCountNV)                                                         \
-    X(CmdDispatch)                                                                             \
-    X(CmdDispatchIndirect)                                                                     \
-    X(CmdDispatchBase)                                                                         \
-    X(CmdDispatchBaseKHR)                                                                      \
-    X(CmdTraceRaysKHR)                                                                         \
-    X(CmdTraceRaysIndirectKHR)                                                                 \
-    X(CmdTraceRaysIndirect2KHR)                                                                \
-    X(CmdPushConstants)                                                                        \
-    X(CmdPipelineBarrier)                                                                      \
-    X(CmdPipelineBarrier2)                                                                     \
-    X(CmdPipelineBarrier2KHR)                                                                  \
-    X(CmdCopyBuffer)                                                                           \
-    X(CmdCopyImage)                                                                            \
-    X(CmdCopyBufferToImage)                                                                    \
-    X(CmdCopyImageToBuffer)                                                                    \
-    X(CmdBlitImage)                                                                            \
-    X(CmdClearColorImage)                                                                      \
-    X(CmdClearDepthStencilImage)                                                               \
-    X(CmdClearAttachments)                                                                     \
-    X(CmdFillBuffer)                                                                           \
-    X(CmdUpdateBuffer)                                                                         \
-    X(CmdResolveImage)                                                                         \
-    X(CmdNextSubpass)
-
-#define DEVICE_FUNCTIONS(X)                                                                    \
-    X(GetDeviceProcAddr)                                                                       \
-    X(DestroyDevice)                                                                           \
-    X(GetDeviceQueue)                                                                          \
-    X(GetDeviceQueue2)                                                                         \
-    X(QueueSubmit)                                                                             \
-    X(QueueSubmit2)                                                                            \
-    X(QueueSubmit2KHR)                                                                         \
-    X(QueueWaitIdle)                                                                           \
-    X(DeviceWaitIdle)                                                                          \
-    X(WaitForFences)                                                                           \
-    X(WaitSemaphores)                                                                          \
-    X(WaitSemaphoresKHR)                                                                       \
-    X(CreateSwapchainKHR)                                                                      \
-    X(DestroySwapchainKHR)                                                                     \
-    X(AcquireNextImageKHR)                                                                     \
-    X(AcquireNextImage2KHR)                                                                    \
-    X(QueuePresentKHR)                                                                         \
-    X(CreateRenderPass)                                                                        \
-    X(CreateRenderPass2)                                                                       \
-    X(CreateRenderPass2KHR)                                                                    \
-    X(DestroyRenderPass)                                                                       \
-    X(CmdBeginRenderPass)                                                                      \
-    X(CmdBeginRenderPass2)                                                                     \
-    X(CmdBeginRenderPass2KHR)                                                                  \
-    X(CmdBeginRendering)                                                                       \
-    X(CmdBeginRenderingKHR)                                                                    \
-    X(CreateCommandPool)                                                                       \
-    X(DestroyCommandPool)                                                                      \
-    X(CreateQueryPool)                                                                         \
-    X(CmdBeginQuery)                                                                           \
-    X(CmdEndQuery)                                                                             \
-    X(CmdBeginQueryIndexedEXT)                                                                 \
-    X(CmdEndQueryIndexedEXT)                                                                   \
-    X(DestroyQueryPool)                                                                        \
+/* Functions the layer calls down to but does not hook (GPU timing's own commands). */
+#define DEVICE_CALLS(X)                                                                        \
     X(GetQueryPoolResults)                                                                     \
     X(CmdResetQueryPool)                                                                       \
     X(CmdCopyQueryPoolResults)                                                                 \
@@ -253,25 +125,12 @@ struct instance_data {
     X(DestroyEvent)                                                                            \
     X(GetEventStatus)                                                                          \
     X(ResetEvent)                                                                              \
-    X(CmdSetEvent)                                                                             \
-    X(WaitForPresentKHR)                                                                       \
-    X(CmdEndRenderPass)                                                                        \
-    X(CmdEndRenderPass2)                                                                       \
-    X(CmdEndRenderPass2KHR)                                                                    \
-    X(CmdEndRendering)                                                                         \
-    X(CmdEndRenderingKHR)                                                                      \
-    X(CmdBeginDebugUtilsLabelEXT)                                                              \
-    X(CmdEndDebugUtilsLabelEXT)                                                                \
-    X(CmdDebugMarkerBeginEXT)                                                                  \
-    X(CmdDebugMarkerEndEXT)                                                                    \
-    X(CreateGraphicsPipelines)                                                                 \
-    X(CreateComputePipelines)                                                                  \
-    X(CreateRayTracingPipelinesKHR)                                                            \
-    X(SetDebugUtilsObjectNameEXT)                                                              \
-    X(DebugMarkerSetObjectNameEXT)                                                             \
-    X(CreateShaderModule)                                                                      \
-    COMMAND_HOOKS(X)                                                                           \
-    RESOURCE_HOOKS(X)
+    X(CmdSetEvent)
+
+/* The device dispatch table: every hook's call-down (hook_list.h) and every call of ours. */
+#define DEVICE_FUNCTIONS(X)                                                                    \
+    DEVICE_HOOKS(X)                                                                            \
+    DEVICE_CALLS(X)
 
 struct device_dispatch {
 #define X(name) PFN_vk##name name;
@@ -584,13 +443,32 @@ void gpu_sample_init(struct device_data *dev);
  * the device even where nothing reads it). Relaxed loads; never waits. */
 bool gpu_sample_may_time(struct device_data *dev);
 
-/* hooks.c */
-PFN_vkVoidFunction hooks_device_proc(const char *name);
+/* One hooked device-level entry point (hook_list.h): the hook handed out for its name, and
+ * where its call-down sits in the device dispatch table. layer.c hands a hook out only where
+ * that call-down exists, so no hook ever calls a NULL. */
+struct layer_hook {
+    const char *name;
+    PFN_vkVoidFunction hook;
+    size_t call_down;    /* offset in struct device_dispatch */
+    bool instance_chain; /* call-down resolved through the instance chain (debug utils) */
+};
+struct layer_hook_table {
+    const struct layer_hook *rows;
+    unsigned count;
+};
+#define LAYER_HOOK_ROW(fn)                                                                     \
+    {"vk" #fn, (PFN_vkVoidFunction)framescope_##fn, offsetof(struct device_dispatch, fn), false},
+#define LAYER_HOOK_ROW_INSTANCE_CHAIN(fn)                                                      \
+    {"vk" #fn, (PFN_vkVoidFunction)framescope_##fn, offsetof(struct device_dispatch, fn), true},
+#define LAYER_HOOK_TABLE(rows) {rows, sizeof(rows) / sizeof(rows[0])}
+
+/* hooks.c: FRAME_HOOKS and INSTANCE_CHAIN_HOOKS */
+extern const struct layer_hook_table hooks_table;
 /* The queue family of a command pool the app created (UINT32_MAX: unknown). */
 uint32_t hooks_pool_family(VkCommandPool pool);
 
-/* commands.c */
-PFN_vkVoidFunction commands_device_proc(const char *name);
+/* commands.c: COMMAND_HOOKS */
+extern const struct layer_hook_table commands_hook_table;
 void commands_report_notes(void);
 struct cb_zones;
 /* The GPU-zone state slot of a command buffer (in the per-command-buffer table), made with
@@ -607,8 +485,8 @@ void commands_label_begin(VkCommandBuffer cb, const char *name);
 void commands_label_end(VkCommandBuffer cb);
 void commands_counted(VkCommandBuffer cb);
 
-/* resources.c */
-PFN_vkVoidFunction resources_device_proc(const char *name);
+/* resources.c: RESOURCE_HOOKS */
+extern const struct layer_hook_table resources_hook_table;
 /* Records the device's heaps and starts reading its memory budget where it has one. */
 void resources_device_init(struct device_data *dev);
 /* Stops reading its budget (waits for a read in progress on the sampler thread). */

@@ -258,12 +258,7 @@ void resources_device_finish(struct device_data *dev)
     fscope_engine_budget_probe_remove(dev);
 }
 
-PFN_vkVoidFunction resources_device_proc(const char *name)
-{
-#define HOOK(fn)                                                                               \
-    if (strcmp(name, "vk" #fn) == 0)                                                           \
-        return (PFN_vkVoidFunction)framescope_##fn;
-    RESOURCE_HOOKS(HOOK)
-#undef HOOK
-    return NULL;
-}
+static const struct layer_hook hook_rows[] = {
+    RESOURCE_HOOKS(LAYER_HOOK_ROW)
+};
+const struct layer_hook_table resources_hook_table = LAYER_HOOK_TABLE(hook_rows);

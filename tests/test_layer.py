@@ -7,6 +7,7 @@ import json
 import re
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -926,6 +927,101 @@ def test_implicit(build, demo):
                   f"{name}: {len(r.summaries())} summaries, expected {summaries}")
             print(f"{name}: {summaries} summary")
     shutil.rmtree(data_home)
+
+
+
+def walk_rows(stdout):
+    rows = {}
+    for line in stdout.splitlines():
+        name, _, rest = line.partition(" ")
+        if name.startswith("vk"):
+            rows[name] = dict(field.split("=", 1) for field in rest.split())
+    return rows
+
+
+LOADER_TRAMPOLINES = {"vkGetDeviceProcAddr", "vkDestroyDevice", "vkGetDeviceQueue",
+                      "vkGetDeviceQueue2", "vkAllocateCommandBuffers"}
+
+
+def test_hook_walk(build, demo):
+    """Issue 32, item 1: for every entry point the layer hooks (layers/hook_list.h, the lists its
+    lookups are built from), over a device with no extension enabled, on a 1.0 and a 1.3
+    instance: vkGet*ProcAddr gives a function with the layer exactly where it does without,
+    and calling it never jumps to NULL where the driver's own did not; a call that returned
+    without the layer does not hang with it. Then debug utils as mpv calls them."""
+    walk = os.path.join(build, "tests", "hook-walk")
+    for api in ("1.0", "1.3"):
+        runs = {}
+        for label, layers in (("plain", None), ("layer", "VK_LAYER_FRAMESCOPE")):
+            r = run_app([walk, api], None, build, layers=layers, capture=False,
+                        extra_env={"FRAMESCOPE_SUMMARY": "off"})
+            check(r.rc == 0, f"{api} {label}: hook-walk exited {r.rc}: {r.stderr[-2000:]}")
+            runs[label] = r
+        plain, layer = walk_rows(runs["plain"].stdout), walk_rows(runs["layer"].stdout)
+        check(plain.keys() == layer.keys() and len(plain) > 100, f"{api}: walked {len(plain)} names")
+        ours = 0
+        for name, want in plain.items():
+            got = layer[name]
+            for key in ("gipa", "gdpa"):
+                check(got[key] == want[key], f"{api}: {name}: {key}={got[key]} with the layer, "
+                      f"{want[key]} without")
+            for key in ("call_gipa", "call_gdpa"):
+                check(got[key] != "null" or want[key] == "null",
+                      f"{api}: {name} ({key}) jumps to NULL with the layer, {want[key]} without")
+                check(want[key] != "ok" or got[key] in ("ok", "crash"),
+                      f"{api}: {name} ({key}) returned without the layer, {got[key]} with it")
+            # Every device function the app can get must be ours (the walk went through the
+            # hooks), but for those the loader answers with its own trampoline, which calls down
+            # the chain to ours.
+            if got["gdpa"] == "1" and name not in LOADER_TRAMPOLINES:
+                check(got["ours"] == "1", f"{api}: {name} handed out by the device, not hooked")
+                ours += 1
+        check(ours >= 60, f"{api}: only {ours} hooked functions handed out")
+        utils = [l for l in runs["layer"].stdout.splitlines() if l.startswith("debug-utils")]
+        check(utils == [l for l in runs["plain"].stdout.splitlines() if l.startswith("debug-utils")]
+              and "debug-utils label=returned" in utils, f"{api}: debug utils {utils}")
+        print(f"{api}: {len(plain)} names walked, {ours} hooks handed out, as without the layer; "
+              + ", ".join(utils))
+
+
+def llvmpipe_device_name():
+    """The name libplacebo needs in --vulkan-device to accept a CPU device."""
+    out = subprocess.run(["vulkaninfo", "--summary"], capture_output=True, text=True).stdout
+    m = re.search(r"deviceName\s*=\s*(llvmpipe[^\n]*)", out)
+    return m.group(1).strip() if m else None
+
+
+def test_mpv(build, demo):
+    """Issue 32, item 1: mpv (libplacebo fetches debug utils it never enabled) plays a generated
+    clip on headless Weston under the layer, with --vo=gpu-next and --vo=gpu: it exits 0 and
+    framescope counts the presents libplacebo logs, one frame each."""
+    need("mpv")
+    need("ffmpeg")
+    need("vulkaninfo")
+    device = llvmpipe_device_name()
+    check(device, "vulkaninfo names no llvmpipe device")
+    work = tempfile.mkdtemp(prefix="fscope-mpv-")
+    clip = os.path.join(work, "clip.mkv")
+    clip_frames = 45
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                    f"testsrc2=size=160x120:rate=30:duration={clip_frames / 30}", clip],
+                   check=True)
+    for vo in ("gpu-next", "gpu"):
+        argv = ["mpv", "--no-config", f"--vo={vo}", "--gpu-api=vulkan",
+                "--gpu-context=waylandvk", f"--vulkan-device={device}", "--no-audio",
+                # libplacebo logs each vkQueuePresentKHR it makes: mpv's own count
+                "--msg-level=all=warn,vo=trace",
+                clip]
+        with Weston() as w:
+            r = run_app(argv, w, build)
+        check(r.rc == 0, f"mpv --vo={vo} exited {r.rc} under the layer: {r.stderr[-2000:]}")
+        mpv_presents = len(re.findall(r"vkQueuePresentKHR waits on", r.stdout + r.stderr))
+        check(mpv_presents >= clip_frames * 2 // 3,
+              f"--vo={vo}: mpv presented {mpv_presents} times for {clip_frames} frames")
+        summary, rows, _, _ = check_capture_consistent(r, expected_frames=mpv_presents)
+        print(f"mpv --vo={vo}: exit 0, {mpv_presents} presents by mpv's log, "
+              f"{summary['frames']} frames by framescope, verdict {summary['verdict']['run']}")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
