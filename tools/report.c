@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,14 +61,27 @@ int cmd_report(int argc, char **argv)
     }
     const char *dir = argv[optind];
     int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    /* Opened without waiting (a FIFO there would wait for a writer for ever), then checked
+     * on the descriptor itself: only a regular file is a recording. */
     int fd = dir_fd < 0 ? -1 : openat(dir_fd, REPORT_RECORDING_FILE,
-                                      O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                                      O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
     int open_errno = errno;
     if (dir_fd >= 0)
         close(dir_fd);
     if (fd < 0) {
         fprintf(stderr, "framescope: %s: %s%s\n", fscope_config_escape(dir, shown, sizeof(shown)),
                 dir_fd < 0 ? "" : REPORT_RECORDING_FILE ": ", strerror(open_errno));
+        return 2;
+    }
+    struct stat st;
+    const char *not_file = fstat(fd, &st) != 0 ? strerror(errno)
+                           : S_ISDIR(st.st_mode) ? "a directory, not a recording"
+                           : !S_ISREG(st.st_mode) ? "not a regular file"
+                                                  : NULL;
+    if (not_file) {
+        fprintf(stderr, "framescope: %s/%s: %s\n", fscope_config_escape(dir, shown, sizeof(shown)),
+                REPORT_RECORDING_FILE, not_file);
+        close(fd);
         return 2;
     }
     struct recording *rec = NULL;

@@ -1015,6 +1015,11 @@ int recording_read_fd(int fd, struct recording **ret, char *why, size_t why_len)
         return -errno;
     if (why_len)
         why[0] = '\0';
+    if (!S_ISREG(st.st_mode)) {
+        /* a directory's size is its blocks', not a recording's length */
+        snprintf(why, why_len, "not a regular file");
+        return -EINVAL;
+    }
     if ((uint64_t)st.st_size < sizeof(struct rec_header)) {
         snprintf(why, why_len, "not a framescope recording (%lld bytes)", (long long)st.st_size);
         return -EINVAL;
