@@ -43,10 +43,16 @@ static _Atomic bool finished, disowned;
 static struct fscope_private_fd private_stderr = { .fd = -1 };
 
 /* A forked child has none of the parent's threads and must not write the parent's summary or
- * capture when it exits: the run being profiled is the parent's. */
+ * capture when it exits: the run being profiled is the parent's. Nor may it keep what we hold
+ * open: the scheduler's events cost every context switch of the machine while they live, and
+ * the daemon takes the app's end from its connection closing. The one fork handler of ours,
+ * so the order holds: the arena made private (from its descriptor), then every descriptor let
+ * go of. */
 static void forked_child(void)
 {
     atomic_store(&disowned, true);
+    recording_forked_child();
+    fscope_fd_release_all();
 }
 
 __attribute__((constructor)) static void library_init(void)
@@ -119,8 +125,7 @@ static FILE *summary_stream(void)
     struct fscope_private_fd now;
     bool same = fscope_private_fd_init(&now, STDERR_FILENO) && now.dev == private_stderr.dev &&
                 now.ino == private_stderr.ino;
-    if (now.fd >= 0)
-        close(now.fd);
+    fscope_fd_close(now.fd);
     return same ? stderr : NULL;
 }
 

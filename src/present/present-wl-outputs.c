@@ -11,6 +11,7 @@
 #include "present-wl.h"
 #include "present-wl-private.h"
 #include "record/meta.h"
+#include "util/private_fd.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -237,7 +238,8 @@ static struct wl_display *connect_own(void)
 	if (n < 0 || (size_t)n >= sizeof(addr.sun_path))
 		return NULL;
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* libwayland owns and closes it: moved out of the app's range, not held. */
+	fd = fscope_fd_move_high(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return NULL;
 	if (connect(fd, (struct sockaddr *)&addr,

@@ -55,6 +55,7 @@
 #include "presentation-time-client-protocol.h"
 
 #include "util/log.h"
+#include "util/private_fd.h"
 
 /* Feedbacks in flight at once.  Weston discards a surface's pending feedback on the next
  * commit, so FIFO and MAILBOX keep two or three in flight; a compositor that holds
@@ -879,8 +880,7 @@ static void tracker_teardown(struct fscope_wl_tracker *t, struct fscope_wl_count
 	if (t->queue)
 		wl_event_queue_destroy(t->queue);
 out:
-	if (t->wake_fd >= 0)
-		close(t->wake_fd);
+	fscope_fd_close(t->wake_fd);
 	free(t);
 }
 
@@ -921,7 +921,7 @@ struct fscope_wl_tracker *fscope_wl_tracker_create(struct wl_display *app_displa
 	t->display_dev = st.st_dev;
 	t->display_ino = st.st_ino;
 
-	t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	t->wake_fd = fscope_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (t->wake_fd < 0) {
 		fscope_wl_why(why, why_len, "eventfd: %s", strerror(errno));
 		goto error;

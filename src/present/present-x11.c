@@ -16,6 +16,7 @@
 
 #include "record/meta.h"
 #include "util/mode_refresh.h"
+#include "util/private_fd.h"
 
 #define PENDING_MAX 256  /* presents asked about and not completed */
 #define DONE_MAX 256     /* finished records not yet drained */
@@ -359,7 +360,7 @@ struct fscope_x11_tracker *fscope_x11_tracker_create(const char *display, uint32
 	snprintf(t->display, sizeof(t->display), "%s", display);
 	t->window = window;
 	pthread_mutex_init(&t->lock, NULL);
-	t->wake_fd = eventfd(0, EFD_CLOEXEC);
+	t->wake_fd = fscope_fd_high(eventfd(0, EFD_CLOEXEC));
 	/* Signals stay the app's business: the thread starts with all of them blocked. */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -368,8 +369,7 @@ struct fscope_x11_tracker *fscope_x11_tracker_create(const char *display, uint32
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e) {
 		snprintf(why, why_len, "cannot start the tracker's thread: %s", strerror(e));
-		if (t->wake_fd >= 0)
-			close(t->wake_fd);
+		fscope_fd_close(t->wake_fd);
 		free(t);
 		return NULL;
 	}
@@ -520,7 +520,7 @@ void fscope_x11_tracker_destroy_with_counts(struct fscope_x11_tracker *t,
 		fscope_x11_tracker_counts(t, ret);
 	if (t->conn)
 		xcb_disconnect(t->conn);
-	close(t->wake_fd);
+	fscope_fd_close(t->wake_fd);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }

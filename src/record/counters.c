@@ -191,7 +191,7 @@ static void group_close(struct fscope_collector *c)
 {
     for (unsigned i = 0; i < FRAME_COUNTERS; i++) {
         if (c->counter_fds[i] >= 0)
-            close(c->counter_fds[i]);
+            fscope_fd_close(c->counter_fds[i]);
         c->counter_fds[i] = -1;
     }
     c->counters_open = 0;

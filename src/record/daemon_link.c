@@ -82,7 +82,7 @@ static void link_tick(void *arg, bool final)
         /* The daemon never writes to a registered app: anything readable is its end. */
         struct pollfd p = { .fd = l->conn, .events = POLLIN };
         if (final || (poll(&p, 1, 0) == 1 && p.revents)) {
-            close(l->conn);
+            fscope_fd_close(l->conn);
             l->conn = -1;
             if (!final) {
                 fscope_log(FSCOPE_LOG_INFO, "framescoped went away; registering again when it "

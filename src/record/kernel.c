@@ -69,7 +69,7 @@ bool kernel_thread_times(struct fscope_collector *c, struct kernel_thread_view *
     if (c->schedstat_fd < 0) {
         if (c->schedstat_fd == -2)
             return false; /* this thread already found it missing */
-        c->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+        c->schedstat_fd = fscope_fd_high(open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC));
         if (c->schedstat_fd < 0) {
             char why[160];
             snprintf(why, sizeof(why), "/proc/thread-self/schedstat: %s (no /proc, or a "
@@ -105,7 +105,7 @@ bool kernel_thread_times(struct fscope_collector *c, struct kernel_thread_view *
 void kernel_thread_exit(struct fscope_collector *c)
 {
     if (c && c->schedstat_fd >= 0) {
-        close(c->schedstat_fd);
+        fscope_fd_close(c->schedstat_fd);
         c->schedstat_fd = -1;
     }
 }
@@ -464,7 +464,7 @@ static void sampler_tick(void *arg, bool final)
         return;
     kms_close(s->kms);
     if (s->task_dir >= 0)
-        close(s->task_dir);
+        fscope_fd_close(s->task_dir);
     free(s);
 }
 

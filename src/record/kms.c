@@ -140,7 +140,7 @@ struct kms *kms_open(struct rec_kms *rec)
         if (drmIsMaster(fd))
             drmDropMaster(fd);
         if (!read_card(k, rec, fd, e->d_name))
-            close(fd);
+            fscope_fd_close(fd);
     }
     closedir(dir);
     if (rec->count) {
@@ -211,7 +211,7 @@ void kms_close(struct kms *k)
         return;
     for (unsigned i = 0; i < REC_KMS_OUTPUTS; i++)
         if (k->fds[i] >= 0)
-            close(k->fds[i]);
+            fscope_fd_close(k->fds[i]);
     free(k);
 }
 

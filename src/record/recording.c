@@ -295,9 +295,7 @@ static bool create_own(void)
     return true;
 }
 
-/* A forked child keeps the parent's address space but must never write the parent's
- * recording: its view of the arena becomes a private copy. */
-static void forked_child(void)
+void recording_forked_child(void)
 {
     if (!header)
         return;
@@ -339,7 +337,6 @@ static void init_once_fn(void)
     if (locs)
         recording_publish(REC_OBJ_LOCS, offset, sizeof(*locs));
     atomic_store_explicit(&header->state, REC_STATE_RECORDING, memory_order_release);
-    pthread_atfork(NULL, NULL, forked_child);
     init_ok = true;
 }
 

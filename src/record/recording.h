@@ -57,5 +57,9 @@ void recording_loc(const struct fscope_loc *loc);
 
 /* The app has flushed what it had at exit: analysis may rely on final tallies. */
 void recording_end(void);
+/* In a forked child, before fscope_fd_release_all: the child keeps the parent's address
+ * space but must never write the parent's recording, so its view of the arena becomes a
+ * private copy. */
+void recording_forked_child(void);
 
 #endif

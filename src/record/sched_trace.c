@@ -106,17 +106,24 @@ static void say_off(struct sched_trace *t, const char *why)
     t->failed = true;
 }
 
-/* The tracepoint's id and its fields' offsets, from tracefs (or debugfs's copy of it). */
-static bool read_format(const char *event, unsigned *id, const char *const *names,
-                        struct field *fields, unsigned count)
+/* The tracepoint's id and its fields' offsets, from tracefs (or debugfs's copy of it). 0, or
+ * the errno of the first root that has the file but would not give it (EACCES: tracefs is
+ * mode 0700, root's alone, whatever capabilities the user has), else ENOENT; EINVAL for a
+ * format this code does not understand. */
+static int read_format(const char *event, unsigned *id, const char *const *names,
+                       struct field *fields, unsigned count)
 {
     static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
     char path[128], text[4096];
+    int err = ENOENT;
     for (unsigned r = 0; r < 2; r++) {
         snprintf(path, sizeof(path), "%s/events/sched/%s/format", roots[r], event);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
+        if (fd < 0) {
+            if (err == ENOENT && errno != ENOENT && errno != ENOTDIR)
+                err = errno;
             continue;
+        }
         ssize_t n = read(fd, text, sizeof(text) - 1);
         close(fd);
         if (n <= 0)
@@ -124,7 +131,7 @@ static bool read_format(const char *event, unsigned *id, const char *const *name
         text[n] = '\0';
         const char *at = strstr(text, "\nID: ");
         if (!at)
-            return false;
+            return EINVAL;
         *id = (unsigned)strtoul(at + 5, NULL, 10);
         for (unsigned k = 0; k < count; k++) {
             char key[64], array[64];
@@ -135,13 +142,13 @@ static bool read_format(const char *event, unsigned *id, const char *const *name
                 f = strstr(text, array);
             const char *off = f ? strstr(f, "offset:") : NULL, *size = f ? strstr(f, "size:") : NULL;
             if (!off || !size)
-                return false;
+                return EINVAL;
             fields[k].offset = (unsigned)strtoul(off + 7, NULL, 10);
             fields[k].size = (unsigned)strtoul(size + 5, NULL, 10);
         }
-        return true;
+        return 0;
     }
-    return false;
+    return err;
 }
 
 static int open_event(unsigned id, unsigned cpu)
@@ -167,7 +174,7 @@ static void close_rings(struct sched_trace *t)
         if (t->rings[i].base)
             munmap(t->rings[i].base, t->rings[i].size);
         if (t->rings[i].fd >= 0)
-            close(t->rings[i].fd);
+            fscope_fd_close(t->rings[i].fd);
         t->rings[i].base = NULL;
         t->rings[i].fd = -1;
     }
@@ -219,19 +226,19 @@ static void grow_ring(struct sched_trace *t, unsigned index)
         return;
     }
     if (!map_ring(t, &grown, fd, pages)) {
-        close(fd);
+        fscope_fd_close(fd);
         old->kept = true;
         return;
     }
     if (!set_filter(fd, index, t->tid) ||
         (!t->paused && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0)) {
         munmap(grown.base, grown.size);
-        close(fd);
+        fscope_fd_close(fd);
         old->kept = true;
         return;
     }
     munmap(old->base, old->size);
-    close(old->fd);
+    fscope_fd_close(old->fd);
     *old = grown;
 }
 
@@ -241,10 +248,25 @@ static void open_all(struct sched_trace *t, int tid)
                                             "next_pid" };
     static const char *const wk_names[] = { "pid" };
     struct field sw[5], wk[1];
-    if (!read_format("sched_switch", &t->switch_id, sw_names, sw, 5) ||
-        !read_format("sched_waking", &t->wakeup_id, wk_names, wk, 1)) {
-        say_off(t, "the wake-up chain was not recorded: no tracefs (/sys/kernel/tracing) with "
-                   "the sched_switch and sched_waking events");
+    int err = read_format("sched_switch", &t->switch_id, sw_names, sw, 5);
+    if (!err)
+        err = read_format("sched_waking", &t->wakeup_id, wk_names, wk, 1);
+    if (err == EACCES || err == EPERM) {
+        say_off(t, "the wake-up chain was not recorded: the scheduler events' formats in tracefs "
+                   "(/sys/kernel/tracing, mode 0700) are readable by root only; CAP_PERFMON "
+                   "alone is not enough");
+        return;
+    }
+    if (err) {
+        char why[224];
+        snprintf(why, sizeof(why), "the wake-up chain was not recorded: %s",
+                 err == EINVAL   ? "the sched_switch and sched_waking formats in tracefs are "
+                                   "not ones this version reads"
+                 : err == EMFILE || err == ENFILE
+                     ? "no descriptor left to read its events' formats in tracefs (ulimit -n)"
+                     : "no tracefs (/sys/kernel/tracing) with the sched_switch and sched_waking "
+                       "events");
+        say_off(t, why);
         return;
     }
     t->prev_comm = sw[0];
@@ -265,10 +287,19 @@ static void open_all(struct sched_trace *t, int tid)
             if (r->fd < 0 && errno == ENODEV)
                 continue; /* an offline CPU */
             if (r->fd < 0) {
+                int open_errno = errno;
                 char why[224];
-                snprintf(why, sizeof(why), "the wake-up chain (who ran instead, who woke the "
-                         "thread) was not recorded: perf tracepoints on every CPU need root or "
-                         "CAP_PERFMON (%s)", strerror(errno));
+                if (open_errno == EACCES || open_errno == EPERM)
+                    snprintf(why, sizeof(why), "the wake-up chain (who ran instead, who woke "
+                             "the thread) was not recorded: perf tracepoints on every CPU need "
+                             "root or CAP_PERFMON (%s)", strerror(open_errno));
+                else if (open_errno == EMFILE || open_errno == ENFILE)
+                    snprintf(why, sizeof(why), "the wake-up chain was not recorded: no "
+                             "descriptor left for its %u perf events (%s; ulimit -n)",
+                             2 * t->cpus, strerror(open_errno));
+                else
+                    snprintf(why, sizeof(why), "the wake-up chain was not recorded: "
+                             "perf_event_open refused its tracepoint (%s)", strerror(open_errno));
                 close_rings(t);
                 say_off(t, why);
                 return;

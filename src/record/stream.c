@@ -13,6 +13,7 @@
 #include "recording.h"
 #include "worker.h"
 #include "util/log.h"
+#include "util/private_fd.h"
 
 /* Chunks written (and then holes punched) per io_uring submission. */
 #define STREAM_BATCH 32
@@ -194,11 +195,18 @@ static void stream_tick(void *arg, bool final)
     if (!s->ring_tried) {
         s->ring_tried = true;
         s->have_ring = io_uring_queue_init(STREAM_BATCH, &s->ring, 0) == 0;
+        if (s->have_ring) {
+            /* Out of the app's range and held (a forked child lets go of it); its mappings
+             * are made, so only io_uring_enter and the exit use the number. */
+            s->ring.ring_fd = s->ring.enter_ring_fd = fscope_fd_high(s->ring.ring_fd);
+        }
         if (!s->have_ring)
             fscope_log(FSCOPE_LOG_INFO, "io_uring unavailable: the recording streams with pwrite");
     }
-    if (final && s->have_ring)
+    if (final && s->have_ring) {
+        fscope_fd_forget(s->ring.ring_fd); /* io_uring_queue_exit closes it */
         io_uring_queue_exit(&s->ring);
+    }
 #endif
     /* At exit what is still in memory stays there: whoever analyses reads it in place. */
     if (!final) {

@@ -7,9 +7,23 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* fd moved above the app's range (close-on-exec; fd itself closed) where the limit leaves
- * room, else fd as it is. Returns the descriptor to use; a negative fd is passed through. */
+/* Takes fd as one of the profiler's own: moved above the app's range (close-on-exec; fd
+ * itself closed), or to the top of what the descriptor limit allows where it leaves no room
+ * above (said once), or left where it is where even that fails; and held, so a forked child
+ * lets go of it. Returns the descriptor to use; a negative fd is passed through. */
 int fscope_fd_high(int fd);
+/* fd moved as fscope_fd_high moves it, but not held: for a descriptor another library owns
+ * and closes (a Wayland connection's socket). */
+int fscope_fd_move_high(int fd);
+/* Stops holding fd without closing it: another library is about to close it (io_uring's
+ * ring at io_uring_queue_exit). */
+void fscope_fd_forget(int fd);
+/* Closes a descriptor fscope_fd_high returned. A number it does not hold (the child of a
+ * fork let go of it, or it was never ours) is left alone: it may be the app's by now. */
+void fscope_fd_close(int fd);
+/* In a forked child: every descriptor held is let go of (pointed at /dev/null, so a stale
+ * use reaches nothing of the child's). Async-signal-safe. */
+void fscope_fd_release_all(void);
 
 struct fscope_private_fd {
     int fd; /* -1: none */

@@ -37,6 +37,9 @@ static const char usage_text[] =
     "  --stall-at F            sleep once, before recording frame F (0-based) ...\n"
     "  --stall-ms M            ... for M ms, like a load screen (both are needed)\n"
     "  --cpu-spike F:M         busy-loop M ms once, before recording frame F (0-based)\n"
+    "  --fork-helper-at F      before recording frame F, fork a child that does not exec and\n"
+    "                          outlives the demo (a crash handler's helper); it prints\n"
+    "                          \"helper PID\" on stdout and exits when its stdin closes\n"
     "  --alloc-at F:MB         once, before recording frame F, allocate MB MiB of host-visible\n"
     "                          device memory, write every page, and free it (a streamed\n"
     "                          level's buffers)\n"
@@ -189,6 +192,7 @@ enum option_id {
     OPTION_DEVICE_CYCLES,
     OPTION_NO_DESTROY,
     OPTION_STALL_AT,
+    OPTION_FORK_HELPER_AT,
     OPTION_STALL_MS,
     OPTION_CPU_SPIKE,
     OPTION_PIPELINES_AT,
@@ -243,6 +247,7 @@ static const struct option long_options[] = {
     { "device-cycles", required_argument, NULL, OPTION_DEVICE_CYCLES },
     { "no-destroy", no_argument, NULL, OPTION_NO_DESTROY },
     { "stall-at", required_argument, NULL, OPTION_STALL_AT },
+    { "fork-helper-at", required_argument, NULL, OPTION_FORK_HELPER_AT },
     { "stall-ms", required_argument, NULL, OPTION_STALL_MS },
     { "cpu-spike", required_argument, NULL, OPTION_CPU_SPIKE },
     { "pipelines-at", required_argument, NULL, OPTION_PIPELINES_AT },
@@ -528,6 +533,7 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
         .threads = 1,
         .instances = 1,
         .stall_at = -1,
+        .fork_helper_at = -1,
         .cpu_spike_at = -1,
         .pipelines_at = -1,
         .faults_at = -1,
@@ -628,6 +634,11 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
             break;
         case OPTION_NO_DESTROY:
             options.no_destroy = true;
+            break;
+        case OPTION_FORK_HELPER_AT:
+            if (!parse_uint(name, optarg, 0, INT64_MAX, &value))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.fork_helper_at = (int64_t)value;
             break;
         case OPTION_STALL_AT:
             if (!parse_uint(name, optarg, 0, INT64_MAX, &value))

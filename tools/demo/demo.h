@@ -49,6 +49,7 @@ struct demo_options {
     uint32_t device_cycles;
     bool no_destroy;
     int64_t stall_at;           /* -1: no stall */
+    int64_t fork_helper_at;     /* -1: no helper */
     double stall_ms;
     int64_t cpu_spike_at;       /* -1: none */
     double cpu_spike_ms;

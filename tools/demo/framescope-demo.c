@@ -106,6 +106,26 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* --fork-helper-at: a child that forks without exec and lives on past the demo, as crash
+ * handlers' helpers do. It inherits every descriptor the process had at the fork, the
+ * profiler's among them, and keeps what it inherited until its stdin closes. */
+static void fork_helper(void)
+{
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        char byte;
+        while (read(STDIN_FILENO, &byte, 1) > 0)
+            ;
+        _exit(0);
+    }
+    if (child > 0)
+        printf("helper %d\n", (int)child);
+    else
+        perror("framescope-demo: fork");
+    fflush(stdout);
+}
+
 /* The --cpu-ms load: spinning, not sleeping, so the time shows up as CPU work. */
 static void burn_cpu(double ms)
 {
@@ -249,6 +269,8 @@ static void run_cpu_load(const struct demo_options *options, uint64_t frame)
         wait_for_worker_lock(options->lock_wait_ms);
     if ((int64_t)frame == options->stall_at)
         sleep_ms(options->stall_ms);
+    if ((int64_t)frame == options->fork_helper_at)
+        fork_helper();
     if ((int64_t)frame == options->cpu_spike_at)
         burn_cpu(options->cpu_spike_ms);
 }
