@@ -23,71 +23,38 @@
  *                               (taking numbers 1 and 2), "app data" written to each, and exit
  *                               without destroying anything (SuperTuxKart closes its fds 1
  *                               and 2 at exit)
+ *   layer-probe walk 1.0|1.3    every entry point the layer hooks (layers/hook_list.h, the
+ *                               lists the layer builds its lookups from), over an instance
+ *                               of that version and a device with no extension enabled; per
+ *                               name: "NAME gipa=0|1 gdpa=0|1|- ours=0|1 call_gipa=CLASS
+ *                               call_gdpa=CLASS": whether vkGetInstanceProcAddr and
+ *                               vkGetDeviceProcAddr gave a function ("-": not a device
+ *                               name), whether either is the layer's, and what calling it
+ *                               once in a child (its first handle, zeros for the rest) did:
+ *                               none, ok, null (a jump to address 0), crash (another fault:
+ *                               zeros are bad arguments for most), signal-N or hang. Then
+ *                               "debug-utils set_name=RESULT" and "debug-utils
+ *                               label=returned": debug utils called as libplacebo calls
+ *                               them, with real arguments, the extension not enabled
  *
  * Exit status 0 when the probe ran (the test reads the output), 1 on a failure to run. */
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <unistd.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
-static int probe_functions(void)
-{
-    const VkApplicationInfo app = {
-        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-        .pApplicationName = "layer-probe",
-        .apiVersion = VK_API_VERSION_1_1,
-    };
-    const VkInstanceCreateInfo instance_info = {
-        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-        .pApplicationInfo = &app,
-    };
-    VkInstance instance;
-    if (vkCreateInstance(&instance_info, NULL, &instance) != VK_SUCCESS) {
-        fprintf(stderr, "layer-probe: vkCreateInstance failed\n");
-        return 1;
-    }
-    uint32_t count = 1;
-    VkPhysicalDevice phys;
-    VkResult r = vkEnumeratePhysicalDevices(instance, &count, &phys);
-    if ((r != VK_SUCCESS && r != VK_INCOMPLETE) || count == 0) {
-        fprintf(stderr, "layer-probe: no physical device\n");
-        vkDestroyInstance(instance, NULL);
-        return 1;
-    }
-    const float priority = 1.0f;
-    const VkDeviceQueueCreateInfo queue = {
-        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-        .queueFamilyIndex = 0,
-        .queueCount = 1,
-        .pQueuePriorities = &priority,
-    };
-    const VkDeviceCreateInfo device_info = {
-        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-        .queueCreateInfoCount = 1,
-        .pQueueCreateInfos = &queue,
-    };
-    VkDevice device;
-    if (vkCreateDevice(phys, &device_info, NULL, &device) != VK_SUCCESS) {
-        fprintf(stderr, "layer-probe: vkCreateDevice failed\n");
-        vkDestroyInstance(instance, NULL);
-        return 1;
-    }
-    static const char *const names[] = {
-        "vkResetQueryPoolEXT", "vkGetCalibratedTimestampsEXT", "vkGetSemaphoreCounterValueKHR",
-        "vkWaitSemaphoresKHR", "vkSignalSemaphoreKHR", "vkQueueSubmit",
-    };
-    for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        printf("%s=%s\n", names[i], vkGetDeviceProcAddr(device, names[i]) ? "set" : "NULL");
-    vkDestroyDevice(device, NULL);
-    vkDestroyInstance(instance, NULL);
-    return 0;
-}
+#include "hook_list.h"
+
 
 /* Every physical device's queue families: flags and timestamp valid bits. */
 static int probe_families(void)
@@ -221,15 +188,15 @@ static VkResult make_pass2(VkDevice device, VkRenderPass *ret)
     return vkCreateRenderPass2(device, &info, NULL, ret);
 }
 
-/* A Vulkan 1.2 instance (with VK_EXT_debug_utils where asked) and a device on its first GPU
- * with one queue of family 0 and the feature structs given. */
-static int probe_open(bool debug_utils, const void *features, VkInstance *ret_instance,
-                      VkPhysicalDevice *ret_phys, VkDevice *ret_device)
+/* An instance of API version api (with VK_EXT_debug_utils where asked) and a device on its
+ * first GPU with one queue of family 0, no extension and the feature structs given. */
+static int probe_open(uint32_t api, bool debug_utils, const void *features,
+                      VkInstance *ret_instance, VkPhysicalDevice *ret_phys, VkDevice *ret_device)
 {
     const VkApplicationInfo app = {
         .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
         .pApplicationName = "layer-probe",
-        .apiVersion = VK_API_VERSION_1_2,
+        .apiVersion = api,
     };
     const char *ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
     const VkInstanceCreateInfo instance_info = {
@@ -261,6 +228,187 @@ static int probe_open(bool debug_utils, const void *features, VkInstance *ret_in
     return 0;
 }
 
+static int probe_functions(void)
+{
+    VkInstance instance;
+    VkPhysicalDevice phys;
+    VkDevice device;
+    if (probe_open(VK_API_VERSION_1_1, false, NULL, &instance, &phys, &device) != 0)
+        return 1;
+    static const char *const names[] = {
+        "vkResetQueryPoolEXT", "vkGetCalibratedTimestampsEXT", "vkGetSemaphoreCounterValueKHR",
+        "vkWaitSemaphoresKHR", "vkSignalSemaphoreKHR", "vkQueueSubmit",
+    };
+    for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        printf("%s=%s\n", names[i], vkGetDeviceProcAddr(device, names[i]) ? "set" : "NULL");
+    vkDestroyDevice(device, NULL);
+    vkDestroyInstance(instance, NULL);
+    return 0;
+}
+
+struct walked {
+    const char *name;
+    bool device_level;
+};
+
+static const struct walked walked[] = {
+#define GLOBAL(fn) {"vk" #fn, false},
+#define DEVICE(fn) {"vk" #fn, true},
+    GLOBAL_HOOKS(GLOBAL)
+    INSTANCE_HOOKS(GLOBAL)
+    DEVICE_HOOKS(DEVICE)
+#undef GLOBAL
+#undef DEVICE
+};
+
+enum { EXIT_NULL_JUMP = 3, EXIT_FAULT = 4 };
+/* A call that would jump to NULL does so at once; one that blocks (a wait on a queue whose
+ * threads the fork left behind) is not what the walk looks for, so a second is enough. */
+#define CALL_SECONDS 1
+
+/* A fault whose instruction address is in the first page is a call through a NULL pointer
+ * (or a NULL table with a small offset); any other fault is the zeros being bad arguments. */
+static void on_fault(int sig, siginfo_t *info, void *context)
+{
+    (void)sig;
+    (void)info;
+    const ucontext_t *uc = context;
+    uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    _exit(ip < 4096 ? EXIT_NULL_JUMP : EXIT_FAULT);
+}
+
+typedef uint64_t (*any_call)(void *, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                             uint64_t, uint64_t);
+
+static const char *call_class(PFN_vkVoidFunction fn, void *first)
+{
+    static char text[32];
+    if (!fn)
+        return "none";
+    fflush(stdout);
+    pid_t child = fork();
+    if (child < 0)
+        return "fork-failed";
+    if (child == 0) {
+        struct sigaction sa = { .sa_sigaction = on_fault, .sa_flags = SA_SIGINFO };
+        sigaction(SIGSEGV, &sa, NULL);
+        sigaction(SIGBUS, &sa, NULL);
+        sigaction(SIGILL, &sa, NULL);
+        alarm(CALL_SECONDS);
+        /* Every argument past the first is zero: counts of 0, NULL pointers, null handles.
+         * The x86-64 calling convention lets one cast call any of them this way. */
+        ((any_call)(void *)fn)(first, 0, 0, 0, 0, 0, 0, 0);
+        _exit(0);
+    }
+    int status;
+    if (waitpid(child, &status, 0) != child)
+        return "wait-failed";
+    if (WIFEXITED(status))
+        switch (WEXITSTATUS(status)) {
+        case 0: return "ok";
+        case EXIT_NULL_JUMP: return "null";
+        case EXIT_FAULT: return "crash";
+        default: snprintf(text, sizeof(text), "exit-%d", WEXITSTATUS(status)); return text;
+        }
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+        return "hang";
+    snprintf(text, sizeof(text), "signal-%d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return text;
+}
+
+static bool in_layer(PFN_vkVoidFunction fn)
+{
+    Dl_info info;
+    return fn && dladdr((void *)fn, &info) && info.dli_fname &&
+           strstr(info.dli_fname, "VkLayer_framescope");
+}
+
+/* walk: every name layers/hook_list.h lists (the lists the layer hands its hooks out from),
+ * over an instance of version api and a device with no extension enabled. */
+static int probe_walk(uint32_t api)
+{
+    VkInstance instance;
+    VkPhysicalDevice phys;
+    VkDevice device;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (probe_open(api, false, NULL, &instance, &phys, &device) != 0)
+        return 1;
+    VkQueue queue;
+    vkGetDeviceQueue(device, 0, 0, &queue);
+    const VkCommandPoolCreateInfo pool_info = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+    };
+    VkCommandPool pool;
+    VkCommandBuffer cb;
+    const VkCommandBufferAllocateInfo cb_info = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    const VkCommandBufferBeginInfo begin = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+    };
+    if (vkCreateCommandPool(device, &pool_info, NULL, &pool) != VK_SUCCESS) {
+        fprintf(stderr, "layer-probe: vkCreateCommandPool failed\n");
+        return 1;
+    }
+    VkCommandBufferAllocateInfo cb_alloc = cb_info;
+    cb_alloc.commandPool = pool;
+    if (vkAllocateCommandBuffers(device, &cb_alloc, &cb) != VK_SUCCESS ||
+        vkBeginCommandBuffer(cb, &begin) != VK_SUCCESS) {
+        fprintf(stderr, "layer-probe: no command buffer to record into\n");
+        return 1;
+    }
+
+    for (unsigned i = 0; i < sizeof(walked) / sizeof(walked[0]); i++) {
+        const char *name = walked[i].name;
+        void *first = instance;
+        if (walked[i].device_level)
+            first = strncmp(name, "vkCmd", 5) == 0     ? (void *)cb
+                    : strncmp(name, "vkQueue", 7) == 0 ? (void *)queue
+                                                       : (void *)device;
+        PFN_vkVoidFunction by_instance = vkGetInstanceProcAddr(instance, name);
+        PFN_vkVoidFunction by_device =
+            walked[i].device_level ? vkGetDeviceProcAddr(device, name) : NULL;
+        printf("%s gipa=%d gdpa=%s ours=%d", name, by_instance != NULL,
+               walked[i].device_level ? (by_device ? "1" : "0") : "-",
+               in_layer(by_instance) || in_layer(by_device));
+        printf(" call_gipa=%s", call_class(by_instance, first));
+        printf(" call_gdpa=%s\n", call_class(by_device, first));
+    }
+    /* mpv's pattern (libplacebo): debug utils fetched and called with real arguments on a
+     * device that never enabled the extension. Anything but a return kills this process. */
+    PFN_vkSetDebugUtilsObjectNameEXT set_name =
+        (PFN_vkSetDebugUtilsObjectNameEXT)vkGetDeviceProcAddr(device, "vkSetDebugUtilsObjectNameEXT");
+    PFN_vkCmdBeginDebugUtilsLabelEXT label_begin =
+        (PFN_vkCmdBeginDebugUtilsLabelEXT)vkGetDeviceProcAddr(device, "vkCmdBeginDebugUtilsLabelEXT");
+    PFN_vkCmdEndDebugUtilsLabelEXT label_end =
+        (PFN_vkCmdEndDebugUtilsLabelEXT)vkGetDeviceProcAddr(device, "vkCmdEndDebugUtilsLabelEXT");
+    if (set_name) {
+        const VkDebugUtilsObjectNameInfoEXT name_info = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT,
+            .objectType = VK_OBJECT_TYPE_DEVICE,
+            .objectHandle = (uint64_t)(uintptr_t)device,
+            .pObjectName = "layer-probe device",
+        };
+        printf("debug-utils set_name=%d\n", (int)set_name(device, &name_info));
+    }
+    if (label_begin && label_end) {
+        const VkDebugUtilsLabelEXT label = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT,
+            .pLabelName = "layer-probe label",
+        };
+        label_begin(cb, &label);
+        label_end(cb);
+        printf("debug-utils label=returned\n");
+    }
+    vkEndCommandBuffer(cb);
+    vkDestroyCommandPool(device, pool, NULL);
+    vkDestroyDevice(device, NULL);
+    vkDestroyInstance(instance, NULL);
+    return 0;
+}
+
 enum probe_record {
     RECORD_EACH_ROUND, /* ONE_TIME_SUBMIT, recorded again for every submission */
     RECORD_ONCE,
@@ -278,7 +426,7 @@ static int probe_multiview(int rounds, enum probe_record how)
     VkInstance instance;
     VkPhysicalDevice phys;
     VkDevice device;
-    if (probe_open(true, &multiview, &instance, &phys, &device) != 0)
+    if (probe_open(VK_API_VERSION_1_2, true, &multiview, &instance, &phys, &device) != 0)
         return 1;
     PFN_vkCmdBeginDebugUtilsLabelEXT begin_label =
         (PFN_vkCmdBeginDebugUtilsLabelEXT)vkGetDeviceProcAddr(device,
@@ -470,7 +618,7 @@ static int probe_storm(int count)
     VkInstance instance;
     VkPhysicalDevice phys;
     VkDevice device;
-    if (probe_open(false, &features12, &instance, &phys, &device) != 0)
+    if (probe_open(VK_API_VERSION_1_2, false, &features12, &instance, &phys, &device) != 0)
         return 1;
     VkQueue queue;
     vkGetDeviceQueue(device, 0, 0, &queue);
@@ -555,9 +703,13 @@ int main(int argc, char **argv)
         return probe_storm(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "closed-stderr") == 0)
         return probe_closed_stderr(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "walk") == 0 && strcmp(argv[2], "1.0") == 0)
+        return probe_walk(VK_API_VERSION_1_0);
+    if (argc == 3 && strcmp(argv[1], "walk") == 0 && strcmp(argv[2], "1.3") == 0)
+        return probe_walk(VK_API_VERSION_1_3);
     fprintf(stderr, "usage: layer-probe functions | families | negotiate LAYER_SO | "
             "multiview ROUNDS | resubmit ROUNDS | simultaneous ROUNDS | behind ROUNDS | "
             "storm SUBMISSIONS | "
-            "closed-stderr FILE\n");
+            "closed-stderr FILE | walk 1.0|1.3\n");
     return 2;
 }

@@ -949,13 +949,13 @@ def test_hook_walk(build, demo):
     instance: vkGet*ProcAddr gives a function with the layer exactly where it does without,
     and calling it never jumps to NULL where the driver's own did not; a call that returned
     without the layer does not hang with it. Then debug utils as mpv calls them."""
-    walk = os.path.join(build, "tests", "hook-walk")
+    probe = os.path.join(build, "tests", "layer-probe")
     for api in ("1.0", "1.3"):
         runs = {}
         for label, layers in (("plain", None), ("layer", "VK_LAYER_FRAMESCOPE")):
-            r = run_app([walk, api], None, build, layers=layers, capture=False,
+            r = run_app([probe, "walk", api], None, build, layers=layers, capture=False,
                         extra_env={"FRAMESCOPE_SUMMARY": "off"})
-            check(r.rc == 0, f"{api} {label}: hook-walk exited {r.rc}: {r.stderr[-2000:]}")
+            check(r.rc == 0, f"{api} {label}: layer-probe walk exited {r.rc}: {r.stderr[-2000:]}")
             runs[label] = r
         plain, layer = walk_rows(runs["plain"].stdout), walk_rows(runs["layer"].stdout)
         check(plain.keys() == layer.keys() and len(plain) > 100, f"{api}: walked {len(plain)} names")
