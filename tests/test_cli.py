@@ -823,6 +823,61 @@ def test_summary_special_files(exe):
     print("summary into a FIFO and /dev/null, neither replaced; a link refused")
 
 
+# A hang guard for a command meant to fail at once: a broken build fails the test instead of
+# waiting for a writer that never comes. Generous on a loaded machine; never what passes.
+HANG_GUARD_S = 20
+
+
+def run_guarded(exe, *args):
+    """exe with args as run() does, killed if it runs past HANG_GUARD_S; returns its exit status,
+    stdout and stderr (as run() does) and its own peak RSS in KiB, read from wait4 (the
+    RUSAGE_CHILDREN maximum would be an earlier, larger child's)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([exe, *args], stdout=out, stderr=err, env=clean_env())
+        guard = threading.Timer(HANG_GUARD_S, proc.kill)
+        guard.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        guard.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        check(proc.returncode != -signal.SIGKILL,
+              f"{args}: still running after {HANG_GUARD_S} s (hung), killed")
+        out.seek(0)
+        err.seek(0)
+        r = subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
+    return r, usage.ru_maxrss
+
+
+def test_report_special_files(exe):
+    """framescope report on a capture whose recording.fsr is a FIFO (nothing writes it) or a
+    directory (issue 32, items 3 and 6): refused at once, exit 2, with one line that names the
+    file and says what it is, never waiting for a writer nor giving a directory's byte count;
+    the directory's name, with a terminal escape and a newline in it, printed escaped."""
+    tmp = tempfile.mkdtemp(prefix="fscope-report-")
+    try:
+        for kind in ("fifo", "directory"):
+            capture = os.path.join(tmp, f"{kind}\x1b[2J\nframescope: forged")
+            os.mkdir(capture)
+            recording = os.path.join(capture, "recording.fsr")
+            if kind == "fifo":
+                os.mkfifo(recording)
+            else:
+                os.mkdir(recording)
+            r, _ = run_guarded(exe, "report", capture)
+            lines = r.stderr.strip().splitlines()
+            check(r.returncode == 2 and not r.stdout,
+                  f"{kind}: exit {r.returncode}, expected 2: {r.stdout[-500:]!r} {r.stderr!r}")
+            check(len(lines) == 1 and lines[0].startswith("framescope: ") and
+                  "\x1b" not in r.stderr, f"{kind}: not one escaped error line: {r.stderr!r}")
+            check(f"{kind}\\x1b[2J\\nframescope: forged/recording.fsr: " in lines[0],
+                  f"{kind}: the file not named, escaped: {lines[0]!r}")
+            what = "a directory" if kind == "directory" else "not a regular file"
+            check(what in lines[0] and "bytes" not in lines[0],
+                  f"{kind}: {what!r} not said: {lines[0]!r}")
+            print(f"{kind}: {lines[0]}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 # ---- framescope diff and compare ----
 
 def demo_of(exe):
