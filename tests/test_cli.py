@@ -828,19 +828,19 @@ def test_summary_special_files(exe):
 HANG_GUARD_S = 20
 
 
-def run_guarded(exe, *args):
-    """exe with args as run() does, killed if it runs past HANG_GUARD_S; returns its exit status,
+def run_guarded(exe, *args, guard_s=HANG_GUARD_S, env=None):
+    """exe with args as run() does, killed if it runs past guard_s; returns its exit status,
     stdout and stderr (as run() does) and its own peak RSS in KiB, read from wait4 (the
     RUSAGE_CHILDREN maximum would be an earlier, larger child's)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([exe, *args], stdout=out, stderr=err, env=clean_env())
-        guard = threading.Timer(HANG_GUARD_S, proc.kill)
+        proc = subprocess.Popen([exe, *args], stdout=out, stderr=err, env=clean_env(env))
+        guard = threading.Timer(guard_s, proc.kill)
         guard.start()
         _, status, usage = os.wait4(proc.pid, 0)
         guard.cancel()
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         check(proc.returncode != -signal.SIGKILL,
-              f"{args}: still running after {HANG_GUARD_S} s (hung), killed")
+              f"{args}: still running after {guard_s} s (hung), killed")
         out.seek(0)
         err.seek(0)
         r = subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
@@ -1008,6 +1008,63 @@ def test_diff_bad_files(exe):
         refused(["diff", "--frobnicate", good, good], "--frobnicate")
         refused(["diff", good], "two capture directories")
         refused(["diff", "--format", "xml", good, good], "--format")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_diff_special_files(exe):
+    """diff with a capture's summary.json, frames.csv or zones.csv a FIFO that nothing writes, a
+    directory or a device (issue 32, item 3): refused at once, exit 2, with one line that names
+    the file and says what it is, never waiting for a writer; the capture's name, with an ESC
+    and a newline in it, printed escaped. compare, whose X run's command leaves a FIFO as A1's
+    frames.csv: its capture refused the same way, exit 1."""
+    exe = os.path.abspath(exe)
+    tmp = tempfile.mkdtemp(prefix="fscope-diff-")
+    try:
+        good = os.path.join(tmp, "good")
+        capture_demo(exe, good, "--frames", "10")
+        bad = os.path.join(tmp, "bad\x1b[2J\nframescope: forged")
+        shown = os.path.join(tmp, "bad\\x1b[2J\\x0aframescope: forged")
+
+        def special(name, kind):
+            shutil.rmtree(bad, ignore_errors=True)
+            shutil.copytree(good, bad)
+            path = os.path.join(bad, name)
+            os.unlink(path)
+            if kind == "a FIFO":
+                os.mkfifo(path)
+            elif kind == "a directory":
+                os.mkdir(path)
+            else:
+                os.symlink("/dev/zero", path)  # followed, as a link always was
+            return path
+
+        for name in ("summary.json", "frames.csv", "zones.csv"):
+            for kind in ("a FIFO", "a directory", "a character device"):
+                special(name, kind)
+                for args in (["diff", good, bad], ["diff", "--format", "json", bad, good]):
+                    r, _ = run_guarded(exe, *args)
+                    lines = r.stderr.strip().splitlines()
+                    what = f"{name} {kind} ({'A' if args[-2] == bad else 'B'})"
+                    check(r.returncode == 2 and not r.stdout,
+                          f"{what}: exit {r.returncode}, expected 2: {r.stderr!r}")
+                    check(len(lines) == 1 and "\x1b" not in r.stderr and
+                          lines[0] == f"framescope: {shown}/{name}: {kind}, not a regular file",
+                          f"{what}: not the one line expected: {r.stderr!r}")
+                print(lines[0])
+
+        out = os.path.join(tmp, "cmp")
+        command = ["sh", "-c", f'[ "$STEP" != X ] || {{ rm {out}/A1/frames.csv && '
+                   f'mkfifo {out}/A1/frames.csv; }}; exec {demo_of(exe)} --quiet --frames 10 '
+                   '--present-mode mailbox']
+        r, _ = run_guarded(exe, "compare", "-o", out, "--a", "STEP=A", "--b", "STEP=X", "--",
+                           *command, guard_s=PATIENCE_S,
+                           env={"XDG_RUNTIME_DIR": tempfile.mkdtemp()})
+        last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+        check(r.returncode == 1 and not r.stdout and
+              last == f"framescope: {out}/A1/frames.csv: a FIFO, not a regular file",
+              f"compare, a FIFO: exit {r.returncode}: {r.stderr[-2000:]!r}")
+        print(f"compare: {last}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -135,11 +135,22 @@ static const char *shown_path(const char *path, char *buf, size_t len)
     return buf;
 }
 
+/* What a file that is not a capture's regular file is, for the message that refuses it. */
+static const char *file_kind(mode_t mode)
+{
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISSOCK(mode) ? "a socket" : S_ISCHR(mode) ? "a character device"
+           : S_ISBLK(mode) ? "a block device" : "a special file";
+}
+
 /* Reads a regular file whole, NUL-terminated, into *ret_text. False with the reason in error. */
 static bool read_file(const char *path, size_t max_bytes, char **ret_text, size_t *ret_len,
                       char *error, size_t error_len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Opened without waiting (a FIFO there would wait for a writer for ever, a terminal could
+     * become ours), then judged on the descriptor itself: only a regular file is read. A link
+     * is followed, as it always was: a capture copied with links is still a capture. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
         snprintf(error, error_len, "%s", errno == ENOENT ? "missing" : strerror(errno));
         return false;
@@ -151,7 +162,14 @@ static bool read_file(const char *path, size_t max_bytes, char **ret_text, size_
         goto error_fd;
     }
     if (!S_ISREG(st.st_mode)) {
-        snprintf(error, error_len, "not a regular file");
+        snprintf(error, error_len, "%s, not a regular file", file_kind(st.st_mode));
+        goto error_fd;
+    }
+    /* Reads of a regular file do not wait anyway; the flag is dropped so that no filesystem
+     * that passes it on (FUSE) can answer a read with EAGAIN. */
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        snprintf(error, error_len, "%s", strerror(errno));
         goto error_fd;
     }
     if ((unsigned long long)st.st_size > max_bytes) {
