@@ -1069,6 +1069,62 @@ def test_diff_special_files(exe):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+# A peak RSS far above diff's own on a small capture (a few MiB) and far below what reading a
+# 1 GiB file whole costs: a refusal that allocated what the file claims exceeds it.
+SMALL_RSS_KIB = 200 << 10
+
+
+def test_diff_large_files(exe):
+    """diff with a frames.csv or zones.csv past 1 GiB or a summary.json past 64 MiB, each a
+    sparse file that costs no disk (issue 32, item 3: a 4 GiB frames.csv cost 4.2 GB of RSS):
+    refused before anything is allocated, exit 2, with one line that names the file, its size
+    and the limit, and diff's peak RSS small. compare, whose X run's command grows A1's
+    frames.csv to 4 GiB: refused the same way, exit 1."""
+    exe = os.path.abspath(exe)
+    tmp = tempfile.mkdtemp(prefix="fscope-diff-")
+    try:
+        good = os.path.join(tmp, "good")
+        capture_demo(exe, good, "--frames", "10")
+        bad = os.path.join(tmp, "bad")
+        frames_limit = "1073741824 diff and compare read of a frames.csv (1 GiB, about 2.5 " \
+                       "million frames)"
+        cases = [
+            ("frames.csv", 4 << 30, frames_limit),
+            ("frames.csv", (1 << 30) + 1, frames_limit),
+            ("zones.csv", 4 << 30, "1073741824 diff and compare read of a zones.csv (1 GiB)"),
+            ("summary.json", 4 << 30, "67108864 a framescope summary can hold"),
+        ]
+        for name, size, limit in cases:
+            shutil.rmtree(bad, ignore_errors=True)
+            shutil.copytree(good, bad)
+            os.truncate(os.path.join(bad, name), size)
+            r, rss_kib = run_guarded(exe, "diff", good, bad)
+            lines = r.stderr.strip().splitlines()
+            what = f"{name} of {size} bytes"
+            check(rss_kib < SMALL_RSS_KIB,
+                  f"{what}: diff's peak RSS {rss_kib} KiB, not under {SMALL_RSS_KIB} KiB")
+            check(r.returncode == 2 and not r.stdout,
+                  f"{what}: exit {r.returncode}, expected 2: {r.stderr!r}")
+            check(lines == [f"framescope: {bad}/{name}: {size} bytes, more than the {limit}"],
+                  f"{what}: not the one line expected: {r.stderr!r}")
+            print(f"{lines[0]} (peak RSS {rss_kib} KiB)")
+
+        out = os.path.join(tmp, "cmp")
+        command = ["sh", "-c", f'[ "$STEP" != X ] || truncate -s 4G {out}/A1/frames.csv; '
+                   f'exec {demo_of(exe)} --quiet --frames 10 --present-mode mailbox']
+        r, _ = run_guarded(exe, "compare", "-o", out, "--a", "STEP=A", "--b", "STEP=X", "--",
+                           *command, guard_s=PATIENCE_S,
+                           env={"XDG_RUNTIME_DIR": tempfile.mkdtemp()})
+        last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+        check(r.returncode == 1 and not r.stdout and
+              last.startswith(f"framescope: {out}/A1/frames.csv: {4 << 30} bytes, more than "
+                              "the 1073741824 "),
+              f"compare, 4 GiB frames.csv: exit {r.returncode}: {r.stderr[-2000:]!r}")
+        print(f"compare: {last}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_compare_env(exe):
     """compare runs A1, X, A2 differing only by environment (the variable sets the demo's CPU
     work through sh): 5 ms more per frame in X is worse beyond the drift; the drift and each

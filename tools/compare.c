@@ -34,6 +34,13 @@ extern char **environ;
 /* The largest summary.json we read: ours is a few kilobytes, plus one diagnosis line per
  * problem; anything near this is not ours. */
 #define SUMMARY_MAX_BYTES (64u << 20)
+/* The largest frames.csv and zones.csv we read. Each is held whole while it is parsed, so this
+ * is also what a file costs diff in memory (a 4 GiB sparse frames.csv cost 4.2 GB of RSS when
+ * nothing bounded it). A recording has no frame limit short of its 16 GiB arena (21M frames
+ * of 792 bytes), and frames.csv rows are ~425 bytes (the demo's, 97 columns, measured here),
+ * so no bound derived from the format would keep memory sane; 1 GiB holds about 2.5 million
+ * frames, 11 hours at 60 fps. zones.csv has a row per thread and zone path, far fewer. */
+#define CSV_MAX_BYTES (1u << 30)
 #define ERROR_LEN 512
 
 /* A row's name holds "verdict.shares." and a key of summary.json's budget_ms or verdict.shares;
@@ -143,9 +150,10 @@ static const char *file_kind(mode_t mode)
            : S_ISBLK(mode) ? "a block device" : "a special file";
 }
 
-/* Reads a regular file whole, NUL-terminated, into *ret_text. False with the reason in error. */
-static bool read_file(const char *path, size_t max_bytes, char **ret_text, size_t *ret_len,
-                      char *error, size_t error_len)
+/* Reads a regular file whole, NUL-terminated, into *ret_text: one of at most max_bytes, which
+ * max_why explains in the message refusing a larger one. False with the reason in error. */
+static bool read_file(const char *path, size_t max_bytes, const char *max_why, char **ret_text,
+                      size_t *ret_len, char *error, size_t error_len)
 {
     /* Opened without waiting (a FIFO there would wait for a writer for ever, a terminal could
      * become ours), then judged on the descriptor itself: only a regular file is read. A link
@@ -172,9 +180,10 @@ static bool read_file(const char *path, size_t max_bytes, char **ret_text, size_
         snprintf(error, error_len, "%s", strerror(errno));
         goto error_fd;
     }
+    /* Refused before anything is allocated: a sparse file claims any size for free. */
     if ((unsigned long long)st.st_size > max_bytes) {
-        snprintf(error, error_len, "%lld bytes, more than the %zu a framescope capture file "
-                 "can hold", (long long)st.st_size, max_bytes);
+        snprintf(error, error_len, "%lld bytes, more than the %zu %s", (long long)st.st_size,
+                 max_bytes, max_why);
         goto error_fd;
     }
     size_t size = (size_t)st.st_size, len = 0;
@@ -661,6 +670,14 @@ enum capture_file { FILE_SUMMARY, FILE_FRAMES, FILE_ZONES, CAPTURE_FILE_COUNT };
 static const char *const capture_file_names[CAPTURE_FILE_COUNT] = {
     "summary.json", "frames.csv", "zones.csv",
 };
+static const struct {
+    size_t bytes;
+    const char *why; /* ends "N bytes, more than the MAX ..." */
+} capture_file_max[CAPTURE_FILE_COUNT] = {
+    { SUMMARY_MAX_BYTES, "a framescope summary can hold" },
+    { CSV_MAX_BYTES, "diff and compare read of a frames.csv (1 GiB, about 2.5 million frames)" },
+    { CSV_MAX_BYTES, "diff and compare read of a zones.csv (1 GiB)" },
+};
 
 static void capture_finish(struct capture *c)
 {
@@ -705,12 +722,10 @@ static bool capture_load(struct capture *c, const char *dir)
     }
     for (int f = 0; f < CAPTURE_FILE_COUNT; f++) {
         snprintf(path, sizeof(path), "%s/%s", dir, capture_file_names[f]);
-        /* A long capture's frames.csv is large, but it is read once and kept only as
-         * numbers. */
-        size_t max_bytes = f == FILE_SUMMARY ? SUMMARY_MAX_BYTES : (size_t)SSIZE_MAX - 1;
         char *text;
         size_t len;
-        if (!read_file(path, max_bytes, &text, &len, error, sizeof(error)))
+        if (!read_file(path, capture_file_max[f].bytes, capture_file_max[f].why, &text, &len,
+                       error, sizeof(error)))
             goto error_file;
         bool parsed = capture_parse(c, (enum capture_file)f, text, len, error, sizeof(error));
         free(text);
