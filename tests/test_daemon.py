@@ -32,9 +32,10 @@ class Daemon:
     """framescoped behind systemd-socket-activate on the socket path apps look for: the daemon
     starts on the first connection, as under systemd's framescoped.socket."""
 
-    def __init__(self, build, runtime, state, keep=20, limit_files=None, args=()):
+    def __init__(self, build, runtime, state, keep=20, limit_files=None, args=(), group=False):
         self.build, self.runtime, self.state, self.keep = build, runtime, state, keep
         self.limit_files, self.args = limit_files, list(args)
+        self.group = group  # a process group of its own, as systemd's unit has
         self.dir = os.path.join(runtime, "framescope")
         self.path = os.path.join(self.dir, "framescoped.sock")
         self.log_path = os.path.join(state, "daemon.log")
@@ -56,7 +57,7 @@ class Daemon:
             [activate, "--seqpacket", "-l", self.path, "-E", f"XDG_STATE_HOME={self.state}"] +
             limit + [os.path.join(self.build, "tools", "framescoped"), "--keep", str(self.keep)] +
             self.args,
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=self.group)
         # It binds, then listens: the path appears before a connection is taken, and one made
         # in between is refused. Up when a connection is accepted (it starts the daemon, which
         # reads nothing from it and drops it).
@@ -584,7 +585,7 @@ def test_hostile_memory(build, demo):
             d.wait_for_jobs()
             check(d.proc.poll() is None, "the daemon died:\n" + d.text()[-3000:])
             text = d.text()
-            check("died of signal" not in text and "given up" not in text,
+            check("died of signal" not in text and "deadline" not in text,
                   "an analysis crashed or hung:\n" + text[-3000:])
         finally:
             d.stop()
@@ -762,7 +763,7 @@ def test_hung_analysis(build, demo):
     """Issue 18, items 7 and 15. An analysis that hangs (its process stopped, as a read from a
     hung FUSE or network file leaves it) holds up nobody: top is answered meanwhile, a real app
     registers and is listed, and the hung one is given up at --timeout, said in the journal,
-    its snapshot directory not left behind."""
+    its snapshot directory not left behind; its client is told it timed out (issue 32, item 6)."""
     state = tempfile.mkdtemp(prefix="fscope-state-")
     with Weston() as w:
         d = Daemon(build, w.runtime, state, args=["--timeout", "3"]).start()
@@ -795,9 +796,11 @@ def test_hung_analysis(build, demo):
             listed = wait_listed(build, w, other.pid, frames=1)
             waited = time.monotonic() - hung_at
             out, err = snap.communicate(timeout=60)
-            check(snap.returncode == 1 and "no answer" in err, f"the hung snapshot's client: "
+            check(snap.returncode == 1 and "the snapshot timed out after 3 s" in err and
+                  "another user" not in err, f"the hung snapshot's client: "
                   f"{snap.returncode} {out} {err}")
-            d.wait_for("given up after 3 s")
+            d.wait_for("exceeded its 3 s deadline")
+            check("hung?" not in d.text(), d.text()[-2000:])
             check(d.proc.poll() is None, d.text()[-2000:])
             left = [c for c in captures(state) if c.endswith("-snapshot.capture")]
             check(not left, f"the hung snapshot left {left}")
@@ -808,7 +811,7 @@ def test_hung_analysis(build, demo):
                     p.wait(30)
             d.stop()
     print(f"an analysis hung: another app registered and top listed it {waited:.2f} s later; "
-          "the hung one given up at 3 s")
+          "the hung one killed at its 3 s deadline")
 
 
 # Where test_sparse_claims writes: struct rec_header's used and directory, struct rec_thread's
@@ -857,10 +860,317 @@ def test_sparse_claims(build, demo):
     print(f"a GiB of holes claimed by {len(data) >> 20} MiB of data: refused for memory ({line})")
 
 
+# ---- issue 32, item 4: nothing lost unsaid, nothing left behind (and item 6's messages) ----
+
+def process_state(pid):
+    """A process's state letter (T: stopped, Z: a zombie), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+def wait_state(pid, states, timeout=30):
+    deadline = time.time() + timeout
+    while process_state(pid) not in states:
+        if time.time() >= deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def catch_job(d, trigger, timeout=60):
+    """trigger() makes the daemon fork a job; the new job is stopped (SIGSTOP, as a read of a
+    hung FUSE file leaves it: test_hung_analysis's hook) as soon as it appears. Returns its pid,
+    or None when it was done before it could be caught."""
+    before = set(daemon_children(d))
+    trigger()
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for child in daemon_children(d):
+            if child in before:
+                continue
+            try:
+                os.kill(child, signal.SIGSTOP)
+            except ProcessLookupError:
+                continue
+            if wait_state(child, ("T", "t", "Z", None)) and process_state(child) in ("T", "t"):
+                return child
+            return None
+        time.sleep(0.001)
+    return None
+
+
+def step_until(pid, condition, timeout=60):
+    """Lets a stopped job run a few milliseconds at a time until condition() holds; stopped
+    again then. False when the job ended first."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return True
+        if process_state(pid) not in ("T", "t"):
+            return condition()
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.002)
+        os.kill(pid, signal.SIGSTOP)
+        wait_state(pid, ("T", "t", "Z", None))
+    return False
+
+
+def temporaries(state):
+    base = os.path.join(state, "framescope")
+    return sorted(n for n in os.listdir(base) if ".capture.tmp-" in n) \
+        if os.path.isdir(base) else []
+
+
+def empty_captures(state):
+    return [c for c in captures(state) if os.path.isdir(c) and not os.listdir(c)]
+
+
+def writing_capture_job(d, state, data, names):
+    """Ends registrants (named from names) until the capture job of one is caught stopped while
+    it writes: capture_dir's temporary directory of it exists. Returns (job pid, app name)."""
+    for name in names:
+        pid = registrant(d.path, data, name)
+        d.wait_for("%s (pid %d) registered" % (name.decode(), pid))
+        job = catch_job(d, lambda: end(pid))
+        if job and step_until(job, lambda: temporaries(state)):
+            return job, name.decode()
+        if job:
+            os.kill(job, signal.SIGCONT)
+        d.wait_for_jobs()
+    check(False, "no capture job was caught while it wrote:\n" + d.text()[-2000:])
+
+
+def gone(pid, timeout=30):
+    """Whether pid is gone (or a zombie nobody reaps yet) within timeout."""
+    return wait_state(pid, ("Z", None), timeout)
+
+
+def test_stop_cleanup(build, demo):
+    """Issue 32, item 4. A capture being written when the daemon is stopped as systemd stops it
+    (SIGTERM to the whole group), when the daemon alone gets SIGTERM, and when it is killed
+    (SIGKILL): the job never runs on without it, the capture's loss is said, and no temporary
+    directory (the recording's copy) or empty claimed capture directory is left behind (after
+    SIGKILL, the next daemon removes them as it starts)."""
+    state = tempfile.mkdtemp(prefix="fscope-state-")
+    jobs = []
+    with Weston() as w:
+        data = real_recording(build, w)
+        try:
+            for how in ("group", "daemon"):
+                d = Daemon(build, w.runtime, state, group=True).start()
+                job, name = writing_capture_job(d, state, data,
+                                                [b"%s%d" % (how.encode(), i) for i in range(10)])
+                jobs.append(job)
+                check(temporaries(state) and empty_captures(state),
+                      f"{how}: nothing being written: {os.listdir(os.path.join(state, 'framescope'))}")
+                if how == "group":
+                    os.killpg(d.proc.pid, signal.SIGTERM)
+                else:
+                    d.proc.send_signal(signal.SIGTERM)
+                d.proc.wait(60)
+                d.log.close()
+                check(gone(job), f"{how}: the job outlived the daemon (state "
+                      f"{process_state(job)})")
+                text = d.text()
+                check(re.search(r"the capture of %s \(pid \d+\): framescoped stopped before it "
+                                r"finished; no capture written" % name, text),
+                      f"{how}: the lost capture was not said:\n{text[-2000:]}")
+                check(not temporaries(state) and not empty_captures(state),
+                      f"{how}: left {temporaries(state)} {empty_captures(state)}")
+            d = Daemon(build, w.runtime, state).start()
+            job, name = writing_capture_job(d, state, data, [b"killed%d" % i for i in range(10)])
+            jobs.append(job)
+            d.stop(signal.SIGKILL)
+            check(gone(job), f"SIGKILL: the job outlived the daemon (state {process_state(job)})")
+            check(temporaries(state) and empty_captures(state), "SIGKILL: nothing was left?")
+            d = Daemon(build, w.runtime, state).start()
+            d.wait_for("removed what a framescoped that was stopped or killed left")
+            check(not temporaries(state) and not empty_captures(state),
+                  f"the next daemon left {temporaries(state)} {empty_captures(state)}")
+            d.stop()
+        finally:
+            for job in jobs:
+                try:
+                    os.kill(job, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+    print("a capture being written at SIGTERM to the group, SIGTERM to the daemon, SIGKILL: "
+          "its job gone with the daemon, its loss said, nothing left behind")
+
+
+def test_deadline_cleanup(build, demo):
+    """Issue 32, items 4 and 6. A capture job killed at its deadline (stopped while writing):
+    said as having exceeded its deadline (not "hung?"), its temporary directory and claimed
+    directory removed."""
+    state = tempfile.mkdtemp(prefix="fscope-state-")
+    with Weston() as w:
+        data = real_recording(build, w)
+        d = Daemon(build, w.runtime, state, args=["--timeout", "5"]).start()
+        try:
+            job, name = writing_capture_job(d, state, data, [b"slow%d" % i for i in range(10)])
+            d.wait_for("the capture of %s (pid" % name)
+            d.wait_for("exceeded its 5 s deadline", timeout=120)
+            d.wait_for_jobs()
+            text = d.text()
+            check(re.search(r"the capture of %s \(pid \d+\): it exceeded its 5 s deadline and "
+                            r"was killed.*; no capture written" % name, text) and
+                  "hung?" not in text, text[-2000:])
+            # Removed before the line is said; polled all the same, from the event on.
+            deadline = time.time() + 60
+            while temporaries(state) or empty_captures(state):
+                check(time.time() < deadline,
+                      f"left {temporaries(state)} {empty_captures(state)}\n{text[-2000:]}")
+                time.sleep(0.05)
+        finally:
+            d.stop()
+    print("a capture job killed at its 5 s deadline: said so, nothing left behind")
+
+
+def test_keep_claims(build, demo):
+    """Issue 32, item 4. --keep 2 counts whole captures only: a capture directory claimed by a
+    job still writing (empty) never pushes a real one out. What a killed daemon left is
+    removed as the next starts: temporary directories of its naming and empty claims, never
+    through a link, never anything else."""
+    state = tempfile.mkdtemp(prefix="fscope-state-")
+    base = os.path.join(state, "framescope")
+    os.makedirs(base)
+    stale = os.path.join(base, ".ghost-7-20240101-000000.capture.tmp-0123456789ab")
+    os.mkdir(stale)
+    with open(os.path.join(stale, "recording.fsr"), "wb") as f:
+        f.write(b"\0" * (1 << 20))
+    os.mkdir(os.path.join(base, "ghost-8-20240101-000000.capture"))
+    outside = tempfile.mkdtemp(prefix="fscope-outside-")
+    with open(os.path.join(outside, "recording.fsr"), "w") as f:
+        f.write("not ours")
+    link = os.path.join(base, ".evil-9-20240101-000000.capture.tmp-abcdefabcdef")
+    os.symlink(outside, link)
+    other = os.path.join(base, ".notes.tmp-1")
+    os.mkdir(other)
+    with Weston() as w:
+        data = real_recording(build, w)
+        d = Daemon(build, w.runtime, state, keep=2).start()
+        held = None
+        try:
+            d.wait_for("removed what a framescoped that was stopped or killed left in %s: "
+                       "1 temporary and 1 empty" % base)
+            check(not os.path.exists(stale) and os.path.islink(link) and os.path.isdir(other)
+                  and os.path.exists(os.path.join(outside, "recording.fsr")),
+                  f"start-up removal: {os.listdir(base)} {os.listdir(outside)}")
+            for name in (b"first", b"second"):
+                pid = registrant(d.path, data, name)
+                d.wait_for("%s (pid %d) registered" % (name.decode(), pid))
+                end(pid)
+                d.wait_for("%s (pid %d) exited: " % (name.decode(), pid))
+                d.wait_for_jobs()
+            first, second = captures(state)
+            for i in range(10):
+                pid = registrant(d.path, data, b"held%d" % i)
+                d.wait_for("held%d (pid %d) registered" % (i, pid))
+                held = catch_job(d, lambda: end(pid))
+                if held:
+                    break
+                d.wait_for_jobs()
+            check(held, "no capture job was caught")
+            pid = registrant(d.path, data, b"third")
+            d.wait_for("third (pid %d) registered" % pid)
+            end(pid)
+            d.wait_for("third (pid %d) exited: " % pid)
+            deadline = time.time() + 60
+            while os.path.exists(first):  # third's capture pushes it out
+                check(time.time() < deadline and os.path.exists(second),
+                      f"--keep 2 with a capture being written: {captures(state)}")
+                time.sleep(0.05)
+            check(os.path.exists(second) and len(empty_captures(state)) == 1,
+                  f"--keep 2 with a capture being written: {captures(state)}")
+        finally:
+            if held:
+                os.kill(held, signal.SIGCONT)
+            d.stop()
+    print("--keep 2: a claimed directory never counts; a killed daemon's leftovers removed "
+          "as the next starts, a link and a stranger's directory kept")
+
+
+def test_queue(build, demo):
+    """Issue 32, items 4 and 6. All four analyses busy (stopped snapshots): top says the
+    daemon's own words ("busy"); 65 apps that end meanwhile wait in a queue of 64 and are
+    captured as analyses free, and the one that finds the queue full is named in the journal:
+    no capture is lost without a line."""
+    state = tempfile.mkdtemp(prefix="fscope-state-")
+    count = 65
+    with Weston() as w:
+        data = real_recording(build, w)
+        d = Daemon(build, w.runtime, state, keep=200).start()
+        stopped, clients, ending = [], [], []
+        try:
+            target = registrant(d.path, data, b"target")
+            d.wait_for("target (pid %d) registered" % target)
+            for _ in range(40):
+                if len(stopped) == 4:
+                    break
+                def snapshot():
+                    clients.append(subprocess.Popen(
+                        [os.path.join(build, "tools", "framescope"), "snapshot", str(target)],
+                        env=dict(os.environ, XDG_RUNTIME_DIR=w.runtime),
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                job = catch_job(d, snapshot)
+                if job:
+                    stopped.append(job)
+            check(len(stopped) == 4, f"caught {len(stopped)} snapshot jobs")
+            busy = cli(build, w, "top", "--once")
+            check(busy.returncode == 1 and "framescoped is busy" in busy.stderr and
+                  'no "apps"' not in busy.stderr, f"top: {busy.returncode} {busy.stderr}")
+            busy = cli(build, w, "top", "--once", "--json")
+            check(busy.returncode == 1 and "framescoped is busy" in busy.stderr,
+                  f"top --json: {busy.returncode} {busy.stdout} {busy.stderr}")
+            for i in range(count):
+                ending.append((b"q%02d" % i, registrant(d.path, data, b"q%02d" % i)))
+            d.wait_for("registered", count=count + 1, timeout=120)
+            for _, pid in ending:
+                end(pid)
+            d.wait_for("captures wait for an analysis already", timeout=120)
+            for job in stopped:
+                os.kill(job, signal.SIGCONT)
+            for c in clients:
+                out, err = c.communicate(timeout=120)
+                check(c.returncode == 0, f"a snapshot: {c.returncode} {out} {err}")
+            d.wait_for("exited: ", count=count - 1, timeout=300)
+            d.wait_for_jobs(timeout=300)
+            text = d.text()
+            dropped = [l for l in text.splitlines() if "captures wait for an analysis" in l]
+            check(len(dropped) == 1, dropped)
+            for name, pid in ending:
+                said = [l for l in text.splitlines() if "%s (pid %d) exited" % (name.decode(), pid)
+                        in l]
+                check(len(said) == 1 and ("; capture " in said[0] or said[0] in dropped),
+                      f"{name}: {said}")
+            made = [c for c in captures(state) if re.search(r"/q\d\d-", c)]
+            check(len(made) == count - 1, f"{len(made)} captures")
+        finally:
+            for job in stopped:
+                try:
+                    os.kill(job, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+            for _, pid in ending:
+                try:
+                    end(pid)
+                except (ProcessLookupError, ChildProcessError):
+                    pass
+            end(target)
+            d.stop()
+    print(f"four analyses busy: top said so; {count} apps ended: {count - 1} captured from the "
+          f"queue, one dropped and named ({dropped[0]})")
+
+
 if __name__ == "__main__":  # test_guide.py imports Daemon from here
     main({"crash": test_crash, "restart": test_restart, "no_daemon": test_no_daemon,
           "hostile": test_hostile, "other_user": test_other_user, "many": test_many,
           "units": test_units, "args": test_args, "hostile_memory": test_hostile_memory,
           "hostile_clients": test_hostile_clients, "long_reply": test_long_reply,
           "escapes": test_escapes, "hung_analysis": test_hung_analysis,
-          "sparse_claims": test_sparse_claims})
+          "sparse_claims": test_sparse_claims, "stop_cleanup": test_stop_cleanup,
+          "deadline_cleanup": test_deadline_cleanup, "keep_claims": test_keep_claims,
+          "queue": test_queue})

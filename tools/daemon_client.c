@@ -21,7 +21,10 @@
 #include "util/text.h"
 
 /* The daemon has this long to answer (a snapshot analyses a recording). */
-#define REPLY_TIMEOUT_MS 60000
+#define REPLY_TIMEOUT_S 60
+#define REPLY_TIMEOUT_MS (REPLY_TIMEOUT_S * 1000)
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 
 /* Sends req and returns the reply (NUL-terminated, to free) or NULL with a message said. */
 static char *ask(const struct fscoped_request *req)
@@ -57,7 +60,7 @@ static char *ask(const struct fscoped_request *req)
                                                   (now.tv_nsec - start.tv_nsec) / 1000000);
             struct pollfd p = { .fd = fd, .events = POLLIN };
             if (left <= 0 || poll(&p, 1, (int)left) != 1) {
-                fault = "it did not finish its answer in time";
+                fault = "it did not finish its answer within " STRINGIFY(REPLY_TIMEOUT_S) " s";
                 break;
             }
             if (cap - len < FSCOPED_REPLY_PACKET + 1) {
@@ -87,7 +90,8 @@ static char *ask(const struct fscoped_request *req)
         fprintf(stderr, "framescope: no answer from framescoped: %s\n",
                 fault ? fault
                 : n < 0 ? strerror(e)
-                        : "it closed the connection (another user's daemon, or it refused us)");
+                        : "it closed the connection without one (it refused us: another "
+                          "user's daemon, or a request it did not take; its log says which)");
         free(reply);
         return NULL;
     }
@@ -137,12 +141,28 @@ static const char *text(const json_t *object, const char *key, char *buf, size_t
     return fscope_text_shown(buf, len, string ? string : "", json_string_length(value));
 }
 
+/* Whether framescoped answered with an error instead (it is busy, a job timed out): said on
+ * stderr, in its own words, made printable. */
+static bool reply_is_error(const json_t *root)
+{
+    if (!json_is_string(json_object_get(root, "error")))
+        return false;
+    char error[1024];
+    fprintf(stderr, "framescope top: framescoped says: %s\n",
+            text(root, "error", error, sizeof(error)));
+    return true;
+}
+
 /* One screen of top: a line per app. */
 static int print_table(const char *reply, bool clear)
 {
     json_t *root = reply_parse(reply);
     if (!root)
         return 1;
+    if (reply_is_error(root)) {
+        json_decref(root);
+        return 1;
+    }
     const json_t *list = json_object_get(root, "apps");
     if (!json_is_array(list)) {
         fprintf(stderr, "framescope: framescoped's answer is not a list of apps: no \"apps\"\n");
@@ -189,7 +209,10 @@ static int print_reply(const char *reply)
     json_t *root = reply_parse(reply);
     if (!root)
         return 1;
+    bool error = reply_is_error(root);
     json_decref(root);
+    if (error)
+        return 1;
     for (const unsigned char *c = (const unsigned char *)reply; *c; c++) {
         if (*c == '\r' || *c == 0x7f || (c[0] == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f)) {
             fprintf(stderr, "framescope: framescoped's answer holds a control character at "

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -49,6 +50,10 @@
 #define CAPTURE_JOB_S 300  /* an app's capture is written within this, or given up */
 #define REQUEST_JOB_S 55   /* top's and snapshot's answers (the client waits 60 s) */
 #define LIST_READ_MS 20000 /* top's list reads recordings this long; those left say so */
+/* Apps that ended while every job was busy wait here, oldest first. Each holds its recording
+ * (a memfd of up to REC_ARENA_SIZE) until its turn: bounded, so a burst of endings cannot pin
+ * unbounded memory; one that finds it full is dropped, said in the journal. */
+#define CAPTURE_QUEUE 64
 #define DEFAULT_KEEP 20
 
 static const char usage[] =
@@ -60,9 +65,11 @@ static const char usage[] =
     "(default 20). Started by systemd's framescoped.socket, or by hand: it then listens at\n"
     "$XDG_RUNTIME_DIR/framescope/framescoped.sock itself.\n"
     "\n"
-    "Each recording is analysed in a process of its own, given up (and said in the log)\n"
-    "when it takes longer than SECONDS: by default 300 for an app's capture and 55 for\n"
-    "what framescope top and snapshot ask.\n";
+    "Each recording is analysed in a process of its own (at most 4 at once; apps that end\n"
+    "meanwhile wait in a queue of 64), killed (and said in the log) when it takes longer\n"
+    "than SECONDS: by default 300 for an app's capture and 55 for what framescope top and\n"
+    "snapshot ask. On SIGTERM it kills its analyses, says which captures were lost, removes\n"
+    "what they left, and exits.\n";
 
 struct app {
     bool used;
@@ -161,7 +168,100 @@ static void remove_capture(int dir_fd, const char *name)
         say("kept %s/%s: it holds files that are not a capture's", state_dir, name);
 }
 
-/* Keeps the newest `keep` captures (directories whose names end in ".capture"). */
+/* Whether a directory of ours named *.capture is a whole capture: capture_dir commits a
+ * capture in one rename, summary.json with it. An empty one is a claim (a job writing it, or
+ * left by a daemon that was killed): it must never count against --keep, or claims push out
+ * real captures. */
+static bool capture_complete(int dir_fd, const char *name)
+{
+    int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool complete = fstatat(fd, "summary.json", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISREG(st.st_mode);
+    close(fd);
+    return complete;
+}
+
+/* Whether name is a temporary directory capture_dir made for a capture of ours:
+ * ".<name>.capture.tmp-" and 12 hex digits (src/analysis/capture_dir.c). */
+static bool capture_temporary_name(const char *name)
+{
+    const char *tmp = strstr(name, ".capture.tmp-");
+    if (name[0] != '.' || !tmp || tmp == name + 1)
+        return false;
+    const char *suffix = tmp + strlen(".capture.tmp-");
+    if (strlen(suffix) != 12)
+        return false;
+    for (const char *c = suffix; *c; c++)
+        if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
+            return false;
+    return true;
+}
+
+/* Removes the temporary directories capture_dir made for the capture at path (a job that was
+ * killed before it committed leaves one, holding up to the whole recording's copy). */
+static void remove_capture_temporaries(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char prefix[320];
+    snprintf(prefix, sizeof(prefix), ".%.300s.tmp-", base);
+    int dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dir_fd >= 0 ? fdopendir(dir_fd) : NULL;
+    if (!d) {
+        if (dir_fd >= 0)
+            close(dir_fd);
+        return;
+    }
+    struct dirent *e;
+    struct stat st;
+    while ((e = readdir(d)))
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 &&
+            capture_temporary_name(e->d_name) &&
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+            remove_capture(dirfd(d), e->d_name);
+    closedir(d);
+}
+
+/* At start-up, what a daemon that was killed left (SIGKILL, a crash: its jobs died with it,
+ * PR_SET_PDEATHSIG): capture_dir's temporary directories of our naming, and the empty
+ * directories claimed for captures never written. Only in our own directory, never through a
+ * link, and only files a capture holds. */
+static void remove_leftovers(void)
+{
+    int dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dir_fd >= 0 ? fdopendir(dir_fd) : NULL;
+    if (!d) {
+        if (dir_fd >= 0)
+            close(dir_fd);
+        return;
+    }
+    unsigned temporaries = 0, claims = 0;
+    struct dirent *e;
+    struct stat st;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+            continue;
+        if (capture_temporary_name(e->d_name)) {
+            remove_capture(dirfd(d), e->d_name);
+            temporaries++;
+        } else if (len > 8 && e->d_name[0] != '.' &&
+                   strcmp(e->d_name + len - 8, ".capture") == 0 &&
+                   unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) == 0) {
+            claims++; /* rmdir: only an empty one goes */
+        }
+    }
+    closedir(d);
+    if (temporaries || claims)
+        say("removed what a framescoped that was stopped or killed left in %s: %u temporary "
+            "and %u empty capture directories", state_dir, temporaries, claims);
+}
+
+/* Keeps the newest `keep` captures (directories whose names end in ".capture", whole ones:
+ * capture_complete). */
 static void prune_captures(void)
 {
     int dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -178,7 +278,8 @@ static void prune_captures(void)
         size_t len = strlen(e->d_name);
         struct stat st;
         if (len < 9 || strcmp(e->d_name + len - 8, ".capture") != 0 ||
-            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISDIR(st.st_mode) || !capture_complete(dirfd(d), e->d_name))
             continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
@@ -408,6 +509,8 @@ struct job {
     enum job_kind kind;
     unsigned seconds;
     uint64_t deadline_ms; /* killed then, whatever it is doing (a hung read, stopped) */
+    bool expired;         /* killed at its deadline */
+    int conn;             /* JOB_LIST, JOB_SNAPSHOT: the client, told when the job fails */
     char path[PATH_MAX]; /* JOB_CAPTURE, JOB_SNAPSHOT: the capture directory claimed */
     char what[160];      /* whose and what, for the journal */
 };
@@ -415,8 +518,13 @@ struct job {
 static struct job jobs[MAX_JOBS];
 static unsigned job_count;
 
+/* Indices in apps[] of the apps waiting for a job (CAPTURE_QUEUE), oldest at queue_head. */
+static unsigned capture_queue[CAPTURE_QUEUE];
+static unsigned queue_head, queue_length;
+
 static void app_forget(struct app *a);
 static void app_capture(struct app *a);
+static void reply_now(int conn, const char *text);
 static void listening_resume(void);
 static void client_request(unsigned i);
 
@@ -427,11 +535,17 @@ static int fd_compare(const void *a, const void *b)
 }
 
 /* In a job's child: keeps stdin/out/err and held[] (nothing else the daemon holds: the
- * socket, other clients, other apps' recordings). */
-static void job_child_setup(int *held, unsigned nheld)
+ * socket, other clients, other apps' recordings). A job dies with the daemon, however the
+ * daemon ends: one left running would outlive its deadline (nobody enforces it) and leave its
+ * files. */
+static void job_child_setup(pid_t daemon_pid, int *held, unsigned nheld)
 {
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
+    /* The daemon may have died between fork and prctl: then no signal comes, and our parent
+     * is no longer the daemon. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != daemon_pid)
+        _exit(1);
     qsort(held, nheld, sizeof(*held), fd_compare);
     unsigned from = 3;
     for (unsigned i = 0; i < nheld; i++) {
@@ -457,13 +571,14 @@ static struct job *job_fork(enum job_kind kind, unsigned seconds, int *held,
     if (!j)
         return NULL;
     fflush(stderr);
+    pid_t daemon_pid = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         say("cannot start an analysis: fork: %s", strerror(errno));
         return NULL;
     }
     if (pid == 0) {
-        job_child_setup(held, nheld);
+        job_child_setup(daemon_pid, held, nheld);
         *ret_child = true;
         return j;
     }
@@ -477,6 +592,7 @@ static struct job *job_fork(enum job_kind kind, unsigned seconds, int *held,
     memset(j, 0, sizeof(*j));
     j->pid = pid;
     j->pidfd = pidfd;
+    j->conn = -1;
     j->kind = kind;
     j->seconds = job_timeout_s ? (unsigned)job_timeout_s : seconds;
     j->deadline_ms = now_ms() + 1000ull * j->seconds;
@@ -487,32 +603,72 @@ static struct job *job_fork(enum job_kind kind, unsigned seconds, int *held,
     return j;
 }
 
-/* A job's child is gone: how it went, in the journal when it failed; its slot to the next. */
-static void job_ended(struct job *j)
+/* Reaps a job's child and says how it went when it failed (a job that fails by itself says
+ * why; one killed, by its deadline or anything else, cannot): a capture that was not written
+ * is always said. Removes what a failed job left (its claimed directory and capture_dir's
+ * temporary one) and tells a waiting client. stopping: the daemon is stopping, and killed it. */
+static void job_reap(struct job *j, bool stopping)
 {
     int status = 0;
     while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
         ;
-    if (j->deadline_ms == 0)
-        say("%s: given up after %u s (a read of the recording or its stream file hung?)",
-            j->what, j->seconds);
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const char *lost = j->kind == JOB_CAPTURE ? "; no capture written" : "";
+    char why[256] = "";
+    if (ok)
+        ;
+    else if (j->expired)
+        snprintf(why, sizeof(why), "it exceeded its %u s deadline and was killed (the "
+                 "machine is busy, the recording large, or a read of it or of its stream "
+                 "file is stuck; --timeout sets the deadline)", j->seconds);
+    else if (stopping)
+        snprintf(why, sizeof(why), "framescoped stopped before it finished");
     else if (WIFSIGNALED(status))
-        say("%s: the analysis died of signal %d (%s)", j->what, WTERMSIG(status),
-            strsignal(WTERMSIG(status)));
-    if (j->path[0] && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        snprintf(why, sizeof(why), "the analysis died of signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    /* Removed before it is said: a line in the journal means it is done. */
+    if (!ok && j->path[0]) {
+        remove_capture_temporaries(j->path);
         rmdir(j->path); /* the claimed directory, when nothing was put in its place */
+    }
+    if (why[0])
+        say("%s: %s%s", j->what, why, lost);
+    if (j->conn >= 0) {
+        if (why[0]) {
+            /* The job answers by itself otherwise; this one never will. (why is our own
+             * text: nothing in it needs escaping.) */
+            const char *what = j->kind == JOB_SNAPSHOT ? "the snapshot" : "the list of apps";
+            char text[512];
+            if (j->expired)
+                snprintf(text, sizeof(text), "{\"error\": \"%s timed out after %u s "
+                         "(framescoped's deadline; --timeout sets it)\"}\n", what, j->seconds);
+            else
+                snprintf(text, sizeof(text), "{\"error\": \"%s failed: %s\"}\n", what, why);
+            reply_now(j->conn, text);
+        }
+        close(j->conn);
+    }
     epoll_ctl(epfd, EPOLL_CTL_DEL, j->pidfd, NULL);
     close(j->pidfd);
-    bool capture = j->kind == JOB_CAPTURE;
     memset(j, 0, sizeof(*j));
     job_count--;
+}
+
+/* A job's child is gone: reaped, its slot to the next. */
+static void job_ended(struct job *j)
+{
+    bool capture = j->kind == JOB_CAPTURE;
+    job_reap(j, false);
     listening_resume();
     if (capture)
         prune_captures();
     /* Apps that ended while every job was busy, oldest first. */
-    for (unsigned i = 0; i < MAX_APPS && job_count < MAX_JOBS; i++)
-        if (apps[i].used && apps[i].ending)
-            app_capture(&apps[i]);
+    while (queue_length && job_count < MAX_JOBS) {
+        struct app *a = &apps[capture_queue[queue_head]];
+        queue_head = (queue_head + 1) % CAPTURE_QUEUE;
+        queue_length--;
+        app_capture(a);
+    }
 }
 
 /* Kills the jobs past their time; returns how long until the next is due (-1: none). */
@@ -522,16 +678,35 @@ static int jobs_expire(void)
     int next = -1;
     for (unsigned i = 0; i < MAX_JOBS; i++) {
         struct job *j = &jobs[i];
-        if (!j->pid || !j->deadline_ms)
+        if (!j->pid || j->expired)
             continue;
         if (j->deadline_ms <= now) {
             kill(j->pid, SIGKILL); /* its pidfd says when it is gone */
-            j->deadline_ms = 0;
+            j->expired = true;
         } else if (next < 0 || j->deadline_ms - now < (uint64_t)next) {
             next = (int)(j->deadline_ms - now);
         }
     }
     return next;
+}
+
+/* The daemon stops (SIGTERM: systemd stops the unit, or sends it to the whole group): every
+ * job is killed and reaped, what it left removed and said, and so is every capture still
+ * waiting for one. Running apps register again with the next daemon; those that ended are
+ * gone with their recordings. */
+static void jobs_stop(void)
+{
+    for (unsigned i = 0; i < MAX_JOBS; i++) {
+        if (!jobs[i].pid)
+            continue;
+        kill(jobs[i].pid, SIGKILL);
+        job_reap(&jobs[i], true);
+    }
+    for (; queue_length; queue_length--, queue_head = (queue_head + 1) % CAPTURE_QUEUE) {
+        const struct app *a = &apps[capture_queue[queue_head]];
+        say("%s (pid %d) ended; no capture written: framescoped stopped while it waited for "
+            "an analysis", a->name, a->pid);
+    }
 }
 
 /* Claims a fresh capture directory for a (made now, so that the next claim sees it). */
@@ -548,6 +723,16 @@ static int claim_capture(const struct app *a, const char *kind, char *path, size
 
 static void app_forget(struct app *a)
 {
+    if (a->ending) {
+        /* Out of the queue, which keeps its order. */
+        unsigned kept = 0, index = (unsigned)(a - apps);
+        for (unsigned k = 0; k < queue_length; k++) {
+            unsigned entry = capture_queue[(queue_head + k) % CAPTURE_QUEUE];
+            if (entry != index)
+                capture_queue[(queue_head + kept++) % CAPTURE_QUEUE] = entry;
+        }
+        queue_length = kept;
+    }
     int fds[] = { a->pidfd, a->conn, a->memfd, a->stream_fd };
     for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
         if (fds[i] < 0)
@@ -568,7 +753,8 @@ static bool app_exited_cleanly(const struct app *a)
 }
 
 /* Writes the capture of an app that ended, in a job; the app is forgotten once the job has its
- * descriptors. While every job is busy it waits (ending), its pidfd out of the loop. */
+ * descriptors. While every job is busy it waits in the queue (ending), its pidfd out of the
+ * loop; when the queue is full it is dropped, said. */
 static void app_capture(struct app *a)
 {
     bool clean = app_exited_cleanly(a);
@@ -596,9 +782,23 @@ static void app_capture(struct app *a)
     }
     if (!j) {
         rmdir(path);
-        if (!a->ending && a->pidfd >= 0)
+        if (a->ending) {
+            /* Its turn came and no job could start (fork failed): first again. */
+            queue_head = (queue_head + CAPTURE_QUEUE - 1) % CAPTURE_QUEUE;
+            capture_queue[queue_head] = (unsigned)(a - apps);
+            queue_length++;
+            return;
+        }
+        if (queue_length == CAPTURE_QUEUE) {
+            say("%s (pid %d) %s; no capture written: %d captures wait for an analysis already "
+                "(%d run at once)", a->name, a->pid, how, CAPTURE_QUEUE, MAX_JOBS);
+            app_forget(a);
+            return;
+        }
+        if (a->pidfd >= 0)
             epoll_ctl(epfd, EPOLL_CTL_DEL, a->pidfd, NULL);
         a->ending = true;
+        capture_queue[(queue_head + queue_length++) % CAPTURE_QUEUE] = (unsigned)(a - apps);
         return;
     }
     snprintf(j->path, sizeof(j->path), "%s", path);
@@ -688,8 +888,8 @@ static void app_register(int conn, const struct fscoped_request *req, const stru
     }
     /* The same process again (the daemon restarted, or the app reconnected): one entry. */
     for (unsigned i = 0; i < MAX_APPS; i++)
-        if (apps[i].used && apps[i].pid == cred->pid)
-            app_forget(&apps[i]);
+        if (apps[i].used && !apps[i].ending && apps[i].pid == cred->pid)
+            app_forget(&apps[i]); /* an ending one is another process: its pid was reused */
     a->used = true;
     a->pid = cred->pid;
     a->pidfd = pidfd;
@@ -837,10 +1037,12 @@ static void request_list(int conn)
         reply_list(conn);
         _exit(0);
     }
-    if (!j)
+    if (!j) {
         reply_now(conn, "{\"error\": \"framescoped is busy with other analyses; ask again\"}\n");
-    else
-        snprintf(j->what, sizeof(j->what), "the list for framescope top");
+        return;
+    }
+    snprintf(j->what, sizeof(j->what), "the list for framescope top");
+    j->conn = fcntl(conn, F_DUPFD_CLOEXEC, 3); /* to say so if the job fails */
 }
 
 static void request_snapshot(int conn, const struct fscoped_request *req)
@@ -912,6 +1114,7 @@ static void request_snapshot(int conn, const struct fscoped_request *req)
     }
     snprintf(j->path, sizeof(j->path), "%s", path);
     snprintf(j->what, sizeof(j->what), "the snapshot of %s (pid %d)", a->name, a->pid);
+    j->conn = fcntl(conn, F_DUPFD_CLOEXEC, 3); /* to say so if the job fails */
 }
 
 /* ---- connections ---- */
@@ -1226,6 +1429,7 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    remove_leftovers();
     say("listening at %s; captures in %s (newest %ld kept)", path, state_dir, keep);
     while (!stopping) {
         struct epoll_event events[32];
@@ -1263,8 +1467,10 @@ int main(int argc, char **argv)
             }
         }
     }
-    /* Stopped (a restart): apps keep running and register with the next daemon; captures
-     * being written finish in their jobs. */
+    /* Stopped (a restart, or the unit stopped): apps keep running and register with the next
+     * daemon; jobs are killed, and what they leave removed, here, not left to run on their
+     * own. */
+    jobs_stop();
     say("stopping; %s", "running apps register again with the next framescoped");
     return 0;
 }
