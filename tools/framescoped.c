@@ -666,8 +666,10 @@ static void job_ended(struct job *j)
     while (queue_length && job_count < MAX_JOBS) {
         struct app *a = &apps[capture_queue[queue_head]];
         queue_head = (queue_head + 1) % CAPTURE_QUEUE;
-        queue_length--;
+        unsigned waiting = --queue_length;
         app_capture(a);
+        if (queue_length > waiting)
+            break; /* back at the head (fork failed): it waits for the next job to end */
     }
 }
 
