@@ -17,30 +17,49 @@
  * would fit one and push the rest back down. */
 #define HIGH_ROOM 256
 
-/* Every descriptor the profiler holds in this process, as fd + 1 (0: a free slot), so that a
- * forked child, which inherits them all, can let go of them at once. Sized for the most we
- * hold (two scheduler events per CPU, five counters per recording thread) with margin; one
- * past it is held but not released in a child. */
+/* Every descriptor the profiler holds in this process, as fd + 1 (0: a free slot, -1: one
+ * being filled), with what it is, so that a forked child, which inherits them all, can let go
+ * of them at once, and only of what is still ours there (the app may have closed one and
+ * opened a file of its own under its number). Sized for the most we hold (two scheduler events
+ * per CPU, five counters per recording thread) with margin; one past it is held but not
+ * released in a child. */
 #define HELD_MAX 1024
 static _Atomic int held[HELD_MAX];
+static dev_t held_dev[HELD_MAX];
+static ino_t held_ino[HELD_MAX];
 
 static void hold(int fd)
 {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return;
     for (unsigned i = 0; i < HELD_MAX; i++) {
         int free_slot = 0;
         if (atomic_load_explicit(&held[i], memory_order_relaxed) == 0 &&
-            atomic_compare_exchange_strong(&held[i], &free_slot, fd + 1))
+            atomic_compare_exchange_strong(&held[i], &free_slot, -1)) {
+            held_dev[i] = st.st_dev;
+            held_ino[i] = st.st_ino;
+            atomic_store_explicit(&held[i], fd + 1, memory_order_release);
             return;
+        }
     }
 }
 
+/* Whether fd is still the file slot i was filled with. */
+static bool still_held(unsigned i, int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_dev == held_dev[i] && st.st_ino == held_ino[i];
+}
+
+/* Frees fd's slot; whether fd was held and is still that file (so ours to close). */
 static bool let_go(int fd)
 {
     for (unsigned i = 0; i < HELD_MAX; i++) {
         int expected = fd + 1;
         if (atomic_load_explicit(&held[i], memory_order_relaxed) == expected &&
             atomic_compare_exchange_strong(&held[i], &expected, 0))
-            return true;
+            return still_held(i, fd);
     }
     return false;
 }
@@ -99,8 +118,8 @@ void fscope_fd_close(int fd)
 {
     if (fd < 0)
         return;
-    /* One let go of in a forked child (fscope_fd_release_all) is a placeholder of ours
-     * there: closed as well. One never held was never ours to close. */
+    /* One never held, or no longer the file it was (the app closed ours and reused the
+     * number), was never ours to close. */
     if (let_go(fd))
         close(fd);
 }
@@ -112,11 +131,26 @@ void fscope_fd_release_all(void)
      * our code (a wake-up write, a read) reaches nothing of the child's, and the events and
      * memory behind it are released at once. */
     int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    struct stat null_st;
+    if (null_fd >= 0 && fstat(null_fd, &null_st) != 0) {
+        close(null_fd);
+        null_fd = -1;
+    }
     for (unsigned i = 0; i < HELD_MAX; i++) {
-        int fd = atomic_load_explicit(&held[i], memory_order_relaxed) - 1;
+        int fd = atomic_load_explicit(&held[i], memory_order_acquire) - 1;
         if (fd < 0 || fd == null_fd)
             continue;
-        if (null_fd < 0 || dup3(null_fd, fd, O_CLOEXEC) < 0) {
+        if (!still_held(i, fd)) {
+            /* Not ours any more (the app's now, or nothing): never touched, here or by a
+             * later fscope_fd_close. */
+            atomic_store_explicit(&held[i], 0, memory_order_relaxed);
+            continue;
+        }
+        if (null_fd >= 0 && dup3(null_fd, fd, O_CLOEXEC) == fd) {
+            /* the placeholder is what the slot holds from now on */
+            held_dev[i] = null_st.st_dev;
+            held_ino[i] = null_st.st_ino;
+        } else {
             close(fd);
             atomic_store_explicit(&held[i], 0, memory_order_relaxed);
         }
