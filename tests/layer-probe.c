@@ -263,8 +263,9 @@ static const struct walked walked[] = {
 
 enum { EXIT_NULL_JUMP = 3, EXIT_FAULT = 4 };
 /* A call that would jump to NULL does so at once; one that blocks (a wait on a queue whose
- * threads the fork left behind) is not what the walk looks for, so a second is enough. */
-#define CALL_SECONDS 1
+ * threads the fork left behind) is not what the walk looks for. Two seconds: a call that
+ * returns takes microseconds, with room for a sanitizer build beside two busy loops. */
+#define CALL_SECONDS 2
 
 /* A fault whose instruction address is in the first page is a call through a NULL pointer
  * (or a NULL table with a small offset); any other fault is the zeros being bad arguments. */
