@@ -278,8 +278,12 @@ static void on_fault(int sig, siginfo_t *info, void *context)
     _exit(ip < 4096 ? EXIT_NULL_JUMP : EXIT_FAULT);
 }
 
+/* Sixteen arguments, more than any hooked function takes (vkCmdPipelineBarrier takes ten):
+ * those past the sixth go on the stack, and a function with more parameters than were passed
+ * would read whatever lies there as counts and pointers. */
 typedef uint64_t (*any_call)(void *, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
-                             uint64_t, uint64_t);
+                             uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                             uint64_t, uint64_t, uint64_t, uint64_t);
 
 static const char *call_class(PFN_vkVoidFunction fn, void *first)
 {
@@ -297,8 +301,9 @@ static const char *call_class(PFN_vkVoidFunction fn, void *first)
         sigaction(SIGILL, &sa, NULL);
         alarm(CALL_SECONDS);
         /* Every argument past the first is zero: counts of 0, NULL pointers, null handles.
-         * The x86-64 calling convention lets one cast call any of them this way. */
-        ((any_call)(void *)fn)(first, 0, 0, 0, 0, 0, 0, 0);
+         * The x86-64 calling convention lets one cast call any of them this way (the callee
+         * ignores what it does not take). */
+        ((any_call)(void *)fn)(first, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
         _exit(0);
     }
     int status;
