@@ -168,6 +168,16 @@ static void remove_capture(int dir_fd, const char *name)
         say("kept %s/%s: it holds files that are not a capture's", state_dir, name);
 }
 
+/* The captures' directory, to walk (NULL where it cannot be opened). */
+static DIR *state_dir_open(void)
+{
+    int dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dir_fd >= 0 ? fdopendir(dir_fd) : NULL;
+    if (!d && dir_fd >= 0)
+        close(dir_fd);
+    return d;
+}
+
 /* Whether a directory of ours named *.capture is a whole capture: capture_dir commits a
  * capture in one rename, summary.json with it. An empty one is a claim (a job writing it, or
  * left by a daemon that was killed): it must never count against --keep, or claims push out
@@ -208,13 +218,9 @@ static void remove_capture_temporaries(const char *path)
     base = base ? base + 1 : path;
     char prefix[320];
     snprintf(prefix, sizeof(prefix), ".%.300s.tmp-", base);
-    int dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dir_fd >= 0 ? fdopendir(dir_fd) : NULL;
-    if (!d) {
-        if (dir_fd >= 0)
-            close(dir_fd);
+    DIR *d = state_dir_open();
+    if (!d)
         return;
-    }
     struct dirent *e;
     struct stat st;
     while ((e = readdir(d)))
@@ -231,13 +237,9 @@ static void remove_capture_temporaries(const char *path)
  * link, and only files a capture holds. */
 static void remove_leftovers(void)
 {
-    int dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dir_fd >= 0 ? fdopendir(dir_fd) : NULL;
-    if (!d) {
-        if (dir_fd >= 0)
-            close(dir_fd);
+    DIR *d = state_dir_open();
+    if (!d)
         return;
-    }
     unsigned temporaries = 0, claims = 0;
     struct dirent *e;
     struct stat st;
@@ -264,13 +266,9 @@ static void remove_leftovers(void)
  * capture_complete). */
 static void prune_captures(void)
 {
-    int dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dir_fd >= 0 ? fdopendir(dir_fd) : NULL;
-    if (!d) {
-        if (dir_fd >= 0)
-            close(dir_fd);
+    DIR *d = state_dir_open();
+    if (!d)
         return;
-    }
     struct kept *list = NULL;
     size_t n = 0, cap = 0;
     struct dirent *e;
