@@ -1471,6 +1471,9 @@ int main(int argc, char **argv)
      * daemon; jobs are killed, and what they leave removed, here, not left to run on their
      * own. */
     jobs_stop();
+    /* A capture job that finished before the stop was reaped here, not by the loop, whose
+     * pruning after it never ran: --keep holds after a stop too. */
+    prune_captures();
     say("stopping; %s", "running apps register again with the next framescoped");
     return 0;
 }
