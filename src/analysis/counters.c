@@ -1,6 +1,6 @@
 #include "counters.h"
 
-#include "trace.h"
+#include "emit.h"
 
 static const char *state_name(enum rec_counter_state state)
 {

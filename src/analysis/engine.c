@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "report.h"
-#include "trace.h"
+#include "emit.h"
 
 /* VkObjectType values (analysis does not see Vulkan's headers). */
 #define OBJECT_TYPE_COMMAND_BUFFER 6

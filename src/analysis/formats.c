@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emit.h"
 #include "engine.h"
 #include "hitches.h"
 #include "trace.h"
@@ -168,22 +169,6 @@ int formats_write_mangohud(FILE *f, const void *arg)
                 (long long)(b.frame % 1000), gpu_load, (long long)ticks_ns(rec, fr->end_ticks - origin));
     }
     return 0;
-}
-
-/* A JSON string that can sit inside a <script> element: no '<', '>' or '&' appears as such,
- * so no text of the program's ("</script>" in a zone name) can end the element. */
-static void html_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&')
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
 }
 
 /* JSON has no NaN or infinity. */
@@ -516,11 +501,11 @@ static int write_report_data(FILE *f, const struct formats_run *run)
     }
 
     fputs("{\"app\": ", f);
-    html_json_string(f, run->app);
+    json_write_script_string(f, run->app);
     fprintf(f, ", \"pid\": %d, \"device\": ", run->pid);
-    html_json_string(f, run->device);
+    json_write_script_string(f, run->device);
     fputs(", \"driver\": ", f);
-    html_json_string(f, run->driver);
+    json_write_script_string(f, run->driver);
     fprintf(f, ",\n\"frames\": %llu, \"duration_s\": %.6f, \"fps\": %.3f, ",
             (unsigned long long)run->frames, finite_or_zero(run->duration_s),
             finite_or_zero(run->fps));
@@ -528,9 +513,9 @@ static int write_report_data(FILE *f, const struct formats_run *run)
             "\"max\": %.6f}, \"low_fps\": {\"1%%\": %.3f, \"0.1%%\": %.3f},\n\"verdict\": ",
             run->frame_ms[0], run->frame_ms[1], run->frame_ms[2], run->frame_ms[3],
             run->frame_ms[4], finite_or_zero(run->low_fps[0]), finite_or_zero(run->low_fps[1]));
-    html_json_string(f, run->verdict);
+    json_write_script_string(f, run->verdict);
     fputs(", \"reason\": ", f);
-    html_json_string(f, run->reason);
+    json_write_script_string(f, run->reason);
     fputs(", \"shares\": {", f);
     for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
         fprintf(f, "%s\"%s\": %.6f", v ? ", " : "", verdict_name((enum fscope_verdict)v),
@@ -538,7 +523,7 @@ static int write_report_data(FILE *f, const struct formats_run *run)
     fputs("},\n\"surface\": ", f);
     const struct recording_log *log = run->primary_log < rec->log_count
                                        ? &rec->logs[run->primary_log] : NULL;
-    html_json_string(f, log ? log->label : "");
+    json_write_script_string(f, log ? log->label : "");
     fprintf(f, ", \"surfaces\": %u, \"gpu_timed\": %s,\n\"budget_ms\": {\"cpu\": %.6f, "
             "\"gpu_busy\": %.6f", rec->log_count, run->gpu_timed ? "true" : "false",
             run->budget_ms[0], run->budget_ms[1]);
@@ -598,13 +583,13 @@ static int write_report_data(FILE *f, const struct formats_run *run)
                 "\"cause\": \"%s\", \"evidence\": ", i ? ",\n" : "", (unsigned long long)h->frame,
                 h->at_s, (double)h->frame_ns / 1e6, (double)(h->frame_ns - h->median_ns) / 1e6,
                 hitch_cause_name(h->cause));
-        html_json_string(f, parts);
+        json_write_script_string(f, parts);
         fputs(", \"thread\": ", f);
-        html_json_string(f, thread);
+        json_write_script_string(f, thread);
         fputc('}', f);
     }
     fputs("],\n\"zones_csv\": ", f);
-    html_json_string(f, zones);
+    json_write_script_string(f, zones);
     /* With no frame, the gauges count from their first sample. */
     uint64_t gauge_origin = origin;
     const struct recording_engine *g = &rec->engine;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "report.h"
-#include "trace.h"
+#include "emit.h"
 #include "zones.h"
 
 #define GPU_ZONE_TID 2000000

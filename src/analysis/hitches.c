@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "stats.h"
-#include "trace.h"
+#include "emit.h"
 
 static const char *const cause_names[HITCH_CAUSE_COUNT] = {
     "cpu_work", "starved", "asleep", "cpu", "gpu", "display", "present", "sync", "cap",

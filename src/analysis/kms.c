@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "trace.h"
+#include "emit.h"
 
 /* A measured refresh needs this much of the run between the first and last vblank read. */
 #define MEASURE_MIN_NS 500000000

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "stats.h"
-#include "trace.h"
+#include "emit.h"
 
 #define MAX_OUTPUTS REC_MAX_OUTPUTS
 

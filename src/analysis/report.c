@@ -19,6 +19,7 @@
 #include "kms.h"
 #include "presentation.h"
 #include "stats.h"
+#include "emit.h"
 #include "trace.h"
 #include "util/log.h"
 #include "util/text.h"

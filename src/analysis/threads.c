@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "report.h"
-#include "trace.h"
+#include "emit.h"
 
 /* Threads shown in the summary; summary.json and threads.csv have them all. */
 #define THREADS_IN_SUMMARY 5

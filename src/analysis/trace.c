@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emit.h"
 #include "engine.h"
 #include "framescope.h"
 #include "gpu_zones.h"
@@ -23,25 +24,6 @@
 /* VkObjectType values (analysis does not see Vulkan's headers). */
 #define OBJECT_TYPE_COMMAND_BUFFER 6
 #define OBJECT_TYPE_COMMAND_POOL 25
-
-void json_write_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\t': fputs("\\t", f); break;
-        default:
-            if (*p < 0x20)
-                fprintf(f, "\\u%04x", *p);
-            else
-                fputc(*p, f);
-        }
-    }
-    fputc('"', f);
-}
 
 struct trace_writer {
     const struct recording *rec;

@@ -30,7 +30,4 @@ int trace_write_run(FILE *f, const struct recording *rec, const struct trace_run
 /* trace_write_run with hitches (NULL: none) alone. */
 int trace_write(FILE *f, const struct recording *rec, const struct hitch_stats *hitches);
 
-/* Writes a JSON string literal (with quotes) for s. */
-void json_write_string(FILE *f, const char *s);
-
 #endif

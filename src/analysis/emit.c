@@ -1,0 +1,31 @@
+#include "emit.h"
+
+#include <stdbool.h>
+
+static void write_escaped(FILE *f, const char *s, bool in_script)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (!in_script && *p == '\n')
+            fputs("\\n", f);
+        else if (!in_script && *p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20 || (in_script && (*p == '<' || *p == '>' || *p == '&')))
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+void json_write_string(FILE *f, const char *s)
+{
+    write_escaped(f, s, false);
+}
+
+void json_write_script_string(FILE *f, const char *s)
+{
+    write_escaped(f, s, true);
+}

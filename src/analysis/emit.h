@@ -1,0 +1,14 @@
+/* Text every output writes alike: JSON string literals, escaped once, here. */
+#ifndef FSCOPE_ANALYSIS_EMIT_H
+#define FSCOPE_ANALYSIS_EMIT_H
+
+#include <stdio.h>
+
+/* Writes a JSON string literal (with quotes) for s (NULL: ""). */
+void json_write_string(FILE *f, const char *s);
+/* The same for a literal inside an HTML <script> element: '<', '>' and '&' are escaped too, so
+ * no text of the program's ("</script>" in a zone name) can end the element, and every
+ * control byte is a \u escape. */
+void json_write_script_string(FILE *f, const char *s);
+
+#endif
