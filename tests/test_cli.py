@@ -1438,6 +1438,61 @@ def test_top_hostile_replies(exe):
         shutil.rmtree(runtime, ignore_errors=True)
 
 
+# ---- the man pages ----
+
+def man_page_words(path):
+    """The words of a page as scdoc wrote it (roff, before man hyphenates or wraps it), font
+    changes and zero-width escapes taken out."""
+    with open(path) as f:
+        roff = f.read()
+    return set(re.findall(r"[A-Za-z0-9_:-]+", re.sub(r"\\f[BIRP]|\\&", "", roff)))
+
+
+def test_man_pages(exe):
+    """The three pages were built, man renders each without a warning, and they cover what the
+    CLI offers: every command in --help, every frames.csv column of a real capture."""
+    man_dir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(exe))), "tools", "man")
+    pages = {name: os.path.join(man_dir, name)
+             for name in ("framescope.1", "framescoped.1", "framescope-capture.5")}
+    if not shutil.which("man"):
+        print("man (man-db) is not installed")
+        sys.exit(SKIP)
+    if not os.path.isdir(man_dir):
+        print("man pages not built (no scdoc, or -Dman-pages=disabled)")
+        sys.exit(SKIP)
+    for name, path in pages.items():
+        check(os.path.isfile(path) and os.path.getsize(path) > 0, f"{name} not built in {man_dir}")
+        r = subprocess.run(["man", "-l", "--warnings", path], capture_output=True, text=True,
+                           env=clean_env({"MANWIDTH": "100"}),
+                           timeout=60)
+        check(r.returncode == 0 and r.stdout.strip(), f"man -l {name}: {r.returncode}")
+        check(r.stderr == "", f"man -l --warnings {name} warned:\n{r.stderr}")
+
+    r = run(exe, "--help")
+    commands = set(re.findall(r"^ *(?:usage:)? *framescope ([a-z]+) ", r.stdout, re.M))
+    check(commands >= {"run", "report", "diff", "compare", "top", "snapshot"},
+          f"commands in --help: {sorted(commands)}")
+    cli_page = man_page_words(pages["framescope.1"])
+    check(commands <= cli_page, f"not in framescope(1): {sorted(commands - cli_page)}")
+    for command in commands:
+        with open(pages["framescope.1"]) as f:
+            check(f"\\fBframescope {command}\\fR" in f.read(),
+                  f"framescope(1) has no synopsis for framescope {command}")
+
+    out = os.path.join(tempfile.mkdtemp(prefix="fscope-man-"), "capture")
+    r = run(exe, "run", "--summary", "off", "--output", out, "--", demo_of(exe), "--quiet",
+            "--output", "offscreen", "--frames", "20", env={"XDG_RUNTIME_DIR": tempfile.mkdtemp()})
+    check(r.returncode == 0, f"offscreen capture failed ({r.returncode}):\n{r.stderr[-2000:]}")
+    with open(os.path.join(out, "frames.csv")) as f:
+        columns = f.readline().strip().split(",")
+    check(len(columns) > 90 and "counter:cycles" in columns, f"frames.csv columns: {columns}")
+    capture_page = man_page_words(pages["framescope-capture.5"])
+    missing = [c for c in columns if c not in capture_page]
+    check(not missing, f"frames.csv columns not in framescope-capture(5): {missing}")
+    print(f"3 pages render cleanly; {len(commands)} commands and {len(columns)} frames.csv "
+          f"columns documented")
+
+
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 if __name__ == "__main__":

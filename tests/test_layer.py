@@ -784,6 +784,15 @@ def test_bad_input(build, demo):
     check(len(read) >= 15 and read == documented,
           f"variables read but not in README's table: {sorted(read - documented)}; in the "
           f"table but never read: {sorted(documented - read)}")
+    # ... and in framescope(1)'s ENVIRONMENT section, where each is a term of its own: a line
+    # "*FRAMESCOPE_X*=VALUES" (or bare) followed by its indented description.
+    with open(os.path.join(here, "..", "tools", "man", "framescope.1.scd")) as f:
+        page = f.read()
+    environment = page.split("\n# ENVIRONMENT\n", 1)[-1].split("\n# ", 1)[0]
+    in_man = set(re.findall(r"^\*(FRAMESCOPE_[A-Z0-9_]+)\*(?:=[^\n]*)?\n\t", environment, re.M))
+    check("\n# ENVIRONMENT\n" in page and read == in_man,
+          f"variables read but not in framescope(1): {sorted(read - in_man)}; in framescope(1) "
+          f"but never read: {sorted(in_man - read)}")
     with Weston() as w:
         r = run_app([demo, "--quiet", "--frames", "5"], w, build,
                     extra_env={name: "" for name in read if name != "FRAMESCOPE_OUTPUT"})
