@@ -155,7 +155,9 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     /* The machine the run ended on, kept for a report made elsewhere later (framescope run
      * records it itself). */
     if (meta) {
-        system_describe(&meta->system);
+        struct system_description machine;
+        system_describe(&machine);
+        recording_system_from(&meta->system, &machine);
         atomic_store(&meta->system_known, 1);
     }
     /* Nothing asked for: reading the run back and judging it would only make the app's exit

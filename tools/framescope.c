@@ -755,7 +755,10 @@ static int recording_analyse(struct observed_recording *r, int exit_status, int 
     struct recording *rec = NULL;
     char why[256];
     /* With the machine the run ended on, kept for a report made elsewhere later. */
-    int e = recording_read_ended(bytes, (size_t)used, r->stream_fd, &rec, why, sizeof(why));
+    struct system_description machine;
+    system_describe(&machine);
+    int e = recording_read_ended(bytes, (size_t)used, r->stream_fd, &machine, &rec, why,
+                                 sizeof(why));
     int status = 0, capture_error = 0;
     if (e) {
         fprintf(stderr, "framescope: cannot read the command's recording: %s\n",

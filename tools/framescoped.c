@@ -461,7 +461,9 @@ static int read_whole(const struct app *a, struct copy *c, struct recording **re
     if (a->stream_fd >= 0 && fstat(a->stream_fd, &st) == 0 && st.st_size > 0)
         bound.data += (size_t)st.st_size; /* its chunks come back into the copy */
     job_bound_memory(&bound);
-    e = recording_read_ended(c->bytes, c->len, a->stream_fd, rec, why, why_len);
+    struct system_description machine;
+    system_describe(&machine);
+    e = recording_read_ended(c->bytes, c->len, a->stream_fd, &machine, rec, why, why_len);
     if (e)
         copy_free(c);
     return e;

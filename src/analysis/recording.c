@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util/system.h"
 #include "util/text.h"
 
 /* One range of the recording that a read object came from. */
@@ -1210,14 +1209,26 @@ static int unstream_read(struct reader *r, const struct unstream_plan *p, int st
     return 0;
 }
 
-int recording_read_ended(void *bytes, size_t len, int stream_fd, struct recording **ret,
+void recording_system_from(struct rec_system *ret, const struct system_description *machine)
+{
+    memset(ret, 0, sizeof(*ret));
+    snprintf(ret->os, sizeof(ret->os), "%s", machine->os);
+    snprintf(ret->cpu, sizeof(ret->cpu), "%s", machine->cpu);
+    snprintf(ret->ram_kib, sizeof(ret->ram_kib), "%s", machine->ram_kib);
+    snprintf(ret->kernel, sizeof(ret->kernel), "%s", machine->kernel);
+    snprintf(ret->scheduler, sizeof(ret->scheduler), "%s", machine->scheduler);
+}
+
+int recording_read_ended(void *bytes, size_t len, int stream_fd,
+                         const struct system_description *machine, struct recording **ret,
                          char *why, size_t why_len)
 {
     int e = stream_fd >= 0 ? recording_unstream(bytes, len, stream_fd, why, why_len) : 0;
-    struct rec_system system;
-    system_describe(&system);
-    if (e == 0)
+    if (e == 0 && machine) {
+        struct rec_system system;
+        recording_system_from(&system, machine);
         e = recording_set_system(bytes, len, &system, why, why_len);
+    }
     if (e == 0)
         e = recording_read(bytes, len, ret, why, why_len);
     return e;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "record/format.h"
+#include "util/system.h"
 
 struct recording_log {
     char label[64];
@@ -159,10 +160,14 @@ void recording_free(struct recording *rec);
  * stream file, before anything is written. Returns 0, -EINVAL (why says what) or -errno. */
 int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t why_len);
 /* An ended run's recording, whole and read, as an observer (framescope run, framescoped)
- * makes it: its streamed chunks read back from stream_fd (-1: none), this machine recorded as
- * the one the run ended on, then recording_read. bytes is writable. */
-int recording_read_ended(void *bytes, size_t len, int stream_fd, struct recording **ret,
+ * makes it: its streamed chunks read back from stream_fd (-1: none), machine (the one the run
+ * ended on, as the caller described it: analysis reads no machine; NULL: none) recorded, then
+ * recording_read. bytes is writable. */
+int recording_read_ended(void *bytes, size_t len, int stream_fd,
+                         const struct system_description *machine, struct recording **ret,
                          char *why, size_t why_len);
+/* A machine's description as the recording keeps it. */
+void recording_system_from(struct rec_system *ret, const struct system_description *machine);
 /* Records the machine the run ended on into bytes (a recording, writable) unless it holds it
  * already. Returns 0 or -EINVAL (why says what). */
 int recording_set_system(void *bytes, size_t len, const struct rec_system *sys, char *why,

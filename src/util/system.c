@@ -26,7 +26,7 @@ static void read_field(const char *path, const char *prefix, char *ret, size_t l
     fclose(f);
 }
 
-void system_describe(struct rec_system *ret)
+void system_describe(struct system_description *ret)
 {
     memset(ret, 0, sizeof(*ret));
     read_field("/etc/os-release", "PRETTY_NAME=", ret->os, sizeof(ret->os));
