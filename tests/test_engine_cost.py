@@ -245,11 +245,17 @@ def test_budget(build, demo):
 def test_descriptors(build, demo):
     """The draws' two descriptor sets from a pool of 16: the pool's peak is 2 of 16, and the
     gauges saw it."""
-    r, s = demo_run(build, demo, ["--draws", "100"], frames=30)
-    d = s["engine"]["descriptors"]
-    pools = [p for p in d["pools_list"] if p["max_sets"] == 16]
-    check(len(pools) == 1 and pools[0]["peak"] == 2 and pools[0]["allocated"] == 2 and
-          pools[0]["failures"] == 0, d["pools_list"])
+    # The gauges are the sampler thread's, read at its ticks: on a loaded machine a short run
+    # can end before a tick saw the sets live (CI once: 30 frames, peak_sets 0). Longer runs
+    # until one did; the pool's own counts are exact in every run.
+    for frames in (30, 120, 480):
+        r, s = demo_run(build, demo, ["--draws", "100"], frames=frames)
+        d = s["engine"]["descriptors"]
+        pools = [p for p in d["pools_list"] if p["max_sets"] == 16]
+        check(len(pools) == 1 and pools[0]["peak"] == 2 and pools[0]["allocated"] == 2 and
+              pools[0]["failures"] == 0, d["pools_list"])
+        if d["peak_sets"] > 0:
+            break
     check(d["peak_sets"] >= 2 and d["capacity_at_peak"] >= 16, d)
     check(s["engine"]["process"]["gauges"] > 0 and s["engine"]["process"]["rss_peak_bytes"] > 0,
           s["engine"]["process"])
