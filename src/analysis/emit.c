@@ -29,3 +29,21 @@ void json_write_script_string(FILE *f, const char *s)
 {
     write_escaped(f, s, true);
 }
+
+void csv_write_ms(FILE *f, int64_t ns)
+{
+    uint64_t magnitude = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;
+    fprintf(f, ",%s%llu.%06llu", ns < 0 ? "-" : "", (unsigned long long)(magnitude / 1000000),
+            (unsigned long long)(magnitude % 1000000));
+}
+
+void csv_quoted(FILE *f, const char *text)
+{
+    fputc('"', f);
+    for (const char *p = text; *p; p++) {
+        if (*p == '"')
+            fputc('"', f);
+        fputc(*p, f);
+    }
+    fputc('"', f);
+}

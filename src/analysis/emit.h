@@ -1,7 +1,9 @@
-/* Text every output writes alike: JSON string literals, escaped once, here. */
+/* Text every output writes alike: JSON string literals and CSV fields, escaped once, and
+ * milliseconds written exactly, here. */
 #ifndef FSCOPE_ANALYSIS_EMIT_H
 #define FSCOPE_ANALYSIS_EMIT_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* Writes a JSON string literal (with quotes) for s (NULL: ""). */
@@ -10,5 +12,10 @@ void json_write_string(FILE *f, const char *s);
  * no text of the program's ("</script>" in a zone name) can end the element, and every
  * control byte is a \u escape. */
 void json_write_script_string(FILE *f, const char *s);
+
+/* ",ms" with six decimals: exact nanoseconds, so columns sum exactly; negative values too. */
+void csv_write_ms(FILE *f, int64_t ns);
+/* Writes text as a quoted CSV field ("" inside for "). */
+void csv_quoted(FILE *f, const char *text);
 
 #endif

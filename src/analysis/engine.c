@@ -30,22 +30,11 @@ static const char *const bind_kind_keys[BIND_KINDS] = {
     [BIND_DYNAMIC_STATE] = "dynamic_state",
 };
 
-const char *engine_object_name(const struct recording *rec, int32_t type, uint64_t handle)
-{
-    const char *name = NULL;
-    for (uint64_t i = 0; handle && i < rec->object_name_count; i++) {
-        const struct object_name *n = &rec->object_names[i];
-        if (n->handle == handle && n->type == type)
-            name = n->name[0] ? n->name : NULL; /* the latest wins; "" cleared it */
-    }
-    return name;
-}
-
 /* "'name'" when the app named it, else "what 0x1234". */
-static const char *object_label(const struct recording *rec, int32_t type, uint64_t handle,
-                                const char *what, char *buf, size_t len)
+static const char *object_label(const struct recording *rec, uint32_t device_id, int32_t type,
+                                uint64_t handle, const char *what, char *buf, size_t len)
 {
-    const char *name = engine_object_name(rec, type, handle);
+    const char *name = recording_object_name(rec, device_id, type, handle);
     if (name)
         snprintf(buf, len, "'%s'", name);
     else
@@ -464,7 +453,7 @@ static const char *site_label(const struct recording *rec, const struct bind_sit
     else if (site->kind == BIND_SITE_PIPELINE) {
         char name[96];
         snprintf(buf, len, "pipeline %s",
-                 object_label(rec, OBJECT_TYPE_PIPELINE, site->handle, "", name, sizeof(name)));
+                 object_label(rec, site->device_id, OBJECT_TYPE_PIPELINE, site->handle, "", name, sizeof(name)));
         /* An unnamed pipeline reads "pipeline  0x..." from the empty what: tidy it. */
         if (strncmp(buf, "pipeline  ", 10) == 0)
             memmove(buf + 9, buf + 10, strlen(buf + 10) + 1);
@@ -532,7 +521,7 @@ void engine_write_text(FILE *f, const struct recording *rec, const struct engine
         fputs("  recorders  ", f);
         for (unsigned i = 0; i < s->thread_count && i < 4; i++)
             fprintf(f, "%s %s %.3f ms per frame (%llu recordings)", i ? ";" : "",
-                    report_thread_label(rec, s->threads[i].tid, thread, sizeof(thread)),
+                    recording_thread_label(rec, s->threads[i].tid, thread, sizeof(thread)),
                     per_frame(ms(rec, s->threads[i].ticks), frames),
                     (unsigned long long)s->threads[i].recordings);
         if (s->thread_count > 4)
@@ -543,7 +532,7 @@ void engine_write_text(FILE *f, const struct recording *rec, const struct engine
             const struct engine_pool *p = &s->pools[i];
             fprintf(f, "%s %s: recorded %.3f, resets and frees %.3f ms per frame (%llu resets, "
                     "%llu frees)", i ? ";" : "",
-                    object_label(rec, OBJECT_TYPE_COMMAND_POOL, p->pool, "pool", label,
+                    object_label(rec, p->device_id, OBJECT_TYPE_COMMAND_POOL, p->pool, "pool", label,
                                  sizeof(label)),
                     per_frame(ms(rec, p->record_ticks), frames),
                     per_frame(ms(rec, p->op_ticks), frames),
@@ -629,7 +618,7 @@ void engine_write_text(FILE *f, const struct recording *rec, const struct engine
         for (unsigned i = 0; i < s->largest_count; i++) {
             const struct memory_event *e = &g->memory[s->largest[i]];
             fprintf(f, "%s %s ", i ? "," : "",
-                    object_label(rec, OBJECT_TYPE_DEVICE_MEMORY, e->handle, "memory", label,
+                    object_label(rec, e->device_id, OBJECT_TYPE_DEVICE_MEMORY, e->handle, "memory", label,
                                  sizeof(label)));
             write_bytes(f, e->size);
             fprintf(f, " (heap %u)", e->heap_index);
@@ -698,7 +687,7 @@ void engine_write_json(FILE *f, const struct recording *rec, const struct engine
     for (unsigned i = 0; i < s->thread_count; i++) {
         const struct engine_thread *t = &s->threads[i];
         fprintf(f, "%s{\"tid\": %d, \"name\": ", i ? ", " : "", t->tid);
-        json_write_string(f, report_thread_label(rec, t->tid, thread, sizeof(thread)));
+        json_write_string(f, recording_thread_label(rec, t->tid, thread, sizeof(thread)));
         fprintf(f, ", \"recordings\": %llu, \"secondary_recordings\": %llu, \"commands\": %llu, "
                 "\"record_ms\": %.6f, \"secondary_ms\": %.6f, \"oncpu_ms\": ",
                 (unsigned long long)t->recordings, (unsigned long long)t->secondary_recordings,
@@ -713,7 +702,7 @@ void engine_write_json(FILE *f, const struct recording *rec, const struct engine
     fputs("], \"pools\": [", f);
     for (unsigned i = 0; i < s->pool_count; i++) {
         const struct engine_pool *p = &s->pools[i];
-        const char *name = engine_object_name(rec, OBJECT_TYPE_COMMAND_POOL, p->pool);
+        const char *name = recording_object_name(rec, p->device_id, OBJECT_TYPE_COMMAND_POOL, p->pool);
         fprintf(f, "%s{\"handle\": \"0x%" PRIx64 "\", \"device\": %u, \"name\": ", i ? ", " : "",
                 p->pool, p->device_id);
         json_write_string(f, name ? name : "");
@@ -742,7 +731,7 @@ void engine_write_json(FILE *f, const struct recording *rec, const struct engine
                 ticks += g->recordings[j].end_ticks - g->recordings[j].begin_ticks;
                 commands += g->recordings[j].commands;
             }
-        const char *name = engine_object_name(rec, OBJECT_TYPE_COMMAND_BUFFER, r->cb);
+        const char *name = recording_object_name(rec, r->device_id, OBJECT_TYPE_COMMAND_BUFFER, r->cb);
         fprintf(f, "%s{\"handle\": \"0x%" PRIx64 "\", \"name\": ", listed ? ", " : "", r->cb);
         json_write_string(f, name ? name : "");
         fprintf(f, ", \"pool\": \"0x%" PRIx64 "\", \"secondary\": %s, \"recordings\": %llu, "
@@ -765,7 +754,7 @@ void engine_write_json(FILE *f, const struct recording *rec, const struct engine
                 : site->kind == BIND_SITE_PIPELINE ? "pipeline" : "none");
         json_write_string(f, site->kind == BIND_SITE_LABEL ? site->name
                              : site->kind == BIND_SITE_PIPELINE
-                                 ? (engine_object_name(rec, OBJECT_TYPE_PIPELINE, site->handle)
+                                 ? (recording_object_name(rec, site->device_id, OBJECT_TYPE_PIPELINE, site->handle)
                                         ?: "")
                                  : "");
         fputs(", \"label\": ", f);
@@ -804,7 +793,7 @@ void engine_write_json(FILE *f, const struct recording *rec, const struct engine
     fputs("], \"largest\": [", f);
     for (unsigned i = 0; i < s->largest_count; i++) {
         const struct memory_event *e = &g->memory[s->largest[i]];
-        const char *name = engine_object_name(rec, OBJECT_TYPE_DEVICE_MEMORY, e->handle);
+        const char *name = recording_object_name(rec, e->device_id, OBJECT_TYPE_DEVICE_MEMORY, e->handle);
         fprintf(f, "%s{\"handle\": \"0x%" PRIx64 "\", \"name\": ", i ? ", " : "", e->handle);
         json_write_string(f, name ? name : "");
         fprintf(f, ", \"bytes\": %llu, \"device\": %u, \"heap\": %u, \"type\": %u, "
@@ -823,7 +812,7 @@ void engine_write_json(FILE *f, const struct recording *rec, const struct engine
             (unsigned long long)g->descriptor_pools_untracked);
     for (unsigned i = 0; i < g->descriptor_pool_count; i++) {
         const struct descriptor_pool_entry *p = &g->descriptor_pools[i];
-        const char *name = engine_object_name(rec, OBJECT_TYPE_DESCRIPTOR_POOL, p->handle);
+        const char *name = recording_object_name(rec, p->device_id, OBJECT_TYPE_DESCRIPTOR_POOL, p->handle);
         fprintf(f, "%s{\"handle\": \"0x%" PRIx64 "\", \"name\": ", i ? ", " : "",
                 (uint64_t)p->handle);
         json_write_string(f, name ? name : "");

@@ -79,8 +79,6 @@ struct engine_stats {
 void engine_compute(const struct recording *rec, uint64_t frames, struct engine_stats *ret);
 void engine_stats_finish(struct engine_stats *s);
 
-/* The name the app gave a Vulkan object (VkObjectType type), or NULL. */
-const char *engine_object_name(const struct recording *rec, int32_t type, uint64_t handle);
 
 /* frames.csv's key for a bind kind ("vertex_buffer"). */
 const char *engine_bind_key(unsigned kind);

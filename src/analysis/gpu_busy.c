@@ -5,7 +5,7 @@
  * and however often a surface's frames change device: a recording's size bounds the work
  * (before, each change of device rebuilt the union, and a frame covering every span walked
  * them all: frames times spans). */
-#include "report.h"
+#include "gpu_busy.h"
 
 #include <stdlib.h>
 #include <string.h>

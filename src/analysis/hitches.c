@@ -57,18 +57,6 @@ static void frame_parts(const struct frame_budget_ns *b, int64_t p[HITCH_CAUSE_C
     p[HITCH_CAP] = b->block[FSCOPE_BLOCK_CAP];
 }
 
-static int compare_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int64_t median_i64(int64_t *v, size_t n)
-{
-    qsort(v, n, sizeof(*v), compare_i64);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* The neighbours of frame i among n: up to HITCH_WINDOW, centred where the log allows. */
 static void window_of(uint64_t i, uint64_t n, uint64_t *ret_lo, uint64_t *ret_hi)
 {
@@ -173,7 +161,7 @@ static void zone_growth(const struct recording *rec, const struct recording_log 
         growth[c] = 0;
         if (m < 3)
             continue;
-        median[c] = median_i64(scratch, m);
+        median[c] = stats_median_i64(scratch, m);
         mine[c] = sums[c * n + (h->frame - lo)];
         growth[c] = mine[c] - median[c];
         if (growth[c] > 0 && growth[c] * 10 >= excess && (best < 0 || growth[c] > growth[best]))
@@ -214,7 +202,7 @@ static void split_excess(struct hitch *h, int64_t (*parts)[HITCH_CAUSE_COUNT], u
         for (uint64_t j = lo; j <= hi; j++)
             if (j != h->frame)
                 scratch[m++] = parts[j][c];
-        int64_t d = parts[h->frame][c] - (m ? median_i64(scratch, m) : 0);
+        int64_t d = parts[h->frame][c] - (m ? stats_median_i64(scratch, m) : 0);
         grown[c] = d > 0 ? d : 0;
         sum += grown[c];
     }
@@ -368,18 +356,6 @@ void frame_wakeups(const struct recording *rec, const struct sched_index *x,
         }
 }
 
-/* The name the app gave an object last ("" none). */
-static const char *object_name(const struct recording *rec, uint32_t device_id, int32_t type,
-                               uint64_t handle)
-{
-    for (uint64_t i = rec->object_name_count; i-- > 0;) {
-        const struct object_name *n = &rec->object_names[i];
-        if (n->handle == handle && n->device_id == device_id && n->type == type)
-            return n->name;
-    }
-    return "";
-}
-
 /* The slowest pipeline made in frame f (its create call ended in the frame). */
 static void slowest_pipeline(const struct recording *rec, const struct fscope_frame *f,
                              struct hitch *h)
@@ -402,8 +378,9 @@ static void slowest_pipeline(const struct recording *rec, const struct fscope_fr
         return;
     h->slowest_ns = best_ns;
     h->slowest_cache_hit = best->flags & PIPELINE_CREATED_CACHE_HIT;
-    snprintf(h->slowest_name, sizeof(h->slowest_name), "%s",
-             object_name(rec, best->device_id, OBJECT_TYPE_PIPELINE, best->handle));
+    const char *name = recording_object_name(rec, best->device_id, OBJECT_TYPE_PIPELINE,
+                                             best->handle);
+    snprintf(h->slowest_name, sizeof(h->slowest_name), "%s", name ? name : "");
 }
 
 /* ns as the recording's ticks. */
@@ -547,7 +524,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
         for (uint64_t j = lo; j <= hi; j++)
             if (j != i)
                 scratch[m++] = times[j];
-        int64_t median = median_i64(scratch, m);
+        int64_t median = stats_median_i64(scratch, m);
         s->frames_judged++;
         if ((double)times[i] < HITCH_RATIO * (double)median ||
             (double)(times[i] - median) < HITCH_FLOOR_MS * 1e6)
@@ -821,7 +798,7 @@ void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch
         parts_text(h, parts, sizeof(parts));
         if (h->tid)
             snprintf(thread, sizeof(thread), "; thread %s",
-                     report_thread_label(rec, h->tid, label, sizeof(label)));
+                     recording_thread_label(rec, h->tid, label, sizeof(label)));
         char evidence[1024];
         evidence_text(rec, h, evidence, sizeof(evidence));
         fprintf(f, "  hitch       frame %llu%s at %.3f s: %.1f ms, +%.1f ms over %.1f: %s%s%s\n",
@@ -865,7 +842,7 @@ static void hitch_json(FILE *f, const struct recording *rec, const struct hitch 
 {
     char thread[96] = "";
     if (h->tid)
-        report_thread_label(rec, h->tid, thread, sizeof(thread));
+        recording_thread_label(rec, h->tid, thread, sizeof(thread));
     fprintf(f, "{\"frame\": %llu, \"surface\": %u, \"at_s\": %.6f, \"frame_ms\": %.6f, "
             "\"median_ms\": %.6f, \"excess_ms\": %.6f, \"cause\": \"%s\", \"thread\": ",
             (unsigned long long)h->frame, h->log, h->at_s, (double)h->frame_ns / 1e6,

@@ -149,8 +149,8 @@ static void analyse_primary(const struct recording *rec, struct presentation_sta
         if (f->presented_ticks > last_shown)
             last_shown = f->presented_ticks;
     }
-    s->app_interval_ms = stats_percentile(app, napp, 0.50);
-    s->claimed_refresh_ms = stats_percentile(claimed, nclaimed, 0.50);
+    s->app_interval_ms = stats_median(app, napp);
+    s->claimed_refresh_ms = stats_median(claimed, nclaimed);
     s->vsync = npresented && vsync * 2 > npresented;
     s->latency_samples = nlat;
     distribution(lat, nlat, s->latency_ms);
@@ -168,7 +168,7 @@ static void analyse_primary(const struct recording *rec, struct presentation_sta
     double *sorted = malloc((nshown + 1) * sizeof(double));
     if (sorted) {
         memcpy(sorted, shown, nshown * sizeof(double));
-        s->presented_interval_ms = stats_percentile(sorted, nshown, 0.50);
+        s->presented_interval_ms = stats_median(sorted, nshown);
         double measured_unit = nshown ? sorted[stats_rank(nshown, 0.10)] : 0; /* the short, steady interval */
         s->unit_ms = s->vsync && s->claimed_refresh_ms > 0 ? s->claimed_refresh_ms : measured_unit;
         free(sorted);

@@ -11,153 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "recording_check.h"
 #include "util/text.h"
-
-/* One range of the recording that a read object came from. */
-struct claim {
-    uint64_t offset, end;
-    uint32_t entry;   /* its directory entry; CLAIM_HEADER for the header */
-    uint32_t type;    /* the entry's enum rec_object_type */
-    const char *part; /* NULL for the object itself, else "chunk table", "chunk", ... */
-    uint64_t index;   /* which chunk */
-};
-#define CLAIM_HEADER UINT32_MAX
-
-struct reader {
-    const unsigned char *bytes;
-    size_t len;
-    char *why;
-    size_t why_len;
-    /* Every range read so far, and their sum. A writer allocates each object once, so no two
-     * may share a byte: one that does (a directory or chunk-table entry naming something
-     * again) is refused, and what is copied and analysed never exceeds the recording. */
-    struct claim *claims;
-    size_t claim_count, claim_capacity;
-    uint64_t claimed_bytes;
-    uint32_t entry, type; /* the directory entry being read */
-    /* Room in rec's arrays that every object of a kind appends to. */
-    uint64_t span_capacity, gpu_zone_capacity, pass_stats_capacity;
-};
-
-static int malformed(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int malformed(struct reader *r, const char *fmt, ...)
-{
-    if (r->why_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(r->why, r->why_len, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
-
-/* Whether [offset, offset + size) lies inside the bytes. */
-static bool inside(const struct reader *r, uint64_t offset, uint64_t size)
-{
-    return offset <= r->len && size <= r->len - offset;
-}
-
-static const char *const type_names[REC_OBJ_TYPE_COUNT] = {
-    [REC_OBJ_NONE] = "nothing",
-    [REC_OBJ_META] = "metadata",
-    [REC_OBJ_LOCS] = "location table",
-    [REC_OBJ_THREAD] = "thread",
-    [REC_OBJ_FRAME_LOG] = "frame log",
-    [REC_OBJ_SPAN_LOG] = "GPU span log",
-    [REC_OBJ_CAP] = "cap",
-    [REC_OBJ_KERNEL] = "kernel sampler",
-    [REC_OBJ_GPU_ZONE_NAMES] = "GPU zone name table",
-    [REC_OBJ_GPU_ZONES] = "GPU zone log",
-    [REC_OBJ_OBJECTS] = "object table",
-    [REC_OBJ_ENGINE] = "engine table",
-};
-
-/* "the header", "the frame log of directory entry 3", "chunk 7 of the frame log of ...". */
-static const char *claim_describe(const struct claim *c, char *buf, size_t len)
-{
-    const char *type = c->type < REC_OBJ_TYPE_COUNT ? type_names[c->type] : "object";
-    if (c->entry == CLAIM_HEADER)
-        snprintf(buf, len, "the header");
-    else if (!c->part)
-        snprintf(buf, len, "the %s of directory entry %u", type, c->entry);
-    else if (strcmp(c->part, "chunk") == 0)
-        snprintf(buf, len, "chunk %llu of the %s of directory entry %u",
-                 (unsigned long long)c->index, type, c->entry);
-    else
-        snprintf(buf, len, "the %s of the %s of directory entry %u", c->part, type, c->entry);
-    return buf;
-}
-
-static int claim_compare(const void *a, const void *b)
-{
-    const struct claim *x = a, *y = b;
-    if (x->offset != y->offset)
-        return x->offset < y->offset ? -1 : 1;
-    return x->end < y->end ? -1 : x->end > y->end;
-}
-
-/* Sorts the claims and refuses the first two that share a byte. Sorted by offset, ranges that
- * do not overlap their neighbours overlap nothing (every claim holds a byte at least). */
-static int claims_check(struct reader *r)
-{
-    if (r->claim_count < 2)
-        return 0;
-    qsort(r->claims, r->claim_count, sizeof(*r->claims), claim_compare);
-    for (size_t i = 1; i < r->claim_count; i++) {
-        const struct claim *a = &r->claims[i - 1], *b = &r->claims[i];
-        if (b->offset >= a->end)
-            continue;
-        char first[96], second[96];
-        return malformed(r, "%s (bytes %llu-%llu) overlaps %s (bytes %llu-%llu)",
-                         claim_describe(b, second, sizeof(second)), (unsigned long long)b->offset,
-                         (unsigned long long)b->end - 1, claim_describe(a, first, sizeof(first)),
-                         (unsigned long long)a->offset, (unsigned long long)a->end - 1);
-    }
-    return 0;
-}
-
-/* Claims [offset, offset + size) for what is read there (part of the current directory entry's
- * object, or the object itself for NULL): inside the recording, aligned as the writer aligns
- * it, and no byte of it read for anything else. A sum of claims beyond the recording's size is
- * refused at once, so a read never copies more than the recording holds; the ranges themselves
- * are checked when the read ends (claims_check), or at once when the sum gives one away. */
-static int claim(struct reader *r, uint64_t offset, uint64_t size, uint64_t align,
-                 const char *part, uint64_t index)
-{
-    struct claim c = { offset, offset + size, r->entry, r->type, part, index };
-    char what[96];
-    if (size == 0 || !inside(r, offset, size))
-        return malformed(r, "%s (%llu bytes at %llu) is outside the recording's %zu bytes",
-                         claim_describe(&c, what, sizeof(what)), (unsigned long long)size,
-                         (unsigned long long)offset, r->len);
-    if (offset % align)
-        return malformed(r, "%s at %llu is not aligned to %llu bytes",
-                         claim_describe(&c, what, sizeof(what)), (unsigned long long)offset,
-                         (unsigned long long)align);
-    if (r->claim_count == r->claim_capacity) {
-        size_t capacity = r->claim_capacity ? 2 * r->claim_capacity : 64;
-        struct claim *claims = realloc(r->claims, capacity * sizeof(*claims));
-        if (!claims)
-            return -ENOMEM;
-        r->claims = claims;
-        r->claim_capacity = capacity;
-    }
-    r->claims[r->claim_count++] = c;
-    if (size > r->len - r->claimed_bytes) {
-        int e = claims_check(r);
-        return e ? e : malformed(r, "the recording's objects add up to more than its %zu bytes",
-                                 r->len);
-    }
-    r->claimed_bytes += size;
-    return 0;
-}
-
-static void reader_finish(struct reader *r)
-{
-    free(r->claims);
-    r->claims = NULL;
-    r->claim_count = r->claim_capacity = 0;
-}
 
 /* Every string a recording holds was written by the app (thread, zone, label and device
  * names): it is made printable here, once, so that no output (summary, journal, report,
@@ -194,14 +49,14 @@ static int read_chunked(struct reader *r, struct recording *rec, const struct ch
     uint64_t table_offset = atomic_load(&a->table_offset);
     uint64_t chunk_items = a->chunk_items;
     if (a->item_size != item_size)
-        return malformed(r, "%s: items of %u bytes, expected %u", what, a->item_size, item_size);
+        return reader_malformed(r, "%s: items of %u bytes, expected %u", what, a->item_size, item_size);
     if (chunk_items == 0 || chunk_items > r->len / item_size)
-        return malformed(r, "%s: chunks of %llu items do not fit in the recording", what,
+        return reader_malformed(r, "%s: chunks of %llu items do not fit in the recording", what,
                          (unsigned long long)chunk_items);
     uint64_t chunk_bytes = chunk_items * item_size;
     uint64_t chunks = count / chunk_items + (count % chunk_items != 0);
     if (chunks > capacity || capacity > r->len / sizeof(uint64_t))
-        return malformed(r, "%s: %llu items in chunks of %llu, and a chunk table of %llu", what,
+        return reader_malformed(r, "%s: %llu items in chunks of %llu, and a chunk table of %llu", what,
                          (unsigned long long)count, (unsigned long long)chunk_items,
                          (unsigned long long)capacity);
     /* A recording copied while its app ran may also name a table that grew (moved to a new
@@ -211,7 +66,7 @@ static int read_chunked(struct reader *r, struct recording *rec, const struct ch
     if (rec->state == REC_STATE_RECORDING &&
         (table_offset >= r->len || capacity * sizeof(uint64_t) > r->len - table_offset))
         return 0;
-    int e = claim(r, table_offset, capacity * sizeof(uint64_t), REC_ALIGN, "chunk table", 0);
+    int e = reader_claim(r, table_offset, capacity * sizeof(uint64_t), REC_ALIGN, "chunk table", 0);
     if (e)
         return e;
     /* The table read once: the chunks claimed are the chunks copied. */
@@ -229,7 +84,7 @@ static int read_chunked(struct reader *r, struct recording *rec, const struct ch
             count = c * chunk_items;
             break;
         }
-        e = claim(r, table[c], chunk_bytes, REC_ALIGN, "chunk", c);
+        e = reader_claim(r, table[c], chunk_bytes, REC_ALIGN, "chunk", c);
     }
     /* Chunks still in the stream file (a recording read while its app runs, for a trace) are
      * not here: the items start after them. */
@@ -291,7 +146,7 @@ static int check_frame(struct reader *r, const struct recording_log *log, uint64
         ok = f->block_span_kind[s] < FSCOPE_BLOCK_COUNT &&
              f->block_span_end[s] >= f->block_span_start[s];
     if (!ok)
-        return malformed(r, "frame %llu of surface '%s' is malformed", (unsigned long long)i,
+        return reader_malformed(r, "frame %llu of surface '%s' is malformed", (unsigned long long)i,
                          log->label);
     return 0;
 }
@@ -303,7 +158,7 @@ static int read_frame_log(struct reader *r, struct recording *rec, const struct 
     copy_string(log->label, sizeof(log->label), src->label, sizeof(src->label));
     uint32_t surface = atomic_load(&src->surface);
     if (surface > FRAME_SURFACE_X11)
-        return malformed(r, "surface '%s' has an unknown kind %u", log->label, surface);
+        return reader_malformed(r, "surface '%s' has an unknown kind %u", log->label, surface);
     log->surface = (enum frame_surface)surface;
     log->tracked = atomic_load(&src->tracked) != 0;
     copy_string(log->untracked_why, sizeof(log->untracked_why), src->untracked_why,
@@ -333,10 +188,10 @@ static int read_gpu_zone_names(struct reader *r, struct recording *rec,
                                const struct rec_gpu_zone_names *src)
 {
     if (rec->gpu_zone_names)
-        return malformed(r, "two GPU zone name tables");
+        return reader_malformed(r, "two GPU zone name tables");
     uint32_t count = atomic_load(&src->count);
     if (count > GPU_ZONE_NAMES)
-        return malformed(r, "%u GPU zone names, at most %u", count, GPU_ZONE_NAMES);
+        return reader_malformed(r, "%u GPU zone names, at most %u", count, GPU_ZONE_NAMES);
     rec->gpu_zone_names = calloc(count ? count : 1, sizeof(*rec->gpu_zone_names));
     if (!rec->gpu_zone_names)
         return -ENOMEM;
@@ -348,7 +203,7 @@ static int read_gpu_zone_names(struct reader *r, struct recording *rec,
         rec->gpu_zones_untimed[k] = atomic_load(&src->untimed[k]);
     rec->pipeline_stats = atomic_load(&src->pipeline_stats);
     if (rec->pipeline_stats > REC_PIPELINE_STATS_UNSUPPORTED)
-        return malformed(r, "pipeline statistics in state %u", rec->pipeline_stats);
+        return reader_malformed(r, "pipeline statistics in state %u", rec->pipeline_stats);
     rec->pass_stats_skipped = atomic_load(&src->stats_skipped);
     return 0;
 }
@@ -362,7 +217,7 @@ static int read_gpu_zones(struct reader *r, struct recording *rec, const struct 
     for (uint64_t i = 0; !e && i < count; i++) {
         const struct gpu_zone_span *z = &((const struct gpu_zone_span *)spans)[i];
         if (z->end < z->begin || z->kind > GPU_ZONE_PASS)
-            e = malformed(r, "a GPU zone ends before it begins, or has kind %u", z->kind);
+            e = reader_malformed(r, "a GPU zone ends before it begins, or has kind %u", z->kind);
     }
     if (!e && count)
         e = append_items((void **)&rec->gpu_zones, &rec->gpu_zone_count, &r->gpu_zone_capacity,
@@ -380,10 +235,36 @@ static int read_gpu_zones(struct reader *r, struct recording *rec, const struct 
     return e;
 }
 
+static int name_compare(const void *a, const void *b)
+{
+    const struct object_name *x = *(const struct object_name *const *)a;
+    const struct object_name *y = *(const struct object_name *const *)b;
+    if (x->device_id != y->device_id)
+        return x->device_id < y->device_id ? -1 : 1;
+    if (x->type != y->type)
+        return x->type < y->type ? -1 : 1;
+    if (x->handle != y->handle)
+        return x->handle < y->handle ? -1 : 1;
+    return x < y ? -1 : x > y; /* the same array: the order they were recorded in */
+}
+
+/* A run records tens of thousands of command buffers against thousands of names: too many to
+ * walk the names for each. Without memory for the index, lookups walk them. */
+static void name_index_build(struct recording *rec)
+{
+    uint64_t n = rec->object_name_count;
+    rec->object_name_index = n ? malloc(n * sizeof(*rec->object_name_index)) : NULL;
+    if (!rec->object_name_index)
+        return;
+    for (uint64_t i = 0; i < n; i++)
+        rec->object_name_index[i] = &rec->object_names[i];
+    qsort(rec->object_name_index, n, sizeof(*rec->object_name_index), name_compare);
+}
+
 static int read_vk_objects(struct reader *r, struct recording *rec, const struct rec_objects *src)
 {
     if (rec->object_names || rec->pipelines)
-        return malformed(r, "two object tables");
+        return reader_malformed(r, "two object tables");
     void *names, *pipelines;
     int e = read_chunked(r, rec, &src->names, sizeof(struct object_name), "object names", &names,
                          &rec->object_name_count);
@@ -392,6 +273,7 @@ static int read_vk_objects(struct reader *r, struct recording *rec, const struct
         return e;
     for (uint64_t i = 0; i < rec->object_name_count; i++)
         make_printable(rec->object_names[i].name, sizeof(rec->object_names[i].name));
+    name_index_build(rec);
     e = read_chunked(r, rec, &src->pipelines, sizeof(struct pipeline_created), "pipelines",
                      &pipelines, &rec->pipeline_count);
     rec->pipelines = pipelines;
@@ -402,7 +284,7 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
 {
     struct recording_engine *g = &rec->engine;
     if (g->present)
-        return malformed(r, "two engine tables");
+        return reader_malformed(r, "two engine tables");
     g->present = true;
     void *items;
     int e = read_chunked(r, rec, &src->recordings, sizeof(struct cmd_recording),
@@ -410,7 +292,7 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
     g->recordings = items;
     for (uint64_t i = 0; !e && i < g->recording_count; i++)
         if (g->recordings[i].end_ticks < g->recordings[i].begin_ticks)
-            e = malformed(r, "a command buffer recording ends before it begins");
+            e = reader_malformed(r, "a command buffer recording ends before it begins");
     if (e)
         return e;
     e = read_chunked(r, rec, &src->pool_ops, sizeof(struct pool_op), "command pool calls", &items,
@@ -420,7 +302,7 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
         const struct pool_op *op = &g->pool_ops[i];
         if (op->end_ticks < op->begin_ticks || op->kind < POOL_OP_RESET_POOL ||
             op->kind > POOL_OP_TRIM)
-            e = malformed(r, "a command pool call of kind %u ends before it begins, or is no "
+            e = reader_malformed(r, "a command pool call of kind %u ends before it begins, or is no "
                           "kind known", op->kind);
     }
     if (e)
@@ -430,7 +312,7 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
     g->memory = items;
     for (uint64_t i = 0; !e && i < g->memory_count; i++)
         if (g->memory[i].kind < MEMORY_ALLOC || g->memory[i].kind > MEMORY_ALLOC_FAILED)
-            e = malformed(r, "a memory event of kind %u", g->memory[i].kind);
+            e = reader_malformed(r, "a memory event of kind %u", g->memory[i].kind);
     if (e)
         return e;
     e = read_chunked(r, rec, &src->budgets, sizeof(struct budget_sample), "memory budgets",
@@ -438,7 +320,7 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
     g->budgets = items;
     for (uint64_t i = 0; !e && i < g->budget_count; i++)
         if (g->budgets[i].heap_count > BUDGET_HEAPS)
-            e = malformed(r, "a memory budget of %u heaps", g->budgets[i].heap_count);
+            e = reader_malformed(r, "a memory budget of %u heaps", g->budgets[i].heap_count);
     if (e)
         return e;
     e = read_chunked(r, rec, &src->gauges, sizeof(struct gauge_sample), "gauges", &items,
@@ -448,12 +330,12 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
         return e;
     g->memory_props_count = atomic_load(&src->memory_props_count);
     if (g->memory_props_count > REC_ENGINE_DEVICES)
-        return malformed(r, "memory properties of %u devices", g->memory_props_count);
+        return reader_malformed(r, "memory properties of %u devices", g->memory_props_count);
     for (unsigned i = 0; i < g->memory_props_count; i++) {
         g->memory_props[i] = src->memory_props[i];
         const struct rec_memory_props *m = &g->memory_props[i];
         if (m->heap_count > MEMORY_HEAPS || m->type_count > MEMORY_TYPES)
-            return malformed(r, "a device with %u memory heaps and %u types", m->heap_count,
+            return reader_malformed(r, "a device with %u memory heaps and %u types", m->heap_count,
                              m->type_count);
     }
     g->sites = calloc(REC_BIND_SITES, sizeof(*g->sites));
@@ -467,7 +349,7 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
         struct bind_site *to = &g->sites[g->site_count++];
         memcpy(to, site, sizeof(*to));
         if (to->kind < BIND_SITE_LABEL || to->kind > BIND_SITE_NONE)
-            return malformed(r, "a bind site of kind %u", to->kind);
+            return reader_malformed(r, "a bind site of kind %u", to->kind);
         make_printable(to->name, sizeof(to->name));
     }
     uint32_t pools = atomic_load(&src->descriptor_pool_count);
@@ -490,7 +372,7 @@ static int read_spans(struct reader *r, struct recording *rec, const struct rec_
     for (uint64_t i = 0; !e && i < count; i++) {
         const struct gpu_span *span = &((const struct gpu_span *)spans)[i];
         if (span->end < span->begin)
-            e = malformed(r, "a GPU span ends before it begins");
+            e = reader_malformed(r, "a GPU span ends before it begins");
     }
     if (!e && count)
         e = append_items((void **)&rec->spans, &rec->span_count, &r->span_capacity, spans, count,
@@ -513,7 +395,7 @@ static int read_cap(struct reader *r, struct recording *rec, const struct rec_ca
     rec->cap_count++;
     for (uint64_t i = 0; i < cap->event_count; i++)
         if (cap->events[i].target_ns == 0)
-            return malformed(r, "cap '%s' has an event with no target", cap->label);
+            return reader_malformed(r, "cap '%s' has an event with no target", cap->label);
     return 0;
 }
 
@@ -531,20 +413,20 @@ static int read_thread(struct reader *r, struct recording *rec, const struct rec
     copy_string(t->name, sizeof(t->name), src->name, sizeof(src->name));
     /* External tracks are named by their slot, one of the directory's objects. */
     if (state == SLOT_EXTERNAL && src->slot >= REC_DIR_ENTRIES)
-        return malformed(r, "thread '%s' names slot %u; a recording has at most %u", t->name,
+        return reader_malformed(r, "thread '%s' names slot %u; a recording has at most %u", t->name,
                          src->slot, REC_DIR_ENTRIES);
     t->tid = state == SLOT_EXTERNAL ? 1000000 + (int)src->slot : src->tid;
     uint32_t nodes = atomic_load(&src->node_count);
     uint64_t ring_mask = src->ring_mask, ring_size = ring_mask + 1;
     if (nodes == 0 || nodes > src->node_capacity || ring_mask == UINT64_MAX ||
         (ring_mask & ring_size) != 0 || ring_size > r->len / sizeof(struct fscope_event))
-        return malformed(r, "thread '%s': %u zones of %u, a ring of %llu events", t->name, nodes,
+        return reader_malformed(r, "thread '%s': %u zones of %u, a ring of %llu events", t->name, nodes,
                          src->node_capacity, (unsigned long long)ring_size);
     /* Both allocated by the writer on their own (recording_alloc): aligned to REC_ALIGN. */
-    int e = claim(r, src->nodes_offset, (uint64_t)src->node_capacity * sizeof(struct zone_node),
+    int e = reader_claim(r, src->nodes_offset, (uint64_t)src->node_capacity * sizeof(struct zone_node),
                   REC_ALIGN, "zone tree", 0);
     if (!e)
-        e = claim(r, src->ring_offset, ring_size * sizeof(struct fscope_event), REC_ALIGN, "ring",
+        e = reader_claim(r, src->ring_offset, ring_size * sizeof(struct fscope_event), REC_ALIGN, "ring",
                   0);
     if (e)
         return e;
@@ -557,7 +439,7 @@ static int read_thread(struct reader *r, struct recording *rec, const struct rec
     /* Nodes are created after their parents: a parent always has a smaller index. */
     for (uint32_t i = 1; i < nodes; i++)
         if (t->nodes[i].parent >= i)
-            return malformed(r, "thread '%s': zone %u has a parent after it", t->name, i);
+            return reader_malformed(r, "thread '%s': zone %u has a parent after it", t->name, i);
     uint64_t head = atomic_load(&src->ring_head);
     uint64_t first = head > ring_size ? head - ring_size : 0;
     t->event_count = head - first;
@@ -676,7 +558,7 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
 {
     struct recording_kernel *k = &rec->kernel;
     if (k->present)
-        return malformed(r, "two kernel sampler objects");
+        return reader_malformed(r, "two kernel sampler objects");
     k->present = true;
     k->tick_ms = src->tick_ms;
     k->thread_count = atomic_load(&src->thread_count);
@@ -691,13 +573,13 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
     k->unwatched_threads = atomic_load(&src->unwatched_threads);
     k->kms = src->kms;
     if (k->kms.state > REC_KMS_UNAVAILABLE || k->kms.count > REC_KMS_OUTPUTS)
-        return malformed(r, "KMS state %u with %u outputs", k->kms.state, k->kms.count);
+        return reader_malformed(r, "KMS state %u with %u outputs", k->kms.state, k->kms.count);
     k->kms.why[sizeof(k->kms.why) - 1] = '\0';
     for (unsigned i = 0; i < k->kms.count; i++) {
         struct rec_kms_output *o = &k->kms.outputs[i];
         o->card[sizeof(o->card) - 1] = o->connector[sizeof(o->connector) - 1] = '\0';
         if (o->vrr_capable > KMS_UNKNOWN || o->vrr_enabled > KMS_UNKNOWN)
-            return malformed(r, "KMS output %u with VRR state %u/%u", i, o->vrr_capable,
+            return reader_malformed(r, "KMS output %u with VRR state %u/%u", i, o->vrr_capable,
                              o->vrr_enabled);
     }
     void *samples;
@@ -714,7 +596,7 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
     for (uint64_t i = 0; !e && i < k->drm_sample_count; i++) {
         struct drm_sample *d = &k->drm_samples[i];
         if (d->engine_count > DRM_SAMPLE_ENGINES || d->region_count > DRM_SAMPLE_REGIONS)
-            return malformed(r, "DRM sample %llu is malformed", (unsigned long long)i);
+            return reader_malformed(r, "DRM sample %llu is malformed", (unsigned long long)i);
         make_printable(d->driver, sizeof(d->driver));
         for (unsigned j = 0; j < d->engine_count; j++)
             make_printable(d->engines[j].name, sizeof(d->engines[j].name));
@@ -738,112 +620,12 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
         struct sched_event *s = &k->sched_events[i];
         k->sched_marks += s->kind == SCHED_EVENT_PAUSED || s->kind == SCHED_EVENT_RESUMED;
         if (s->kind < SCHED_EVENT_OUT || s->kind > SCHED_EVENT_RESUMED || s->state > SCHED_OUT_OTHER)
-            return malformed(r, "sched event %llu is malformed", (unsigned long long)i);
+            return reader_malformed(r, "sched event %llu is malformed", (unsigned long long)i);
         make_printable(s->other_comm, sizeof(s->other_comm));
     }
     return e;
 }
 
-static const uint64_t object_sizes[REC_OBJ_TYPE_COUNT] = {
-    [REC_OBJ_META] = sizeof(struct rec_meta),
-    [REC_OBJ_LOCS] = sizeof(struct rec_locs),
-    [REC_OBJ_THREAD] = sizeof(struct rec_thread),
-    [REC_OBJ_FRAME_LOG] = sizeof(struct rec_frame_log),
-    [REC_OBJ_SPAN_LOG] = sizeof(struct rec_span_log),
-    [REC_OBJ_CAP] = sizeof(struct rec_cap),
-    [REC_OBJ_KERNEL] = sizeof(struct rec_kernel),
-    [REC_OBJ_GPU_ZONE_NAMES] = sizeof(struct rec_gpu_zone_names),
-    [REC_OBJ_GPU_ZONES] = sizeof(struct rec_gpu_zones),
-    [REC_OBJ_OBJECTS] = sizeof(struct rec_objects),
-    [REC_OBJ_ENGINE] = sizeof(struct rec_engine),
-};
-
-/* A header of this format, or an error naming what it is instead. */
-static int check_header(struct reader *r, const struct rec_header *h)
-{
-    if (r->len < sizeof(*h) || memcmp(h->magic, REC_MAGIC, 8) != 0)
-        return malformed(r, "not a framescope recording");
-    if (h->version != REC_VERSION || h->header_size != sizeof(*h))
-        return malformed(r, "a recording of format %u; this framescope reads format %u",
-                         h->version, REC_VERSION);
-    return 0;
-}
-
-/* The header, copied once (another process may be writing it) and checked. */
-static int header_copy(struct reader *r, struct rec_header **ret)
-{
-    *ret = NULL;
-    /* The arena is mapped (page-aligned); its 8-byte fields are loaded atomically. */
-    if ((uintptr_t)r->bytes % 8)
-        return malformed(r, "the recording is not aligned in memory");
-    if (r->len < sizeof(**ret))
-        return malformed(r, "not a framescope recording");
-    struct rec_header *h = malloc(sizeof(*h));
-    if (!h)
-        return -ENOMEM;
-    memcpy(h, r->bytes, sizeof(*h));
-    int e = check_header(r, h);
-    if (e) {
-        free(h);
-        return e;
-    }
-    *ret = h;
-    return 0;
-}
-
-/* The directory's entries, within its capacity. */
-static uint32_t directory_entries(const struct rec_header *h)
-{
-    uint32_t entries = atomic_load(&h->dir_count);
-    return entries < REC_DIR_ENTRIES ? entries : REC_DIR_ENTRIES;
-}
-
-/* Entry i's object in the arena and its type: 0 with *ret_object NULL for an entry a writer
- * reserved and never published, -EINVAL for one that is not a valid object of its type. */
-static int directory_object(struct reader *r, const struct rec_header *h, uint32_t i,
-                            uint32_t *ret_type, void **ret_object)
-{
-    uint32_t type = atomic_load_explicit(&h->dir[i].type, memory_order_acquire);
-    uint64_t offset = h->dir[i].offset, size = h->dir[i].size;
-    *ret_type = type;
-    *ret_object = NULL;
-    if (type == REC_OBJ_NONE)
-        return 0;
-    if (type >= REC_OBJ_TYPE_COUNT || size != object_sizes[type] || offset < h->header_size ||
-        offset % 8 || !inside(r, offset, size))
-        return malformed(r, "directory entry %u (type %u, %llu bytes at %llu) is not a valid "
-                         "object", i, type, (unsigned long long)size, (unsigned long long)offset);
-    *ret_object = (void *)(r->bytes + offset);
-    return 0;
-}
-
-/* The same, with the object's bytes claimed for entry i (and what is claimed next, its chunks,
- * tree and ring, named after it). */
-static int directory_claim(struct reader *r, const struct rec_header *h, uint32_t i,
-                           uint32_t *ret_type, void **ret_object)
-{
-    int e = directory_object(r, h, i, ret_type, ret_object);
-    if (e || !*ret_object)
-        return e;
-    r->entry = i;
-    r->type = *ret_type;
-    return claim(r, h->dir[i].offset, h->dir[i].size, 8, NULL, 0);
-}
-
-/* A writer's counters loaded in the order it publishes them (a count before the table of
- * chunks that holds its items, the table's capacity before its offset), into a copy. */
-static void chunked_load(struct chunked *dst, const struct chunked *live)
-{
-    atomic_store_explicit(&dst->count, atomic_load_explicit(&live->count, memory_order_acquire),
-                          memory_order_relaxed);
-    uint64_t capacity = atomic_load_explicit(&live->table_capacity, memory_order_acquire);
-    uint64_t table = atomic_load_explicit(&live->table_offset, memory_order_acquire);
-    atomic_store_explicit(&dst->table_capacity, capacity, memory_order_relaxed);
-    atomic_store_explicit(&dst->table_offset, table, memory_order_relaxed);
-    atomic_store_explicit(&dst->streamed_chunks,
-                          atomic_load_explicit(&live->streamed_chunks, memory_order_acquire),
-                          memory_order_relaxed);
-}
 
 /* The object at live, copied once into private memory (malloc'd; NULL when out of memory), so
  * what is checked is what is used however its app writes on. The counters a running writer
@@ -851,50 +633,50 @@ static void chunked_load(struct chunked *dst, const struct chunked *live)
  * than the arena held when they were read. */
 static void *object_copy(const void *live, uint32_t type)
 {
-    void *copy = malloc(object_sizes[type]);
+    void *copy = malloc(reader_object_sizes[type]);
     if (!copy)
         return NULL;
-    memcpy(copy, live, object_sizes[type]);
+    memcpy(copy, live, reader_object_sizes[type]);
     switch (type) {
     case REC_OBJ_FRAME_LOG:
-        chunked_load(&((struct rec_frame_log *)copy)->frames,
+        reader_chunked_load(&((struct rec_frame_log *)copy)->frames,
                      &((const struct rec_frame_log *)live)->frames);
         break;
     case REC_OBJ_SPAN_LOG:
-        chunked_load(&((struct rec_span_log *)copy)->spans,
+        reader_chunked_load(&((struct rec_span_log *)copy)->spans,
                      &((const struct rec_span_log *)live)->spans);
         break;
     case REC_OBJ_CAP:
-        chunked_load(&((struct rec_cap *)copy)->events, &((const struct rec_cap *)live)->events);
+        reader_chunked_load(&((struct rec_cap *)copy)->events, &((const struct rec_cap *)live)->events);
         break;
     case REC_OBJ_GPU_ZONES:
-        chunked_load(&((struct rec_gpu_zones *)copy)->spans,
+        reader_chunked_load(&((struct rec_gpu_zones *)copy)->spans,
                      &((const struct rec_gpu_zones *)live)->spans);
-        chunked_load(&((struct rec_gpu_zones *)copy)->stats,
+        reader_chunked_load(&((struct rec_gpu_zones *)copy)->stats,
                      &((const struct rec_gpu_zones *)live)->stats);
         break;
     case REC_OBJ_OBJECTS:
-        chunked_load(&((struct rec_objects *)copy)->names,
+        reader_chunked_load(&((struct rec_objects *)copy)->names,
                      &((const struct rec_objects *)live)->names);
-        chunked_load(&((struct rec_objects *)copy)->pipelines,
+        reader_chunked_load(&((struct rec_objects *)copy)->pipelines,
                      &((const struct rec_objects *)live)->pipelines);
         break;
     case REC_OBJ_ENGINE: {
         struct rec_engine *c = copy;
         const struct rec_engine *l = live;
-        chunked_load(&c->recordings, &l->recordings);
-        chunked_load(&c->pool_ops, &l->pool_ops);
-        chunked_load(&c->memory, &l->memory);
-        chunked_load(&c->budgets, &l->budgets);
-        chunked_load(&c->gauges, &l->gauges);
+        reader_chunked_load(&c->recordings, &l->recordings);
+        reader_chunked_load(&c->pool_ops, &l->pool_ops);
+        reader_chunked_load(&c->memory, &l->memory);
+        reader_chunked_load(&c->budgets, &l->budgets);
+        reader_chunked_load(&c->gauges, &l->gauges);
         break;
     }
     case REC_OBJ_KERNEL:
-        chunked_load(&((struct rec_kernel *)copy)->samples,
+        reader_chunked_load(&((struct rec_kernel *)copy)->samples,
                      &((const struct rec_kernel *)live)->samples);
-        chunked_load(&((struct rec_kernel *)copy)->drm_samples,
+        reader_chunked_load(&((struct rec_kernel *)copy)->drm_samples,
                      &((const struct rec_kernel *)live)->drm_samples);
-        chunked_load(&((struct rec_kernel *)copy)->sched_events,
+        reader_chunked_load(&((struct rec_kernel *)copy)->sched_events,
                      &((const struct rec_kernel *)live)->sched_events);
         break;
     case REC_OBJ_THREAD: {
@@ -916,7 +698,7 @@ static void *object_copy(const void *live, uint32_t type)
 
 static int read_objects(struct reader *r, struct recording *rec, const struct rec_header *h)
 {
-    uint32_t entries = directory_entries(h);
+    uint32_t entries = reader_directory_entries(h);
     rec->logs = calloc(entries + 1, sizeof(*rec->logs));
     rec->caps = calloc(entries + 1, sizeof(*rec->caps));
     rec->threads = calloc(entries + 1, sizeof(*rec->threads));
@@ -925,7 +707,7 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
     for (uint32_t i = 0; i < entries; i++) {
         uint32_t type;
         void *live;
-        int e = directory_claim(r, h, i, &type, &live);
+        int e = reader_directory_claim(r, h, i, &type, &live);
         if (e)
             return e;
         if (!live)
@@ -960,7 +742,7 @@ int recording_read(const void *bytes, size_t len, struct recording **ret, char *
     if (why_len)
         why[0] = '\0';
     struct rec_header *h;
-    int e = header_copy(&r, &h);
+    int e = reader_header_copy(&r, &h);
     if (e)
         return e;
     uint64_t used = atomic_load(&h->used);
@@ -970,7 +752,7 @@ int recording_read(const void *bytes, size_t len, struct recording **ret, char *
         used = len;
     if (used < h->header_size || used > len) {
         free(h);
-        return malformed(&r, "the recording claims %llu bytes but holds %zu",
+        return reader_malformed(&r, "the recording claims %llu bytes but holds %zu",
                          (unsigned long long)used, len);
     }
     r.len = (size_t)used;
@@ -993,15 +775,15 @@ int recording_read(const void *bytes, size_t len, struct recording **ret, char *
     rec->alloc_failures = atomic_load(&h->alloc_failures);
     rec->gpu_timing = true;
     if (!isfinite(rec->ns_per_tick) || rec->ns_per_tick <= 0 || rec->ns_per_tick > 1e6)
-        e = malformed(&r, "the recording's clock rate is not a rate");
+        e = reader_malformed(&r, "the recording's clock rate is not a rate");
     r.entry = CLAIM_HEADER;
     if (!e)
-        e = claim(&r, 0, h->header_size, 1, NULL, 0);
+        e = reader_claim(&r, 0, h->header_size, 1, NULL, 0);
     if (!e)
         e = read_objects(&r, rec, h);
     /* Overlapping objects explain whatever else looked wrong in them: said first. */
     if (!e || e == -EINVAL) {
-        int overlap = claims_check(&r);
+        int overlap = reader_claims_check(&r);
         e = overlap ? overlap : e;
     }
     reader_finish(&r);
@@ -1068,6 +850,7 @@ void recording_free(struct recording *rec)
     free(rec->kernel.drm_samples);
     free(rec->kernel.sched_events);
     free(rec->object_names);
+    free(rec->object_name_index);
     free(rec->pipelines);
     free(rec->pass_stats);
     free(rec->engine.recordings);
@@ -1078,254 +861,4 @@ void recording_free(struct recording *rec)
     free(rec->engine.sites);
     free(rec->engine.descriptor_pools);
     free(rec);
-}
-
-double recording_ns(const struct recording *rec, uint64_t ticks)
-{
-    return (double)ticks * rec->ns_per_tick;
-}
-
-int64_t recording_mono_ns(const struct recording *rec, uint64_t ticks)
-{
-    /* Saturated at a quarter of int64_t's range either way: a recording's ticks and base may
-     * be anything, and callers subtract one such time from another. */
-    const double limit = (double)(INT64_MAX / 4);
-    double scaled = (double)(int64_t)(ticks - rec->clock_base_ticks) * rec->ns_per_tick;
-    int64_t base = rec->clock_base_ns > INT64_MAX / 4    ? INT64_MAX / 4
-                   : rec->clock_base_ns < -(INT64_MAX / 4) ? -(INT64_MAX / 4)
-                                                           : rec->clock_base_ns;
-    int64_t delta = scaled >= limit ? INT64_MAX / 4 : scaled <= -limit ? -(INT64_MAX / 4)
-                                                                        : (int64_t)scaled;
-    return base + delta;
-}
-
-const char *recording_clock_describe(const struct recording *rec, char *buf, size_t len)
-{
-    if (!rec->clock_tsc)
-        snprintf(buf, len, "clock_gettime(CLOCK_MONOTONIC) (no invariant TSC: readings carry "
-                 "its cost)");
-    else
-        snprintf(buf, len, "tsc (invariant, %.4f GHz calibrated against CLOCK_MONOTONIC)",
-                 1.0 / rec->ns_per_tick);
-    return buf;
-}
-
-const struct rec_loc *recording_loc_find(const struct recording *rec, const void *address)
-{
-    uint64_t key = (uint64_t)(uintptr_t)address;
-    size_t lo = 0, hi = rec->loc_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        uint64_t a = atomic_load_explicit(&rec->locs[mid].address, memory_order_relaxed);
-        if (a == key)
-            return &rec->locs[mid];
-        if (a < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
-
-/* What recording_unstream brings back: every streamed chunk (its place in the arena is its
- * place in the stream file), and the arrays whose streamed_chunks it then sets to 0. */
-struct unstream_plan {
-    struct { uint64_t offset, bytes; } *chunks;
-    size_t chunk_count, chunk_capacity;
-    struct chunked **arrays;
-    size_t array_count, array_capacity;
-};
-
-static bool plan_grow(void **array, size_t *capacity, size_t count, size_t item_size)
-{
-    if (count < *capacity)
-        return true;
-    size_t want = *capacity ? 2 * *capacity : 64;
-    void *grown = realloc(*array, want * item_size);
-    if (!grown)
-        return false;
-    *array = grown;
-    *capacity = want;
-    return true;
-}
-
-/* Plans one array's streamed chunks: its table and each chunk claimed as recording_read claims
- * them, so no byte of the stream file is read twice and none is written over another object. */
-static int unstream_plan_array(struct reader *r, struct chunked *live, struct unstream_plan *p)
-{
-    struct chunked a;
-    memcpy(&a, live, sizeof(a));
-    chunked_load(&a, live);
-    uint64_t streamed = atomic_load(&a.streamed_chunks);
-    if (!streamed)
-        return 0;
-    uint64_t capacity = atomic_load(&a.table_capacity);
-    uint64_t table_offset = atomic_load(&a.table_offset);
-    if (a.item_size == 0 || a.chunk_items == 0 || a.chunk_items > r->len / a.item_size ||
-        streamed > capacity || capacity > r->len / sizeof(uint64_t))
-        return malformed(r, "a streamed array of %llu chunks of %u items of %u bytes, and a "
-                         "chunk table of %llu", (unsigned long long)streamed, a.chunk_items,
-                         a.item_size, (unsigned long long)capacity);
-    uint64_t chunk_bytes = (uint64_t)a.chunk_items * a.item_size;
-    int e = claim(r, table_offset, capacity * sizeof(uint64_t), REC_ALIGN, "chunk table", 0);
-    for (uint64_t c = 0; !e && c < streamed; c++) {
-        uint64_t offset;
-        memcpy(&offset, r->bytes + table_offset + c * sizeof(uint64_t), sizeof(offset));
-        e = claim(r, offset, chunk_bytes, REC_ALIGN, "chunk", c);
-        if (!e && !plan_grow((void **)&p->chunks, &p->chunk_capacity, p->chunk_count,
-                             sizeof(*p->chunks)))
-            e = -ENOMEM;
-        if (!e) {
-            p->chunks[p->chunk_count].offset = offset;
-            p->chunks[p->chunk_count++].bytes = chunk_bytes;
-        }
-    }
-    if (!e && !plan_grow((void **)&p->arrays, &p->array_capacity, p->array_count,
-                         sizeof(*p->arrays)))
-        e = -ENOMEM;
-    if (!e)
-        p->arrays[p->array_count++] = live;
-    return e;
-}
-
-/* Reads the planned chunks from the stream file into bytes, each whole or an error. */
-static int unstream_read(struct reader *r, const struct unstream_plan *p, int stream_fd)
-{
-    struct stat st;
-    bool sized = fstat(stream_fd, &st) == 0 && S_ISREG(st.st_mode);
-    for (size_t i = 0; i < p->chunk_count; i++) {
-        uint64_t offset = p->chunks[i].offset, bytes = p->chunks[i].bytes;
-        /* Never more than the file holds: a recording cannot make us read past its end. */
-        if (sized && offset + bytes > (uint64_t)st.st_size)
-            return malformed(r, "a streamed chunk (%llu bytes at %llu) is beyond the stream "
-                             "file's %lld bytes", (unsigned long long)bytes,
-                             (unsigned long long)offset, (long long)st.st_size);
-        unsigned char *to = (unsigned char *)r->bytes + offset;
-        for (uint64_t done = 0; done < bytes;) {
-            ssize_t n = pread(stream_fd, to + done, bytes - done, (off_t)(offset + done));
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                return n < 0 ? -errno : malformed(r, "the stream file ends inside the chunk "
-                                                  "at %llu", (unsigned long long)offset);
-            done += (uint64_t)n;
-        }
-    }
-    for (size_t i = 0; i < p->array_count; i++)
-        atomic_store(&p->arrays[i]->streamed_chunks, 0);
-    return 0;
-}
-
-void recording_system_from(struct rec_system *ret, const struct system_description *machine)
-{
-    memset(ret, 0, sizeof(*ret));
-    snprintf(ret->os, sizeof(ret->os), "%s", machine->os);
-    snprintf(ret->cpu, sizeof(ret->cpu), "%s", machine->cpu);
-    snprintf(ret->ram_kib, sizeof(ret->ram_kib), "%s", machine->ram_kib);
-    snprintf(ret->kernel, sizeof(ret->kernel), "%s", machine->kernel);
-    snprintf(ret->scheduler, sizeof(ret->scheduler), "%s", machine->scheduler);
-}
-
-int recording_read_ended(void *bytes, size_t len, int stream_fd,
-                         const struct system_description *machine, struct recording **ret,
-                         char *why, size_t why_len)
-{
-    int e = stream_fd >= 0 ? recording_unstream(bytes, len, stream_fd, why, why_len) : 0;
-    if (e == 0 && machine) {
-        struct rec_system system;
-        recording_system_from(&system, machine);
-        e = recording_set_system(bytes, len, &system, why, why_len);
-    }
-    if (e == 0)
-        e = recording_read(bytes, len, ret, why, why_len);
-    return e;
-}
-
-int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t why_len)
-{
-    struct reader r = { .bytes = bytes, .len = len, .why = why, .why_len = why_len };
-    if (why_len)
-        why[0] = '\0';
-    struct rec_header *h;
-    int e = header_copy(&r, &h);
-    if (e)
-        return e;
-    uint64_t used = atomic_load(&h->used);
-    if (used < h->header_size || used > len)
-        e = malformed(&r, "the recording claims %llu bytes but holds %zu",
-                      (unsigned long long)used, len);
-    else
-        r.len = (size_t)used;
-    struct unstream_plan plan = { 0 };
-    r.entry = CLAIM_HEADER;
-    if (!e)
-        e = claim(&r, 0, h->header_size, 1, NULL, 0);
-    for (uint32_t i = 0; !e && i < directory_entries(h); i++) {
-        uint32_t type;
-        void *object;
-        if ((e = directory_claim(&r, h, i, &type, &object)) || !object)
-            continue;
-        if (type == REC_OBJ_FRAME_LOG)
-            e = unstream_plan_array(&r, &((struct rec_frame_log *)object)->frames, &plan);
-        else if (type == REC_OBJ_SPAN_LOG)
-            e = unstream_plan_array(&r, &((struct rec_span_log *)object)->spans, &plan);
-        else if (type == REC_OBJ_CAP)
-            e = unstream_plan_array(&r, &((struct rec_cap *)object)->events, &plan);
-        else if (type == REC_OBJ_GPU_ZONES) {
-            e = unstream_plan_array(&r, &((struct rec_gpu_zones *)object)->spans, &plan);
-            if (!e)
-                e = unstream_plan_array(&r, &((struct rec_gpu_zones *)object)->stats, &plan);
-        }
-        else if (type == REC_OBJ_OBJECTS) {
-            e = unstream_plan_array(&r, &((struct rec_objects *)object)->names, &plan);
-            if (!e)
-                e = unstream_plan_array(&r, &((struct rec_objects *)object)->pipelines, &plan);
-        }
-        else if (type == REC_OBJ_ENGINE) {
-            struct rec_engine *g = object;
-            struct chunked *arrays[] = { &g->recordings, &g->pool_ops, &g->memory, &g->budgets,
-                                         &g->gauges };
-            for (unsigned k = 0; !e && k < sizeof(arrays) / sizeof(arrays[0]); k++)
-                e = unstream_plan_array(&r, arrays[k], &plan);
-        }
-        else if (type == REC_OBJ_KERNEL) {
-            e = unstream_plan_array(&r, &((struct rec_kernel *)object)->samples, &plan);
-            if (!e)
-                e = unstream_plan_array(&r, &((struct rec_kernel *)object)->drm_samples, &plan);
-            if (!e)
-                e = unstream_plan_array(&r, &((struct rec_kernel *)object)->sched_events, &plan);
-        }
-    }
-    /* Nothing is written into the recording before every chunk is known to be its own. */
-    if (!e)
-        e = claims_check(&r);
-    if (!e)
-        e = unstream_read(&r, &plan, stream_fd);
-    free(plan.chunks);
-    free(plan.arrays);
-    reader_finish(&r);
-    free(h);
-    return e;
-}
-
-int recording_set_system(void *bytes, size_t len, const struct rec_system *sys, char *why,
-                         size_t why_len)
-{
-    struct reader r = { .bytes = bytes, .len = len, .why = why, .why_len = why_len };
-    if (why_len)
-        why[0] = '\0';
-    const struct rec_header *h = bytes;
-    int e = check_header(&r, h);
-    for (uint32_t i = 0; !e && i < directory_entries(h); i++) {
-        uint32_t type;
-        struct rec_meta *m;
-        if ((e = directory_object(&r, h, i, &type, (void **)&m)) || type != REC_OBJ_META)
-            continue;
-        if (!atomic_load(&m->system_known)) {
-            m->system = *sys;
-            atomic_store(&m->system_known, 1);
-        }
-        break;
-    }
-    return e;
 }

@@ -137,6 +137,9 @@ struct recording {
     /* Vulkan objects: names as the app gave them (latest last), pipeline creations. */
     uint64_t object_name_count, pipeline_count;
     struct object_name *object_names;
+    /* The names sorted by device, type and handle, then as recorded, for
+     * recording_object_name (NULL: none, or no memory for it, and lookups walk the names). */
+    const struct object_name **object_name_index;
     struct pipeline_created *pipelines;
     struct recording_engine engine;
     uint64_t items_dropped;  /* frames, spans and cap events the full arena refused */
@@ -181,5 +184,21 @@ int64_t recording_mono_ns(const struct recording *rec, uint64_t ticks);
 const char *recording_clock_describe(const struct recording *rec, char *buf, size_t len);
 /* The location recorded for an address the app used, or NULL when the table lacked it. */
 const struct rec_loc *recording_loc_find(const struct recording *rec, const void *address);
+
+/* Durations as nanoseconds, at most REPORT_NS_MAX: 2^53 ns (104 days) is as far as a double
+ * holds every nanosecond, and no frame, wait or run is longer. A recording that claims more is
+ * clamped there, so that arithmetic on a few of them cannot overflow; sums of many saturate
+ * (ns_sum). */
+#define REPORT_NS_MAX (INT64_C(1) << 53)
+int64_t ticks_ns(const struct recording *rec, uint64_t ticks);
+int64_t ns_sum(int64_t a, int64_t b);
+/* "name (tid N)" of a thread the recording knows, else "tid N". Returns buf. */
+const char *recording_thread_label(const struct recording *rec, int tid, char *buf, size_t len);
+/* The name the app last gave object handle of VkObjectType type on device device_id; NULL
+ * when it gave none or cleared it (""). The one lookup of every output. */
+const char *recording_object_name(const struct recording *rec, uint32_t device_id, int32_t type,
+                                  uint64_t handle);
+/* Where frames.csv's start_ms counts from: the first frame of any surface (0 with none). */
+uint64_t frames_origin_ticks(const struct recording *rec);
 
 #endif

@@ -1,9 +1,11 @@
-/* Order statistics used by every report: one definition of a percentile (nearest rank). */
+/* Order statistics used by every report: one definition of a percentile (nearest rank) and
+ * one of a median. */
 #ifndef FSCOPE_STATS_H
 #define FSCOPE_STATS_H
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 /* The 0-based index of the p-th percentile (0 < p <= 1) of n sorted values, nearest rank. */
@@ -31,6 +33,31 @@ static inline double stats_percentile(double *v, size_t n, double p)
         return 0;
     stats_sort(v, n);
     return v[stats_rank(n, p)];
+}
+
+/* Sorts v and returns its median: the middle value, or the mean of the two middle ones for an
+ * even count; 0 for no values. The one median of every output. */
+static inline double stats_median(double *v, size_t n)
+{
+    if (!n)
+        return 0;
+    stats_sort(v, n);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The same median for integers (nanoseconds): the mean of the two middle ones rounds down. */
+static inline int stats_compare_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static inline int64_t stats_median_i64(int64_t *v, size_t n)
+{
+    if (!n)
+        return 0;
+    qsort(v, n, sizeof(*v), stats_compare_i64);
+    return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
 #endif

@@ -110,68 +110,11 @@ static void write_hitches(struct trace_writer *w, const struct hitch_stats *hitc
     }
 }
 
-/* The names the app gave its objects, sorted for lookup: a trace names every recording, and a
- * run records tens of thousands of command buffers against thousands of names, too many to
- * walk the names for each (engine_object_name). */
-struct name_index {
-    const struct object_name **names; /* by type, handle, then as recorded (the latest last) */
-    size_t count;
-};
-
-static int compare_names(const void *a, const void *b)
-{
-    const struct object_name *x = *(const struct object_name *const *)a;
-    const struct object_name *y = *(const struct object_name *const *)b;
-    if (x->type != y->type)
-        return x->type < y->type ? -1 : 1;
-    if (x->handle != y->handle)
-        return x->handle < y->handle ? -1 : 1;
-    return x < y ? -1 : x > y; /* the same array: the order they were recorded in */
-}
-
-/* With no memory for it (or no names), lookups walk the names. */
-static void name_index_init(struct name_index *index, const struct recording *rec)
-{
-    index->count = 0;
-    index->names = rec->object_name_count ? malloc(rec->object_name_count *
-                                                   sizeof(*index->names)) : NULL;
-    if (!index->names)
-        return;
-    for (uint64_t i = 0; i < rec->object_name_count; i++)
-        index->names[index->count++] = &rec->object_names[i];
-    qsort(index->names, index->count, sizeof(*index->names), compare_names);
-}
-
-/* The name the app gave last (NULL: none, or "" cleared it), as engine_object_name. */
-static const char *name_index_find(const struct name_index *index, const struct recording *rec,
-                                   int32_t type, uint64_t handle)
-{
-    if (!index->names)
-        return engine_object_name(rec, type, handle);
-    if (!handle)
-        return NULL;
-    /* The first entry after (type, handle); the one before it is the latest of the handle's. */
-    size_t low = 0, high = index->count;
-    while (low < high) {
-        size_t middle = low + (high - low) / 2;
-        const struct object_name *n = index->names[middle];
-        if (n->type < type || (n->type == type && n->handle <= handle))
-            low = middle + 1;
-        else
-            high = middle;
-    }
-    if (!low)
-        return NULL;
-    const struct object_name *n = index->names[low - 1];
-    return n->type == type && n->handle == handle && n->name[0] ? n->name : NULL;
-}
-
 /* The app's name for it, else prefix and its handle in hex ("command buffer 0x55d0..."). */
-static const char *object_label(const struct name_index *index, const struct recording *rec,
-                                int32_t type, uint64_t handle, const char *prefix, char *buf,
-                                size_t len)
+static const char *object_label(const struct recording *rec, uint32_t device_id, int32_t type,
+                                uint64_t handle, const char *prefix, char *buf, size_t len)
 {
-    const char *name = name_index_find(index, rec, type, handle);
+    const char *name = recording_object_name(rec, device_id, type, handle);
     if (name)
         snprintf(buf, len, "%s", name);
     else
@@ -192,21 +135,21 @@ static void interval_prefix(struct trace_writer *w, int tid, uint64_t begin, uin
 
 /* Each command buffer recording, vkBeginCommandBuffer to vkEndCommandBuffer's return, and each
  * command pool call, on the track of the thread that made it. */
-static void write_engine_intervals(struct trace_writer *w, const struct name_index *names)
+static void write_engine_intervals(struct trace_writer *w)
 {
     const struct recording *rec = w->rec;
     const struct recording_engine *g = &rec->engine;
     char cb[OBJECT_NAME_SIZE + 32], pool[OBJECT_NAME_SIZE + 32], name[2 * OBJECT_NAME_SIZE + 64];
     for (uint64_t i = 0; i < g->recording_count; i++) {
         const struct cmd_recording *r = &g->recordings[i];
-        object_label(names, rec, OBJECT_TYPE_COMMAND_BUFFER, r->cb, "command buffer ", cb,
+        object_label(rec, r->device_id, OBJECT_TYPE_COMMAND_BUFFER, r->cb, "command buffer ", cb,
                      sizeof(cb));
         snprintf(name, sizeof(name), "record %s", cb);
         interval_prefix(w, r->tid, r->begin_ticks, r->end_ticks, name);
         fprintf(w->f, ",\"args\":{\"commands\":%u,\"draws\":%u,\"binds\":%u,\"redundant\":%u,"
                 "\"secondary\":%s,\"pool\":", r->commands, r->draws, r->binds, r->redundant,
                 r->flags & CMD_RECORDING_SECONDARY ? "true" : "false");
-        json_write_string(w->f, object_label(names, rec, OBJECT_TYPE_COMMAND_POOL, r->pool, "",
+        json_write_string(w->f, object_label(rec, r->device_id, OBJECT_TYPE_COMMAND_POOL, r->pool, "",
                                              pool, sizeof(pool)));
         if (r->flags & CMD_RECORDING_FAILED)
             fputs(",\"failed\":true", w->f);
@@ -220,10 +163,10 @@ static void write_engine_intervals(struct trace_writer *w, const struct name_ind
     };
     for (uint64_t i = 0; i < g->pool_op_count; i++) {
         const struct pool_op *op = &g->pool_ops[i]; /* kind checked by the reader */
-        object_label(names, rec, OBJECT_TYPE_COMMAND_POOL, op->pool, "", pool, sizeof(pool));
+        object_label(rec, op->device_id, OBJECT_TYPE_COMMAND_POOL, op->pool, "", pool, sizeof(pool));
         bool buffer = op->kind == POOL_OP_RESET_BUFFER;
         if (buffer)
-            object_label(names, rec, OBJECT_TYPE_COMMAND_BUFFER, op->cb, "", cb, sizeof(cb));
+            object_label(rec, op->device_id, OBJECT_TYPE_COMMAND_BUFFER, op->cb, "", cb, sizeof(cb));
         /* Named by the object the call takes first: vkResetCommandBuffer's command buffer,
          * the others' pool. */
         snprintf(name, sizeof(name), "%s %s", calls[op->kind], buffer ? cb : pool);
@@ -324,8 +267,6 @@ int trace_write_run(FILE *f, const struct recording *rec, const struct trace_run
     const struct fscope_event **stack = malloc(sizeof(*stack) * TRACE_MAX_DEPTH);
     if (!stack)
         return -ENOMEM;
-    struct name_index names;
-    name_index_init(&names, rec);
     struct trace_writer w = { .rec = rec, .f = f, .pid = rec->pid, .first = true };
     char clock[160];
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":", f);
@@ -335,7 +276,7 @@ int trace_write_run(FILE *f, const struct recording *rec, const struct trace_run
         write_thread(&w, &rec->threads[i], stack);
     gpu_zones_write_trace(f, rec, w.pid, w.base_ns, &w.first);
     write_hitches(&w, run ? run->hitches : NULL);
-    write_engine_intervals(&w, &names);
+    write_engine_intervals(&w);
     write_gauge_counters(&w);
     const struct engine_stats *engine = run ? run->engine : NULL;
     for (uint64_t i = 0; engine && i < engine->live_point_count; i++)
@@ -344,7 +285,6 @@ int trace_write_run(FILE *f, const struct recording *rec, const struct trace_run
     if (run && run->frame_counters)
         write_frame_counters(&w, run->primary_log);
     fputs("\n]}\n", f);
-    free(names.names);
     free(stack);
     return 0;
 }

@@ -1,5 +1,6 @@
 #include "zones.h"
 
+#include "emit.h"
 #include "gpu_zones.h"
 
 /* Paths deeper than this are cut: the recorder never nests deeper. */
@@ -30,17 +31,6 @@ void zone_path(const struct recording *rec, const struct recording_thread *t, ui
             break;
         used += (size_t)w;
     }
-}
-
-void csv_quoted(FILE *f, const char *text)
-{
-    fputc('"', f);
-    for (const char *p = text; *p; p++) {
-        if (*p == '"')
-            fputc('"', f);
-        fputc(*p, f);
-    }
-    fputc('"', f);
 }
 
 void zones_write_csv(FILE *f, const struct recording *rec)

@@ -16,7 +16,5 @@ void zone_path(const struct recording *rec, const struct recording_thread *t, ui
 /* zones.csv: one row per node of every thread and external track. */
 void zones_write_csv(FILE *f, const struct recording *rec);
 
-/* Writes text as a quoted CSV field ("" inside for "). */
-void csv_quoted(FILE *f, const char *text);
 
 #endif

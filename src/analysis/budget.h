@@ -1,0 +1,75 @@
+/* The frame, as DESIGN.md defines it ("The frame"): each frame split into nanoseconds so that
+ * CPU work and the blocks sum to it exactly, the blocks split by whether the GPU worked through
+ * them and by whether the display paces the app (on evidence), and each frame's verdict. The
+ * run's verdict (run.h) and every output are built on this file. */
+#ifndef FSCOPE_BUDGET_H
+#define FSCOPE_BUDGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "recording.h"
+
+enum fscope_verdict {
+    FSCOPE_VERDICT_CPU,
+    FSCOPE_VERDICT_GPU,
+    FSCOPE_VERDICT_DISPLAY,
+    FSCOPE_VERDICT_CAP,
+    /* Waiting on fences the GPU answers late although it was mostly idle: submit, wait,
+     * repeat, with no frame in flight. Neither more CPU nor more GPU speed alone fixes it. */
+    FSCOPE_VERDICT_SYNC,
+    FSCOPE_VERDICT_COUNT,
+};
+
+/* Shares of the frame above which a cause is taken to hold the frame back. */
+#define VERDICT_GPU_BUSY_SHARE 0.80
+#define VERDICT_BLOCK_SHARE 0.20
+/* A surface's frames are paced by the display only when it throws away at most this share of
+ * what it decided on, and the app presents no faster than this fraction of the shown cadence. */
+#define DISPLAY_MAX_DISCARD_SHARE 0.05
+#define DISPLAY_MIN_CADENCE_RATIO 0.85
+/* A wait on the GPU in which the GPU was busy less than this share is CPU-GPU serialisation. */
+#define SYNC_MAX_GPU_SHARE 0.50
+
+/* VkPresentModeKHR values (analysis does not include Vulkan). */
+enum { PRESENT_IMMEDIATE = 0, PRESENT_MAILBOX = 1, PRESENT_FIFO = 2, PRESENT_FIFO_RELAXED = 3 };
+
+/* Whether a surface's display paces its frames: evidence, not assumption. */
+struct display_evidence {
+    bool paces;          /* a block in present/acquire with the GPU idle is a display wait */
+    bool confirmed;      /* by presentation feedback (else by the present mode alone) */
+    double app_interval_ms, shown_interval_ms, discard_share;
+    char why[224];
+};
+void display_evidence_compute(const struct recording *rec, const struct recording_log *log,
+                              struct display_evidence *ret);
+
+struct frame_budget_ns {
+    int64_t frame, cpu, gpu_busy;
+    int64_t block[FSCOPE_BLOCK_COUNT];
+    /* Not in the partition: how the blocks split. */
+    int64_t block_gpu[FSCOPE_BLOCK_COUNT]; /* part of each block the GPU was busy */
+    int64_t display_wait;     /* acquire/present/present-wait, GPU idle, display pacing */
+    int64_t present_overhead; /* the same time when no display paces the app */
+    int64_t gpu_in_waits, gpu_idle_in_waits; /* of fence, semaphore and idle waits */
+    int64_t other_wait[3];    /* fence, semaphore, idle waits of other threads */
+    bool gpu_timed;
+    /* The CPU part split by the kernel's view of the closing thread (kernel true only when
+     * the frame has it): cpu_busy + cpu_starved + cpu_blocked == cpu exactly. The thread is
+     * taken to sleep through its Vulkan blocks first, so sleep beyond them is blocking
+     * outside Vulkan (a lock, another thread, I/O, a page fault). */
+    bool kernel;
+    int64_t cpu_busy, cpu_starved, cpu_blocked;
+    int64_t oncpu, runnable, asleep; /* the whole frame's, as the kernel counted it */
+};
+
+/* Splits a frame into nanoseconds so that cpu + blocks == frame exactly, and splits its
+ * blocks by GPU activity and by what the display evidence allows. */
+void frame_budget(const struct recording *rec, const struct fscope_frame *f,
+                  const struct display_evidence *ev, struct frame_budget_ns *ret);
+enum fscope_verdict frame_verdict(const struct frame_budget_ns *b);
+const char *verdict_name(enum fscope_verdict v);
+/* A block kind as frames.csv names its column, without _ms. */
+const char *block_name(enum fscope_block kind);
+
+#endif

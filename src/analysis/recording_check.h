@@ -1,0 +1,67 @@
+/* The recording reader's checks (recording_check.c), private to the reader's files: a read
+ * claims every range it copies, so that no two objects share a byte and nothing outside the
+ * recording is read. Not for outputs: they read a struct recording. */
+#ifndef FSCOPE_RECORDING_CHECK_H
+#define FSCOPE_RECORDING_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recording.h"
+
+/* One range of the recording that a read object came from. */
+struct claim {
+    uint64_t offset, end;
+    uint32_t entry;   /* its directory entry; CLAIM_HEADER for the header */
+    uint32_t type;    /* the entry's enum rec_object_type */
+    const char *part; /* NULL for the object itself, else "chunk table", "chunk", ... */
+    uint64_t index;   /* which chunk */
+};
+#define CLAIM_HEADER UINT32_MAX
+
+struct reader {
+    const unsigned char *bytes;
+    size_t len;
+    char *why;
+    size_t why_len;
+    /* Every range read so far, and their sum. A writer allocates each object once, so no two
+     * may share a byte: one that does (a directory or chunk-table entry naming something
+     * again) is refused, and what is copied and analysed never exceeds the recording. */
+    struct claim *claims;
+    size_t claim_count, claim_capacity;
+    uint64_t claimed_bytes;
+    uint32_t entry, type; /* the directory entry being read */
+    /* Room in rec's arrays that every object of a kind appends to. */
+    uint64_t span_capacity, gpu_zone_capacity, pass_stats_capacity;
+};
+
+/* Sets r's why and returns -EINVAL. */
+int reader_malformed(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Whether [offset, offset + size) lies inside the bytes. */
+bool reader_inside(const struct reader *r, uint64_t offset, uint64_t size);
+/* Sorts the claims and refuses the first two that share a byte. */
+int reader_claims_check(struct reader *r);
+/* Claims [offset, offset + size) for part (NULL: the current entry's object itself) of the
+ * current directory entry: inside, aligned to align, and no byte read for anything else. */
+int reader_claim(struct reader *r, uint64_t offset, uint64_t size, uint64_t align,
+                 const char *part, uint64_t index);
+void reader_finish(struct reader *r);
+/* Each object type's size in the arena. */
+extern const uint64_t reader_object_sizes[REC_OBJ_TYPE_COUNT];
+/* A header of this format, or an error naming what it is instead. */
+int reader_check_header(struct reader *r, const struct rec_header *h);
+/* The header, copied once (another process may be writing it) and checked; *ret malloc'd. */
+int reader_header_copy(struct reader *r, struct rec_header **ret);
+/* The directory's entries, within its capacity. */
+uint32_t reader_directory_entries(const struct rec_header *h);
+/* Entry i's object in the arena and its type (NULL: reserved, never published). */
+int reader_directory_object(struct reader *r, const struct rec_header *h, uint32_t i,
+                            uint32_t *ret_type, void **ret_object);
+/* The same, with the object's bytes claimed for entry i. */
+int reader_directory_claim(struct reader *r, const struct rec_header *h, uint32_t i,
+                           uint32_t *ret_type, void **ret_object);
+/* A writer's counters loaded in the order it publishes them, into a copy. */
+void reader_chunked_load(struct chunked *dst, const struct chunked *live);
+
+#endif

@@ -1,0 +1,129 @@
+/* What every output asks of a recording: ticks as nanoseconds, the clock, locations, thread
+ * labels, object names and where frame times count from. Reads the struct recording only. */
+#include "recording.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+double recording_ns(const struct recording *rec, uint64_t ticks)
+{
+    return (double)ticks * rec->ns_per_tick;
+}
+
+int64_t recording_mono_ns(const struct recording *rec, uint64_t ticks)
+{
+    /* Saturated at a quarter of int64_t's range either way: a recording's ticks and base may
+     * be anything, and callers subtract one such time from another. */
+    const double limit = (double)(INT64_MAX / 4);
+    double scaled = (double)(int64_t)(ticks - rec->clock_base_ticks) * rec->ns_per_tick;
+    int64_t base = rec->clock_base_ns > INT64_MAX / 4    ? INT64_MAX / 4
+                   : rec->clock_base_ns < -(INT64_MAX / 4) ? -(INT64_MAX / 4)
+                                                           : rec->clock_base_ns;
+    int64_t delta = scaled >= limit ? INT64_MAX / 4 : scaled <= -limit ? -(INT64_MAX / 4)
+                                                                        : (int64_t)scaled;
+    return base + delta;
+}
+
+const char *recording_clock_describe(const struct recording *rec, char *buf, size_t len)
+{
+    if (!rec->clock_tsc)
+        snprintf(buf, len, "clock_gettime(CLOCK_MONOTONIC) (no invariant TSC: readings carry "
+                 "its cost)");
+    else
+        snprintf(buf, len, "tsc (invariant, %.4f GHz calibrated against CLOCK_MONOTONIC)",
+                 1.0 / rec->ns_per_tick);
+    return buf;
+}
+
+const struct rec_loc *recording_loc_find(const struct recording *rec, const void *address)
+{
+    uint64_t key = (uint64_t)(uintptr_t)address;
+    size_t lo = 0, hi = rec->loc_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t a = atomic_load_explicit(&rec->locs[mid].address, memory_order_relaxed);
+        if (a == key)
+            return &rec->locs[mid];
+        if (a < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+int64_t ticks_ns(const struct recording *rec, uint64_t ticks)
+{
+    double ns = recording_ns(rec, ticks);
+    return ns < (double)REPORT_NS_MAX ? (int64_t)llround(ns) : REPORT_NS_MAX;
+}
+
+int64_t ns_sum(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b)
+        return INT64_MIN;
+    return a + b;
+}
+
+const char *recording_thread_label(const struct recording *rec, int tid, char *buf, size_t len)
+{
+    for (unsigned i = 0; i < rec->thread_count; i++) {
+        if (rec->threads[i].tid == tid && rec->threads[i].state != SLOT_EXTERNAL) {
+            snprintf(buf, len, "%s (tid %d)", rec->threads[i].name, tid);
+            return buf;
+        }
+    }
+    snprintf(buf, len, "tid %d", tid);
+    return buf;
+}
+
+uint64_t frames_origin_ticks(const struct recording *rec)
+{
+    uint64_t origin = UINT64_MAX;
+    unsigned logs = rec->log_count;
+    for (unsigned l = 0; l < logs; l++) {
+        const struct recording_log *log = &rec->logs[l];
+        if (log->frame_count && log->frames[0].start_ticks < origin)
+            origin = log->frames[0].start_ticks;
+    }
+    return origin == UINT64_MAX ? 0 : origin;
+}
+
+const char *recording_object_name(const struct recording *rec, uint32_t device_id, int32_t type,
+                                  uint64_t handle)
+{
+    if (!handle)
+        return NULL;
+    const struct object_name *found = NULL;
+    if (!rec->object_name_index) {
+        for (uint64_t i = 0; i < rec->object_name_count; i++) {
+            const struct object_name *n = &rec->object_names[i];
+            if (n->handle == handle && n->type == type && n->device_id == device_id)
+                found = n; /* the latest wins */
+        }
+    } else {
+        /* The first entry after (device, type, handle); the one before it is the latest of
+         * the handle's. */
+        size_t low = 0, high = rec->object_name_count;
+        while (low < high) {
+            size_t middle = low + (high - low) / 2;
+            const struct object_name *n = rec->object_name_index[middle];
+            bool before = n->device_id < device_id ||
+                          (n->device_id == device_id &&
+                           (n->type < type || (n->type == type && n->handle <= handle)));
+            if (before)
+                low = middle + 1;
+            else
+                high = middle;
+        }
+        const struct object_name *n = low ? rec->object_name_index[low - 1] : NULL;
+        if (n && n->device_id == device_id && n->type == type && n->handle == handle)
+            found = n;
+    }
+    return found && found->name[0] ? found->name : NULL;
+}

@@ -1,0 +1,296 @@
+#include "run.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h"
+
+
+static double percentile_ms(const int64_t *sorted, uint64_t n, double p)
+{
+    return (double)sorted[stats_rank(n, p)] / 1e6;
+}
+
+/* Average fps over the slowest share of frames. */
+static double low_fps(const int64_t *sorted, uint64_t n, double share)
+{
+    uint64_t k = (uint64_t)ceil(share * (double)n);
+    if (k < 1)
+        k = 1;
+    double sum = 0;
+    for (uint64_t i = n - k; i < n; i++)
+        sum += (double)sorted[i];
+    return sum > 0 ? 1e9 * (double)k / sum : 0;
+}
+
+/* Display evidence of every log, in log order; NULL entries when memory ran out. */
+static struct display_evidence *evidence_all(const struct recording *rec)
+{
+    unsigned logs = rec->log_count;
+    struct display_evidence *ev = calloc(logs ? logs : 1, sizeof(*ev));
+    for (unsigned l = 0; ev && l < logs; l++)
+        display_evidence_compute(rec, &rec->logs[l], &ev[l]);
+    return ev;
+}
+
+
+static void run_reason(struct run_stats *s)
+{
+    const struct frame_budget_ns *t = &s->total;
+    double frame = t->frame > 0 ? (double)t->frame : 1.0;
+#define PCT(x) (100.0 * (double)(x) / frame)
+    int64_t gpu_in_display = t->block_gpu[FSCOPE_BLOCK_ACQUIRE] + t->block_gpu[FSCOPE_BLOCK_PRESENT] +
+                             t->block_gpu[FSCOPE_BLOCK_PRESENT_WAIT];
+    int64_t waits = t->gpu_in_waits + t->gpu_idle_in_waits;
+    const struct display_evidence *ev = s->evidence ? &s->evidence[s->primary_log] : NULL;
+    switch (s->run_verdict) {
+    case FSCOPE_VERDICT_GPU:
+        if (!t->gpu_timed)
+            snprintf(s->reason, sizeof(s->reason), "waiting on fences, semaphores or idle %.1f%% "
+                     "and blocked in acquire/present with no display pacing the app %.1f%% of the "
+                     "frame (GPU timing off: how busy the GPU was is not measured)", PCT(waits),
+                     PCT(t->present_overhead));
+        else
+            snprintf(s->reason, sizeof(s->reason), "GPU busy %.1f%% of the frame; blocked while "
+                     "the GPU worked %.1f%% (in acquire/present %.1f%%, in fence/semaphore/idle "
+                     "waits %.1f%%)", PCT(t->gpu_busy), PCT(gpu_in_display + t->gpu_in_waits),
+                     PCT(gpu_in_display), PCT(t->gpu_in_waits));
+        break;
+    case FSCOPE_VERDICT_CAP:
+        snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame waiting in the frame cap",
+                 PCT(t->block[FSCOPE_BLOCK_CAP]));
+        break;
+    case FSCOPE_VERDICT_DISPLAY:
+        snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame waiting for the display in "
+                 "acquire/present with the GPU idle, GPU busy %.1f%%, CPU work %.1f%%; %s: %s",
+                 PCT(t->display_wait), PCT(t->gpu_busy), PCT(t->cpu),
+                 ev && ev->confirmed ? "confirmed" : "not confirmed", ev ? ev->why : "");
+        break;
+    case FSCOPE_VERDICT_SYNC:
+        snprintf(s->reason, sizeof(s->reason), "CPU-GPU serialisation: %.1f%% of the frame "
+                 "waiting on fences/semaphores/idle, the GPU idle for %.1f%% of that wait "
+                 "(GPU busy %.1f%% of the frame): the CPU waits for the GPU, then the GPU for "
+                 "the CPU, with no frame in flight", PCT(waits),
+                 waits ? 100.0 * (double)t->gpu_idle_in_waits / (double)waits : 0.0,
+                 PCT(t->gpu_busy));
+        break;
+    default: {
+        char busy[64];
+        if (t->gpu_timed)
+            snprintf(busy, sizeof(busy), "GPU busy %.1f%%", PCT(t->gpu_busy));
+        else
+            snprintf(busy, sizeof(busy), "GPU not timed");
+        char overhead[384] = "";
+        if (t->present_overhead > 0)
+            snprintf(overhead, sizeof(overhead), ", present overhead %.1f%% (driver/compositor "
+                     "work in acquire/present, not a display wait: %s)", PCT(t->present_overhead),
+                     ev ? ev->why : "no display evidence");
+        char split[256] = "", thread[64];
+        if (s->kernel_frames && s->kernel_cpu > 0) {
+            double cpu = (double)s->kernel_cpu;
+            snprintf(split, sizeof(split), "; of the CPU part, on thread %s: busy %.1f%%, "
+                     "starved (runnable, no CPU) %.1f%%, blocked outside Vulkan %.1f%%",
+                     recording_thread_label(s->rec, s->kernel_tid, thread, sizeof(thread)),
+                     100.0 * (double)s->cpu_busy / cpu,
+                     100.0 * (double)s->cpu_starved / cpu, 100.0 * (double)s->cpu_blocked / cpu);
+        }
+        if (s->counters.ipc >= 0) {
+            size_t used = strlen(split);
+            snprintf(split + used, sizeof(split) - used, "%sIPC %.2f", used ? ", " : "; ",
+                     s->counters.ipc);
+        }
+        snprintf(s->reason, sizeof(s->reason), "CPU work %.1f%% of the frame%s, %s, blocked "
+                 "%.1f%%%s", PCT(t->cpu), overhead, busy, PCT(t->frame - t->cpu), split);
+    }
+    }
+#undef PCT
+}
+
+void run_stats_compute(const struct recording *rec, struct run_stats *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->rec = rec;
+    presentation_compute(rec, &s->presentation);
+    s->evidence = evidence_all(rec);
+    hitches_compute(rec, s->evidence, &s->hitches);
+    unsigned logs = rec->log_count;
+    uint64_t most = 0;
+    for (unsigned l = 0; l < logs; l++) {
+        uint64_t count = rec->logs[l].frame_count;
+        s->frames += count;
+        if (count > most) {
+            most = count;
+            s->primary_log = l;
+        }
+    }
+    s->total.gpu_timed = rec->gpu_timing;
+    if (!s->frames)
+        return;
+    for (unsigned l = 0; l < logs; l++)
+        for (uint64_t i = 0; i < rec->logs[l].frame_count; i++)
+            s->unsampled_frames += rec->logs[l].frames[i].gpu_unsampled != 0;
+    /* With GPU timing sampled, the GPU-timed frames carry the budget and the verdict (the
+     * others' GPU time is unknown); with none timed, every frame does, as without GPU timing. */
+    bool sampled_basis = s->unsampled_frames && s->unsampled_frames < s->frames;
+    s->basis_frames = sampled_basis ? s->frames - s->unsampled_frames : s->frames;
+    if (s->unsampled_frames == s->frames)
+        s->total.gpu_timed = false;
+    s->zone_frames = s->frames;
+    if (s->unsampled_frames) {
+        double submits = 0;
+        for (unsigned l = 0; l < logs; l++)
+            for (uint64_t i = 0; i < rec->logs[l].frame_count; i++)
+                submits += (double)rec->logs[l].frames[i].counts[FSCOPE_COUNT_SUBMITS];
+        if (submits > 0 && (double)rec->span_count < submits)
+            s->zone_frames = (uint64_t)llround((double)s->frames * (double)rec->span_count /
+                                               submits);
+        if (!s->zone_frames)
+            s->zone_frames = 1;
+    }
+    int64_t *times = malloc(s->frames * sizeof(*times));
+    uint64_t n = 0, first = UINT64_MAX, last = 0;
+    double sum_ms = 0;
+    int64_t verdict_ns[FSCOPE_VERDICT_COUNT] = { 0 };
+    struct frame_budget_ns *total = &s->total;
+    for (unsigned l = 0; l < logs; l++) {
+        const struct recording_log *log = &rec->logs[l];
+        uint64_t count = log->frame_count;
+        for (uint64_t i = 0; i < count; i++) {
+            const struct fscope_frame *f = &log->frames[i];
+            struct frame_budget_ns b;
+            frame_budget(rec, f, s->evidence ? &s->evidence[l] : NULL, &b);
+            if (times && n < s->frames)
+                times[n++] = b.frame;
+            sum_ms += (double)b.frame / 1e6;
+            if (f->start_ticks < first)
+                first = f->start_ticks;
+            if (f->end_ticks > last)
+                last = f->end_ticks;
+            for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
+                s->count_mean[k] += (double)f->counts[k];
+            /* Sums that saturate: each term is at most REPORT_NS_MAX, and a recording may
+             * hold millions of them. The partition of every frame: */
+            struct frame_budget_ns *all = &s->all;
+            all->frame = ns_sum(all->frame, b.frame);
+            all->cpu = ns_sum(all->cpu, b.cpu);
+            for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
+                all->block[k] = ns_sum(all->block[k], b.block[k]);
+            for (unsigned k = 0; k < 3; k++)
+                all->other_wait[k] = ns_sum(all->other_wait[k], b.other_wait[k]);
+            if (b.kernel) {
+                s->kernel_frames++;
+                s->cpu_busy = ns_sum(s->cpu_busy, b.cpu_busy);
+                s->cpu_starved = ns_sum(s->cpu_starved, b.cpu_starved);
+                s->cpu_blocked = ns_sum(s->cpu_blocked, b.cpu_blocked);
+                s->kernel_cpu = ns_sum(s->kernel_cpu, b.cpu);
+                s->oncpu = ns_sum(s->oncpu, b.oncpu);
+                s->runnable = ns_sum(s->runnable, b.runnable);
+                s->asleep = ns_sum(s->asleep, b.asleep);
+                s->kernel_tid = f->kernel_tid;
+            }
+            if (sampled_basis && f->gpu_unsampled)
+                continue;
+            /* What needs the GPU's time, and the verdict, over the basis frames: */
+            total->frame = ns_sum(total->frame, b.frame);
+            total->cpu = ns_sum(total->cpu, b.cpu);
+            total->gpu_busy = ns_sum(total->gpu_busy, b.gpu_busy);
+            for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++) {
+                total->block[k] = ns_sum(total->block[k], b.block[k]);
+                total->block_gpu[k] = ns_sum(total->block_gpu[k], b.block_gpu[k]);
+            }
+            total->display_wait = ns_sum(total->display_wait, b.display_wait);
+            total->present_overhead = ns_sum(total->present_overhead, b.present_overhead);
+            total->gpu_in_waits = ns_sum(total->gpu_in_waits, b.gpu_in_waits);
+            total->gpu_idle_in_waits = ns_sum(total->gpu_idle_in_waits, b.gpu_idle_in_waits);
+            for (unsigned k = 0; k < 3; k++)
+                total->other_wait[k] = ns_sum(total->other_wait[k], b.other_wait[k]);
+            enum fscope_verdict v = frame_verdict(&b);
+            s->verdict_frames[v]++;
+            verdict_ns[v] = ns_sum(verdict_ns[v], b.frame);
+            if (f->cap_flags & CAP_FLAG_MISSED)
+                s->missed_by_verdict[v]++;
+        }
+    }
+    counters_compute(rec, &s->counters);
+    double frames = (double)s->frames;
+    s->duration_s = recording_ns(rec, last - first) / 1e9;
+    s->fps = s->duration_s > 0 ? frames / s->duration_s : 0;
+    s->mean_ms = sum_ms / frames;
+    if (times) {
+        qsort(times, n, sizeof(*times), stats_compare_i64);
+        s->p50_ms = percentile_ms(times, n, 0.50);
+        s->p95_ms = percentile_ms(times, n, 0.95);
+        s->p99_ms = percentile_ms(times, n, 0.99);
+        s->max_ms = (double)times[n - 1] / 1e6;
+        s->low1_fps = low_fps(times, n, 0.01);
+        s->low01_fps = low_fps(times, n, 0.001);
+        free(times);
+    }
+    s->budget_ms[0] = ms_per_frame(s->all.cpu, s->frames);
+    s->budget_ms[1] = ms_per_frame(total->gpu_busy, s->basis_frames);
+    for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
+        s->budget_ms[2 + k] = ms_per_frame(s->all.block[k], s->frames);
+    for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
+        s->count_mean[k] /= frames;
+
+    /* The run's verdict is the one that held the most time, not the most frames. */
+    unsigned best = 0;
+    for (unsigned v = 1; v < FSCOPE_VERDICT_COUNT; v++)
+        if (verdict_ns[v] > verdict_ns[best])
+            best = v;
+    s->run_verdict = (enum fscope_verdict)best;
+    run_reason(s);
+}
+
+
+/* Accuracy over intervals between two releases at the same target, where the second release
+ * waited (a missed deadline or a resync is reported separately: it was not the cap's doing). */
+bool cap_compute(const struct run_stats *s, const struct recording_cap *cap,
+                        struct cap_stats *ret)
+{
+    const struct recording *rec = s->rec;
+    memset(ret, 0, sizeof(*ret));
+    ret->cap = cap;
+    uint64_t n = cap->event_count;
+    if (!n)
+        return false;
+    double *errs = malloc(n * sizeof(double));
+    if (!errs)
+        return false;
+    double sum_ms = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const struct cap_event *e = &cap->events[i];
+        ret->waits++;
+        ret->target_hz = 1e9 / e->target_ns;
+        ret->resyncs += (e->flags & CAP_FLAG_RESYNC) != 0;
+        ret->missed += (e->flags & CAP_FLAG_MISSED) != 0;
+        if (i == 0 || (e->flags & (CAP_FLAG_MISSED | CAP_FLAG_RESYNC)))
+            continue;
+        const struct cap_event *prev = &cap->events[i - 1];
+        if (prev->target_ns != e->target_ns)
+            continue;
+        double interval_ns = recording_ns(rec, e->release_ticks - prev->release_ticks);
+        sum_ms += interval_ns / 1e6;
+        errs[ret->intervals++] = fabs(interval_ns - e->target_ns) / 1e3;
+    }
+    if (ret->intervals) {
+        ret->mean_interval_ms = sum_ms / (double)ret->intervals;
+        stats_sort(errs, ret->intervals);
+        ret->err_us[0] = errs[stats_rank(ret->intervals, 0.50)];
+        ret->err_us[1] = errs[stats_rank(ret->intervals, 0.99)];
+        ret->err_us[2] = errs[ret->intervals - 1];
+    }
+    free(errs);
+    /* What the frames that missed were bound by instead. */
+    memcpy(ret->missed_by_verdict, s->missed_by_verdict, sizeof(ret->missed_by_verdict));
+    return true;
+}
+
+void run_stats_finish(struct run_stats *s)
+{
+    free(s->evidence);
+    hitches_free(&s->hitches);
+    engine_stats_finish(&s->engine);
+}

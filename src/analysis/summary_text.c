@@ -1,0 +1,168 @@
+/* The summary as text: the full one (every line the analysis has) and the one screen printed
+ * at exit. */
+#include "summary.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "counters.h"
+#include "engine.h"
+#include "gpu_zones.h"
+#include "hitches.h"
+#include "kms.h"
+#include "presentation.h"
+#include "threads.h"
+
+static void write_caps_text(FILE *f, const struct run_stats *s)
+{
+    const struct recording *rec = s->rec;
+    unsigned n = rec->cap_count;
+    for (unsigned i = 0; i < n; i++) {
+        struct cap_stats c;
+        if (!cap_compute(s, &rec->caps[i], &c))
+            continue;
+        fprintf(f, "  cap         %s: target %.3f Hz (%.3f ms); achieved mean interval %.3f ms; "
+                "|interval - target| p50 %.1f  p99 %.1f  max %.1f us over %llu intervals; "
+                "%llu resyncs\n", c.cap->label, c.target_hz, 1000.0 / c.target_hz,
+                c.mean_interval_ms, c.err_us[0], c.err_us[1], c.err_us[2],
+                (unsigned long long)c.intervals, (unsigned long long)c.resyncs);
+        if (c.missed) {
+            fprintf(f, "  cap missed  %llu frames missed their deadline because the work itself "
+                    "was longer than the slice; bound by:", (unsigned long long)c.missed);
+            for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
+                if (c.missed_by_verdict[v])
+                    fprintf(f, " %s %llu", verdict_name((enum fscope_verdict)v),
+                            (unsigned long long)c.missed_by_verdict[v]);
+            fputc('\n', f);
+        }
+    }
+}
+
+/* The kernel's split of the CPU part, per frame, over the frames that have it. */
+static void write_kernel_text(FILE *f, const struct run_stats *s)
+{
+    const struct recording *rec = s->rec;
+    if (rec->kernel_state == REC_KERNEL_OFF || rec->kernel_state == REC_KERNEL_UNAVAILABLE) {
+        fprintf(f, "  kernel      not measured: %s\n", rec->kernel_why);
+        return;
+    }
+    if (!s->kernel_frames)
+        return;
+    char thread[64];
+    uint64_t n = s->kernel_frames;
+    fprintf(f, "  kernel      thread %s: CPU part %.3f = busy %.3f + starved %.3f + blocked "
+            "outside Vulkan %.3f ms per frame; whole frame: on CPU %.3f, runnable %.3f, asleep "
+            "%.3f ms (%llu frames)\n",
+            recording_thread_label(rec, s->kernel_tid, thread, sizeof(thread)),
+            ms_per_frame(s->kernel_cpu, n), ms_per_frame(s->cpu_busy, n),
+            ms_per_frame(s->cpu_starved, n), ms_per_frame(s->cpu_blocked, n),
+            ms_per_frame(s->oncpu, n), ms_per_frame(s->runnable, n), ms_per_frame(s->asleep, n),
+            (unsigned long long)n);
+}
+
+/* How the run ended and what the recording lost, when it says so. */
+static void write_recording_notes(FILE *f, const struct recording *rec)
+{
+    if (rec->state != REC_STATE_ENDED) {
+        if (rec->end_signal)
+            fprintf(f, "  ended       killed by signal %d (%s) before its exit: the recording "
+                    "holds what it had written until then\n", rec->end_signal,
+                    strsignal(rec->end_signal));
+        else if (rec->end_status) {
+            int status = rec->end_status - 1;
+            char how[96] = "";
+            if (status == 124)
+                snprintf(how, sizeof(how), " (what timeout(1) returns when its time runs out)");
+            else if (status > 128 && status < 128 + 65)
+                snprintf(how, sizeof(how), " (128 + %d: a death by signal %s, as a shell "
+                         "reports it)", status - 128, strsignal(status - 128));
+            fprintf(f, "  ended       %s ended without reaching its own exit; the command "
+                    "framescope ran exited with status %d%s: the recording holds what it had "
+                    "written until then\n", rec->app[0] ? rec->app : "the app", status, how);
+        }
+        else
+            fprintf(f, "  ended       still running or cut short: the recording holds what it "
+                    "had written until then\n");
+    }
+    if (rec->items_dropped || rec->alloc_failures)
+        fprintf(f, "  recording   full: %llu frames, GPU spans or cap waits were not recorded\n",
+                (unsigned long long)rec->items_dropped);
+}
+
+void summary_write_text_full(FILE *f, const struct run_stats *s)
+{
+    const struct recording *rec = s->rec;
+    char clock[160];
+    fprintf(f, "framescope: summary for %s (pid %d)\n", rec->app, rec->pid);
+    for (unsigned i = 0; i < rec->device_count; i++) {
+        const struct rec_device *d = &rec->devices[i];
+        if (d->count == 1)
+            fprintf(f, "  device      #%u %s, driver %s\n", d->first_id, d->name, d->driver);
+        else
+            fprintf(f, "  device      #%u..#%u %s, driver %s (%u devices created)\n",
+                    d->first_id, d->last_id, d->name, d->driver, d->count);
+    }
+    fprintf(f, "  clock       %s\n", recording_clock_describe(rec, clock, sizeof(clock)));
+    if (!s->frames) {
+        fprintf(f, "  frames      0 (nothing was presented and no frame was marked)\n");
+        gpu_zones_write_text(f, rec, 0);
+    } else {
+        fprintf(f, "  frames      %llu in %.3f s, %.1f fps\n", (unsigned long long)s->frames,
+                s->duration_s, s->fps);
+        fprintf(f, "  frame time  mean %.3f  p50 %.3f  p95 %.3f  p99 %.3f  max %.3f ms; "
+                "1%% low %.1f fps, 0.1%% low %.1f fps\n", s->mean_ms, s->p50_ms, s->p95_ms,
+                s->p99_ms, s->max_ms, s->low1_fps, s->low01_fps);
+        const double *b = s->budget_ms;
+        const struct frame_budget_ns *t = &s->total;
+        if (s->basis_frames < s->frames)
+            fprintf(f, "  sampled     GPU timed in %llu of %llu frames (FRAMESCOPE_GPU_SAMPLE): "
+                    "gpu busy, blocks and verdict below are theirs, mean frame %.3f ms\n",
+                    (unsigned long long)s->basis_frames, (unsigned long long)s->frames,
+                    ms_per_frame(t->frame, s->basis_frames));
+        fprintf(f, "  budget      cpu %.3f | blocked: acquire %.3f  present %.3f  present wait "
+                "%.3f  fence %.3f  other wait %.3f  cap %.3f | gpu busy %.3f ms per frame\n",
+                b[0], b[2 + FSCOPE_BLOCK_ACQUIRE], b[2 + FSCOPE_BLOCK_PRESENT],
+                b[2 + FSCOPE_BLOCK_PRESENT_WAIT], b[2 + FSCOPE_BLOCK_FENCE],
+                b[2 + FSCOPE_BLOCK_SEMAPHORE] + b[2 + FSCOPE_BLOCK_IDLE],
+                b[2 + FSCOPE_BLOCK_CAP], b[1]);
+        fprintf(f, "  blocks      acquire/present: GPU working %.3f, display wait %.3f, present "
+                "overhead %.3f | fence/semaphore/idle: GPU working %.3f, GPU idle %.3f ms per "
+                "frame\n",
+                ms_per_frame(t->block_gpu[FSCOPE_BLOCK_ACQUIRE] + t->block_gpu[FSCOPE_BLOCK_PRESENT] +
+                                 t->block_gpu[FSCOPE_BLOCK_PRESENT_WAIT], s->basis_frames),
+                ms_per_frame(t->display_wait, s->basis_frames),
+                ms_per_frame(t->present_overhead, s->basis_frames),
+                ms_per_frame(t->gpu_in_waits, s->basis_frames),
+                ms_per_frame(t->gpu_idle_in_waits, s->basis_frames));
+        fprintf(f, "  other       waits on other threads: fence %.3f  semaphore %.3f  idle %.3f ms "
+                "per frame (not in the budget: they overlap the presenting thread)\n",
+                ms_per_frame(s->all.other_wait[0], s->frames),
+                ms_per_frame(s->all.other_wait[1], s->frames),
+                ms_per_frame(s->all.other_wait[2], s->frames));
+        write_kernel_text(f, s);
+        char thread[64];
+        counters_write_text(f, rec, &s->counters,
+                            recording_thread_label(rec, s->kernel_tid, thread, sizeof(thread)));
+        gpu_zones_write_text(f, rec, s->zone_frames);
+        threads_write_text(f, rec);
+        drm_write_text(f, rec);
+        kms_write_text(f, rec);
+        fprintf(f, "  work        %.1f submits, %.1f command buffers, %.1f draws, %.1f dispatches, "
+                "%.1f render passes per frame\n", s->count_mean[FSCOPE_COUNT_SUBMITS],
+                s->count_mean[FSCOPE_COUNT_COMMAND_BUFFERS], s->count_mean[FSCOPE_COUNT_DRAWS],
+                s->count_mean[FSCOPE_COUNT_DISPATCHES], s->count_mean[FSCOPE_COUNT_RENDER_PASSES]);
+        engine_write_text(f, rec, &s->engine, s->count_mean);
+        fprintf(f, "  verdict     %s-bound: %s\n", verdict_name(s->run_verdict), s->reason);
+        fprintf(f, "  frames by verdict:");
+        for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT; v++)
+            fprintf(f, " %s %.1f%%", verdict_name((enum fscope_verdict)v),
+                    100.0 * (double)s->verdict_frames[v] / (double)s->basis_frames);
+        fputc('\n', f);
+    }
+    presentation_write_text(rec, f, &s->presentation);
+    hitches_write_text(f, rec, &s->hitches);
+    write_caps_text(f, s);
+    write_recording_notes(f, rec);
+    for (unsigned i = 0; i < rec->note_count; i++)
+        fprintf(f, "  note        %s\n", rec->notes[i]);
+}
