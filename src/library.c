@@ -65,6 +65,8 @@ __attribute__((constructor)) static void library_init(void)
             summary_target = REPORT_SUMMARY_OFF;
         } else if (fscope_config_keyword(summary, "stderr")) {
             summary_target = REPORT_SUMMARY_STDERR;
+        } else if (fscope_config_keyword(summary, "full")) {
+            summary_target = REPORT_SUMMARY_FULL;
         } else if (fscope_config_is_path(summary) && strlen(summary) < sizeof(summary_path)) {
             summary_target = REPORT_SUMMARY_PATH;
             snprintf(summary_path, sizeof(summary_path), "%s", summary);
@@ -73,12 +75,12 @@ __attribute__((constructor)) static void library_init(void)
                        "using stderr", fscope_config_escape(summary, shown, sizeof(shown)),
                        sizeof(summary_path) - 1);
         } else {
-            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_SUMMARY='%s' is not off, stderr or a path "
+            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_SUMMARY='%s' is not off, stderr, full or a path "
                        "starting with / or ./; using stderr",
                        fscope_config_escape(summary, shown, sizeof(shown)));
         }
     }
-    if (summary_target == REPORT_SUMMARY_STDERR || summary_target == REPORT_SUMMARY_PATH)
+    if (summary_target != REPORT_SUMMARY_OFF)
         fscope_private_fd_init(&private_stderr, STDERR_FILENO);
     const char *out = secure_getenv("FRAMESCOPE_OUTPUT");
     if (out && *out) {

@@ -51,7 +51,7 @@ extern char **environ;
 
 static const char usage[] =
     "usage: framescope run [OPTIONS] [--] [COMMAND [ARGS...]]\n"
-    "       framescope report [--format FORMAT] DIR\n"
+    "       framescope report [--full | --format FORMAT] DIR\n"
     "       framescope diff [--format text|json] A B\n"
     "       framescope compare [--runs-frames N] [--a 'VAR=VALUE ...'] [--b 'VAR=VALUE ...']\n"
     "                          [-o DIR] [--format text|json] -- COMMAND [ARGS...]\n"
@@ -69,7 +69,8 @@ static const char usage[] =
     "                       mangohud.csv, report.html) to DIR\n"
     "                       (default: ./framescope-APP-YYYYMMDD-HHMMSS)\n"
     "      --no-capture     print the summary only; write no capture\n"
-    "      --summary WHERE  off, stderr (default) or a file path for the summary\n"
+    "      --summary WHERE  off, stderr (default: one screen), full (every line, on\n"
+    "                       stderr) or a file path for the one-screen summary\n"
     "      --cap RATE       cap the frame rate: HZ (1-1000), auto (the refresh of the output\n"
     "                       the frames are shown on) or off (default)\n"
     "      --compositor MODE  auto (default): start a private headless Weston only when\n"
@@ -84,8 +85,8 @@ static const char usage[] =
     "and writes the capture.\n"
     "\n"
     "report: recomputes an output of a capture from its recording.fsr: FORMAT is text (the\n"
-    "summary, byte for byte as printed when the run ended; default), json, csv, zones, trace,\n"
-    "threads, presentmon, mangohud or html.\n"
+    "one-screen summary, byte for byte as printed when the run ended; default), full (every\n"
+    "line of it; --full), json, csv, zones, trace, threads, presentmon, mangohud or html.\n"
     "diff: two captures side by side, per metric (fps, frame_ms, budget_ms, verdict shares)\n"
     "and per zone (thread and path), each difference marked when it exceeds the run-to-run\n"
     "noise, 2*sqrt(seA^2 + seB^2) with standard errors from frames.csv.\n"
@@ -818,11 +819,13 @@ static int cmd_run(int argc, char **argv)
                 summary = "off";
             else if (fscope_config_keyword(optarg, "stderr"))
                 summary = "stderr";
+            else if (fscope_config_keyword(optarg, "full"))
+                summary = "full";
             else if (fscope_config_is_path(optarg))
                 summary = optarg;
             if (!summary) {
                 char shown[FSCOPE_ESCAPE_SIZE];
-                fprintf(stderr, "framescope: --summary takes off, stderr or a path starting "
+                fprintf(stderr, "framescope: --summary takes off, stderr, full or a path starting "
                         "with / or ./ (got '%s')\n",
                         fscope_config_escape(optarg, shown, sizeof(shown)));
                 return 2;
@@ -906,6 +909,8 @@ static int cmd_run(int argc, char **argv)
     enum report_summary where = REPORT_SUMMARY_STDERR;
     if (summary_text && fscope_config_keyword(summary_text, "off"))
         where = REPORT_SUMMARY_OFF;
+    else if (summary_text && fscope_config_keyword(summary_text, "full"))
+        where = REPORT_SUMMARY_FULL;
     else if (summary_text && fscope_config_is_path(summary_text))
         where = REPORT_SUMMARY_PATH;
     if (where == REPORT_SUMMARY_PATH && !check_summary_file(summary_text))

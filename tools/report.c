@@ -15,10 +15,11 @@
 #include "util/config.h"
 
 static const char report_usage[] =
-    "usage: framescope report [--format text|json|csv|zones|trace|threads|presentmon|mangohud|\n"
-    "                          html] DIR\n"
+    "usage: framescope report [--full | --format text|full|json|csv|zones|trace|threads|\n"
+    "                          presentmon|mangohud|html] DIR\n"
     "Recomputes an output of the capture in DIR from its recording (recording.fsr): text (the\n"
-    "default) is the summary as printed when the run ended, byte for byte; json, csv, zones,\n"
+    "default) is the one-screen summary as printed when the run ended, byte for byte; full\n"
+    "(--full) is every line of the summary (FRAMESCOPE_SUMMARY=full); json, csv, zones,\n"
     "trace, threads, presentmon, mangohud and html are summary.json, frames.csv, zones.csv,\n"
     "trace.json, threads.csv, presentmon.csv, mangohud.csv and report.html. Written to stdout.\n"
     "Exit status 0, 1 when the output could not be written, 2 for a bad argument or an\n"
@@ -28,6 +29,7 @@ int cmd_report(int argc, char **argv)
 {
     static const struct option options[] = {
         { "format", required_argument, NULL, 'f' },
+        { "full", no_argument, NULL, 'F' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -39,11 +41,14 @@ int cmd_report(int argc, char **argv)
         switch (opt) {
         case 'f':
             if (!report_format_parse(optarg, &format)) {
-                fprintf(stderr, "framescope: --format takes text, json, csv, zones, trace, "
-                        "threads, presentmon, mangohud or html (got '%s')\n",
+                fprintf(stderr, "framescope: --format takes text, full, json, csv, zones, "
+                        "trace, threads, presentmon, mangohud or html (got '%s')\n",
                         fscope_config_escape(optarg, shown, sizeof(shown)));
                 return 2;
             }
+            break;
+        case 'F':
+            format = REPORT_TEXT_FULL;
             break;
         case 'h':
             fputs(report_usage, stdout);
@@ -98,8 +103,8 @@ int cmd_report(int argc, char **argv)
     if (report) {
         e = report_write(stdout, report, format);
         /* The summary as printed at the end of the run names the capture it was written to. */
-        if (e == 0 && format == REPORT_TEXT)
-            report_write_capture_line(stdout, dir);
+        if (e == 0 && (format == REPORT_TEXT || format == REPORT_TEXT_FULL))
+            report_write_capture_line(stdout, dir, format == REPORT_TEXT_FULL);
         if (e == 0 && (fflush(stdout) != 0 || ferror(stdout)))
             e = -EIO;
         if (e)

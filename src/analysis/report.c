@@ -62,6 +62,12 @@ static int threads_writer(FILE *f, const void *arg)
 
 static int text_writer(FILE *f, const void *arg)
 {
+    summary_write_text(f, arg);
+    return 0;
+}
+
+static int full_writer(FILE *f, const void *arg)
+{
     summary_write_text_full(f, arg);
     return 0;
 }
@@ -133,6 +139,7 @@ static const struct {
     bool uses_run;     /* takes the formats_run, else the run_stats */
 } formats[REPORT_FORMAT_COUNT] = {
     [REPORT_TEXT] = { "text", NULL, text_writer, false },
+    [REPORT_TEXT_FULL] = { "full", NULL, full_writer, false },
     [REPORT_JSON] = { "json", "summary.json", summary_writer, false },
     [REPORT_CSV] = { "csv", "frames.csv", csv_writer, false },
     [REPORT_ZONES] = { "zones", "zones.csv", zones_writer, false },
@@ -206,9 +213,13 @@ static const char *shown_path(const char *path, char shown[SHOWN_PATH_SIZE])
     return fscope_text_printable(shown, SHOWN_PATH_SIZE, path, strlen(path));
 }
 
-void report_write_capture_line(FILE *f, const char *dir)
+void report_write_capture_line(FILE *f, const char *dir, bool full)
 {
     char shown[SHOWN_PATH_SIZE];
+    if (!full) {
+        summary_write_capture(f, shown_path(dir, shown));
+        return;
+    }
     fprintf(f, "  capture     %s (%s", shown_path(dir, shown), REPORT_RECORDING_FILE);
     for (unsigned i = 0; i < REPORT_FORMAT_COUNT; i++)
         if (formats[i].file)
@@ -216,8 +227,8 @@ void report_write_capture_line(FILE *f, const char *dir)
     fputs(")\n", f);
 }
 
-int report_write_capture(const struct report *r, const void *recording, size_t recording_len,
-                         const char *output_dir, FILE *summary)
+static int write_capture(const struct report *r, const void *recording, size_t recording_len,
+                         const char *output_dir, FILE *summary, bool full)
 {
     struct capture_dir dir;
     const char *why = "";
@@ -252,13 +263,24 @@ int report_write_capture(const struct report *r, const void *recording, size_t r
         shown_path(output_dir, shown);
         fscope_log(FSCOPE_LOG_ERROR, "could not write the capture to %s%s: %s; nothing of this "
                    "run was written there", shown, what, strerror(-e));
-        if (summary)
+        if (summary && full) {
             fprintf(summary, "  capture     NOT written to %s%s: %s\n", shown, what,
                     strerror(-e));
+        } else if (summary) {
+            char line[SHOWN_PATH_SIZE + 256];
+            snprintf(line, sizeof(line), "NOT written to %s%s: %s", shown, what, strerror(-e));
+            summary_write_capture(summary, line);
+        }
     } else if (summary) {
-        report_write_capture_line(summary, output_dir);
+        report_write_capture_line(summary, output_dir, full);
     }
     return e;
+}
+
+int report_write_capture(const struct report *r, const void *recording, size_t recording_len,
+                         const char *output_dir, FILE *summary)
+{
+    return write_capture(r, recording, recording_len, output_dir, summary, false);
 }
 
 static int summary_text_writer(FILE *f, const void *arg)
@@ -274,17 +296,18 @@ int report_deliver(const struct report *r, const void *recording, size_t recordi
     *ret_capture_error = 0;
     char *text = NULL;
     size_t text_len = 0;
+    bool full = where == REPORT_SUMMARY_FULL;
     FILE *summary = where == REPORT_SUMMARY_OFF    ? NULL
                     : where == REPORT_SUMMARY_PATH ? open_memstream(&text, &text_len)
                                                    : err;
     if (where == REPORT_SUMMARY_PATH && !summary)
         summary = err; /* out of memory: there rather than nowhere */
     if (summary)
-        report_write(summary, r, REPORT_TEXT);
+        report_write(summary, r, full ? REPORT_TEXT_FULL : REPORT_TEXT);
     int e = 0;
     if (output_dir && output_dir[0])
-        *ret_capture_error = e = report_write_capture(r, recording, recording_len, output_dir,
-                                                      summary);
+        *ret_capture_error = e = write_capture(r, recording, recording_len, output_dir, summary,
+                                               full);
     if (summary == err) {
         if (err)
             fflush(err);

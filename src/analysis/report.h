@@ -19,7 +19,8 @@
 #define REPORT_RECORDING_FILE "recording.fsr"
 
 enum report_format {
-    REPORT_TEXT,  /* the summary as printed at exit */
+    REPORT_TEXT,  /* the one-screen summary printed at exit */
+    REPORT_TEXT_FULL, /* every line of the summary */
     REPORT_JSON,  /* summary.json */
     REPORT_CSV,   /* frames.csv */
     REPORT_ZONES, /* zones.csv */
@@ -50,10 +51,18 @@ const char *report_format_name(enum report_format format);
  * on failure a line naming the error. Returns 0 or -errno. */
 int report_write_capture(const struct report *r, const void *recording, size_t recording_len,
                          const char *output_dir, FILE *summary);
-/* The summary's line for a capture written to dir. */
-void report_write_capture_line(FILE *f, const char *dir);
+/* The summary's line for a capture written to dir: the one-screen summary's, or with full
+ * the full summary's. */
+void report_write_capture_line(FILE *f, const char *dir, bool full);
 
-enum report_summary { REPORT_SUMMARY_STDERR, REPORT_SUMMARY_OFF, REPORT_SUMMARY_PATH };
+/* Where the summary goes: stderr (one screen), nowhere, a file (one screen), or stderr with
+ * every line (FRAMESCOPE_SUMMARY=full). */
+enum report_summary {
+    REPORT_SUMMARY_STDERR,
+    REPORT_SUMMARY_OFF,
+    REPORT_SUMMARY_PATH,
+    REPORT_SUMMARY_FULL,
+};
 
 /* A run's end, the same in the app and in framescope run: the summary where asked (a file is
  * written whole, the capture line with it, or printed on err with the error), and the

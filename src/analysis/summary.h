@@ -7,6 +7,13 @@
 
 #include "run.h"
 
+/* The one-screen summary printed at exit: at most SUMMARY_LINES lines with its capture line,
+ * each at most SUMMARY_COLUMNS bytes, on any app. */
+#define SUMMARY_LINES 20
+#define SUMMARY_COLUMNS 100
+void summary_write_text(FILE *f, const struct run_stats *s);
+/* Its capture line (dir as shown: printable), at most two lines. */
+void summary_write_capture(FILE *f, const char *shown_dir);
 /* Every line of the summary (framescope report --full). */
 void summary_write_text_full(FILE *f, const struct run_stats *s);
 /* summary.json. */

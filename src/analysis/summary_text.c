@@ -166,3 +166,172 @@ void summary_write_text_full(FILE *f, const struct run_stats *s)
     for (unsigned i = 0; i < rec->note_count; i++)
         fprintf(f, "  note        %s\n", rec->notes[i]);
 }
+
+/* The one-screen summary: at most SUMMARY_LINES lines (with the capture's) of at most
+ * SUMMARY_COLUMNS bytes, whatever the app. Each line is built whole, then written by
+ * brief_line, which wraps it on spaces within its share of lines and ends what does not fit
+ * with "..." (every line is in the full summary). */
+#define BRIEF_INDENT "              " /* under the text of "  verdict     " */
+
+static void brief_line(FILE *f, const char *first, const char *text, unsigned max_lines)
+{
+    size_t len = strlen(text);
+    const char *prefix = first;
+    for (unsigned line = 0; line < max_lines && len; line++) {
+        size_t room = SUMMARY_COLUMNS - strlen(prefix);
+        bool last = line + 1 == max_lines;
+        size_t take = len;
+        if (len > room) {
+            /* The last line keeps room for " ...". */
+            size_t limit = last ? room - 4 : room;
+            take = limit;
+            while (take > limit / 2 && text[take] != ' ')
+                take--;
+            if (text[take] != ' ')
+                take = limit; /* one long word (a path): cut it */
+        }
+        fprintf(f, "%s%.*s%s\n", prefix, (int)take, text, len > take && last ? " ..." : "");
+        text += take;
+        len -= take;
+        while (len && *text == ' ') {
+            text++;
+            len--;
+        }
+        prefix = BRIEF_INDENT;
+    }
+}
+
+/* "asleep outside Vulkan" of "asleep outside Vulkan (a lock, I/O, ...)". */
+static void cause_short(enum hitch_cause c, char *buf, size_t len)
+{
+    const char *words = hitch_cause_words(c);
+    const char *paren = strstr(words, " (");
+    int n = paren ? (int)(paren - words) : (int)strlen(words);
+    snprintf(buf, len, "%.*s", n, words);
+}
+
+static void brief_hitches(FILE *f, const struct recording *rec, const struct hitch_stats *h)
+{
+    char line[512];
+    if (!h->frames_judged)
+        return;
+    if (!h->count) {
+        snprintf(line, sizeof(line), "none in %llu frames", (unsigned long long)h->frames_judged);
+        brief_line(f, "  hitches     ", line, 1);
+        return;
+    }
+    int at = snprintf(line, sizeof(line), "%llu in %llu frames, +%.1f ms in all",
+                      (unsigned long long)h->count, (unsigned long long)h->frames_judged,
+                      (double)h->excess_ns / 1e6);
+    /* The causes by share, largest first. */
+    bool used[HITCH_CAUSE_COUNT] = { false };
+    for (unsigned shown = 0; shown < 3; shown++) {
+        int best = -1;
+        for (unsigned c = 0; c < HITCH_CAUSE_COUNT; c++)
+            if (!used[c] && h->cause_ns[c] > 0 && (best < 0 || h->cause_ns[c] > h->cause_ns[best]))
+                best = (int)c;
+        if (best < 0 || at < 0 || (size_t)at >= sizeof(line))
+            break;
+        used[best] = true;
+        at += snprintf(line + at, sizeof(line) - (size_t)at, "%s %s %.0f%%",
+                       shown ? "," : ":", hitch_cause_name((enum hitch_cause)best),
+                       100.0 * (double)h->cause_ns[best] / (double)h->excess_ns);
+    }
+    brief_line(f, "  hitches     ", line, 1);
+    for (unsigned i = 0; i < h->worst_count && i < 3; i++) {
+        const struct hitch *w = &h->worst[i];
+        char cause[64];
+        cause_short(w->cause, cause, sizeof(cause));
+        snprintf(line, sizeof(line), "frame %llu at %.3f s: %.1f ms, +%.1f over %.1f; %s +%.1f ms",
+                 (unsigned long long)w->frame, w->at_s, (double)w->frame_ns / 1e6,
+                 (double)(w->frame_ns - w->median_ns) / 1e6, (double)w->median_ns / 1e6, cause,
+                 (double)w->part_ns[w->cause] / 1e6);
+        brief_line(f, "  hitch       ", line, 1);
+    }
+    (void)rec;
+}
+
+void summary_write_text(FILE *f, const struct run_stats *s)
+{
+    const struct recording *rec = s->rec;
+    char line[1200];
+    snprintf(line, sizeof(line), "summary for %s (pid %d)", rec->app, rec->pid);
+    brief_line(f, "framescope: ", line, 1);
+    if (rec->device_count) {
+        const struct rec_device *d = &rec->devices[0];
+        int at = snprintf(line, sizeof(line), "%s, driver %s", d->name, d->driver);
+        if (rec->device_count > 1 && at > 0 && (size_t)at < sizeof(line))
+            snprintf(line + at, sizeof(line) - (size_t)at, " (and %u more)",
+                     rec->device_count - 1);
+        brief_line(f, "  device      ", line, 1);
+    }
+    if (!s->frames) {
+        brief_line(f, "  frames      ", "0 (nothing was presented and no frame was marked)", 1);
+    } else {
+        snprintf(line, sizeof(line), "%s-bound: %s", verdict_name(s->run_verdict), s->reason);
+        brief_line(f, "  verdict     ", line, 3);
+        int at = 0;
+        for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT && at >= 0 && (size_t)at < sizeof(line); v++)
+            at += snprintf(line + at, sizeof(line) - (size_t)at, "%s%s %.1f%%", v ? " " : "",
+                           verdict_name((enum fscope_verdict)v),
+                           100.0 * (double)s->verdict_frames[v] / (double)s->basis_frames);
+        brief_line(f, "  frames by verdict: ", line, 1);
+        if (s->basis_frames < s->frames) {
+            snprintf(line, sizeof(line), "GPU timed in %llu of %llu frames: the verdict and GPU "
+                     "busy are theirs", (unsigned long long)s->basis_frames,
+                     (unsigned long long)s->frames);
+            brief_line(f, "  sampled     ", line, 1);
+        }
+        snprintf(line, sizeof(line), "%llu in %.3f s, %.1f fps; frame time p50 %.3f  p99 %.3f  "
+                 "max %.3f ms", (unsigned long long)s->frames, s->duration_s, s->fps, s->p50_ms,
+                 s->p99_ms, s->max_ms);
+        brief_line(f, "  frames      ", line, 1);
+        /* The budget's parts that hold time, in the full summary's order. */
+        const double *b = s->budget_ms;
+        at = snprintf(line, sizeof(line), "cpu %.3f", b[0]);
+        static const enum fscope_block order[] = {
+            FSCOPE_BLOCK_ACQUIRE, FSCOPE_BLOCK_PRESENT, FSCOPE_BLOCK_PRESENT_WAIT,
+            FSCOPE_BLOCK_FENCE, FSCOPE_BLOCK_SEMAPHORE, FSCOPE_BLOCK_IDLE, FSCOPE_BLOCK_CAP,
+        };
+        for (unsigned i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+            if (b[2 + order[i]] >= 0.0005 && at >= 0 && (size_t)at < sizeof(line))
+                at += snprintf(line + at, sizeof(line) - (size_t)at, "  %s %.3f",
+                               block_name(order[i]), b[2 + order[i]]);
+        if (at >= 0 && (size_t)at < sizeof(line))
+            snprintf(line + at, sizeof(line) - (size_t)at, " | gpu busy %.3f ms per frame", b[1]);
+        brief_line(f, "  budget      ", line, 1);
+    }
+    const struct presentation_accounting *t = &s->presentation.total;
+    if (s->presentation.tracked) {
+        snprintf(line, sizeof(line), "%llu of %llu frames presented, %llu discarded, %llu never "
+                 "resolved, %llu untracked", (unsigned long long)t->presented,
+                 (unsigned long long)(t->requested + t->untracked),
+                 (unsigned long long)t->discarded, (unsigned long long)t->pending,
+                 (unsigned long long)t->untracked);
+        brief_line(f, "  shown       ", line, 1);
+    } else if (rec->log_count && rec->logs[0].untracked_why[0]) {
+        snprintf(line, sizeof(line), "not known: %s", rec->logs[0].untracked_why);
+        brief_line(f, "  shown       ", line, 1);
+    }
+    brief_hitches(f, rec, &s->hitches);
+    if (rec->state != REC_STATE_ENDED) {
+        if (rec->end_signal)
+            snprintf(line, sizeof(line), "killed by signal %d (%s) before its exit",
+                     rec->end_signal, strsignal(rec->end_signal));
+        else if (rec->end_status)
+            snprintf(line, sizeof(line), "without reaching its own exit (the command exited %d)",
+                     rec->end_status - 1);
+        else
+            snprintf(line, sizeof(line), "still running or cut short");
+        brief_line(f, "  ended       ", line, 1);
+    }
+    if (rec->items_dropped || rec->alloc_failures)
+        brief_line(f, "  recording   ", "full: some frames, GPU spans or cap waits were not "
+                   "recorded", 1);
+    brief_line(f, "  more        ", "every line: framescope report --full DIR, or FRAMESCOPE_SUMMARY=full", 1);
+}
+
+void summary_write_capture(FILE *f, const char *shown_dir)
+{
+    brief_line(f, "  capture     ", shown_dir, 2);
+}
