@@ -735,7 +735,7 @@ def test_bad_input(build, demo):
           "the newline in FRAMESCOPE_LOG is not shown as \\n")
     check(any("FRAMESCOPE_DETAIL: ignored 14000 of 14001 entries; the first: 'frame=x'" in l
               for l in warnings), "FRAMESCOPE_DETAIL's warning does not count and name them")
-    check(any("FRAMESCOPE_SUMMARY='.hidden' is not off, stderr or a path" in l for l in warnings),
+    check(any("FRAMESCOPE_SUMMARY='.hidden' is not off, stderr, full or a path" in l for l in warnings),
           "FRAMESCOPE_SUMMARY=.hidden not refused")
     check(not os.path.exists(".hidden"), "FRAMESCOPE_SUMMARY=.hidden was written")
     check("submissions timed" in r.stderr, "FRAMESCOPE_GPU=maybe did not fall back to on")
@@ -1264,6 +1264,97 @@ def test_wakeup_permission(build, demo):
     shutil.rmtree(work, ignore_errors=True)
     print(f"CAP_PERFMON user: {why}; out of descriptors at ulimit -n {min(refused)}.."
           f"{max(refused)}: {refused[min(refused)]}")
+
+
+def printed_summary(stderr):
+    """The summary block of an app's stderr: from its header to its capture line(s)."""
+    lines = stderr.splitlines()
+    starts = [i for i, l in enumerate(lines) if l.startswith("framescope: summary for ")]
+    check(len(starts) == 1, f"{len(starts)} summaries:\n{stderr[-3000:]}")
+    block = []
+    for line in lines[starts[0]:]:
+        if block and not line.startswith("  "):
+            break
+        block.append(line)
+    return block
+
+
+def test_summary_one_screen(build, demo):
+    """Issue 33, item 1: the summary printed at exit fits one screen (at most 20 lines of at
+    most 100 columns) on runs whose full summary is long: a CPU-bound run with a lock, page
+    faults and a kernel split (the longest verdict reason), hitches, a capture under a long
+    path, GPU timing sampled, several surfaces' worth of lines, and vkcube. It says the verdict,
+    the frames, what was shown and the worst hitches as summary.json has them, and is what
+    `framescope report` recomputes from the capture byte for byte; FRAMESCOPE_SUMMARY=full
+    prints every line, as `framescope report --full` does."""
+    framescope = os.path.join(build, "tools", "framescope")
+    deep = os.path.join(tempfile.mkdtemp(prefix="fscope-summary-"), *(["a-rather-long-folder"] * 9),
+                        "capture")
+    runs = {
+        "cpu": [demo, "--quiet", "--frames", "120", "--present-mode", "mailbox", "--cpu-ms", "6",
+                "--lock-wait-ms", "2", "--stall-at", "60", "--stall-ms", "90",
+                "--cpu-spike", "90:60"],
+        "gpu-sampled": [demo, "--quiet", "--frames", "150", "--present-mode", "mailbox",
+                        "--passes", "sky:20,main:200", "--pass-spike", "100:4000"],
+        "display": [demo, "--quiet", "--frames", "90", "--recreate-every", "30"],
+    }
+    if shutil.which("vkcube-wayland"):
+        runs["vkcube"] = ["vkcube-wayland", "--c", "120"]
+    with Weston() as w:
+        for name, argv in runs.items():
+            out = deep + "-" + name
+            env = {"FRAMESCOPE_SUMMARY": ""}  # the default: one screen
+            if name == "gpu-sampled":
+                env["FRAMESCOPE_GPU_SAMPLE"] = ""
+            r = run_app(argv, w, build, extra_env=dict(env, FRAMESCOPE_OUTPUT=out),
+                        capture=False)
+            check(r.rc == 0, f"{name}: exit {r.rc}: {r.stderr[-2000:]}")
+            block = printed_summary(r.stderr)
+            wide = [l for l in block if len(l) > 100]
+            check(len(block) <= 20 and not wide,
+                  f"{name}: {len(block)} lines, {len(wide)} over 100 columns:\n" + "\n".join(block))
+            summary = json.load(open(os.path.join(out, "summary.json")))
+            text = "\n".join(block)
+            m = re.search(r"^  verdict     (\w+)-bound: ", text, re.M)
+            check(m and m.group(1) == summary["verdict"]["run"],
+                  f"{name}: verdict {m and m.group(1)} != summary.json {summary['verdict']['run']}")
+            m = re.search(r"^  frames      (\d+) in ", text, re.M)
+            check(m and int(m.group(1)) == summary["frames"], f"{name}: frames line: {text}")
+            p = summary["presentation"]
+            if p["tracked"]:
+                m = re.search(r"^  shown       (\d+) of (\d+) frames presented, (\d+) discarded", text,
+                              re.M)
+                check(m and int(m.group(1)) == p["presented"] and
+                      int(m.group(3)) == p["discarded"], f"{name}: shown line vs {p}: {text}")
+            worst = summary["hitches"]["worst"][:3]
+            shown = re.findall(r"^  hitch       frame (\d+) at ", text, re.M)
+            check([int(f) for f in shown] == [h["frame"] for h in worst],
+                  f"{name}: hitch lines {shown} != worst {[h['frame'] for h in worst]}")
+            check(re.search(r"^  capture     ", text, re.M), f"{name}: no capture line: {text}")
+            # What framescope report recomputes from the capture, given the same path.
+            again = subprocess.run([framescope, "report", out], capture_output=True, text=True,
+                                   timeout=120)
+            check(again.returncode == 0 and again.stdout == text + "\n",
+                  f"{name}: report differs from the summary at exit:\n{again.stdout}\n---\n{text}")
+            full = subprocess.run([framescope, "report", "--full", out], capture_output=True,
+                                  text=True, timeout=120).stdout
+            check(len(full.splitlines()) > len(block) and
+                  re.search(r"^  verdict     \w+-bound: .*\n  frames by verdict:", full, re.M),
+                  f"{name}: --full is not the full summary:\n{full[:3000]}")
+            print(f"{name}: {len(block)} lines, widest {max(len(l) for l in block)} columns; "
+                  f"--full {len(full.splitlines())} lines; verdict {summary['verdict']['run']}")
+            if name == "cpu":
+                # FRAMESCOPE_SUMMARY=full prints every line, as report --full recomputes them.
+                r = run_app(argv, w, build, extra_env={"FRAMESCOPE_SUMMARY": "full",
+                                                       "FRAMESCOPE_OUTPUT": out + "-full"},
+                            capture=False)
+                block = printed_summary(r.stderr)
+                full = subprocess.run([framescope, "report", "--full", out + "-full"],
+                                      capture_output=True, text=True, timeout=120).stdout
+                check(r.rc == 0 and "\n".join(block) + "\n" == full,
+                      f"FRAMESCOPE_SUMMARY=full is not report --full:\n{full}\n---\n" +
+                      "\n".join(block))
+                print(f"FRAMESCOPE_SUMMARY=full: {len(block)} lines, as report --full")
 
 
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}

@@ -217,6 +217,9 @@ def run_app(argv, weston, build_dir, extra_env=None, layers="VK_LAYER_FRAMESCOPE
     # default, sampled timing has its own tests (test_layer.py, gpu_sampled*), which pass
     # FRAMESCOPE_GPU_SAMPLE="" (the default) or a rate.
     env["FRAMESCOPE_GPU_SAMPLE"] = "all"
+    # Every line of the summary, for the tests that read its details; the one-screen summary
+    # printed by default has tests of its own (test_layer.py, summary_*).
+    env["FRAMESCOPE_SUMMARY"] = "full"
     env.update(extra_env or {})
     # A sanitizer build of the layer inside a program not built with it (vkcube): its
     # runtime must be loaded first (tools/setup.sh sets this for the sanitizer run).

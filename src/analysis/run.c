@@ -103,9 +103,18 @@ static void run_reason(struct run_stats *s)
         }
         snprintf(s->reason, sizeof(s->reason), "CPU work %.1f%% of the frame%s, %s, blocked "
                  "%.1f%%%s", PCT(t->cpu), overhead, busy, PCT(t->frame - t->cpu), split);
+        char brief_overhead[64] = "";
+        if (t->present_overhead > 0)
+            snprintf(brief_overhead, sizeof(brief_overhead), ", present overhead %.1f%%",
+                     PCT(t->present_overhead));
+        snprintf(s->brief_reason, sizeof(s->brief_reason), "CPU work %.1f%% of the frame%s, %s, "
+                 "blocked %.1f%%%s", PCT(t->cpu), brief_overhead, busy, PCT(t->frame - t->cpu),
+                 split);
+        return;
     }
     }
 #undef PCT
+    snprintf(s->brief_reason, sizeof(s->brief_reason), "%s", s->reason);
 }
 
 void run_stats_compute(const struct recording *rec, struct run_stats *s)

@@ -42,6 +42,9 @@ struct run_stats {
     uint64_t missed_by_verdict[FSCOPE_VERDICT_COUNT];
     enum fscope_verdict run_verdict;
     char reason[1024];
+    /* The same, short enough for the one-screen summary (the CPU verdict's without the present
+     * overhead's explanation); the other verdicts' reasons are short already. */
+    char brief_reason[1024];
     struct display_evidence *evidence; /* per log, in log order */
     unsigned primary_log;              /* the log with the most frames */
     struct hitch_stats hitches;

@@ -268,7 +268,8 @@ void summary_write_text(FILE *f, const struct run_stats *s)
     if (!s->frames) {
         brief_line(f, "  frames      ", "0 (nothing was presented and no frame was marked)", 1);
     } else {
-        snprintf(line, sizeof(line), "%s-bound: %s", verdict_name(s->run_verdict), s->reason);
+        snprintf(line, sizeof(line), "%s-bound: %s", verdict_name(s->run_verdict),
+                 s->brief_reason);
         brief_line(f, "  verdict     ", line, 3);
         int at = 0;
         for (unsigned v = 0; v < FSCOPE_VERDICT_COUNT && at >= 0 && (size_t)at < sizeof(line); v++)
