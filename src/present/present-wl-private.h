@@ -1,4 +1,6 @@
-/* Helpers shared by present-wl.c and present-wl-outputs.c; not for other modules. */
+/* Helpers shared by the Wayland tracker's files; not for other modules.  They call one
+ * way: present-wl.c (the tracker) -> present-wl-outputs.c (the output cache) and
+ * present-wl-clock.c -> present-wl-roundtrip.c (waits on a connection, and fscope_wl_why). */
 #pragma once
 
 #include <stdbool.h>
@@ -37,6 +39,24 @@ int fscope_wl_roundtrip_queue_timeout(struct wl_display *display,
 				      struct wl_display *display_wrapper,
 				      struct wl_event_queue *queue, int timeout_ms,
 				      const struct fscope_wl_watch *watch);
+
+/*
+ * The compositor's presentation clock (wp_presentation.clock_id) against CLOCK_MONOTONIC.
+ * Used by a tracker's dispatch thread only.
+ */
+struct fscope_wl_clock {
+	clockid_t id;
+	int64_t offset_ns;        /* mono = clock + offset */
+	int64_t measured_mono_ns; /* when offset was measured; INT64_MAX: never re-measured */
+};
+
+/* Checks that clock->id can be read and measures its offset; false (why filled in) when it
+ * cannot be read or related to CLOCK_MONOTONIC. */
+bool fscope_wl_clock_prepare(struct fscope_wl_clock *clock, char *why, size_t why_len);
+
+/* A time on the presentation clock as CLOCK_MONOTONIC ns; re-measures the offset when it
+ * is over a second old (keeping the last one if that fails). */
+int64_t fscope_wl_clock_to_mono_ns(struct fscope_wl_clock *clock, int64_t clock_ns);
 
 /*
  * For a tracker's set-up: fills the output cache if it is empty and no other thread is

@@ -65,10 +65,6 @@
 #define RING_SIZE 256
 /* Set-up roundtrips on the app's connection give up after this long. */
 #define SETUP_TIMEOUT_MS 1000
-/* Presentation clock offset re-measured at most this often (MONOTONIC vs RAW drift under
- * NTP slew is at most 500 ppm, so 0.5 ms/s worst case). */
-#define CLOCK_REMEASURE_NS 1000000000
-#define CLOCK_SAMPLES 5
 /* After each wake the dispatch thread waits this long before it reads again, so what the
  * compositor sends meanwhile is handled in one wake.  It answers every commit (a discarded or
  * presented feedback, a buffer release), and waking for each message cost a fast app on a
@@ -138,10 +134,8 @@ struct fscope_wl_tracker {
 
 	/* Dispatch thread only. */
 	bool have_clock_id;
-	bool clock_ready;             /* clock_prepare succeeded once; later clock_ids re-prepare */
-	clockid_t clock_id;
-	int64_t clock_offset_ns;      /* mono = clock + offset */
-	int64_t clock_measured_mono_ns;
+	bool clock_ready;             /* clock prepared once; later clock_ids re-prepare */
+	struct fscope_wl_clock clock; /* its id is the compositor's clock_id */
 
 	int wake_fd;
 	/* Set by teardown before it writes wake_fd; a write without it is a present's. */
@@ -176,17 +170,6 @@ struct fscope_wl_tracker {
 	alignas(64) struct feedback_slot slots[SLOT_COUNT];
 	struct fscope_present_feedback ring[RING_SIZE];
 };
-
-void fscope_wl_why(char *why, size_t why_len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || why_len == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, why_len, fmt, ap);
-	va_end(ap);
-}
 
 static void seq_begin(struct seq_writer *w)
 {
@@ -257,211 +240,6 @@ static void tracker_stop(struct fscope_wl_tracker *t, const char *fmt, ...)
 	atomic_store_explicit(&t->dead, true, memory_order_release);
 }
 
-/* ---- set-up roundtrip --------------------------------------------------------------- */
-
-static void sync_done(void *data, struct wl_callback *callback, uint32_t serial)
-{
-	bool *done = data;
-
-	*done = true;
-}
-
-static const struct wl_callback_listener sync_listener = {
-	.done = sync_done,
-};
-
-/* Checked after every wake of a wait: 0 to go on, -ENOTCONN (display gone: touch
- * nothing), -ECANCELED (cancel_fd readable). */
-static int watch_check(const struct fscope_wl_watch *watch, const struct pollfd *cancel_pfd)
-{
-	if (!watch)
-		return 0;
-	if (watch->gone && watch->gone(watch->data))
-		return -ENOTCONN;
-	if (cancel_pfd->fd >= 0 && cancel_pfd->revents)
-		return -ECANCELED;
-	return 0;
-}
-
-static int flush_until(struct wl_display *display, int fd, int64_t deadline_ns,
-		       const struct fscope_wl_watch *watch)
-{
-	while (wl_display_flush(display) < 0) {
-		struct pollfd pfds[2] = {
-			{ .fd = fd, .events = POLLOUT },
-			{ .fd = watch ? watch->cancel_fd : -1, .events = POLLIN },
-		};
-		int64_t left_ns;
-		int r;
-
-		if (errno != EAGAIN)
-			return -EPIPE;
-		left_ns = deadline_ns - fscope_wl_mono_ns();
-		if (left_ns <= 0)
-			return -ETIMEDOUT;
-		r = poll(pfds, 2, (int)((left_ns + 999999) / 1000000));
-		if (r < 0 && errno != EINTR)
-			return -errno;
-		r = watch_check(watch, &pfds[1]);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-int fscope_wl_roundtrip_queue_timeout(struct wl_display *display,
-				      struct wl_display *display_wrapper,
-				      struct wl_event_queue *queue, int timeout_ms,
-				      const struct fscope_wl_watch *watch)
-{
-	int64_t deadline_ns = fscope_wl_mono_ns() + (int64_t)timeout_ms * 1000000;
-	struct wl_callback *callback;
-	bool done = false;
-	int fd, ret = 0;
-
-	if (watch && watch->gone && watch->gone(watch->data))
-		return -ENOTCONN;
-	fd = wl_display_get_fd(display);
-	callback = wl_display_sync(display_wrapper);
-	if (!callback)
-		return -ENOMEM;
-	wl_callback_add_listener(callback, &sync_listener, &done);
-
-	while (!done) {
-		struct pollfd pfds[2] = {
-			{ .fd = fd, .events = POLLIN },
-			{ .fd = watch ? watch->cancel_fd : -1, .events = POLLIN },
-		};
-		int64_t left_ns;
-		int r;
-
-		if (wl_display_prepare_read_queue(display, queue) != 0) {
-			if (wl_display_dispatch_queue_pending(display, queue) < 0) {
-				ret = -EPIPE;
-				break;
-			}
-			continue;
-		}
-		ret = flush_until(display, fd, deadline_ns, watch);
-		if (ret == -ENOTCONN)
-			return ret; /* the read and the callback go with the freed display */
-		if (ret < 0) {
-			wl_display_cancel_read(display);
-			break;
-		}
-		left_ns = deadline_ns - fscope_wl_mono_ns();
-		if (left_ns <= 0) {
-			wl_display_cancel_read(display);
-			ret = -ETIMEDOUT;
-			break;
-		}
-		r = poll(pfds, 2, (int)((left_ns + 999999) / 1000000));
-		ret = watch_check(watch, &pfds[1]);
-		if (ret == -ENOTCONN)
-			return ret;
-		if (ret < 0 || r <= 0) {
-			wl_display_cancel_read(display);
-			if (ret < 0)
-				break;
-			if (r < 0 && errno != EINTR) {
-				ret = -EPIPE;
-				break;
-			}
-			continue; /* EINTR, or the deadline check above ends it */
-		}
-		if (!(pfds[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))) {
-			wl_display_cancel_read(display);
-			continue;
-		}
-		if (wl_display_read_events(display) < 0) {
-			ret = -EPIPE;
-			break;
-		}
-		if (wl_display_dispatch_queue_pending(display, queue) < 0) {
-			ret = -EPIPE;
-			break;
-		}
-	}
-	/* Destroying it before done arrives is fine: libwayland drops the late event. */
-	wl_callback_destroy(callback);
-	return ret;
-}
-
-/* ---- clock ------------------------------------------------------------------------ */
-
-/*
- * Offset such that mono = other + offset, from the tightest of a few back-to-back
- * other/mono/other samples.  Returns false if either clock cannot be read.
- */
-static bool measure_clock_offset(clockid_t other, int64_t *ret_offset_ns, int64_t *ret_mono_ns)
-{
-	int64_t best_width = INT64_MAX, best_offset = 0, best_mono = 0;
-
-	for (int i = 0; i < CLOCK_SAMPLES; i++) {
-		struct timespec a, m, b;
-		int64_t width;
-
-		if (clock_gettime(other, &a) != 0 || clock_gettime(CLOCK_MONOTONIC, &m) != 0 ||
-		    clock_gettime(other, &b) != 0)
-			return false;
-		width = fscope_wl_timespec_ns(&b) - fscope_wl_timespec_ns(&a);
-		if (width < 0)
-			continue; /* the other clock stepped backwards (REALTIME); sample again */
-		if (width < best_width) {
-			best_width = width;
-			best_mono = fscope_wl_timespec_ns(&m);
-			best_offset = best_mono - (fscope_wl_timespec_ns(&a) + width / 2);
-		}
-	}
-	if (best_width == INT64_MAX)
-		return false;
-	*ret_offset_ns = best_offset;
-	*ret_mono_ns = best_mono;
-	return true;
-}
-
-/* Dispatch thread. */
-static bool clock_prepare(struct fscope_wl_tracker *t, char *why, size_t why_len)
-{
-	struct timespec ts;
-
-	if (clock_gettime(t->clock_id, &ts) != 0) {
-		fscope_wl_why(why, why_len, "presentation clock id %d cannot be read: %s",
-			      (int)t->clock_id, strerror(errno));
-		return false;
-	}
-	if (t->clock_id == CLOCK_MONOTONIC) {
-		t->clock_offset_ns = 0;
-		t->clock_measured_mono_ns = INT64_MAX; /* never re-measured */
-		return true;
-	}
-	if (!measure_clock_offset(t->clock_id, &t->clock_offset_ns, &t->clock_measured_mono_ns)) {
-		fscope_wl_why(why, why_len,
-			      "cannot relate presentation clock id %d to CLOCK_MONOTONIC",
-			      (int)t->clock_id);
-		return false;
-	}
-	return true;
-}
-
-static int64_t presentation_to_mono_ns(struct fscope_wl_tracker *t, int64_t clock_ns)
-{
-	if (t->clock_id != CLOCK_MONOTONIC) {
-		int64_t now = fscope_wl_mono_ns();
-
-		if (now - t->clock_measured_mono_ns >= CLOCK_REMEASURE_NS) {
-			int64_t offset, mono;
-
-			/* On failure keep the last offset; it was good a second ago. */
-			if (measure_clock_offset(t->clock_id, &offset, &mono)) {
-				t->clock_offset_ns = offset;
-				t->clock_measured_mono_ns = mono;
-			}
-		}
-	}
-	return clock_ns + t->clock_offset_ns;
-}
-
 /* ---- wp_presentation and its feedback ---------------------------------------------- */
 
 static void presentation_clock_id(void *data, struct wp_presentation *presentation,
@@ -472,11 +250,11 @@ static void presentation_clock_id(void *data, struct wp_presentation *presentati
 
 	/* Sent once, on bind, during the set-up.  Should a compositor send it again, follow
 	 * it, and stop the tracker if the new clock cannot be read. */
-	if (t->have_clock_id && t->clock_id == (clockid_t)clk_id)
+	if (t->have_clock_id && t->clock.id == (clockid_t)clk_id)
 		return;
-	t->clock_id = (clockid_t)clk_id;
+	t->clock.id = (clockid_t)clk_id;
 	t->have_clock_id = true;
-	if (t->clock_ready && !clock_prepare(t, why, sizeof(why)))
+	if (t->clock_ready && !fscope_wl_clock_prepare(&t->clock, why, sizeof(why)))
 		tracker_stop(t, "%s", why);
 }
 
@@ -561,7 +339,7 @@ static void feedback_presented(void *data, struct wp_presentation_feedback *feed
 	rec.present_id = slot->present_id;
 	rec.sync_outputs = slot->sync_outputs;
 	rec.presented_mono_ns =
-		presentation_to_mono_ns(t, (int64_t)(tv_sec * 1000000000 + tv_nsec));
+		fscope_wl_clock_to_mono_ns(&t->clock, (int64_t)(tv_sec * 1000000000 + tv_nsec));
 	if (refresh != 0)
 		rec.output_index = fscope_wl_outputs_match_refresh(refresh, &rec.output_ambiguous,
 								   &rec.output_refresh_mhz);
@@ -682,7 +460,7 @@ static bool setup(struct fscope_wl_tracker *t)
 		tracker_stop(t, "the compositor sent no wp_presentation.clock_id");
 		return false;
 	}
-	if (!clock_prepare(t, why, sizeof(why))) {
+	if (!fscope_wl_clock_prepare(&t->clock, why, sizeof(why))) {
 		tracker_stop(t, "%s", why);
 		return false;
 	}
@@ -715,7 +493,7 @@ static void *dispatch_thread(void *data)
 	}
 	fscope_log(FSCOPE_LOG_INFO, "presentation tracking is on for a surface (the compositor "
 		   "offers wp_presentation version %u, clock id %d)", t->presentation_version,
-		   (int)t->clock_id);
+		   (int)t->clock.id);
 
 	for (;;) {
 		struct pollfd socket_fd = fds[0];
