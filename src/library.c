@@ -27,9 +27,6 @@
 #include "util/log.h"
 #include "util/private_fd.h"
 #include "util/system.h"
-#ifdef FSCOPE_HAVE_WAYLAND
-#include "present/present-wl.h"
-#endif
 
 #define FSCOPE_EXPORT __attribute__((visibility("default")))
 
@@ -146,7 +143,7 @@ FSCOPE_EXPORT void fscope_report_finish(void)
      * (an X11 app under XWayland has its outputs from RandR, which its frames index). */
     if (meta && atomic_load(&meta->enabled) && !atomic_load(&meta->output_count) &&
         secure_getenv("WAYLAND_DISPLAY"))
-        fscope_wl_outputs(NULL, 0);
+        frame_logs_record_wl_outputs();
 #endif
     kernel_sampler_stop();
     stream_stop();

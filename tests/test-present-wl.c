@@ -600,7 +600,7 @@ static void test_no_presentation(struct app *app)
 	struct fscope_wl_counts c;
 
 	/* create cannot know yet: the set-up runs on the tracker's thread and dies there. */
-	t = fscope_wl_tracker_create(app->display, surface, why, sizeof(why));
+	t = fscope_wl_tracker_create(app->display, surface, NULL, why, sizeof(why));
 	CHECK(t != NULL, "create failed at once: %s", why);
 	CHECK(wait_until_dead(t, 3 * SETUP_TIMEOUT_NS), "set-up did not fail");
 	CHECK(fscope_wl_tracker_why(t, why, sizeof(why)) && strstr(why, "wp_presentation"),
@@ -622,8 +622,8 @@ static void test_no_presentation(struct app *app)
 static struct fscope_wl_tracker *create_tracker(struct app *app)
 {
 	char why[256] = "";
-	struct fscope_wl_tracker *t = fscope_wl_tracker_create(app->display, app->surface, why,
-								sizeof(why));
+	struct fscope_wl_tracker *t = fscope_wl_tracker_create(app->display, app->surface, NULL,
+								why, sizeof(why));
 
 	CHECK(t != NULL, "tracker_create: %s", why);
 	if (!t)
@@ -884,7 +884,8 @@ static void test_cycles(struct app *app)
 			/* Torn down in the middle of its set-up (or before it began). */
 			char why[256];
 
-			t = fscope_wl_tracker_create(app->display, app->surface, why, sizeof(why));
+			t = fscope_wl_tracker_create(app->display, app->surface, NULL, why,
+						     sizeof(why));
 			CHECK(t != NULL, "create: %s", why);
 		}
 		fscope_wl_tracker_destroy(t);
@@ -948,7 +949,7 @@ static void test_silent(void)
 	surface = wl_compositor_create_surface(compositor);
 
 	start = mono_ns();
-	t = fscope_wl_tracker_create(display, surface, why, sizeof(why));
+	t = fscope_wl_tracker_create(display, surface, NULL, why, sizeof(why));
 	took = mono_ns() - start;
 	CHECK(t != NULL, "create on a silent compositor: %s", why);
 	if (!t)
@@ -972,7 +973,7 @@ static void test_silent(void)
 	printf("silent: create took %.3f ms; set-up died: %s\n", took / 1e6, why);
 
 	/* Torn down while the set-up waits for its first answer. */
-	t = fscope_wl_tracker_create(display, surface, why, sizeof(why));
+	t = fscope_wl_tracker_create(display, surface, NULL, why, sizeof(why));
 	CHECK(t != NULL, "second create: %s", why);
 	sleep_ns(NONBLOCKING_NS / 25); /* test only: let the set-up start waiting */
 	start = mono_ns();

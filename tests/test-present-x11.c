@@ -6,6 +6,7 @@
  * is reported discarded.
  *
  * usage: test-present-x11 (DISPLAY set) */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,19 @@ static int failures;
             failures++;                                                                        \
         }                                                                                      \
     } while (0)
+
+/* The tracker's sink: how many outputs it last reported (on its thread; a record naming one
+ * is drained after it). */
+static _Atomic size_t sink_output_count;
+static _Atomic unsigned sink_calls;
+
+static void sink_outputs(void *ctx, const struct fscope_output_info *outputs, size_t count)
+{
+    (void)ctx;
+    (void)outputs;
+    atomic_store(&sink_output_count, count);
+    atomic_fetch_add(&sink_calls, 1);
+}
 
 static void sleep_ms(int ms)
 {
@@ -89,7 +103,8 @@ int main(void)
 
     char why[192];
     /* A window that does not exist: the tracker stops with the reason, asks nothing. */
-    struct fscope_x11_tracker *bad = fscope_x11_tracker_create(NULL, 0x7fffff0, why, sizeof(why));
+    struct fscope_x11_tracker *bad = fscope_x11_tracker_create(NULL, 0x7fffff0, NULL, why,
+                                                               sizeof(why));
     CHECK(bad, "create: %s", why);
     for (int i = 0; i < 300 && bad && fscope_x11_tracker_why(bad, why, sizeof(why)) &&
                     strstr(why, "being set up");
@@ -101,7 +116,8 @@ int main(void)
     CHECK(fscope_x11_tracker_request(bad, 0, 1) == FSCOPE_WL_NOT_READY, "asked on a dead tracker");
     fscope_x11_tracker_destroy_with_counts(bad, NULL);
 
-    struct fscope_x11_tracker *t = fscope_x11_tracker_create(NULL, w, why, sizeof(why));
+    const struct fscope_present_sink sink = { .outputs = sink_outputs };
+    struct fscope_x11_tracker *t = fscope_x11_tracker_create(NULL, w, &sink, why, sizeof(why));
     CHECK(t, "create: %s", why);
     if (!t)
         return 1;
@@ -140,6 +156,10 @@ int main(void)
         if (!seen[i] || by_id[i].outcome != FSCOPE_PRESENT_PRESENTED)
             continue;
         shown++;
+        /* The output a frame was shown on is one the sink was given. */
+        CHECK(by_id[i].output_index < (int)atomic_load(&sink_output_count),
+              "shown present %zu on output %d of the %zu given to the sink (%u calls)", i,
+              by_id[i].output_index, atomic_load(&sink_output_count), atomic_load(&sink_calls));
         CHECK(by_id[i].presented_mono_ns >= last_ns && by_id[i].seq > last_msc,
               "shown present %zu not after the one shown before it", i);
         last_ns = by_id[i].presented_mono_ns;

@@ -10,7 +10,6 @@
  */
 #include "present-wl.h"
 #include "present-wl-private.h"
-#include "record/meta.h"
 #include "util/private_fd.h"
 
 #include <errno.h>
@@ -27,7 +26,7 @@
 
 #include "xdg-output-unstable-v1-client-protocol.h"
 
-#define MAX_OUTPUTS 16
+#define MAX_OUTPUTS FSCOPE_PRESENT_MAX_OUTPUTS
 #define PROBE_TIMEOUT_MS 1000
 /* wl_output v4 adds name and description (wayland 1.20). */
 #define WL_OUTPUT_VERSION_MAX 4
@@ -342,35 +341,27 @@ out_probe:
 }
 
 /* Called with probe_lock held. */
-static void probe_into_cache_locked(int cancel_fd)
+static void probe_into_cache_locked(int cancel_fd, const struct fscope_present_sink *sink)
 {
 	struct fscope_output_info found[MAX_OUTPUTS];
 	size_t count = 0;
 
 	if (probe_outputs(found, &count, cancel_fd)) {
-		struct rec_output recorded[MAX_OUTPUTS];
-
 		pthread_mutex_lock(&cache_lock);
 		memcpy(cache, found, count * sizeof(found[0]));
 		cache_count = count;
 		cache_valid = true;
 		pthread_mutex_unlock(&cache_lock);
 		/* The recording names them too: analysis may run in another process. */
-		for (size_t i = 0; i < count; i++) {
-			snprintf(recorded[i].name, sizeof(recorded[i].name), "%.63s", found[i].name);
-			recorded[i].width = found[i].width;
-			recorded[i].height = found[i].height;
-			recorded[i].refresh_mhz = found[i].refresh_mhz;
-			recorded[i].scale = found[i].scale;
-		}
-		record_outputs(recorded, count);
+		if (sink && sink->outputs)
+			sink->outputs(sink->ctx, found, count);
 	}
 }
 
 static void probe_into_cache(void)
 {
 	pthread_mutex_lock(&probe_lock);
-	probe_into_cache_locked(-1);
+	probe_into_cache_locked(-1, NULL);
 	pthread_mutex_unlock(&probe_lock);
 }
 
@@ -384,13 +375,13 @@ static bool cache_is_valid(void)
 	return valid;
 }
 
-void fscope_wl_outputs_prime(int cancel_fd)
+void fscope_wl_outputs_prime(int cancel_fd, const struct fscope_present_sink *sink)
 {
 	/* A thread already probing fills the cache; waiting for it could not be cancelled. */
 	if (cache_is_valid() || pthread_mutex_trylock(&probe_lock) != 0)
 		return;
 	if (!cache_is_valid())
-		probe_into_cache_locked(cancel_fd);
+		probe_into_cache_locked(cancel_fd, sink);
 	pthread_mutex_unlock(&probe_lock);
 }
 

@@ -60,11 +60,12 @@ int64_t fscope_wl_clock_to_mono_ns(struct fscope_wl_clock *clock, int64_t clock_
 
 /*
  * For a tracker's set-up: fills the output cache if it is empty and no other thread is
- * probing right now (that one fills it), giving up when cancel_fd becomes readable.
- * Connects on our own socket; at most about two seconds on a compositor that does not
- * answer.
+ * probing right now (that one fills it), giving up when cancel_fd becomes readable, and
+ * gives sink (may be NULL) what it found.  Connects on our own socket; at most about two
+ * seconds on a compositor that does not answer.
  */
-void fscope_wl_outputs_prime(int cancel_fd);
+struct fscope_present_sink;
+void fscope_wl_outputs_prime(int cancel_fd, const struct fscope_present_sink *sink);
 
 static inline int64_t fscope_wl_timespec_ns(const struct timespec *ts)
 {

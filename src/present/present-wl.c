@@ -109,6 +109,7 @@ struct seq_writer {
 
 struct fscope_wl_tracker {
 	struct wl_display *display;
+	struct fscope_present_sink sink; /* the creator's, for the outputs the set-up learns */
 	struct wl_event_queue *queue;
 	struct wl_display *display_wrapper;
 	struct wl_surface *surface_wrapper;
@@ -471,7 +472,7 @@ static bool setup(struct fscope_wl_tracker *t)
 	atomic_store_explicit(&t->ready, true, memory_order_release);
 
 	/* So that this thread only ever reads the cache afterwards.  Teardown cancels it. */
-	fscope_wl_outputs_prime(t->wake_fd);
+	fscope_wl_outputs_prime(t->wake_fd, &t->sink);
 	return true;
 }
 
@@ -664,6 +665,7 @@ out:
 
 struct fscope_wl_tracker *fscope_wl_tracker_create(struct wl_display *app_display,
 						   struct wl_surface *app_surface,
+						   const struct fscope_present_sink *sink,
 						   char *why, size_t why_len)
 {
 	struct fscope_wl_tracker *t;
@@ -684,6 +686,8 @@ struct fscope_wl_tracker *fscope_wl_tracker_create(struct wl_display *app_displa
 		return NULL;
 	}
 	t->display = app_display;
+	if (sink)
+		t->sink = *sink;
 	t->wake_fd = -1;
 	atomic_init(&t->wake_at, UINT64_MAX);
 	t->display_fd = -1;

@@ -51,9 +51,13 @@ struct fscope_wl_tracker;
  * no thread.  Never disturbs the app's connection: private queue, wrappers, roundtrips only
  * on our queue.  The caller keeps ownership of app_display and app_surface; both should
  * outlive the tracker (see fscope_wl_tracker_destroy() for a display that does not).
+ *
+ * sink (copied; may be NULL) is given the outputs when this tracker's set-up fills the
+ * output cache (fscope_wl_outputs()); a cache already filled is not reported again.
  */
 struct fscope_wl_tracker *fscope_wl_tracker_create(struct wl_display *app_display,
 						   struct wl_surface *app_surface,
+						   const struct fscope_present_sink *sink,
 						   char *why, size_t why_len);
 
 /*
@@ -144,14 +148,6 @@ void fscope_wl_tracker_destroy(struct fscope_wl_tracker *t);
 void fscope_wl_tracker_destroy_with_counts(struct fscope_wl_tracker *t,
 					   struct fscope_wl_counts *ret);
 
-struct fscope_output_info {
-	char name[64];         /* wl_output v4 or xdg_output name, else "" */
-	char description[128]; /* wl_output v4 or xdg_output description, else "make model" */
-	int32_t width, height; /* current mode, pixels */
-	uint32_t refresh_mhz;  /* current mode; 0 if the compositor gives none */
-	int32_t scale;
-};
-
 /*
  * Outputs the compositor has, learned on a SEPARATE connection to $WAYLAND_DISPLAY (our
  * own socket, read with secure_getenv; WAYLAND_SOCKET is never touched), never by binding
@@ -160,7 +156,7 @@ struct fscope_output_info {
  * fscope_wl_outputs_refresh().  Returns the count written (0 when unknown).  Thread-safe;
  * the first call may block up to about two seconds on a compositor that does not answer,
  * so call it from a report, not from a Vulkan call (a tracker's dispatch thread primes the
- * cache during its set-up).
+ * cache during its set-up).  Reports through no sink: the caller has the list.
  */
 size_t fscope_wl_outputs(struct fscope_output_info *out, size_t max);
 void fscope_wl_outputs_refresh(void);

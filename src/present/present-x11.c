@@ -14,7 +14,6 @@
 #include <xcb/randr.h>
 #include <xcb/xcb.h>
 
-#include "record/meta.h"
 #include "util/mode_refresh.h"
 #include "util/private_fd.h"
 
@@ -61,8 +60,9 @@ struct fscope_x11_tracker {
 	 * CRTC for Present (-1: none, or no RandR). */
 	xcb_window_t root;
 	uint8_t randr_event; /* RandR's first event code; 0: no RandR */
-	struct rec_output outputs[REC_MAX_OUTPUTS];
-	struct crtc_area areas[REC_MAX_OUTPUTS];
+	struct fscope_present_sink sink; /* the creator's: told the outputs as they are read */
+	struct fscope_output_info outputs[FSCOPE_PRESENT_MAX_OUTPUTS];
+	struct crtc_area areas[FSCOPE_PRESENT_MAX_OUTPUTS];
 	unsigned output_count;
 	int window_output;
 };
@@ -77,8 +77,8 @@ static void die(struct fscope_x11_tracker *t, const char *why)
 }
 
 /* Reads the CRTCs that show something, each named by its (first) output and given its mode's
- * size and refresh, and records them as the run's outputs. Keeps the previous list when the
- * server does not answer. */
+ * size and refresh, and gives them to the sink (the run's outputs). Keeps the previous list
+ * when the server does not answer. */
 static void read_outputs(struct fscope_x11_tracker *t)
 {
 	xcb_randr_get_screen_resources_current_reply_t *res =
@@ -91,15 +91,15 @@ static void read_outputs(struct fscope_x11_tracker *t)
 	const xcb_randr_mode_info_t *modes = xcb_randr_get_screen_resources_current_modes(res);
 	int nmode = xcb_randr_get_screen_resources_current_modes_length(res);
 	unsigned n = 0;
-	for (int i = 0; i < ncrtc && n < REC_MAX_OUTPUTS; i++) {
+	for (int i = 0; i < ncrtc && n < FSCOPE_PRESENT_MAX_OUTPUTS; i++) {
 		xcb_randr_get_crtc_info_reply_t *crtc = xcb_randr_get_crtc_info_reply(
 			t->conn, xcb_randr_get_crtc_info(t->conn, crtcs[i], res->config_timestamp), NULL);
 		if (!crtc || !crtc->mode || !crtc->num_outputs) {
 			free(crtc);
 			continue;
 		}
-		struct rec_output *o = &t->outputs[n];
-		*o = (struct rec_output){ .width = crtc->width, .height = crtc->height, .scale = 1 };
+		struct fscope_output_info *o = &t->outputs[n];
+		*o = (struct fscope_output_info){ .width = crtc->width, .height = crtc->height, .scale = 1 };
 		for (int m = 0; m < nmode; m++)
 			if (modes[m].id == crtc->mode)
 				o->refresh_mhz = fscope_mode_refresh_mhz(
@@ -122,7 +122,8 @@ static void read_outputs(struct fscope_x11_tracker *t)
 	}
 	free(res);
 	t->output_count = n;
-	record_outputs(t->outputs, n);
+	if (t->sink.outputs)
+		t->sink.outputs(t->sink.ctx, t->outputs, n);
 }
 
 static int64_t overlap(int32_t a0, int32_t alen, int32_t b0, int32_t blen)
@@ -344,6 +345,7 @@ static void *thread_main(void *arg)
 }
 
 struct fscope_x11_tracker *fscope_x11_tracker_create(const char *display, uint32_t window,
+						     const struct fscope_present_sink *sink,
 						     char *why, size_t why_len)
 {
 	if (!display)
@@ -359,6 +361,8 @@ struct fscope_x11_tracker *fscope_x11_tracker_create(const char *display, uint32
 	}
 	snprintf(t->display, sizeof(t->display), "%s", display);
 	t->window = window;
+	if (sink)
+		t->sink = *sink;
 	pthread_mutex_init(&t->lock, NULL);
 	t->wake_fd = fscope_fd_high(eventfd(0, EFD_CLOEXEC));
 	/* Signals stay the app's business: the thread starts with all of them blocked. */

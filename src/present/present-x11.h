@@ -15,7 +15,8 @@
  *
  * The outputs come from RandR (1.3) on the same connection: each CRTC that shows something,
  * named by its output, with its mode's size and the refresh computed from the mode's timings
- * (0 where the server gives none, as Xvfb does), recorded as the run's outputs. A frame is
+ * (0 where the server gives none, as Xvfb does), given to the creator's sink as the run's
+ * outputs. A frame is
  * shown on the output whose CRTC overlaps the window most, as the server picks a CRTC for
  * Present; the window's place is read again when it is configured or reparented, when RandR
  * says the outputs changed, and after a second with no word (a window manager moves its
@@ -42,9 +43,11 @@ struct fscope_x11_tracker;
 
 #pragma GCC visibility push(default)
 
-/* display: the X display name (NULL: $DISPLAY). NULL (why filled in) only for what is known
- * at once: no display name, out of memory, no thread. */
+/* display: the X display name (NULL: $DISPLAY). sink (copied; may be NULL) is given RandR's
+ * outputs whenever they are read. NULL (why filled in) only for what is known at once: no
+ * display name, out of memory, no thread. */
 struct fscope_x11_tracker *fscope_x11_tracker_create(const char *display, uint32_t window,
+						     const struct fscope_present_sink *sink,
 						     char *why, size_t why_len);
 enum fscope_wl_request fscope_x11_tracker_request(struct fscope_x11_tracker *t,
 						  uint64_t present_id, uint64_t serial);

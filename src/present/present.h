@@ -21,7 +21,7 @@ struct fscope_present_feedback {
 	uint32_t refresh_ns;          /* as the compositor claims (may be 0) */
 	uint64_t seq;                 /* as given (may be 0) */
 	uint32_t flags;               /* WP_PRESENTATION_FEEDBACK_KIND_* bits as given */
-	int output_index;             /* index into fscope_wl_outputs() list, -1 if unknown */
+	int output_index;             /* index into the outputs the sink was last given, -1 if unknown */
 	bool output_ambiguous;        /* true if output was matched by refresh and several outputs share it */
 	uint32_t sync_outputs;        /* how many sync_output events preceded it (0 if discarded) */
 	uint32_t output_refresh_mhz;  /* that output's current mode as cached, 0 if output unknown */
@@ -35,6 +35,29 @@ enum fscope_present_flags {
 	FSCOPE_PRESENT_FLAG_ZERO_COPY = 0x8,
 };
 
+/* The most outputs a tracker knows; the recording keeps as many (REC_MAX_OUTPUTS). */
+#define FSCOPE_PRESENT_MAX_OUTPUTS 16
+
+/* An output (monitor) of the window system, as a tracker learns it. */
+struct fscope_output_info {
+	char name[64];         /* wl_output v4 or xdg_output name; RandR's output name; else "" */
+	char description[128]; /* wl_output v4 or xdg_output description, else "make model"; X11: "" */
+	int32_t width, height; /* current mode, pixels */
+	uint32_t refresh_mhz;  /* current mode; 0 if the window system gives none */
+	int32_t scale;
+};
+
+/*
+ * Where a tracker reports what it learns besides its records: callbacks its creator (the
+ * frame log, src/record/frame.c) hands it, so that present/ calls nothing above it.  Called
+ * on the tracker's own thread; a NULL callback is skipped.
+ */
+struct fscope_present_sink {
+	/* The outputs as last learned, replacing the list given before (output_index indexes
+	 * it). */
+	void (*outputs)(void *ctx, const struct fscope_output_info *outputs, size_t count);
+	void *ctx;
+};
 
 struct fscope_wl_counts {
 	uint64_t requested;  /* feedbacks asked for (request returned FSCOPE_WL_REQUESTED) */

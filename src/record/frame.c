@@ -10,6 +10,7 @@
 #include "counters.h"
 #include "daemon_link.h"
 #include "kernel.h"
+#include "meta.h"
 #include "sched_trace.h"
 #include "recording.h"
 #include "util/log.h"
@@ -306,6 +307,39 @@ FSCOPE_EXPORT void fscope_frame_log_untrackable(struct fscope_frame_log *log, co
         set_untracked_why(log, why);
 }
 
+_Static_assert(FSCOPE_PRESENT_MAX_OUTPUTS <= REC_MAX_OUTPUTS,
+               "every output a tracker knows is recorded, so its frames' output index names one");
+
+/* The trackers' sink: the outputs they learn go into the recording, in its own format
+ * (analysis may run in another process). */
+static void record_tracker_outputs(void *ctx, const struct fscope_output_info *outputs,
+                                   size_t count)
+{
+    struct rec_output recorded[REC_MAX_OUTPUTS];
+    (void)ctx;
+    if (count > REC_MAX_OUTPUTS)
+        count = REC_MAX_OUTPUTS;
+    for (size_t i = 0; i < count; i++) {
+        snprintf(recorded[i].name, sizeof(recorded[i].name), "%.63s", outputs[i].name);
+        recorded[i].width = outputs[i].width;
+        recorded[i].height = outputs[i].height;
+        recorded[i].refresh_mhz = outputs[i].refresh_mhz;
+        recorded[i].scale = outputs[i].scale;
+    }
+    record_outputs(recorded, count);
+}
+
+static const struct fscope_present_sink recording_sink = { .outputs = record_tracker_outputs };
+
+void frame_logs_record_wl_outputs(void)
+{
+#ifdef FSCOPE_HAVE_WAYLAND
+    struct fscope_output_info outputs[FSCOPE_PRESENT_MAX_OUTPUTS];
+    size_t count = fscope_wl_outputs(outputs, FSCOPE_PRESENT_MAX_OUTPUTS);
+    record_tracker_outputs(NULL, outputs, count);
+#endif
+}
+
 /* Starts tracking with a tracker create() returned (NULL: why says why). The tracker's set-up
  * runs on its own thread; tracked is set by the first feedback actually requested, and until
  * then the tracker's why() is the surface's. */
@@ -330,7 +364,7 @@ FSCOPE_EXPORT bool fscope_frame_log_track_wayland(struct fscope_frame_log *log,
         return log != NULL;
 #ifdef FSCOPE_HAVE_WAYLAND
     char why[160] = "";
-    void *t = fscope_wl_tracker_create(display, surface, why, sizeof(why));
+    void *t = fscope_wl_tracker_create(display, surface, &recording_sink, why, sizeof(why));
     return track_with(log, t, &fscope_wl_present_ops, why);
 #else
     (void)display;
@@ -345,7 +379,7 @@ FSCOPE_EXPORT bool fscope_frame_log_track_x11(struct fscope_frame_log *log, uint
         return log != NULL;
 #ifdef FSCOPE_HAVE_X11
     char why[160] = "";
-    void *t = fscope_x11_tracker_create(NULL, window, why, sizeof(why));
+    void *t = fscope_x11_tracker_create(NULL, window, &recording_sink, why, sizeof(why));
     return track_with(log, t, &fscope_x11_present_ops, why);
 #else
     (void)window;

@@ -83,6 +83,9 @@ FSCOPE_EXPORT void fscope_frame_log_drain(struct fscope_frame_log *log);
 FSCOPE_EXPORT void fscope_frame_log_untrack(struct fscope_frame_log *log);
 /* At exit: takes in finished feedback and brings every log's recorded tally up to date. */
 void frame_logs_finish(void);
+/* The compositor's outputs into the recording, learned on a connection of our own if no
+ * tracker learned them yet (may block up to about two seconds: at exit only). */
+void frame_logs_record_wl_outputs(void);
 
 /* GPU spans, kept whole (not in a wrapping ring) so analysis can compute every frame's GPU
  * busy time. One log per queue; the caller serialises adds to one log. */
