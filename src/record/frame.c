@@ -180,110 +180,167 @@ static void frame_charge_blocks(struct fscope_frame *frame, const uint64_t threa
     frame->block_span_count = (uint8_t)fit;
 }
 
+/* What the closing thread gathered since the last close, read once per close before the
+ * frame is written; the log keeps it as the next frame's starting point. */
+struct close_reading {
+    uint64_t blocks[FSCOPE_BLOCK_COUNT];
+    struct fscope_block_span spans[FSCOPE_THREAD_BLOCK_SPANS + FRAME_ORIGIN_SPANS];
+    uint32_t span_count;
+    uint8_t flags;
+    uint64_t counts[FSCOPE_COUNT_COUNT];
+    int tid;
+    bool kernel; /* kv was read */
+    struct kernel_thread_view kv;
+    bool counted; /* counters were read */
+    struct counter_reading counters;
+};
+
+/* The calling thread's blocks (and the swapchain's, from origin), frame flags, counts,
+ * schedstat and perf counters. */
+static void close_read(struct close_reading *r, const struct fscope_frame_origin *origin)
+{
+    r->span_count = 0;
+    fscope_thread_take_block_spans(r->blocks, r->spans, &r->span_count);
+    for (uint32_t i = 0; i < r->span_count; i++)
+        r->spans[i].from_thread = true;
+    for (uint32_t i = 0; origin && i < origin->span_count && i < FRAME_ORIGIN_SPANS; i++) {
+        r->spans[r->span_count] = origin->spans[i];
+        r->spans[r->span_count++].from_thread = false;
+    }
+    r->flags = fscope_thread_take_frame_flags();
+    fscope_count_totals(r->counts);
+    struct fscope_collector *self = fscope_thread_collector();
+    r->kv = (struct kernel_thread_view){ 0 };
+    r->kernel = kernel_thread_times(self, &r->kv);
+    r->tid = self ? self->rec.tid : 0;
+    r->counted = counters_read(self, &r->counters);
+}
+
+/* The frame's place: its index, interval and where it came from. */
+static void frame_describe(struct fscope_frame *frame, const struct fscope_frame_log *log,
+                           uint64_t now_ticks, const struct fscope_frame_origin *origin,
+                           uint8_t flags)
+{
+    frame->index = chunked_count(log->frames);
+    frame->output_index = -1;
+    frame->start_ticks = log->last_close_ticks;
+    frame->end_ticks = now_ticks;
+    frame->swapchain_serial = origin ? origin->swapchain_serial : 0;
+    frame->device_id = origin ? origin->device_id : 0;
+    frame->present_mode = origin ? origin->present_mode : -1;
+    frame->cap_flags = flags;
+}
+
+/* The app's counts since the last close, and the waits of every thread minus the presenting
+ * thread's own. */
+static void frame_charge_counts(struct fscope_frame *frame, const struct fscope_frame_log *log,
+                                const struct close_reading *r)
+{
+    for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
+        frame->counts[k] = r->counts[k] - log->last_counts[k];
+    static const unsigned wait_count[3] = { FSCOPE_COUNT_WAIT_FENCE_TICKS,
+                                            FSCOPE_COUNT_WAIT_SEMAPHORE_TICKS,
+                                            FSCOPE_COUNT_WAIT_IDLE_TICKS };
+    static const unsigned wait_block[3] = { FSCOPE_BLOCK_FENCE, FSCOPE_BLOCK_SEMAPHORE,
+                                            FSCOPE_BLOCK_IDLE };
+    for (unsigned k = 0; k < 3; k++) {
+        uint64_t all = frame->counts[wait_count[k]], own = r->blocks[wait_block[k]];
+        frame->other_wait_ticks[k] = all > own ? all - own : 0;
+    }
+}
+
+/* Schedstat deltas, only when the same thread closed the previous frame. */
+static void frame_charge_kernel(struct fscope_frame *frame, const struct fscope_frame_log *log,
+                                const struct close_reading *r)
+{
+    const struct kernel_thread_view *kv = &r->kv, *lk = &log->last_kernel;
+    if (!r->kernel || log->last_kernel_tid != r->tid || kv->oncpu_ns < lk->oncpu_ns ||
+        kv->runnable_ns < lk->runnable_ns)
+        return;
+    frame->kernel_valid = 1;
+    frame->kernel_tid = r->tid;
+    frame->kernel_oncpu_ns = kv->oncpu_ns - lk->oncpu_ns;
+    frame->kernel_runnable_ns = kv->runnable_ns - lk->runnable_ns;
+    frame->kernel_major_faults = (uint32_t)(kv->major_faults - lk->major_faults);
+    frame->kernel_block_reads = (uint32_t)(kv->block_reads - lk->block_reads);
+    frame->kernel_preempted = (uint32_t)(kv->preempted - lk->preempted);
+    frame->kernel_waits = (uint32_t)(kv->waits - lk->waits);
+}
+
+/* Perf counts that cover the whole frame, or none: a group the kernel multiplexed counted
+ * only part of it. */
+static void frame_charge_counters(struct fscope_frame *frame, const struct fscope_frame_log *log,
+                                  const struct close_reading *r)
+{
+    const struct counter_reading *now = &r->counters, *last = &log->last_counters;
+    if (!r->counted || log->last_counters_tid != r->tid || now->enabled_ns <= last->enabled_ns ||
+        now->running_ns - last->running_ns != now->enabled_ns - last->enabled_ns)
+        return;
+    frame->counters_valid = now->counted & last->counted;
+    for (unsigned k = 0; k < FRAME_COUNTERS; k++)
+        frame->counter_values[k] = now->values[k] - last->values[k];
+}
+
+/* Right before the present goes down: Wayland's feedback binds to its commit; X11's
+ * completion carries the present's serial on its swapchain. */
+static void frame_request_feedback(struct fscope_frame *frame, struct fscope_frame_log *log,
+                                   const struct fscope_frame_origin *origin)
+{
+    if (!log->tracker)
+        return;
+    switch (log->ops->request(log->tracker, frame->index,
+                              origin ? origin->swapchain_presents : 0)) {
+    case FSCOPE_WL_REQUESTED:
+        frame->present_state = FRAME_PRESENT_PENDING;
+        atomic_store_explicit(&log->rec->tracked, 1, memory_order_relaxed);
+        break;
+    case FSCOPE_WL_NOT_READY:
+        /* Its set-up runs on its own thread: not done yet (or failed). */
+        frame->present_state = FRAME_PRESENT_UNTRACKED;
+        break;
+    default:
+        frame->present_state = FRAME_PRESENT_REQUEST_FAILED;
+    }
+}
+
+/* The next frame starts here, from what this close read. */
+static void close_remember(struct fscope_frame_log *log, uint64_t now_ticks,
+                           const struct close_reading *r)
+{
+    log->last_close_ticks = now_ticks;
+    memcpy(log->last_counts, r->counts, sizeof(r->counts));
+    log->last_kernel_tid = r->kernel ? r->tid : 0;
+    if (r->tid && atomic_load_explicit(&fscope_sched_closer_tid, memory_order_relaxed) != r->tid)
+        atomic_store_explicit(&fscope_sched_closer_tid, r->tid, memory_order_relaxed);
+    atomic_fetch_add_explicit(&fscope_sched_frames, 1, memory_order_relaxed);
+    log->last_kernel = r->kv;
+    log->last_counters_tid = r->counted ? r->tid : 0;
+    if (r->counted)
+        log->last_counters = r->counters;
+}
+
 FSCOPE_EXPORT struct fscope_frame *fscope_frame_log_close(struct fscope_frame_log *log,
                                                           uint64_t now_ticks,
                                                           const struct fscope_frame_origin *origin)
 {
     if (!log)
         return NULL;
-    uint64_t blocks[FSCOPE_BLOCK_COUNT];
-    struct fscope_block_span spans[FSCOPE_THREAD_BLOCK_SPANS + FRAME_ORIGIN_SPANS];
-    uint32_t span_count = 0;
-    fscope_thread_take_block_spans(blocks, spans, &span_count);
-    for (uint32_t i = 0; i < span_count; i++)
-        spans[i].from_thread = true;
-    for (uint32_t i = 0; origin && i < origin->span_count && i < FRAME_ORIGIN_SPANS; i++) {
-        spans[span_count] = origin->spans[i];
-        spans[span_count++].from_thread = false;
-    }
-    uint8_t flags = fscope_thread_take_frame_flags();
-    uint64_t counts[FSCOPE_COUNT_COUNT];
-    fscope_count_totals(counts);
-    struct fscope_collector *self = fscope_thread_collector();
-    struct kernel_thread_view kv = { 0 };
-    bool kernel = kernel_thread_times(self, &kv);
-    int tid = self ? self->rec.tid : 0;
-    struct counter_reading counters;
-    bool counted = counters_read(self, &counters);
+    struct close_reading reading;
+    close_read(&reading, origin);
 
     struct fscope_frame *frame = NULL;
-    if (log->last_close_ticks && now_ticks >= log->last_close_ticks) {
+    if (log->last_close_ticks && now_ticks >= log->last_close_ticks)
         frame = chunked_next(log->frames);
-        if (frame) {
-            frame->index = chunked_count(log->frames);
-            frame->output_index = -1;
-            frame->start_ticks = log->last_close_ticks;
-            frame->end_ticks = now_ticks;
-            frame->swapchain_serial = origin ? origin->swapchain_serial : 0;
-            frame->device_id = origin ? origin->device_id : 0;
-            frame->present_mode = origin ? origin->present_mode : -1;
-            frame->cap_flags = flags;
-            frame_charge_blocks(frame, blocks, spans, span_count);
-            for (unsigned k = 0; k < FSCOPE_COUNT_COUNT; k++)
-                frame->counts[k] = counts[k] - log->last_counts[k];
-            /* Waits of every thread minus the presenting thread's own. */
-            static const unsigned wait_count[3] = { FSCOPE_COUNT_WAIT_FENCE_TICKS,
-                                                    FSCOPE_COUNT_WAIT_SEMAPHORE_TICKS,
-                                                    FSCOPE_COUNT_WAIT_IDLE_TICKS };
-            static const unsigned wait_block[3] = { FSCOPE_BLOCK_FENCE, FSCOPE_BLOCK_SEMAPHORE,
-                                                    FSCOPE_BLOCK_IDLE };
-            for (unsigned k = 0; k < 3; k++) {
-                uint64_t all = frame->counts[wait_count[k]], own = blocks[wait_block[k]];
-                frame->other_wait_ticks[k] = all > own ? all - own : 0;
-            }
-            /* Deltas only when the same thread closed the previous frame. */
-            const struct kernel_thread_view *lk = &log->last_kernel;
-            if (kernel && log->last_kernel_tid == tid && kv.oncpu_ns >= lk->oncpu_ns &&
-                kv.runnable_ns >= lk->runnable_ns) {
-                frame->kernel_valid = 1;
-                frame->kernel_tid = tid;
-                frame->kernel_oncpu_ns = kv.oncpu_ns - lk->oncpu_ns;
-                frame->kernel_runnable_ns = kv.runnable_ns - lk->runnable_ns;
-                frame->kernel_major_faults = (uint32_t)(kv.major_faults - lk->major_faults);
-                frame->kernel_block_reads = (uint32_t)(kv.block_reads - lk->block_reads);
-                frame->kernel_preempted = (uint32_t)(kv.preempted - lk->preempted);
-                frame->kernel_waits = (uint32_t)(kv.waits - lk->waits);
-            }
-            /* Counts that cover the whole frame, or none: a group the kernel multiplexed
-             * counted only part of it. */
-            const struct counter_reading *last = &log->last_counters;
-            if (counted && log->last_counters_tid == tid &&
-                counters.enabled_ns > last->enabled_ns &&
-                counters.running_ns - last->running_ns == counters.enabled_ns - last->enabled_ns) {
-                frame->counters_valid = counters.counted & last->counted;
-                for (unsigned k = 0; k < FRAME_COUNTERS; k++)
-                    frame->counter_values[k] = counters.values[k] - last->values[k];
-            }
-            /* Right before the present goes down: Wayland's feedback binds to its commit;
-             * X11's completion carries the present's serial on its swapchain. */
-            if (log->tracker) {
-                switch (log->ops->request(log->tracker, frame->index,
-                                          origin ? origin->swapchain_presents : 0)) {
-                case FSCOPE_WL_REQUESTED:
-                    frame->present_state = FRAME_PRESENT_PENDING;
-                    atomic_store_explicit(&log->rec->tracked, 1, memory_order_relaxed);
-                    break;
-                case FSCOPE_WL_NOT_READY:
-                    /* Its set-up runs on its own thread: not done yet (or failed). */
-                    frame->present_state = FRAME_PRESENT_UNTRACKED;
-                    break;
-                default:
-                    frame->present_state = FRAME_PRESENT_REQUEST_FAILED;
-                }
-            }
-            chunked_publish(log->frames);
-        }
+    if (frame) {
+        frame_describe(frame, log, now_ticks, origin, reading.flags);
+        frame_charge_blocks(frame, reading.blocks, reading.spans, reading.span_count);
+        frame_charge_counts(frame, log, &reading);
+        frame_charge_kernel(frame, log, &reading);
+        frame_charge_counters(frame, log, &reading);
+        frame_request_feedback(frame, log, origin);
+        chunked_publish(log->frames);
     }
-    log->last_close_ticks = now_ticks;
-    memcpy(log->last_counts, counts, sizeof(counts));
-    log->last_kernel_tid = kernel ? tid : 0;
-    if (tid && atomic_load_explicit(&fscope_sched_closer_tid, memory_order_relaxed) != tid)
-        atomic_store_explicit(&fscope_sched_closer_tid, tid, memory_order_relaxed);
-    atomic_fetch_add_explicit(&fscope_sched_frames, 1, memory_order_relaxed);
-    log->last_kernel = kv;
-    log->last_counters_tid = counted ? tid : 0;
-    if (counted)
-        log->last_counters = counters;
+    close_remember(log, now_ticks, &reading);
     clock_refine();
     return frame;
 }
