@@ -2,6 +2,7 @@
  * at exit. */
 #include "summary.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,29 +62,38 @@ static void write_kernel_text(FILE *f, const struct run_stats *s)
 }
 
 /* How the run ended and what the recording lost, when it says so. */
+/* How the run ended when it did not end at its own exit, in plain words; false when it did. */
+static bool end_text(const struct recording *rec, char *buf, size_t len)
+{
+    if (rec->state == REC_STATE_ENDED)
+        return false;
+    if (rec->end_signal) {
+        snprintf(buf, len, "killed by signal %d (%s) before its exit: the recording holds what "
+                 "it had written until then", rec->end_signal, strsignal(rec->end_signal));
+    } else if (rec->end_status) {
+        int status = rec->end_status - 1;
+        char how[96] = "";
+        if (status == 124)
+            snprintf(how, sizeof(how), " (what timeout(1) returns when its time runs out)");
+        else if (status > 128 && status < 128 + 65)
+            snprintf(how, sizeof(how), " (128 + %d: a death by signal %s, as a shell reports "
+                     "it)", status - 128, strsignal(status - 128));
+        snprintf(buf, len, "%s ended without reaching its own exit; the command framescope ran "
+                 "exited with status %d%s: the recording holds what it had written until then",
+                 rec->app[0] ? rec->app : "the app", status, how);
+    } else {
+        snprintf(buf, len, "still running or cut short: the recording holds what it had written "
+                 "until then");
+    }
+    return true;
+}
+
+/* How the run ended and what the recording lost, when it says so. */
 static void write_recording_notes(FILE *f, const struct recording *rec)
 {
-    if (rec->state != REC_STATE_ENDED) {
-        if (rec->end_signal)
-            fprintf(f, "  ended       killed by signal %d (%s) before its exit: the recording "
-                    "holds what it had written until then\n", rec->end_signal,
-                    strsignal(rec->end_signal));
-        else if (rec->end_status) {
-            int status = rec->end_status - 1;
-            char how[96] = "";
-            if (status == 124)
-                snprintf(how, sizeof(how), " (what timeout(1) returns when its time runs out)");
-            else if (status > 128 && status < 128 + 65)
-                snprintf(how, sizeof(how), " (128 + %d: a death by signal %s, as a shell "
-                         "reports it)", status - 128, strsignal(status - 128));
-            fprintf(f, "  ended       %s ended without reaching its own exit; the command "
-                    "framescope ran exited with status %d%s: the recording holds what it had "
-                    "written until then\n", rec->app[0] ? rec->app : "the app", status, how);
-        }
-        else
-            fprintf(f, "  ended       still running or cut short: the recording holds what it "
-                    "had written until then\n");
-    }
+    char ended[512];
+    if (end_text(rec, ended, sizeof(ended)))
+        fprintf(f, "  ended       %s\n", ended);
     if (rec->items_dropped || rec->alloc_failures)
         fprintf(f, "  recording   full: %llu frames, GPU spans or cap waits were not recorded\n",
                 (unsigned long long)rec->items_dropped);
@@ -315,18 +325,11 @@ void summary_write_text(FILE *f, const struct run_stats *s)
         brief_line(f, "  shown       ", line, 1);
     }
     brief_hitches(f, rec, &s->hitches);
-    if (rec->state != REC_STATE_ENDED) {
-        if (rec->end_signal)
-            snprintf(line, sizeof(line), "killed by signal %d (%s) before its exit",
-                     rec->end_signal, strsignal(rec->end_signal));
-        else if (rec->end_status)
-            snprintf(line, sizeof(line), "without reaching its own exit (the command exited %d)",
-                     rec->end_status - 1);
-        else
-            snprintf(line, sizeof(line), "still running or cut short");
-        brief_line(f, "  ended       ", line, 1);
-    }
-    if (rec->items_dropped || rec->alloc_failures)
+    /* Its two lines, one when the recording-full line needs the other: 20 in all at most. */
+    bool full_recording = rec->items_dropped || rec->alloc_failures;
+    if (end_text(rec, line, sizeof(line)))
+        brief_line(f, "  ended       ", line, full_recording ? 1 : 2);
+    if (full_recording)
         brief_line(f, "  recording   ", "full: some frames, GPU spans or cap waits were not "
                    "recorded", 1);
     brief_line(f, "  more        ", "every line: framescope report --full DIR, or FRAMESCOPE_SUMMARY=full", 1);
