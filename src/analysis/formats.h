@@ -1,6 +1,6 @@
-/* The capture in other tools' formats (PresentMon's and MangoHud's CSV logs) and as a report
- * to read in a browser. Output only: these read the frame logs, the zone tree and the run's
- * analysis, and nothing reads them back. */
+/* The capture in other tools' formats (PresentMon's and MangoHud's CSV logs); html.h writes
+ * it as a report to read in a browser. Output only: these read the frame logs, the zone tree
+ * and the run's analysis, and nothing reads them back. */
 #ifndef FSCOPE_FORMATS_H
 #define FSCOPE_FORMATS_H
 
@@ -34,6 +34,24 @@ struct formats_run {
     const struct engine_stats *engine; /* report.html's device memory gauge; NULL: none */
 };
 
+/* The frame logs as formats.c and html.c both read them. */
+static inline int64_t ticks_between_ns(const struct recording *rec, uint64_t from, uint64_t to)
+{
+    return to >= from ? ticks_ns(rec, to - from) : -ticks_ns(rec, from - to);
+}
+
+/* Shown on a display, with a time to show: the frames frames.csv gives presented_ms. */
+static inline bool frame_shown(const struct fscope_frame *f, uint64_t origin)
+{
+    return f->present_state == FRAME_PRESENT_PRESENTED && f->presented_ticks > origin;
+}
+
+static inline const struct display_evidence *log_evidence(const struct formats_run *run,
+                                                          unsigned l)
+{
+    return run->evidence ? &run->evidence[l] : NULL;
+}
+
 /* Writers for capture_dir_write() (capture_dir.h); run is a struct formats_run. Each
  * returns 0 or -errno. */
 /* presentmon.csv: PresentMon 2.x columns, one row per frame, in frames.csv order. */
@@ -41,7 +59,5 @@ int formats_write_presentmon(FILE *f, const void *run);
 /* mangohud.csv: MangoHud's log (its system line, then one row per frame of the primary
  * surface). */
 int formats_write_mangohud(FILE *f, const void *run);
-/* report.html: one self-contained page (inline CSS and script, data embedded as JSON). */
-int formats_write_report_html(FILE *f, const void *run);
 
 #endif

@@ -16,6 +16,7 @@
 #include "formats.h"
 #include "gpu_zones.h"
 #include "hitches.h"
+#include "html.h"
 #include "kms.h"
 #include "presentation.h"
 #include "stats.h"
@@ -147,7 +148,7 @@ static const struct {
     [REPORT_THREADS] = { "threads", "threads.csv", threads_writer, false },
     [REPORT_PRESENTMON] = { "presentmon", "presentmon.csv", formats_write_presentmon, true },
     [REPORT_MANGOHUD] = { "mangohud", "mangohud.csv", formats_write_mangohud, true },
-    [REPORT_HTML] = { "html", "report.html", formats_write_report_html, true },
+    [REPORT_HTML] = { "html", "report.html", html_write_report, true },
 };
 
 bool report_format_parse(const char *name, enum report_format *ret)
