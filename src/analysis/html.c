@@ -23,8 +23,8 @@ static double finite_or_zero(double x)
 /* One chart column: frames_in_it consecutive frames of the primary surface. */
 struct report_column {
     int64_t start_ns;            /* its first frame's start, from the capture origin */
-    int64_t frame_max_ns;
-    int64_t sum_ns[3 + FSCOPE_BLOCK_COUNT]; /* frame, gpu busy, cpu, blocks... */
+    int64_t frame_max_ns, frame_min_ns; /* frame_min_ns: its shortest frame over 0 (0: none) */
+    int64_t sum_ns[2 + FSCOPE_BLOCK_COUNT]; /* frame, cpu, blocks... */
     uint32_t frames_in_it;
     /* The gauges': the frames whose GPU busy is known (timed), their time and busy time, and
      * the largest share of a frame the CPU part and the GPU busy time took. */
@@ -33,7 +33,7 @@ struct report_column {
     double cpu_share_max, gpu_share_max;
 };
 
-enum { SUM_FRAME, SUM_GPU_BUSY, SUM_CPU, SUM_BLOCKS };
+enum { SUM_FRAME, SUM_CPU, SUM_BLOCKS };
 
 static void write_column_series(FILE *f, const char *name, const struct report_column *columns,
                                 size_t count, int sum_index)
@@ -73,8 +73,9 @@ static struct report_column *report_columns(const struct formats_run *run, uint6
         column->frames_in_it++;
         if (b.frame > column->frame_max_ns)
             column->frame_max_ns = b.frame;
+        if (b.frame > 0 && (!column->frame_min_ns || b.frame < column->frame_min_ns))
+            column->frame_min_ns = b.frame;
         column->sum_ns[SUM_FRAME] = ns_sum(column->sum_ns[SUM_FRAME], b.frame);
-        column->sum_ns[SUM_GPU_BUSY] = ns_sum(column->sum_ns[SUM_GPU_BUSY], b.gpu_busy);
         column->sum_ns[SUM_CPU] = ns_sum(column->sum_ns[SUM_CPU], b.cpu);
         for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
             column->sum_ns[SUM_BLOCKS + k] = ns_sum(column->sum_ns[SUM_BLOCKS + k], b.block[k]);
@@ -94,9 +95,48 @@ static struct report_column *report_columns(const struct formats_run *run, uint6
 }
 
 /* ---- report.html's gauges ----
- * Six graphs over the run, each on a fixed scale up to its natural ceiling (the display's
- * refresh, 100% of the frame, the machine's RAM, the heap's budget, the pools' capacity), as
- * an engine's own profiler draws them: a graph that scales to what it holds draws 4% as full. */
+ * Six graphs over the run. The shares of a frame and the pools are drawn up to their natural
+ * ceiling (100% of the frame, the heap's budget, the pools' capacity), as an engine's own
+ * profiler draws them: a graph that scales to what it holds draws 4% as full. The frame rate
+ * and the resident set have no ceiling of their own (a 400 fps run drawn against a 60 Hz
+ * refresh is a flat block; a 90 MiB process against 24 GiB of RAM a line at 0), so they are
+ * drawn over the run's own range, with a margin, on axes the page's data states. */
+
+/* An axis from about low to high in the unit's steps: widened by a tenth of the span (at
+ * least a twentieth of high, so that a steady value is not drawn as all jitter), rounded out
+ * to a step of 1, 2, 2.5 or 5 times a power of ten that cuts it into four to six, never
+ * below 0. */
+struct gauge_axis {
+    double min, max, step;
+};
+
+static struct gauge_axis gauge_axis_around(double low, double high, double unit)
+{
+    low /= unit;
+    high /= unit;
+    double margin = fmax((high - low) / 10, fabs(high) / 20);
+    if (!(margin > 0))
+        margin = 1;
+    double from = fmax(0, low - margin), to = high + margin;
+    double raw = (to - from) / 4;
+    double magnitude = pow(10, floor(log10(raw)));
+    static const double multiples[] = { 1, 2, 2.5, 5, 10 };
+    double step = 10 * magnitude;
+    for (unsigned i = 0; i < sizeof(multiples) / sizeof(multiples[0]); i++) {
+        if (multiples[i] * magnitude >= raw) {
+            step = multiples[i] * magnitude;
+            break;
+        }
+    }
+    return (struct gauge_axis){ .min = floor(from / step) * step * unit,
+                                .max = ceil(to / step) * step * unit, .step = step * unit };
+}
+
+static void write_gauge_axis(FILE *f, struct gauge_axis axis)
+{
+    fprintf(f, "\"axis\": {\"min\": %.12g, \"max\": %.12g, \"step\": %.12g}",
+            finite_or_zero(axis.min), finite_or_zero(axis.max), finite_or_zero(axis.step));
+}
 
 /* A gauge's samples: at most three values at a time. */
 #define GAUGE_VALUES 3
@@ -267,14 +307,41 @@ static int write_gauges_data(FILE *f, const struct formats_run *run, uint64_t or
         else
             fputs(c ? ",null" : "null", f);
     }
+    /* The frame rate's axis: from the slowest frame's rate to the fastest's, every frame's
+     * (a column's rate, its mean or its slowest frame's, lies between the two). */
+    int64_t longest_ns = 0, shortest_ns = 0;
+    for (size_t c = 0; c < column_count; c++) {
+        if (columns[c].frame_max_ns > longest_ns)
+            longest_ns = columns[c].frame_max_ns;
+        if (columns[c].frame_min_ns && (!shortest_ns || columns[c].frame_min_ns < shortest_ns))
+            shortest_ns = columns[c].frame_min_ns;
+    }
+    fputs("],\n", f);
+    if (longest_ns > 0 && shortest_ns > 0)
+        write_gauge_axis(f, gauge_axis_around(1e9 / (double)longest_ns,
+                                              1e9 / (double)shortest_ns, 1));
+    else
+        fputs("\"axis\": null", f);
 
     /* The kernel sampler's: resident set (0: not read) and descriptor sets. */
     size_t count = 0;
-    for (uint64_t i = 0; i < g->gauge_count; i++)
-        if (g->gauges[i].rss_bytes)
-            points[count++] = (struct gauge_point){ g->gauges[i].ticks,
-                                                    { (double)g->gauges[i].rss_bytes } };
-    fputs("]},\n\"rss\": {", f);
+    double rss_low = 0, rss_high = 0;
+    for (uint64_t i = 0; i < g->gauge_count; i++) {
+        double bytes = (double)g->gauges[i].rss_bytes;
+        if (!bytes)
+            continue;
+        rss_low = count && rss_low < bytes ? rss_low : bytes;
+        rss_high = count && rss_high > bytes ? rss_high : bytes;
+        points[count++] = (struct gauge_point){ g->gauges[i].ticks, { bytes } };
+    }
+    fputs("},\n\"rss\": {", f);
+    /* The resident set's axis: the process's own range, in MiB steps (GiB past one). */
+    if (count) {
+        write_gauge_axis(f, gauge_axis_around(rss_low, rss_high,
+                                              rss_high >= 1073741824.0 ? 1073741824.0
+                                                                       : 1048576.0));
+        fputs(", ", f);
+    }
     static const char *const rss_keys[] = { "bytes" };
     write_gauge_points(f, rec, origin, points, count, rss_keys, 1);
     count = 0;
@@ -318,6 +385,89 @@ static int write_gauges_data(FILE *f, const struct formats_run *run, uint64_t or
     write_gauge_points(f, rec, origin, points, count, budget_keys, 2);
     fputs("}}}", f);
     free(points);
+    return 0;
+}
+
+/* A hitch by where it is in the list, for sorting. */
+struct hitch_ref {
+    const struct hitch *hitch;
+    uint64_t index;
+};
+
+/* The worse of two hitches comes first: the longer frame, then the larger excess, then the
+ * earlier. */
+static int compare_worst_first(const struct hitch *a, uint64_t a_index, const struct hitch *b,
+                               uint64_t b_index)
+{
+    if (a->frame_ns != b->frame_ns)
+        return a->frame_ns > b->frame_ns ? -1 : 1;
+    int64_t a_excess = a->frame_ns - a->median_ns, b_excess = b->frame_ns - b->median_ns;
+    if (a_excess != b_excess)
+        return a_excess > b_excess ? -1 : 1;
+    return a_index < b_index ? -1 : a_index > b_index;
+}
+
+/* By cause, then worst first within a cause. */
+static int compare_hitch_refs(const void *a, const void *b)
+{
+    const struct hitch_ref *x = a, *y = b;
+    if (x->hitch->cause != y->hitch->cause)
+        return x->hitch->cause < y->hitch->cause ? -1 : 1;
+    return compare_worst_first(x->hitch, x->index, y->hitch, y->index);
+}
+
+/* The "hitch_groups" member: one group per cause, the group with the worst hitch first,
+ * each with its count, its excess in all and its hitches (indices into "hitches") worst
+ * first. A run with many hitches of one kind reads as one row, not as many alike. */
+static int write_hitch_groups(FILE *f, const struct hitch_stats *hs)
+{
+    uint64_t count = hs ? hs->count : 0;
+    struct hitch_ref *refs = malloc((count ? count : 1) * sizeof(*refs));
+    if (!refs)
+        return -ENOMEM;
+    for (uint64_t i = 0; i < count; i++)
+        refs[i] = (struct hitch_ref){ &hs->hitches[i], i };
+    qsort(refs, count, sizeof(*refs), compare_hitch_refs);
+    /* Where each cause's group begins in refs, and how many it holds. */
+    uint64_t first[HITCH_CAUSE_COUNT] = { 0 }, in_group[HITCH_CAUSE_COUNT] = { 0 };
+    for (uint64_t i = count; i-- > 0;) {
+        first[refs[i].hitch->cause] = i;
+        in_group[refs[i].hitch->cause]++;
+    }
+    unsigned order[HITCH_CAUSE_COUNT], groups = 0;
+    for (unsigned c = 0; c < HITCH_CAUSE_COUNT; c++) {
+        if (!in_group[c])
+            continue;
+        /* Insertion by the group's worst hitch: there are at most HITCH_CAUSE_COUNT. */
+        const struct hitch_ref *worst = &refs[first[c]];
+        unsigned at = groups++;
+        while (at > 0) {
+            const struct hitch_ref *before = &refs[first[order[at - 1]]];
+            if (compare_worst_first(before->hitch, before->index, worst->hitch,
+                                    worst->index) <= 0)
+                break;
+            order[at] = order[at - 1];
+            at--;
+        }
+        order[at] = c;
+    }
+    fputs(",\n\"hitch_groups\": [", f);
+    for (unsigned g = 0; g < groups; g++) {
+        unsigned c = order[g];
+        int64_t excess_ns = 0;
+        for (uint64_t i = first[c]; i < first[c] + in_group[c]; i++)
+            excess_ns = ns_sum(excess_ns, refs[i].hitch->frame_ns - refs[i].hitch->median_ns);
+        fprintf(f, "%s{\"cause\": \"%s\", \"words\": ", g ? ",\n" : "",
+                hitch_cause_name((enum hitch_cause)c));
+        json_write_script_string(f, hitch_cause_words((enum hitch_cause)c));
+        fprintf(f, ", \"count\": %llu, \"excess_ms\": %.3f, \"hitches\": [",
+                (unsigned long long)in_group[c], (double)excess_ns / 1e6);
+        for (uint64_t i = first[c]; i < first[c] + in_group[c]; i++)
+            fprintf(f, "%s%llu", i > first[c] ? "," : "", (unsigned long long)refs[i].index);
+        fputs("]}", f);
+    }
+    fputc(']', f);
+    free(refs);
     return 0;
 }
 
@@ -383,7 +533,17 @@ static int write_report_data(FILE *f, const struct formats_run *run)
     fputs(",\n", f);
     write_column_series(f, "frame_max", columns, column_count, -1);
     fputs(",\n", f);
-    write_column_series(f, "gpu_busy", columns, column_count, SUM_GPU_BUSY);
+    /* The mean GPU busy time of the column's GPU-timed frames, as frames.csv gives each
+     * frame's (null: none was timed), for "where each frame went". */
+    fputs("\"gpu_busy\": [", f);
+    for (size_t c = 0; c < column_count; c++) {
+        if (columns[c].gpu_timed_frames)
+            fprintf(f, "%s%.4f", c ? "," : "",
+                    (double)columns[c].gpu_timed_busy_ns / columns[c].gpu_timed_frames / 1e6);
+        else
+            fputs(c ? ",null" : "null", f);
+    }
+    fputc(']', f);
     fputs(",\n\"budget\": {", f);
     write_column_series(f, "cpu", columns, column_count, SUM_CPU);
     for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++) {
@@ -431,7 +591,9 @@ static int write_report_data(FILE *f, const struct formats_run *run)
         json_write_script_string(f, thread);
         fputc('}', f);
     }
-    fputs("],\n\"zones_csv\": ", f);
+    fputc(']', f);
+    int r = write_hitch_groups(f, hs);
+    fputs(",\n\"zones_csv\": ", f);
     json_write_script_string(f, zones);
     /* With no frame, the gauges count from their first sample. */
     uint64_t gauge_origin = origin;
@@ -440,7 +602,8 @@ static int write_report_data(FILE *f, const struct formats_run *run)
         gauge_origin = g->gauges[0].ticks;
     if (!gauge_origin && run->engine && run->engine->live_point_count)
         gauge_origin = run->engine->live_points[0].ticks;
-    int r = write_gauges_data(f, run, gauge_origin, columns, column_count);
+    if (r == 0)
+        r = write_gauges_data(f, run, gauge_origin, columns, column_count);
     fputs("}\n", f);
     free(columns);
     free(zones);
@@ -475,6 +638,8 @@ static const char report_page_head[] =
     ".swatch { display: inline-block; width: .8em; height: .8em; margin-right: .3em;\n"
     "          vertical-align: -1px; }\n"
     "#status { color: #888; font-size: .85em; }\n"
+    "details { margin: .2em 0 .5em 1em; }\n"
+    "summary { cursor: pointer; color: #555; }\n"
     "</style>\n"
     "</head>\n"
     "<body>\n"
@@ -501,6 +666,7 @@ static const char report_page_tail[] =
     "    var SVG_NS = 'http://www.w3.org/2000/svg';\n"
     "    var PARTS = ['cpu', 'acquire', 'present', 'present_wait', 'fence', 'semaphore', 'idle',\n"
     "                 'cap'];\n"
+    "    var GPU_COLOR = '#6a3d9a';\n"
     "    var COLORS = {\n"
     "        cpu: '#4c78a8', acquire: '#f58518', present: '#e45756', present_wait: '#eeca3b',\n"
     "        fence: '#72b7b2', semaphore: '#54a24b', idle: '#b279a2', cap: '#9d755d'\n"
@@ -570,7 +736,9 @@ static const char report_page_tail[] =
     "    // An empty chart with axes from about xMin to xMax and 0 to yMax, widened to round\n"
     "    // ticks; returns its scales. options, all optional: parent (the report), heading\n"
     "    // ('h2'), xExact (the x axis from xMin to xMax, not widened), yTicks (a fixed scale:\n"
-    "    // these ticks, the last at the top, yMax unused) and yFormat (how a y tick reads).\n"
+    "    // these ticks, the first at the bottom and the last at the top, yMax unused), yFormat\n"
+    "    // (how a y tick reads) and id (the svg's data-chart). The svg states its x axis in\n"
+    "    // data-x-min, data-x-max and data-x-label, so that a reader can see they line up.\n"
     "    function chart(title, xMin, xMax, yMax, xLabel, yLabel, options) {\n"
     "        options = options || {};\n"
     "        var parent = options.parent || report;\n"
@@ -589,16 +757,21 @@ static const char report_page_tail[] =
     "            for (var yValue = 0; yValue <= yMax + yStep / 2; yValue += yStep)\n"
     "                yTicks.push(yValue);\n"
     "        }\n"
+    "        var yMin = yTicks[0];\n"
     "        yMax = yTicks[yTicks.length - 1];\n"
     "        var yFormat = options.yFormat || tickLabel;\n"
     "        var svg = svgAdd(parent, 'svg', {\n"
-    "            width: width, height: height, viewBox: '0 0 ' + width + ' ' + height\n"
+    "            width: width, height: height, viewBox: '0 0 ' + width + ' ' + height,\n"
+    "            'data-x-min': xMin, 'data-x-max': xMax, 'data-x-label': xLabel\n"
     "        });\n"
+    "        if (options.id)\n"
+    "            svg.setAttribute('data-chart', options.id);\n"
     "        var scale = {\n"
     "            svg: svg,\n"
     "            x: function (v) { return left + plotWidth * (v - xMin) / (xMax - xMin); },\n"
     "            y: function (v) {\n"
-    "                return top + plotHeight - plotHeight * Math.min(v, yMax) / yMax;\n"
+    "                var inside = Math.max(yMin, Math.min(v, yMax));\n"
+    "                return top + plotHeight - plotHeight * (inside - yMin) / (yMax - yMin);\n"
     "            },\n"
     "            bottom: top + plotHeight,\n"
     "            left: left,\n"
@@ -668,6 +841,36 @@ static const char report_page_tail[] =
     "                'with the most frames of ' + data.surfaces + '.', 'note');\n"
     "    }\n"
     "\n"
+    "    // The run's time, shared by every chart over it so that they line up: from the first\n"
+    "    // frame (or the first sample, before it) to the last frame's end or the last sample.\n"
+    "    var TIME_LABEL = 'time since the first frame (s)';\n"
+    "    function timeRange() {\n"
+    "        var g = data.gauges, low = 0, high = g.frames.end_s;\n"
+    "        [g.rss.t, g.descriptors.t, g.memory.t, g.memory.budget.t].forEach(function (t) {\n"
+    "            if (t.length) {\n"
+    "                low = Math.min(low, minimum(t));\n"
+    "                high = Math.max(high, maximum(t));\n"
+    "            }\n"
+    "        });\n"
+    "        return [low, high > low ? high : low + 1];\n"
+    "    }\n"
+    "    var TIME = timeRange();\n"
+    "\n"
+    "    // A chart over the run's time; options as chart()'s.\n"
+    "    function timeChart(title, yMax, yLabel, options) {\n"
+    "        options = options || {};\n"
+    "        options.xExact = true;\n"
+    "        return chart(title, TIME[0], TIME[1], yMax, TIME_LABEL, yLabel, options);\n"
+    "    }\n"
+    "\n"
+    "    // Where column i ends, in seconds: where the next begins; the last, where the frames\n"
+    "    // end.\n"
+    "    function columnEnd(i) {\n"
+    "        var columns = data.columns;\n"
+    "        return i + 1 < columns.start.length ? columns.start[i + 1] / 1000\n"
+    "                                            : data.gauges.frames.end_s;\n"
+    "    }\n"
+    "\n"
     "    function columnsNote(columns) {\n"
     "        var most = maximum(columns.frames_per_column);\n"
     "        if (most > 1)\n"
@@ -678,10 +881,9 @@ static const char report_page_tail[] =
     "        var columns = data.columns, count = columns.start.length;\n"
     "        if (!count)\n"
     "            return;\n"
-    "        var end = columns.start[count - 1] + columns.frame_max[count - 1];\n"
+    "        var end = columnEnd(count - 1);\n"
     "        var yMax = maximum(columns.frame_max) * 1.05;\n"
-    "        var scale = chart('Frame time', 0, end / 1000, yMax,\n"
-    "                          'time since the first frame (s)', 'ms');\n"
+    "        var scale = timeChart('Frame time', yMax, 'ms', { id: 'frame-time' });\n"
     "        var grouped = maximum(columns.frames_per_column) > 1;\n"
     "        var series = grouped ? [['frame_max', '#c33', 'slowest frame of the column'],\n"
     "                                ['frame_mean', '#4c78a8', 'mean of the column']]\n"
@@ -696,23 +898,27 @@ static const char report_page_tail[] =
     "        });\n"
     "        [['p50', data.frame_ms.p50], ['p99', data.frame_ms.p99]].forEach(function (line) {\n"
     "            var y = scale.y(line[1]);\n"
-    "            svgAdd(scale.svg, 'line', { x1: scale.x(0), x2: scale.x(end / 1000),\n"
+    "            svgAdd(scale.svg, 'line', { x1: scale.x(0), x2: scale.x(end),\n"
     "                                        y1: y, y2: y,\n"
     "                                        stroke: '#999', 'stroke-dasharray': '4 3' });\n"
-    "            svgAdd(scale.svg, 'text', { x: scale.x(end / 1000) - 4, y: y - 3,\n"
+    "            svgAdd(scale.svg, 'text', { x: scale.x(end) - 4, y: y - 3,\n"
     "                                        'text-anchor': 'end' }, line[0]);\n"
     "        });\n"
     "        legend(series.map(function (entry) { return [entry[2], entry[1]]; }));\n"
     "        columnsNote(columns);\n"
     "    }\n"
     "\n"
+    "    // The frame split into the CPU part and its waits, stacked (they add up to the frame),\n"
+    "    // with the GPU busy time drawn over them as a line: it overlaps them rather than adding\n"
+    "    // to them, and a GPU-bound run shows it at the top of the stack.\n"
     "    function renderBudget() {\n"
     "        var columns = data.columns, count = columns.start.length;\n"
     "        if (!count)\n"
     "            return;\n"
-    "        var scale = chart('Where each frame went (cpu + blocks = frame)', 0, count,\n"
-    "                          maximum(columns.frame_mean) * 1.05, 'frame column',\n"
-    "                          'ms per frame');\n"
+    "        var gpu = columns.gpu_busy.filter(function (v) { return v !== null; });\n"
+    "        var yMax = Math.max(maximum(columns.frame_mean), maximum(gpu)) * 1.05;\n"
+    "        var scale = timeChart('Where each frame went (cpu + blocks = frame; GPU busy ' +\n"
+    "                              'over them)', yMax, 'ms per frame', { id: 'budget' });\n"
     "        var below = columns.start.map(function () { return 0; });\n"
     "        PARTS.forEach(function (part) {\n"
     "            var values = columns.budget[part];\n"
@@ -721,15 +927,37 @@ static const char report_page_tail[] =
     "                return;\n"
     "            var path = '';\n"
     "            for (var i = 0; i < count; i++)\n"
-    "                path += (i ? 'L' : 'M') + fixed(scale.x(i), 1) + ' ' +\n"
-    "                        fixed(scale.y(top[i]), 1) + 'H' + fixed(scale.x(i + 1), 1);\n"
+    "                path += (i ? 'L' : 'M') + fixed(scale.x(columns.start[i] / 1000), 1) + ' ' +\n"
+    "                        fixed(scale.y(top[i]), 1) + 'H' + fixed(scale.x(columnEnd(i)), 1);\n"
     "            for (var j = count - 1; j >= 0; j--)\n"
-    "                path += 'L' + fixed(scale.x(j + 1), 1) + ' ' +\n"
-    "                        fixed(scale.y(below[j]), 1) + 'H' + fixed(scale.x(j), 1);\n"
+    "                path += 'L' + fixed(scale.x(columnEnd(j)), 1) + ' ' +\n"
+    "                        fixed(scale.y(below[j]), 1) + 'H' +\n"
+    "                        fixed(scale.x(columns.start[j] / 1000), 1);\n"
     "            svgAdd(scale.svg, 'path', { d: path + 'Z', fill: COLORS[part] });\n"
     "            below = top;\n"
     "        });\n"
-    "        legend(PARTS.map(function (part) { return [part, COLORS[part]]; }));\n"
+    "        var items = PARTS.map(function (part) { return [part, COLORS[part]]; });\n"
+    "        if (gpu.length) {\n"
+    "            // Steps like the stack's, broken where a column had no GPU-timed frame.\n"
+    "            var line = '', drawing = false;\n"
+    "            columns.gpu_busy.forEach(function (ms, i) {\n"
+    "                if (ms === null) {\n"
+    "                    drawing = false;\n"
+    "                    return;\n"
+    "                }\n"
+    "                var y = fixed(scale.y(ms), 1);\n"
+    "                line += (drawing ? 'L' : 'M') + fixed(scale.x(columns.start[i] / 1000), 1) +\n"
+    "                        ' ' + y + 'H' + fixed(scale.x(columnEnd(i)), 1);\n"
+    "                drawing = true;\n"
+    "            });\n"
+    "            svgAdd(scale.svg, 'path', { d: line, fill: 'none', stroke: GPU_COLOR,\n"
+    "                                        'stroke-width': 2, 'data-series': 'gpu_busy' });\n"
+    "            items.push(['GPU busy', GPU_COLOR]);\n"
+    "        }\n"
+    "        legend(items);\n"
+    "        if (!gpu.length)\n"
+    "            add(report, 'p', 'The GPU\\'s work was not timed in this run: no GPU busy ' +\n"
+    "                'line.', 'note');\n"
     "        columnsNote(columns);\n"
     "    }\n"
     "\n"
@@ -768,10 +996,10 @@ static const char report_page_tail[] =
     "        });\n"
     "    }\n"
     "\n"
-    "    // The gauges' colours: the CPU's is the budget chart's, and no other gauge shares it or\n"
-    "    // a block's, so a colour means one thing on the whole page.\n"
+    "    // The gauges' colours: the CPU's and the GPU's are the budget chart's, and no other\n"
+    "    // gauge shares them or a block's, so a colour means one thing on the whole page.\n"
     "    var GAUGE_COLORS = {\n"
-    "        fps: '#555', cpu: COLORS.cpu, gpu: '#6a3d9a', rss: '#bc7a00', memory: '#2a9d8f',\n"
+    "        fps: '#555', cpu: COLORS.cpu, gpu: GPU_COLOR, rss: '#bc7a00', memory: '#2a9d8f',\n"
     "        descriptors: '#8c564b'\n"
     "    };\n"
     "    var GIB = 1073741824, MIB = 1048576;\n"
@@ -791,15 +1019,17 @@ static const char report_page_tail[] =
     "        return String(Number(value.toPrecision(3)));\n"
     "    }\n"
     "\n"
-    "    // One gauge in its own box (#gauge-<id>, data-ceiling in the series' unit): a graph\n"
-    "    // over the run from 0 to its ceiling, in quarters, that never scales to what it holds.\n"
-    "    // What passes the ceiling is drawn at it, and a note says how far it went (data-over).\n"
-    "    // The first series is filled to the floor, so that a reading near 0 still shows. spec:\n"
-    "    // id, title, ceiling, ceilingLine (false: a series draws it), unit, divisor (values\n"
-    "    // over it give the axis's unit), text (a value as the note gives it), note, empty (a\n"
-    "    // sentence: nothing to draw), series: [{t, v, label, color, fill, dash}], v with nulls\n"
-    "    // where unknown.\n"
-    "    function gauge(section, spec, range) {\n"
+    "    // One gauge in its own box (#gauge-<id>, data-floor and data-ceiling in the series'\n"
+    "    // unit): a graph over the run's time from 0 to its ceiling, in quarters, that never\n"
+    "    // scales to what it holds; or, given an axis, over that range in its steps (the run's\n"
+    "    // own range, for what has no ceiling). What passes the ceiling is drawn at it, and a\n"
+    "    // note says how far it went (data-over). The first series is filled to the floor, so\n"
+    "    // that a reading near it still shows. spec: id, title, ceiling, ceilingLine (false: a\n"
+    "    // series draws it), axis ({min, max, step}, in place of the ceiling), marks ([value,\n"
+    "    // label] lines across), unit, divisor (values over it give the axis's unit), text (a\n"
+    "    // value as the note gives it), note, empty (a sentence: nothing to draw), series:\n"
+    "    // [{t, v, label, color, fill, dash}], v with nulls where unknown.\n"
+    "    function gauge(section, spec) {\n"
     "        var box = add(section, 'div', undefined, 'gauge');\n"
     "        box.id = 'gauge-' + spec.id;\n"
     "        if (spec.empty) {\n"
@@ -809,22 +1039,31 @@ static const char report_page_tail[] =
     "            return;\n"
     "        }\n"
     "        box.dataset.state = 'drawn';\n"
-    "        box.dataset.ceiling = spec.ceiling;\n"
     "        var divisor = spec.divisor || 1;\n"
-    "        var ceiling = spec.ceiling / divisor;\n"
     "        var most = 0;\n"
     "        spec.series.forEach(function (s) {\n"
     "            most = Math.max(most, maximum(s.v) / divisor);\n"
     "        });\n"
-    "        if (!(ceiling > 0))\n"
-    "            ceiling = most > 0 ? most : 1;\n"
-    "        var ticks = [0, 1, 2, 3, 4].map(function (quarter) {\n"
-    "            return ceiling * quarter / 4;\n"
-    "        });\n"
-    "        var scale = chart(spec.title, range[0], range[1], 0,\n"
-    "                          'time since the first frame (s)', spec.unit,\n"
-    "                          { parent: box, heading: 'h3', xExact: true, yTicks: ticks,\n"
-    "                            yFormat: gaugeTick });\n"
+    "        var ticks;\n"
+    "        if (spec.axis) {\n"
+    "            ticks = [];\n"
+    "            var steps = Math.round((spec.axis.max - spec.axis.min) / spec.axis.step);\n"
+    "            for (var k = 0; k <= steps; k++)\n"
+    "                ticks.push((spec.axis.min + k * spec.axis.step) / divisor);\n"
+    "            box.dataset.floor = spec.axis.min;\n"
+    "            box.dataset.ceiling = spec.axis.max;\n"
+    "        } else {\n"
+    "            var top = spec.ceiling / divisor;\n"
+    "            if (!(top > 0))\n"
+    "                top = most > 0 ? most : 1;\n"
+    "            ticks = [0, 1, 2, 3, 4].map(function (quarter) { return top * quarter / 4; });\n"
+    "            box.dataset.floor = 0;\n"
+    "            box.dataset.ceiling = top * divisor;\n"
+    "        }\n"
+    "        var ceiling = ticks[ticks.length - 1];\n"
+    "        var scale = timeChart(spec.title, 0, spec.unit,\n"
+    "                              { parent: box, heading: 'h3', yTicks: ticks,\n"
+    "                                yFormat: gaugeTick, id: 'gauge-' + spec.id });\n"
     "        spec.series.forEach(function (s) {\n"
     "            var runs = [], points = [];\n"
     "            s.t.forEach(function (t, i) {\n"
@@ -860,10 +1099,20 @@ static const char report_page_tail[] =
     "                svgAdd(scale.svg, 'polyline', line);\n"
     "            });\n"
     "        });\n"
-    "        var top = scale.y(ceiling);\n"
-    "        if (spec.ceilingLine !== false)\n"
-    "            svgAdd(scale.svg, 'line', { x1: scale.left, x2: scale.right, y1: top, y2: top,\n"
+    "        var marks = (spec.marks || []).slice();\n"
+    "        if (!spec.axis && spec.ceilingLine !== false)\n"
+    "            marks.push([ceiling * divisor, '']);\n"
+    "        marks.forEach(function (mark) {\n"
+    "            var value = mark[0] / divisor;\n"
+    "            if (value < ticks[0] || value > ceiling)\n"
+    "                return;\n"
+    "            var y = scale.y(value);\n"
+    "            svgAdd(scale.svg, 'line', { x1: scale.left, x2: scale.right, y1: y, y2: y,\n"
     "                                        stroke: '#999', 'stroke-dasharray': '4 3' });\n"
+    "            if (mark[1])\n"
+    "                svgAdd(scale.svg, 'text', { x: scale.right - 4, y: y - 3,\n"
+    "                                            'text-anchor': 'end' }, mark[1]);\n"
+    "        });\n"
     "        legend(spec.series.map(function (s) { return [s.label, s.color]; }), box);\n"
     "        if (most > ceiling) {\n"
     "            box.dataset.over = 'yes';\n"
@@ -872,19 +1121,6 @@ static const char report_page_tail[] =
     "        }\n"
     "        if (spec.note)\n"
     "            add(box, 'p', spec.note, 'note');\n"
-    "    }\n"
-    "\n"
-    "    // The run's time, shared by every gauge so that they line up: the frames' and every\n"
-    "    // sample's.\n"
-    "    function gaugeRange(g) {\n"
-    "        var low = 0, high = g.frames.end_s;\n"
-    "        [g.rss.t, g.descriptors.t, g.memory.t, g.memory.budget.t].forEach(function (t) {\n"
-    "            if (t.length) {\n"
-    "                low = Math.min(low, minimum(t));\n"
-    "                high = Math.max(high, maximum(t));\n"
-    "            }\n"
-    "        });\n"
-    "        return [low, high > low ? high : low + 1];\n"
     "    }\n"
     "\n"
     "    function frameGauges(g) {\n"
@@ -905,15 +1141,24 @@ static const char report_page_tail[] =
     "                    series: [{ t: f.start_s, v: most > 1 ? f.fps_low : f.fps,\n"
     "                               color: GAUGE_COLORS.fps, fill: true,\n"
     "                               label: 'frame rate' + which }] };\n"
-    "        if (g.refresh_hz > 0) {\n"
-    "            var hz = String(Number(g.refresh_hz.toFixed(2)));\n"
-    "            fps.ceiling = g.refresh_hz;\n"
-    "            fps.title = 'Frame rate, of the ' + hz + ' Hz refresh';\n"
+    "        // No ceiling of its own: a refresh rate is one for a run that waits for the display\n"
+    "        // and none for one that does not (a 400 fps run is a flat block against 60 Hz).\n"
+    "        // The axis is the run's range, its slowest frame's rate to its fastest's, and the\n"
+    "        // refresh a dashed line where it falls inside.\n"
+    "        var hz = String(Number(g.refresh_hz.toFixed(2)));\n"
+    "        var refresh = g.refresh_hz > 0 ? '; the display refreshes at ' + hz + ' Hz' : '';\n"
+    "        if (f.axis) {\n"
+    "            fps.axis = f.axis;\n"
+    "            fps.title = 'Frame rate, on the run\\'s own range (' + gaugeTick(f.axis.min) +\n"
+    "                        ' to ' + gaugeTick(f.axis.max) + ' fps, from its slowest ' +\n"
+    "                        'frame to its fastest' + refresh + ')';\n"
+    "            if (g.refresh_hz > 0)\n"
+    "                fps.marks = [[g.refresh_hz, hz + ' Hz refresh']];\n"
     "        } else {\n"
     "            var fastest = maximum(f.fps), step = tickStep(fastest / 2.5);\n"
     "            fps.ceiling = Math.max(step, Math.ceil(fastest / step) * step);\n"
     "            fps.title = 'Frame rate, of ' + fps.ceiling + ' fps (the most seen, rounded ' +\n"
-    "                        'up: no refresh rate was reported)';\n"
+    "                        'up)';\n"
     "        }\n"
     "        var cpu = { id: 'cpu', unit: '% of the frame', ceiling: 100,\n"
     "                    title: 'CPU part of each frame (outside waits in Vulkan), of 100%',\n"
@@ -937,18 +1182,21 @@ static const char report_page_tail[] =
     "            rss.empty = 'The resident set was not read (the kernel sampler did not run).';\n"
     "            return rss;\n"
     "        }\n"
-    "        var peak = maximum(g.rss.bytes);\n"
-    "        rss.ceiling = g.ram_bytes > 0 ? g.ram_bytes : peak;\n"
+    "        // No ceiling of its own either: against the machine's RAM, a process's line sits\n"
+    "        // at 0. The axis is the process's own range, lowest to highest sample.\n"
+    "        var peak = maximum(g.rss.bytes), axis = g.rss.axis;\n"
+    "        rss.axis = axis;\n"
     "        rss.text = bytesText;\n"
-    "        rss.title = g.ram_bytes > 0 ? 'RSS, of ' + bytesText(g.ram_bytes) + ' RAM'\n"
-    "                                    : 'RSS, of its peak ' + bytesText(peak) +\n"
-    "                                      ' (the machine\\'s RAM was not recorded)';\n"
-    "        var unit = bytesUnit(rss.ceiling);\n"
+    "        rss.title = 'RSS, on the process\\'s own range (' + bytesText(axis.min) + ' to ' +\n"
+    "                    bytesText(axis.max) + ')';\n"
+    "        var unit = bytesUnit(axis.max);\n"
     "        rss.divisor = unit[0];\n"
     "        rss.unit = unit[1];\n"
+    "        var ram = g.ram_bytes > 0 ? ', ' + fixed(100 * peak / g.ram_bytes, 1) +\n"
+    "                                    '% of the ' + bytesText(g.ram_bytes) + ' RAM' : '';\n"
     "        rss.series = [{ t: g.rss.t, v: g.rss.bytes, color: GAUGE_COLORS.rss, fill: true,\n"
-    "                        label: 'resident set (peak ' + bytesText(peak) + ', ' +\n"
-    "                               fixed(100 * peak / rss.ceiling, 1) + '%)' }];\n"
+    "                        label: 'resident set (lowest ' + bytesText(minimum(g.rss.bytes)) +\n"
+    "                               ', peak ' + bytesText(peak) + ram + ')' }];\n"
     "        return rss;\n"
     "    }\n"
     "\n"
@@ -1021,14 +1269,15 @@ static const char report_page_tail[] =
     "        var section = add(report, 'section');\n"
     "        section.id = 'gauges';\n"
     "        add(section, 'h2', 'Gauges');\n"
-    "        add(section, 'p', 'Each graph is drawn up to its natural ceiling, named in its ' +\n"
-    "            'title, whatever it holds: the space above a line is headroom. What passes ' +\n"
-    "            'the ceiling is drawn at it, and a note under the graph says how far it went.',\n"
+    "        add(section, 'p', 'The frame rate and the RSS have no natural ceiling: each is ' +\n"
+    "            'drawn over the run\\'s own range, named in its title, and its axis does not ' +\n"
+    "            'start at 0. The others are drawn up to their natural ceiling, named in the ' +\n"
+    "            'title, whatever they hold: the space above a line is headroom. What passes ' +\n"
+    "            'a ceiling is drawn at it, and a note under the graph says how far it went.',\n"
     "            'note');\n"
-    "        var range = gaugeRange(g);\n"
     "        var specs = frameGauges(g).concat([rssGauge(g), memoryGauge(g),\n"
     "                                           descriptorGauge(g)]);\n"
-    "        specs.forEach(function (spec) { gauge(section, spec, range); });\n"
+    "        specs.forEach(function (spec) { gauge(section, spec); });\n"
     "    }\n"
     "\n"
     "    // RFC 4180 fields: quoted fields may hold commas and doubled quotes.\n"
@@ -1067,20 +1316,65 @@ static const char report_page_tail[] =
     "                + 'and 4 ms over it.', 'note');\n"
     "            return;\n"
     "        }\n"
+    "        var groups = data.hitch_groups;\n"
+    "        add(report, 'p', data.hitches.length + ' hitches, one row per cause, the cause ' +\n"
+    "            'with the longest frame first; open a row for its hitches, the worst first.',\n"
+    "            'note');\n"
     "        var table = add(report, 'table');\n"
+    "        table.id = 'hitch-groups';\n"
     "        var head = add(table, 'tr');\n"
-    "        ['frame', 'at (s)', 'frame (ms)', 'over its neighbours (ms)', 'cause', 'evidence',\n"
-    "         'thread'].forEach(function (name) { add(head, 'th', name); });\n"
-    "        data.hitches.forEach(function (h) {\n"
-    "            var tr = add(table, 'tr');\n"
+    "        var words = { cause: true, where: true, thread: true, evidence: true };\n"
+    "        ['cause', 'hitches', 'worst frame (ms)', 'over its neighbours (ms)', 'where',\n"
+    "         'thread', 'evidence'].forEach(function (name) {\n"
+    "            add(head, 'th', name, words[name] ? 'text' : undefined);\n"
+    "        });\n"
+    "        groups.forEach(function (group) {\n"
+    "            var worst = data.hitches[group.hitches[0]];\n"
+    "            var tr = add(table, 'tr', undefined, 'hitch-group');\n"
+    "            tr.dataset.cause = group.cause;\n"
+    "            tr.dataset.count = group.count;\n"
+    "            add(tr, 'td', group.words, 'text');\n"
+    "            add(tr, 'td', String(group.count));\n"
+    "            add(tr, 'td', worst.frame_ms.toFixed(1));\n"
+    "            add(tr, 'td', '+' + worst.excess_ms.toFixed(1));\n"
+    "            add(tr, 'td', 'frame ' + worst.frame + ' at ' + worst.at_s.toFixed(3) + ' s',\n"
+    "                'text');\n"
+    "            add(tr, 'td', worst.thread, 'text');\n"
+    "            add(tr, 'td', worst.evidence, 'text');\n"
+    "            if (group.count > 1)\n"
+    "                hitchList(add(add(table, 'tr'), 'td', undefined, 'text'), group);\n"
+    "        });\n"
+    "    }\n"
+    "\n"
+    "    // A group's hitches, worst first, folded away: at most HITCH_LIST of them, as the\n"
+    "    // summary lists the worst few; summary.json and trace.json hold every one.\n"
+    "    var HITCH_LIST = 50;\n"
+    "    function hitchList(cell, group) {\n"
+    "        cell.colSpan = 7;\n"
+    "        var details = add(cell, 'details');\n"
+    "        var shown = group.hitches.slice(0, HITCH_LIST);\n"
+    "        add(details, 'summary', (shown.length < group.count ? 'the ' + shown.length +\n"
+    "                                 ' worst of ' : 'all ') + group.count + ' ' + group.words +\n"
+    "                                ' hitches');\n"
+    "        var table = add(details, 'table');\n"
+    "        var head = add(table, 'tr');\n"
+    "        ['frame', 'at (s)', 'frame (ms)', 'over its neighbours (ms)', 'thread',\n"
+    "         'evidence'].forEach(function (name) {\n"
+    "            var text = name === 'thread' || name === 'evidence';\n"
+    "            add(head, 'th', name, text ? 'text' : undefined);\n"
+    "        });\n"
+    "        shown.forEach(function (index) {\n"
+    "            var h = data.hitches[index], tr = add(table, 'tr');\n"
     "            add(tr, 'td', String(h.frame));\n"
     "            add(tr, 'td', h.at_s.toFixed(3));\n"
     "            add(tr, 'td', h.frame_ms.toFixed(1));\n"
     "            add(tr, 'td', '+' + h.excess_ms.toFixed(1));\n"
-    "            add(tr, 'td', h.cause, 'text');\n"
-    "            add(tr, 'td', h.evidence, 'text');\n"
     "            add(tr, 'td', h.thread, 'text');\n"
+    "            add(tr, 'td', h.evidence, 'text');\n"
     "        });\n"
+    "        if (shown.length < group.count)\n"
+    "            add(details, 'p', (group.count - shown.length) + ' more, not listed: ' +\n"
+    "                'summary.json and trace.json hold every hitch.', 'note');\n"
     "    }\n"
     "\n"
     "    function renderZones() {\n"
