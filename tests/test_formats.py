@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The capture in other tools' formats, read back as their readers would: the demo under the
 layer on a headless Weston, then presentmon.csv and mangohud.csv checked frame by frame against
-frames.csv, and report.html opened in a real headless browser (Debian's chromium).
+frames.csv, report.html's data checked against frames.csv and summary.json (its scales, its
+GPU series, its hitch groups), and the page opened and photographed in a real headless browser
+(Debian's chromium).
 
 usage: test_formats.py TEST BUILD_DIR DEMO"""
 import csv
@@ -9,12 +11,14 @@ import json
 import os
 import re
 import shutil
-import subprocess
+import struct
 import sys
 import tempfile
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vkharness import SKIP, Weston, check, check_capture_consistent, main, ns, run_app
+from vkharness import (SKIP, Weston, check, check_capture_consistent, main, ns, run_app,
+                       run_bounded)
 
 PRESENTMON_COLUMNS = [
     "Application", "ProcessID", "SwapChainAddress", "PresentRuntime", "SyncInterval",
@@ -27,9 +31,10 @@ MANGOHUD_COLUMNS = ("fps,frametime,cpu_load,gpu_load,cpu_temp,gpu_temp,gpu_core_
                     "gpu_mem_clock,gpu_vram_used,gpu_power,ram_used,elapsed")
 
 
-def demo_run(build, demo, mode, frames):
+def demo_run(build, demo, mode, frames, extra=()):
     with Weston() as w:
-        r = run_app([demo, "--quiet", "--frames", str(frames), "--present-mode", mode], w, build)
+        r = run_app([demo, "--quiet", "--frames", str(frames), "--present-mode", mode] +
+                    list(extra), w, build)
     check(r.rc == 0, f"demo exited {r.rc}: {r.stderr[-2000:]}")
     summary, rows, _, _ = check_capture_consistent(r, expected_frames=frames)
     check(summary["presentation"]["tracked"], "presentation not tracked")
@@ -162,19 +167,86 @@ def test_csv(build, demo):
           f"shown), mailbox 200 frames ({shown_mailbox} shown, {discarded} discarded)")
 
 
-def dump_dom(page):
-    """The page's DOM after its scripts ran, as Debian's chromium renders it headless."""
+# The run report.html is checked on: GPU-bound (lavapipe's fragment work outlasts the
+# frame's CPU part many times), and two spikes many times its frame (a CPU spike, a sleep)
+# so that it has hitches of more than one cause.
+RICH_FRAMES = 300
+RICH_ARGS = ["--gpu-iters", "4000", "--cpu-spike", "100:150", "--stall-at", "200",
+             "--stall-ms", "150"]
+
+
+def rich_run(build, demo):
+    return demo_run(build, demo, "mailbox", RICH_FRAMES, RICH_ARGS)
+
+
+def page_data(page):
+    """report.html's embedded data, as its script reads it."""
+    html = open(page).read()
+    m = re.search(r'<script type="application/json" id="data">(.*?)</script>', html, re.S)
+    check(m, "no embedded data")
+    return html, json.loads(m.group(1))
+
+
+def chromium(page, *args):
+    """Debian's chromium, headless, on page: as root (no sandbox), with no network and a
+    profile of its own, killed with every process it started when it runs for two minutes."""
     profile = tempfile.mkdtemp(prefix="fscope-chromium-")
     try:
-        proc = subprocess.run(
+        proc = run_bounded(
             ["chromium", "--headless", "--no-sandbox", "--disable-gpu",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--no-first-run", f"--user-data-dir={profile}", "--dump-dom", "file://" + page],
-            capture_output=True, text=True, timeout=120)
+             "--no-first-run", f"--user-data-dir={profile}"] + list(args) + ["file://" + page],
+            timeout=120)
     finally:
         shutil.rmtree(profile, ignore_errors=True)
     check(proc.returncode == 0, f"chromium exited {proc.returncode}: {proc.stderr[-2000:]}")
-    return proc.stdout
+    return proc
+
+
+def dump_dom(page):
+    """The page's DOM after its scripts ran, as Debian's chromium renders it headless."""
+    return chromium(page, "--dump-dom").stdout
+
+
+def read_png(path):
+    """(width, height, pixels as (r, g, b) tuples) of an 8-bit RGB or RGBA PNG."""
+    data = open(path, "rb").read()
+    check(data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG")
+    at, compressed, header = 8, [], None
+    while at < len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8:at + 8 + length]
+        at += 12 + length
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            compressed.append(body)
+    check(header, f"{path} has no IHDR")
+    width, height, depth, color, _, _, interlace = header
+    check(depth == 8 and color in (2, 6) and not interlace, f"{path}: PNG header {header}")
+    step = 3 if color == 2 else 4
+    raw, stride = zlib.decompress(b"".join(compressed)), width * step
+    pixels, previous = [], bytearray(stride)
+    for y in range(height):
+        kind = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - step] if i >= step else 0
+            up, corner = previous[i], previous[i - step] if i >= step else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 255
+            elif kind == 2:
+                line[i] = (line[i] + up) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 255
+            elif kind == 4:
+                p = left + up - corner
+                guess = min((abs(p - left), 0, left), (abs(p - up), 1, up),
+                            (abs(p - corner), 2, corner))[2]
+                line[i] = (line[i] + guess) & 255
+        pixels.extend(zip(line[0::step], line[1::step], line[2::step]))
+        previous = line
+    return width, height, pixels
 
 
 def body_attributes(dom):
@@ -188,20 +260,132 @@ def status_text(dom):
     return m.group(1) if m else None
 
 
+def check_axis(name, axis, values):
+    """A gauge's axis scaled to what it shows (issue 33): it covers the values, in a whole
+    number of round steps, and spans at most about twice their range plus a margin of a
+    quarter of the largest (a ceiling of its own, 60 Hz or the machine's RAM, does not)."""
+    low, high = min(values), max(values)
+    check(axis and axis["step"] > 0, f"{name}: no axis: {axis}")
+    check(axis["min"] <= low + 1e-9 * high and axis["max"] >= high * (1 - 1e-9),
+          f"{name}: axis {axis} does not cover the run's {low}..{high}")
+    check(axis["min"] >= 0, f"{name}: axis {axis} below 0")
+    steps = (axis["max"] - axis["min"]) / axis["step"]
+    check(abs(steps - round(steps)) < 1e-6 and 2 <= round(steps) <= 8,
+          f"{name}: axis {axis} is {steps} steps")
+    check(axis["max"] - axis["min"] <= 2.5 * (high - low) + 0.25 * high,
+          f"{name}: axis {axis} is not scaled to the run's {low}..{high}")
+
+
+def test_html_data(build, demo):
+    """report.html's data, read as its script reads it (issue 33, item 4): the frame rate's
+    and the resident set's axes over the run's own values, the GPU busy series per frame
+    equal to frames.csv's, one time axis (the frames' starts in seconds from the first),
+    and the hitches grouped by cause, the worst first."""
+    r, summary, rows = rich_run(build, demo)
+    _, data = page_data(os.path.join(r.capture_dir, "report.html"))
+    columns, gauges = data["columns"], data["gauges"]
+    check(columns["frames_per_column"] == [1] * len(rows),
+          f"{len(rows)} frames are not one a column: {columns['frames_per_column'][:20]}")
+    # One time axis: a column starts where its frame does, in the same seconds as the gauges.
+    for i, row in enumerate(rows):
+        start = float(row["start_ms"])
+        check(abs(columns["start"][i] - start) <= 1e-3 and
+              abs(gauges["frames"]["start_s"][i] * 1000 - start) <= 1e-3,
+              f"frame {i}: starts at {start} ms, columns say {columns['start'][i]} ms, "
+              f"gauges {gauges['frames']['start_s'][i]} s")
+
+    # Frame rate: every frame's, from the slowest to the fastest, within the axis.
+    rates = [1000 / float(row["frame_ms"]) for row in rows if float(row["frame_ms"]) > 0]
+    fps_axis = gauges["frames"]["axis"]
+    check_axis("frame rate", fps_axis, rates)
+    check(max(gauges["frames"]["fps"]) <= fps_axis["max"] and
+          min(gauges["frames"]["fps"]) >= fps_axis["min"], "the fps series leaves its axis")
+    # RSS: the process's own samples, not the machine's RAM.
+    rss = gauges["rss"]["bytes"]
+    check(rss and len(rss) == len(gauges["rss"]["t"]), f"no resident set: {gauges['rss']}")
+    check_axis("RSS", gauges["rss"]["axis"], rss)
+    check(gauges["rss"]["axis"]["max"] < gauges["ram_bytes"] or not gauges["ram_bytes"],
+          f"RSS drawn against the machine's RAM: {gauges['rss']['axis']}")
+
+    # GPU busy per frame in "where each frame went", as frames.csv has it (null: not timed,
+    # which frames.csv leaves empty or 0).
+    gpu = columns["gpu_busy"]
+    check(len(gpu) == len(rows), f"{len(gpu)} GPU busy values for {len(rows)} frames")
+    for i, (value, row) in enumerate(zip(gpu, rows)):
+        csv_value = float(row["gpu_busy_ms"] or 0)
+        check(abs((value or 0) - csv_value) <= 1e-4 and (value is not None or not csv_value),
+              f"frame {i}: GPU busy {value} in the page, {row['gpu_busy_ms']!r} in frames.csv")
+    timed = [v for v in gpu if v]
+    check(len(timed) >= len(rows) // 2, f"only {len(timed)} of {len(rows)} frames GPU-timed")
+    busy = sum(timed) / sum(float(row["frame_ms"]) for row, v in zip(rows, gpu) if v)
+    check(busy >= 0.5, f"GPU busy {busy:.0%} of the frame in a run with {RICH_ARGS[1]} "
+          f"iterations: the GPU series is not the run's")
+
+    # Hitches: one group per cause, every hitch in exactly one, the worst first.
+    hitches, groups = data["hitches"], data["hitch_groups"]
+    check(len(hitches) == summary["hitches"]["count"] and hitches,
+          f"{len(hitches)} hitches in the page, {summary['hitches']['count']} in summary.json")
+    check(sum(g["count"] for g in groups) == len(hitches),
+          f"groups hold {sum(g['count'] for g in groups)} of {len(hitches)} hitches")
+    check(sorted(i for g in groups for i in g["hitches"]) == list(range(len(hitches))),
+          "the groups do not hold each hitch once")
+    check(len({g["cause"] for g in groups}) == len(groups), "a cause in two groups")
+    for g in groups:
+        members = [hitches[i] for i in g["hitches"]]
+        check(g["count"] == len(members) and all(h["cause"] == g["cause"] for h in members),
+              f"group {g['cause']}: {members}")
+        durations = [h["frame_ms"] for h in members]
+        check(durations == sorted(durations, reverse=True), f"group {g['cause']} is not "
+              f"worst first: {durations}")
+        excess = sum(h["excess_ms"] for h in members)
+        check(abs(g["excess_ms"] - excess) <= 1e-3 * len(members) + 1e-3,
+              f"group {g['cause']}: excess {g['excess_ms']} != its hitches' {excess}")
+    worst = [hitches[g["hitches"][0]]["frame_ms"] for g in groups]
+    check(worst == sorted(worst, reverse=True), f"groups not worst first: {worst}")
+    check(worst[0] == max(h["frame_ms"] for h in hitches), "the worst hitch is not first")
+    print(f"report.html's data: fps axis {fps_axis['min']:g}..{fps_axis['max']:g} over "
+          f"{min(rates):.1f}..{max(rates):.1f}; RSS axis {gauges['rss']['axis']['min'] / 2**20:g}"
+          f"..{gauges['rss']['axis']['max'] / 2**20:g} MiB over {min(rss) / 2**20:.1f}.."
+          f"{max(rss) / 2**20:.1f}; GPU busy {busy:.0%} of the frame, per frame as in "
+          f"frames.csv; {len(hitches)} hitches in {len(groups)} groups: " +
+          ", ".join(f"{g['cause']} {g['count']}" for g in groups))
+
+
+def screenshot(page):
+    """A photograph of the page's top in chromium: its size, how many colours it has, and
+    the share of its pixels that are coloured (not grey: the charts')."""
+    shot_dir = tempfile.mkdtemp(prefix="fscope-shot-")
+    try:
+        shot = os.path.join(shot_dir, "report.png")
+        chromium(page, f"--screenshot={shot}", "--window-size=1280,2000",
+                 "--hide-scrollbars")
+        check(os.path.exists(shot), "chromium wrote no screenshot")
+        width, height, pixels = read_png(shot)
+    finally:
+        shutil.rmtree(shot_dir, ignore_errors=True)
+    coloured = sum(1 for p in pixels if max(p) - min(p) > 40)
+    return width, height, len(set(pixels)), coloured / len(pixels)
+
+
+def looks_drawn(shot):
+    """A screenshot of a drawn page: many colours and some coloured pixels. A blank page has
+    one colour; the page with its data broken, text alone, about 120 greys and no coloured
+    pixel; a drawn one (a gpu-bound run of 300 frames) about 1,500 colours, 1.3% of it
+    coloured."""
+    return shot[2] > 256 and shot[3] > 0.002
+
+
 def test_html(build, demo):
     if not shutil.which("chromium"):
         print("chromium not installed")
         sys.exit(SKIP)
-    r, summary, rows = demo_run(build, demo, "fifo", 60)
+    r, summary, rows = rich_run(build, demo)
     page = os.path.join(r.capture_dir, "report.html")
-    html = open(page).read()
+    html, data = page_data(page)
     # Self-contained: nothing to load, no address but the SVG namespace.
     check(not re.search(r"\b(src|href)\s*=", html), "report.html loads or links something")
     addresses = set(re.findall(r"[a-z]+://[^\s'\"<>]*", html))
     check(addresses <= {"http://www.w3.org/2000/svg"}, f"report.html names {addresses}")
-    m = re.search(r'<script type="application/json" id="data">(.*?)</script>', html, re.S)
-    check(m, "no embedded data")
-    data = json.loads(m.group(1))
     check(data["frames"] == summary["frames"] and data["verdict"] == summary["verdict"]["run"]
           and data["reason"] == summary["verdict"]["reason"], "embedded data != summary.json")
     check(sum(data["columns"]["frames_per_column"]) == len(rows), "columns do not hold every frame")
@@ -226,6 +410,37 @@ def test_html(build, demo):
         ceiling = re.search(r'data-ceiling="([\d.e+]+)"', tag[0]) if tag else None
         check(ceiling and float(ceiling.group(1)) > 0, f"{gauge_id} not drawn against a "
               f"ceiling: {gauges}")
+    # The frame rate and RSS on their own axes, as the data states them (issue 33).
+    for gauge_id, axis in (("gauge-fps", data["gauges"]["frames"]["axis"]),
+                           ("gauge-rss", data["gauges"]["rss"]["axis"])):
+        tag = next(g for g in drawn if f'id="{gauge_id}"' in g)
+        drawn_axis = [float(re.search(rf'data-{k}="([^"]+)"', tag).group(1))
+                      for k in ("floor", "ceiling")]
+        check(drawn_axis == [axis["min"], axis["max"]], f"{gauge_id} drawn over {drawn_axis}, "
+              f"its axis is {axis}")
+    # One time axis: every chart over the run's time shares one range in seconds.
+    svgs = re.findall(r"<svg[^>]*>", dom)
+    timed = [s for s in svgs if 'data-x-label="time since the first frame (s)"' in s]
+    check(len(timed) == 2 + len(drawn), f"{len(timed)} charts over time, {2 + len(drawn)} "
+          f"expected: {svgs}")
+    ranges = {re.search(r'data-x-min="([^"]+)" data-x-max="([^"]+)"', s).groups()
+              for s in timed}
+    check(len(ranges) == 1, f"the charts over time have different ranges: {ranges}")
+    # GPU busy in "where each frame went".
+    budget = re.search(r'<svg[^>]*data-chart="budget"[^>]*>(.*?)</svg>', dom, re.S)
+    check(budget and 'data-series="gpu_busy"' in budget.group(1),
+          "no GPU busy line in 'where each frame went'")
+    # Hitches: one row per group, in the data's order, each folding its hitches.
+    rows_drawn = re.findall(r'<tr class="hitch-group" data-cause="([^"]+)" '
+                            r'data-count="(\d+)">', dom)
+    check(rows_drawn == [(g["cause"], str(g["count"])) for g in data["hitch_groups"]],
+          f"hitch rows {rows_drawn}, groups {data['hitch_groups']}")
+    check(dom.count("<details>") == sum(1 for g in data["hitch_groups"] if g["count"] > 1),
+          "not every group of several hitches folds them")
+    shot = screenshot(page)
+    check(shot[:2] == (1280, 2000), f"screenshot {shot[0]}x{shot[1]}, not 1280x2000")
+    check(looks_drawn(shot),
+          f"the screenshot looks blank: {shot[2]} colours, {shot[3]:.2%} coloured")
     check(f"{summary['verdict']['run']}-bound" in dom, "the verdict is not on the page")
     check("vkQueuePresentKHR" in dom, "the zone table is not on the page")
     # Issue 19: threads that share a name are told apart by their id.
@@ -243,15 +458,20 @@ def test_html(build, demo):
         with open(broken, "w") as f:
             f.write(html.replace('{"app": ', '{"app": ,', 1))
         dom = dump_dom(broken)
+        broken_shot = screenshot(broken)
     finally:
         shutil.rmtree(broken_dir, ignore_errors=True)
     body = body_attributes(dom)
     check(body.get("data-error") == "yes" and "data-rendered" not in body,
           f"a broken report was not caught: body {body}")
     check((status_text(dom) or "").startswith("error: "), f"status {status_text(dom)!r}")
-    print(f"report.html rendered in chromium ({len(rows)} frames); the broken copy says "
+    check(not looks_drawn(broken_shot), f"the broken page's screenshot passes for drawn: "
+          f"{broken_shot[2]} colours, {broken_shot[3]:.2%} coloured")
+    print(f"report.html rendered in chromium ({len(rows)} frames; the screenshot has "
+          f"{shot[2]} colours, {shot[3]:.1%} of it coloured, the broken copy's "
+          f"{broken_shot[2]} and {broken_shot[3]:.1%}); the broken copy says "
           f"{status_text(dom)!r}")
 
 
 if __name__ == "__main__":
-    main({"csv": test_csv, "html": test_html})
+    main({"csv": test_csv, "html": test_html, "html-data": test_html_data})
