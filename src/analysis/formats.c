@@ -2,6 +2,8 @@
 
 #include <math.h>
 
+#include "emit.h"
+
 /* A value for a CSV that neither quotes nor escapes (both tools' logs): no commas, quotes or
  * line breaks. */
 static void csv_plain(const char *text, char *ret, size_t len)

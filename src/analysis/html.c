@@ -9,6 +9,7 @@
 #include "engine.h"
 #include "hitches.h"
 #include "html_page.h"
+#include "stats.h"
 #include "zones.h"
 
 /* The report's charts draw at most this many columns: one per pixel of a wide chart. Longer
@@ -196,12 +197,6 @@ static void write_gauge_points(FILE *f, const struct recording *rec, uint64_t or
     }
 }
 
-static int compare_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The refresh rate the compositor gave for the primary surface's frames (the median of what
  * it claimed), 0 when it gave none. */
 static double gauge_refresh_hz(const struct formats_run *run)
@@ -210,16 +205,14 @@ static double gauge_refresh_hz(const struct formats_run *run)
     if (run->primary_log >= rec->log_count)
         return 0;
     const struct recording_log *log = &rec->logs[run->primary_log];
-    uint32_t *claimed = log->frame_count ? malloc(log->frame_count * sizeof(*claimed)) : NULL;
+    double *claimed = log->frame_count ? malloc(log->frame_count * sizeof(*claimed)) : NULL;
     size_t count = 0;
     for (uint64_t i = 0; claimed && i < log->frame_count; i++)
         if (log->frames[i].refresh_ns)
             claimed[count++] = log->frames[i].refresh_ns;
     double hz = 0;
-    if (count) {
-        qsort(claimed, count, sizeof(*claimed), compare_u32);
-        hz = 1e9 / (double)claimed[count / 2];
-    }
+    if (count)
+        hz = 1e9 / stats_median(claimed, count);
     free(claimed);
     return hz;
 }
@@ -582,7 +575,7 @@ static int write_report_data(FILE *f, const struct formats_run *run)
         }
         char thread[96] = "";
         if (h->tid)
-            report_thread_label(rec, h->tid, thread, sizeof(thread));
+            recording_thread_label(rec, h->tid, thread, sizeof(thread));
         fprintf(f, "%s{\"frame\": %llu, \"at_s\": %.3f, \"frame_ms\": %.3f, \"excess_ms\": %.3f, "
                 "\"cause\": \"%s\", \"evidence\": ", i ? ",\n" : "", (unsigned long long)h->frame,
                 h->at_s, (double)h->frame_ns / 1e6, (double)(h->frame_ns - h->median_ns) / 1e6,
