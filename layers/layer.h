@@ -382,7 +382,7 @@ extern struct gpu_stats gpu_stats;
 #define GPU_SAMPLE_DEFAULT 240
 /* auto: timed frames may cost at most this share of the app's time (a timed frame's extra
  * time against an untimed one's, measured as it runs), with one window a second at least.
- * Under the 0.5% that the H200 at 1080p and ~5,000 fps allows (README, Benchmarks), where a
+ * Under the 0.5% that the H200 at 1080p and ~5,000 fps allows (tests/bench/README.md), where a
  * timed submission costs the device tens of microseconds (its timestamps end the overlap of
  * one frame's work with the next). */
 #define GPU_SAMPLE_COST_SHARE 0.004

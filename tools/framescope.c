@@ -104,7 +104,7 @@ static const char usage[] =
     "\n"
     "The environment variables the layer reads (FRAMESCOPE_*) pass through, but for\n"
     "FRAMESCOPE_SUMMARY and FRAMESCOPE_OUTPUT, which run applies itself (as --summary and\n"
-    "--output); see README.md.\n"
+    "--output); see framescope(1), ENVIRONMENT.\n"
     "SIGINT, SIGTERM and SIGHUP sent to framescope go on to the command, which ends as it\n"
     "would on its own; a private Weston is stopped and its directory removed in every case.\n"
     "Exit status: the command's own, 128+N if it died of signal N, 125 if framescope failed\n"

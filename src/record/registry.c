@@ -695,7 +695,7 @@ static void warn_unknown_variables(void)
          * escape marks the cut. */
         char name[FSCOPE_ESCAPE_INPUT_MAX + 2], shown[FSCOPE_ESCAPE_SIZE];
         snprintf(name, sizeof(name), "%.*s", (int)len, *e);
-        fscope_log(FSCOPE_LOG_WARN, "unknown variable %s ignored (see README.md for the "
+        fscope_log(FSCOPE_LOG_WARN, "unknown variable %s ignored (see framescope(1) for the "
                    "FRAMESCOPE_* variables)", fscope_config_escape(name, shown, sizeof(shown)));
     }
 }
