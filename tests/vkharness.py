@@ -167,7 +167,8 @@ class Result:
         return re.findall(r"^framescope: summary for .*$", self.stderr, re.M)
 
     def summary_line(self, key):
-        m = re.search(r"^  %s\s+(.*)$" % re.escape(key), self.stderr, re.M)
+        # The label and at least two spaces: "frames" is not "frames by verdict:".
+        m = re.search(r"^  %s {2,}(.*)$" % re.escape(key), self.stderr, re.M)
         return m.group(1) if m else None
 
     def verdict(self):
