@@ -1244,6 +1244,7 @@ def test_wakeup_permission(build, demo):
         from vkharness import layer_env
         env.update(layer_env(build))
         env["FRAMESCOPE_WAKEUPS"] = "on"
+        env["FRAMESCOPE_SUMMARY"] = "full"  # the wake-ups line is the full summary's
         p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120,
                            preexec_fn=lower)
         line = re.search(r"^  wake-ups    (.*)$", p.stderr, re.M)
