@@ -7,6 +7,8 @@
 #include "compare.h"
 
 #include "child.h"
+#include "cli.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1242,33 +1244,6 @@ static int write_diff(const struct capture caps[2], bool json, FILE *out, FILE *
     return status;
 }
 
-/* A usage error from getopt: the argument it stopped at (an unknown option, or one missing its
- * value), in one line. */
-static void unknown_option(const char *arg)
-{
-    char shown[FSCOPE_ESCAPE_SIZE];
-    fprintf(stderr, "framescope: unknown option or missing value: '%s' (see framescope --help)\n",
-            fscope_config_escape(arg, shown, sizeof(shown)));
-}
-
-static bool parse_format(const char *text, bool *ret_json)
-{
-    if (fscope_config_keyword(text, "text"))
-        *ret_json = false;
-    else if (fscope_config_keyword(text, "json"))
-        *ret_json = true;
-    else
-        return false;
-    return true;
-}
-
-static void bad_format(const char *text)
-{
-    char shown[FSCOPE_ESCAPE_SIZE];
-    fprintf(stderr, "framescope: --format takes text or json (got '%s')\n",
-            fscope_config_escape(text, shown, sizeof(shown)));
-}
-
 int cmd_diff(int argc, char **argv)
 {
     static const struct option options[] = {
@@ -1282,8 +1257,8 @@ int cmd_diff(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (opt) {
         case 'f':
-            if (!parse_format(optarg, &json)) {
-                bad_format(optarg);
+            if (!cli_parse_format(optarg, &json)) {
+                cli_bad_format(optarg);
                 return 2;
             }
             break;
@@ -1291,7 +1266,7 @@ int cmd_diff(int argc, char **argv)
             printf("usage: framescope diff [--format text|json] A B\n");
             return 0;
         default:
-            unknown_option(argv[optind - 1]);
+            cli_unknown_option(argv[optind - 1]);
             return 2;
         }
     }
@@ -1623,8 +1598,8 @@ int cmd_compare(int argc, char **argv)
             output = optarg;
             break;
         case OPT_FORMAT:
-            if (!parse_format(optarg, &json)) {
-                bad_format(optarg);
+            if (!cli_parse_format(optarg, &json)) {
+                cli_bad_format(optarg);
                 goto out;
             }
             break;
@@ -1633,7 +1608,7 @@ int cmd_compare(int argc, char **argv)
             status = 0;
             goto out;
         default:
-            unknown_option(argv[optind - 1]);
+            cli_unknown_option(argv[optind - 1]);
             goto out;
         }
     }

@@ -1,6 +1,6 @@
 /* framescope report DIR [--format F]: every output of a capture, recomputed from the recording
  * it keeps (recording.fsr) by the same analysis that wrote it. */
-#include "report.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <fcntl.h>
