@@ -17,14 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "demo.h"
+#include "demo-app.h"
 
-/* Frames a --device-cycles device renders before it is destroyed. */
-#define DEVICE_CYCLE_FRAMES 3
-/* Out-of-date answers in a row from acquire before the demo gives up on the surface. */
-#define MAX_ACQUIRE_RETRIES 8
-/* --fork-child forks once this many frames are done: past start-up, well before the end. */
-#define FORK_AFTER_FRAMES 10
 
 /*
  * Provided by libframescope when framescope is in the process. Weak, so the demo needs no
@@ -32,55 +26,8 @@
  */
 void fscope_frame_mark(void) __attribute__((weak, visibility("default")));
 
-static volatile sig_atomic_t stop_requested;
+volatile sig_atomic_t stop_requested;
 
-/* A device with what it takes to render offscreen frames: --device-cycles, --devices 2. */
-struct offscreen_device {
-    struct demo_gpu *gpu;
-    struct demo_pipeline *pipeline;
-    struct demo_targets *targets;
-    struct demo_renderer *renderer;
-};
-
-/* --devices 2: the second device and the thread that renders on it. */
-struct second_device {
-    struct offscreen_device device;
-    pthread_t thread;
-    bool started;
-    atomic_bool stop;
-    /* Written by the thread, read after it is joined. */
-    uint64_t frames;
-    bool failed;
-};
-
-struct split;
-
-struct demo {
-    struct demo_options options;
-    struct demo_instance instance;
-    struct demo_instance extra_instances[DEMO_MAX_INSTANCES];
-    struct demo_gpu *extra_gpus[DEMO_MAX_INSTANCES];
-    struct demo_window *window;
-    VkSurfaceKHR surface;
-    VkSurfaceFormatKHR surface_format;
-    struct demo_gpu *gpu;
-    struct demo_pipeline *pipeline;
-    struct demo_targets *targets;
-    struct demo_renderer *renderer;
-    struct demo_draws *draws;   /* --draws */
-    struct demo_gate *gate;     /* --host-delay-ms, --late-signal */
-    VkFence acquire_fence;      /* --no-fence-wait */
-    struct split *split;        /* --thread-split */
-    struct second_device second;
-    bool swapchain_stale;
-    bool window_closed;         /* xdg_toplevel.close: ends the loop like SIGINT */
-    void (*frame_mark)(void);
-    void *framescope_library;   /* held so frame_mark stays mapped */
-    uint64_t frames_rendered;
-    /* --leak-kb: one allocation a frame, freed at tear-down */
-    VkDeviceMemory *leaks;
-    uint64_t leak_count, leak_capacity;
-};
 
 static void handle_stop_signal(int signo)
 {
@@ -97,277 +44,6 @@ static bool install_signal_handlers(void)
         return false;
     }
     return true;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* --fork-helper-at: a child that forks without exec and lives on past the demo, as crash
- * handlers' helpers do. It inherits every descriptor the process had at the fork, the
- * profiler's among them, and keeps what it inherited until its stdin closes. */
-static void fork_helper(void)
-{
-    fflush(stdout);
-    pid_t child = fork();
-    if (child == 0) {
-        char byte;
-        while (read(STDIN_FILENO, &byte, 1) > 0)
-            ;
-        _exit(0);
-    }
-    if (child > 0)
-        printf("helper %d\n", (int)child);
-    else
-        perror("framescope-demo: fork");
-    fflush(stdout);
-}
-
-/* The --cpu-ms load: spinning, not sleeping, so the time shows up as CPU work. */
-static void burn_cpu(double ms)
-{
-    if (ms <= 0.0)
-        return;
-    uint64_t deadline = now_ns() + (uint64_t)(ms * 1e6);
-    while (now_ns() < deadline)
-        ;
-}
-
-static void sleep_ms(double ms)
-{
-    uint64_t deadline = now_ns() + (uint64_t)(ms * 1e6);
-    struct timespec until = {
-        .tv_sec = (time_t)(deadline / 1000000000u),
-        .tv_nsec = (long)(deadline % 1000000000u),
-    };
-    /* A signal cuts the stall short only when it asks the demo to stop. */
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR &&
-           !stop_requested)
-        ;
-}
-
-/* --lock-wait-ms: a worker takes the lock when asked and holds it for the time given; the
- * frame then waits for it, asleep in pthread_mutex_lock (no Vulkan call involved). */
-static struct {
-    pthread_mutex_t lock, state_lock;
-    pthread_cond_t changed;
-    uint64_t asked, taken;
-    double hold_ms;
-    bool started;
-} lock_worker = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-                  PTHREAD_COND_INITIALIZER, 0, 0, 0, false };
-
-static void *lock_worker_main(void *arg)
-{
-    (void)arg;
-    uint64_t done = 0;
-    for (;;) {
-        pthread_mutex_lock(&lock_worker.state_lock);
-        while (lock_worker.asked == done)
-            pthread_cond_wait(&lock_worker.changed, &lock_worker.state_lock);
-        done = lock_worker.asked;
-        pthread_mutex_lock(&lock_worker.lock);
-        lock_worker.taken = done;
-        pthread_cond_broadcast(&lock_worker.changed);
-        pthread_mutex_unlock(&lock_worker.state_lock);
-        sleep_ms(lock_worker.hold_ms);
-        pthread_mutex_unlock(&lock_worker.lock);
-    }
-    return NULL;
-}
-
-static void wait_for_worker_lock(double ms)
-{
-    if (!lock_worker.started) {
-        pthread_t thread;
-        lock_worker.hold_ms = ms;
-        lock_worker.started = pthread_create(&thread, NULL, lock_worker_main, NULL) == 0;
-        if (!lock_worker.started)
-            return;
-        pthread_setname_np(thread, "demo-lock");
-        pthread_detach(thread);
-    }
-    pthread_mutex_lock(&lock_worker.state_lock);
-    uint64_t ask = ++lock_worker.asked;
-    pthread_cond_broadcast(&lock_worker.changed);
-    while (lock_worker.taken != ask)
-        pthread_cond_wait(&lock_worker.changed, &lock_worker.state_lock);
-    pthread_mutex_unlock(&lock_worker.state_lock);
-    pthread_mutex_lock(&lock_worker.lock); /* asleep until the worker lets go */
-    pthread_mutex_unlock(&lock_worker.lock);
-}
-
-static void *cpu_hog_main(void *arg)
-{
-    (void)arg;
-    for (volatile uint64_t spins = 0;; spins++)
-        ;
-    return NULL;
-}
-
-/* --fault-mb and --faults-at: an unnamed file on disk, its pages dropped from the cache, mapped
- * and read back page by page. */
-static void fault_in_file(const struct demo_options *options, uint32_t mb)
-{
-    static int fd = -2;
-    size_t bytes = (size_t)mb << 20;
-    if (fd == -2) {
-        /* One file for --fault-mb and --faults-at: as large as the larger. */
-        size_t size = (size_t)(options->fault_mb > options->faults_mb ? options->fault_mb
-                                                                       : options->faults_mb) << 20;
-        fd = open("/var/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        if (fd < 0)
-            fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        char block[65536];
-        memset(block, 0x5a, sizeof(block));
-        for (size_t done = 0; fd >= 0 && done < size; done += sizeof(block))
-            if (write(fd, block, sizeof(block)) != (ssize_t)sizeof(block)) {
-                close(fd);
-                fd = -1;
-            }
-        if (fd >= 0)
-            fdatasync(fd); /* written back, so the cache can drop it */
-        if (fd < 0)
-            fprintf(stderr, DEMO_NAME ": --fault-mb: cannot make the file: %s\n",
-                    strerror(errno));
-    }
-    if (fd < 0)
-        return;
-    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    volatile unsigned char *map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED)
-        return;
-    unsigned sum = 0;
-    for (size_t at = 0; at < bytes; at += 4096)
-        sum += map[at];
-    munmap((void *)map, bytes);
-    (void)sum;
-}
-
-/* The CPU side of a frame's load: --cpu-ms, --lock-wait-ms and --fault-mb every frame,
- * --stall-ms once. */
-static void run_cpu_load(const struct demo_options *options, uint64_t frame)
-{
-    if (options->fault_mb)
-        fault_in_file(options, options->fault_mb);
-    if ((int64_t)frame == options->faults_at)
-        fault_in_file(options, options->faults_mb);
-    static bool hog_started;
-    if (options->cpu_hog && !hog_started) {
-        pthread_t thread;
-        hog_started = pthread_create(&thread, NULL, cpu_hog_main, NULL) == 0;
-        if (hog_started) {
-            pthread_setname_np(thread, "demo-cpu-hog");
-            pthread_detach(thread);
-        }
-    }
-    burn_cpu(options->cpu_ms);
-    if (options->lock_wait_ms > 0)
-        wait_for_worker_lock(options->lock_wait_ms);
-    if ((int64_t)frame == options->stall_at)
-        sleep_ms(options->stall_ms);
-    if ((int64_t)frame == options->fork_helper_at)
-        fork_helper();
-    if ((int64_t)frame == options->cpu_spike_at)
-        burn_cpu(options->cpu_spike_ms);
-}
-
-/* --alloc-at: a level's buffers allocated mid-run, on the render thread: host-visible memory,
- * every page written (as an upload would), then freed. */
-static void allocate_memory(struct demo *demo, uint64_t frame)
-{
-    if ((int64_t)frame != demo->options.alloc_at)
-        return;
-    const VkPhysicalDeviceMemoryProperties *props = &demo->gpu->memory_properties;
-    uint32_t type = UINT32_MAX;
-    for (uint32_t i = 0; i < props->memoryTypeCount && type == UINT32_MAX; i++)
-        if (props->memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
-            type = i;
-    if (type == UINT32_MAX)
-        return;
-    VkDeviceSize size = (VkDeviceSize)demo->options.alloc_mb << 20;
-    VkMemoryAllocateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-        .allocationSize = size,
-        .memoryTypeIndex = type,
-    };
-    VkDeviceMemory memory;
-    if (vkAllocateMemory(demo->gpu->device, &info, NULL, &memory) != VK_SUCCESS) {
-        fprintf(stderr, DEMO_NAME ": --alloc-at: vkAllocateMemory of %u MiB failed\n",
-                demo->options.alloc_mb);
-        return;
-    }
-    void *map;
-    if (vkMapMemory(demo->gpu->device, memory, 0, size, 0, &map) == VK_SUCCESS) {
-        for (VkDeviceSize at = 0; at < size; at += 4096)
-            ((volatile unsigned char *)map)[at] = 1;
-        vkUnmapMemory(demo->gpu->device, memory);
-    }
-    vkFreeMemory(demo->gpu->device, memory, NULL);
-}
-
-/* --leak-kb: device memory that is allocated every frame and never given back until the
- * end, as a leaking streamer's. Device-local where there is such memory: what a profiler
- * reports as the device's live memory. */
-static bool leak_memory(struct demo *demo, uint64_t frame)
-{
-    if (!demo->options.leak_kb)
-        return true;
-    if (demo->leak_count == demo->leak_capacity) {
-        uint64_t capacity = demo->leak_capacity ? 2 * demo->leak_capacity : 64;
-        VkDeviceMemory *leaks = realloc(demo->leaks, capacity * sizeof(*leaks));
-        if (!leaks) {
-            fprintf(stderr, DEMO_NAME ": out of memory\n");
-            return false;
-        }
-        demo->leaks = leaks;
-        demo->leak_capacity = capacity;
-    }
-    const VkPhysicalDeviceMemoryProperties *props = &demo->gpu->memory_properties;
-    /* Memory that no resource is bound to may be of any type. */
-    uint32_t type = 0;
-    for (uint32_t i = 0; i < props->memoryTypeCount; i++) {
-        if (props->memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) {
-            type = i;
-            break;
-        }
-    }
-    VkMemoryAllocateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-        .allocationSize = (VkDeviceSize)demo->options.leak_kb << 10,
-        .memoryTypeIndex = type,
-    };
-    VkDeviceMemory memory;
-    if (!demo_vk_check(vkAllocateMemory(demo->gpu->device, &info, NULL, &memory),
-                       "vkAllocateMemory (--leak-kb)"))
-        return false;
-    demo->leaks[demo->leak_count++] = memory;
-    char name[32];
-    snprintf(name, sizeof(name), "leak %" PRIu64, frame);
-    demo_gpu_name(demo->gpu, VK_OBJECT_TYPE_DEVICE_MEMORY, (uint64_t)(uintptr_t)memory, name);
-    return true;
-}
-
-/* --pipelines-at: a level's materials compiled mid-run, on the render thread. */
-static void create_pipelines(struct demo *demo, uint64_t frame, VkFormat format,
-                             VkImageLayout layout)
-{
-    if ((int64_t)frame != demo->options.pipelines_at)
-        return;
-    for (uint32_t i = 0; i < demo->options.pipelines; i++) {
-        struct demo_pipeline *p = demo_pipeline_create(demo->gpu, format, layout);
-        if (!p)
-            continue;
-        /* Each named "material N" as an engine names its materials' pipelines. */
-        char name[32];
-        snprintf(name, sizeof(name), "material %u", i);
-        demo_gpu_name(demo->gpu, VK_OBJECT_TYPE_PIPELINE, (uint64_t)(uintptr_t)p->pipeline,
-                      name);
-        demo_pipeline_destroy(demo->gpu, p);
-    }
 }
 
 /*
@@ -391,8 +67,8 @@ static void resolve_frame_mark(struct demo *demo)
     }
 }
 
-static struct demo_render_target render_target(const struct demo_targets *targets,
-                                               uint32_t index)
+struct demo_render_target render_target(const struct demo_targets *targets,
+                                        uint32_t index)
 {
     return (struct demo_render_target){
         .image = targets->images[index].image,
@@ -401,13 +77,12 @@ static struct demo_render_target render_target(const struct demo_targets *target
     };
 }
 
-static bool split_drain(struct split *split);
 
 /*
  * The old swapchain's images may still be on the queue: wait, then retire them. Only the
  * thread that acquires calls this.
  */
-static bool recreate_swapchain(struct demo *demo)
+bool recreate_swapchain(struct demo *demo)
 {
     /* The submit and present threads still hold frames of the old swapchain. */
     if (demo->split && !split_drain(demo->split))
@@ -433,8 +108,8 @@ static bool recreate_swapchain(struct demo *demo)
  * Acquires the next swapchain image, recreating the swapchain while it is out of date.
  * Either image_acquired or acquire_fence is VK_NULL_HANDLE.
  */
-static bool acquire_image(struct demo *demo, VkSemaphore image_acquired, VkFence acquire_fence,
-                          uint32_t *ret_image_index)
+bool acquire_image(struct demo *demo, VkSemaphore image_acquired, VkFence acquire_fence,
+                   uint32_t *ret_image_index)
 {
     for (int attempt = 0; attempt < MAX_ACQUIRE_RETRIES; attempt++) {
         VkResult result = vkAcquireNextImageKHR(demo->gpu->device, demo->targets->swapchain,
@@ -475,14 +150,14 @@ static bool gate_after_submit(struct demo *demo, const struct demo_frame_sync *s
  * A present may only wait on a semaphore whose signal depends on nothing that is still
  * unsignalled, so a gated frame is presented only once the host has opened its gate.
  */
-static bool await_gate(struct demo *demo, const struct demo_frame_sync *sync)
+bool await_gate(struct demo *demo, const struct demo_frame_sync *sync)
 {
     return !sync->gate || demo_gate_wait_signalled(demo->gate, sync->gate_value);
 }
 
 /* Submits one frame on the main device and does what the gate wants right after that. */
-static bool submit_frame(struct demo *demo, const struct demo_render_target *target,
-                         struct demo_frame_sync *sync, uint64_t frame)
+bool submit_frame(struct demo *demo, const struct demo_render_target *target,
+                  struct demo_frame_sync *sync, uint64_t frame)
 {
     gate_frame(demo, sync);
     return demo_renderer_submit_frame(demo->renderer, target, sync, (uint32_t)frame) &&
@@ -505,7 +180,7 @@ static bool present_frame(struct demo *demo, uint32_t image_index,
 }
 
 /* Dispatches Wayland events; *ret_closed when the compositor asked the window to close. */
-static bool dispatch_window(struct demo *demo, bool *ret_closed)
+bool dispatch_window(struct demo *demo, bool *ret_closed)
 {
     if (!demo_window_dispatch(demo->window))
         return false;
@@ -514,7 +189,7 @@ static bool dispatch_window(struct demo *demo, bool *ret_closed)
     return true;
 }
 
-static bool recreate_due(const struct demo *demo, uint64_t frame)
+bool recreate_due(const struct demo *demo, uint64_t frame)
 {
     uint64_t every = demo->options.recreate_every;
     return every > 0 && frame > 0 && frame % every == 0;
@@ -604,8 +279,8 @@ static bool run_no_fence_wait_frame(struct demo *demo, uint64_t frame)
 }
 
 /* One frame slot's wait and submit, with no load and no gate: extra devices only. */
-static bool render_offscreen(struct demo_renderer *renderer, const struct demo_targets *targets,
-                             uint64_t frame)
+bool render_offscreen(struct demo_renderer *renderer, const struct demo_targets *targets,
+                      uint64_t frame)
 {
     VkSemaphore unused;
     if (!demo_renderer_wait_slot(renderer, &unused))
@@ -635,427 +310,6 @@ static bool run_offscreen_frame(struct demo *demo, uint64_t frame)
     if (!submit_frame(demo, &target, &sync, frame))
         return false;
     return !demo->options.serial || demo_renderer_wait_submitted(demo->renderer);
-}
-
-/* ---- --thread-split ---- */
-
-/* What the acquire thread hands on for one frame. */
-struct split_frame {
-    uint64_t frame;
-    VkSwapchainKHR swapchain;
-    uint32_t image_index;
-    struct demo_render_target target;
-    struct demo_frame_sync sync;    /* the submit thread fills in the gate */
-};
-
-/*
- * Three stages, each on its own thread and each in frame order: acquire (the main thread),
- * submit-then-wait-on-the-fence, present. Frame f lives in frames[f % depth] and uses
- * image_acquired[f % depth].
- */
-struct split {
-    struct demo *demo;
-    uint32_t depth;             /* --frames-in-flight */
-    VkSemaphore image_acquired[DEMO_MAX_FRAMES_IN_FLIGHT];
-    pthread_t submit_thread, present_thread;
-    bool submit_started, present_started;
-    bool lock_ready;
-    pthread_mutex_t lock;
-    pthread_cond_t changed;     /* broadcast on every change below */
-    /* Guarded by lock. */
-    struct split_frame frames[DEMO_MAX_FRAMES_IN_FLIGHT];
-    uint64_t posted;            /* frames acquired and handed to the submit thread */
-    uint64_t submitted;         /* ... submitted and handed to the present thread */
-    uint64_t retired;           /* ... whose fence the submit thread has waited on */
-    uint64_t presented;
-    bool stopping;              /* nothing more will be posted */
-    bool failed;                /* the submit or present thread gave up */
-    bool stale;                 /* a present answered OUT_OF_DATE or SUBOPTIMAL */
-};
-
-static void *split_submit_main(void *data)
-{
-    struct split *split = data;
-    struct demo *demo = split->demo;
-
-    pthread_mutex_lock(&split->lock);
-    for (;;) {
-        while (split->submitted == split->posted && !split->stopping)
-            pthread_cond_wait(&split->changed, &split->lock);
-        if (split->submitted == split->posted)
-            break;
-        struct split_frame job = split->frames[split->submitted % split->depth];
-        pthread_mutex_unlock(&split->lock);
-
-        bool ok = submit_frame(demo, &job.target, &job.sync, job.frame);
-
-        pthread_mutex_lock(&split->lock);
-        if (!ok) {
-            split->failed = true;
-            pthread_cond_broadcast(&split->changed);
-            break;
-        }
-        split->frames[split->submitted % split->depth].sync = job.sync;
-        split->submitted++;
-        pthread_cond_broadcast(&split->changed);
-        pthread_mutex_unlock(&split->lock);
-
-        ok = demo_renderer_wait_submitted(demo->renderer);
-
-        pthread_mutex_lock(&split->lock);
-        if (!ok) {
-            split->failed = true;
-            pthread_cond_broadcast(&split->changed);
-            break;
-        }
-        split->retired++;
-        pthread_cond_broadcast(&split->changed);
-    }
-    pthread_mutex_unlock(&split->lock);
-    return NULL;
-}
-
-static void *split_present_main(void *data)
-{
-    struct split *split = data;
-
-    pthread_mutex_lock(&split->lock);
-    for (;;) {
-        while (split->presented == split->submitted && !split->failed &&
-               !(split->stopping && split->submitted == split->posted))
-            pthread_cond_wait(&split->changed, &split->lock);
-        if (split->presented == split->submitted || split->failed)
-            break;
-        struct split_frame job = split->frames[split->presented % split->depth];
-        pthread_mutex_unlock(&split->lock);
-
-        bool ok = await_gate(split->demo, &job.sync);
-        VkResult result = VK_SUCCESS;
-        if (ok)
-            result = demo_gpu_present(split->demo->gpu, job.swapchain, job.image_index,
-                                      job.sync.render_done);
-
-        pthread_mutex_lock(&split->lock);
-        if (result == VK_ERROR_OUT_OF_DATE_KHR || result == VK_SUBOPTIMAL_KHR) {
-            split->stale = true;
-        } else if (!ok || !demo_vk_check(result, "vkQueuePresentKHR")) {
-            split->failed = true;
-            pthread_cond_broadcast(&split->changed);
-            break;
-        }
-        split->presented++;
-        pthread_cond_broadcast(&split->changed);
-    }
-    pthread_mutex_unlock(&split->lock);
-    return NULL;
-}
-
-/* Waits until every posted frame is retired and presented. False once a stage has failed. */
-static bool split_drain(struct split *split)
-{
-    pthread_mutex_lock(&split->lock);
-    while (!split->failed &&
-           (split->retired != split->posted || split->presented != split->posted))
-        pthread_cond_wait(&split->changed, &split->lock);
-    bool ok = !split->failed;
-    pthread_mutex_unlock(&split->lock);
-    return ok;
-}
-
-/* Ends the submit and present threads once they have caught up, and joins them. */
-static void split_stop(struct split *split)
-{
-    if (split->lock_ready) {
-        pthread_mutex_lock(&split->lock);
-        split->stopping = true;
-        pthread_cond_broadcast(&split->changed);
-        pthread_mutex_unlock(&split->lock);
-    }
-    if (split->submit_started)
-        pthread_join(split->submit_thread, NULL);
-    if (split->present_started)
-        pthread_join(split->present_thread, NULL);
-    split->submit_started = false;
-    split->present_started = false;
-}
-
-/* Accepts NULL and a half-built split. Stops its threads; the caller idles the queue. */
-static void split_destroy(struct split *split)
-{
-    if (!split)
-        return;
-    split_stop(split);
-    if (split->lock_ready) {
-        pthread_cond_destroy(&split->changed);
-        pthread_mutex_destroy(&split->lock);
-    }
-    for (uint32_t i = 0; i < split->depth; i++) {
-        if (split->image_acquired[i])
-            vkDestroySemaphore(split->demo->gpu->device, split->image_acquired[i], NULL);
-    }
-    free(split);
-}
-
-static struct split *split_create(struct demo *demo)
-{
-    struct split *split = calloc(1, sizeof(*split));
-    if (!split) {
-        fprintf(stderr, DEMO_NAME ": out of memory\n");
-        return NULL;
-    }
-    split->demo = demo;
-    split->depth = demo->options.frames_in_flight;
-    for (uint32_t i = 0; i < split->depth; i++) {
-        VkSemaphoreCreateInfo semaphore_info = {
-            .sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
-        };
-        if (!demo_vk_check(vkCreateSemaphore(demo->gpu->device, &semaphore_info, NULL,
-                                             &split->image_acquired[i]),
-                           "vkCreateSemaphore"))
-            goto error;
-    }
-    if (pthread_mutex_init(&split->lock, NULL) != 0)
-        goto error_threads;
-    if (pthread_cond_init(&split->changed, NULL) != 0) {
-        pthread_mutex_destroy(&split->lock);
-        goto error_threads;
-    }
-    split->lock_ready = true;
-    if (pthread_create(&split->submit_thread, NULL, split_submit_main, split) != 0)
-        goto error_threads;
-    split->submit_started = true;
-    if (pthread_create(&split->present_thread, NULL, split_present_main, split) != 0)
-        goto error_threads;
-    split->present_started = true;
-    return split;
-
-error_threads:
-    fprintf(stderr, DEMO_NAME ": cannot start the --thread-split threads\n");
-error:
-    split_destroy(split);
-    return NULL;
-}
-
-static bool fork_child(void);
-
-/*
- * The acquire thread's side of --thread-split. A frame is acquired only once the previous
- * one has been presented, which keeps one image acquired at a time as a UINT64_MAX acquire
- * timeout requires (and keeps acquire and present, which both need the swapchain
- * externally synchronised, apart); and only once frame f - depth is retired, when its
- * semaphore and slot are free again.
- */
-static bool run_split_frames(struct demo *demo)
-{
-    const struct demo_options *options = &demo->options;
-    struct split *split = split_create(demo);
-    if (!split)
-        return false;
-    demo->split = split;
-
-    bool ok = true;
-    for (uint64_t frame = 0; !stop_requested && (options->frames == 0 ||
-                                                 frame < options->frames); frame++) {
-        bool closed;
-        if (!dispatch_window(demo, &closed)) {
-            ok = false;
-            break;
-        }
-        if (closed)
-            break;
-        /* The game's part of frame f runs while the other threads finish frame f - 1. */
-        run_cpu_load(options, frame);
-        if (!leak_memory(demo, frame)) {
-            ok = false;
-            break;
-        }
-
-        pthread_mutex_lock(&split->lock);
-        while (!split->failed &&
-               !(split->presented >= frame && split->retired + split->depth > frame))
-            pthread_cond_wait(&split->changed, &split->lock);
-        bool failed = split->failed;
-        if (split->stale)
-            demo->swapchain_stale = true;
-        split->stale = false;
-        pthread_mutex_unlock(&split->lock);
-        if (failed) {
-            ok = false;
-            break;
-        }
-
-        if (recreate_due(demo, frame))
-            demo->swapchain_stale = true;
-        if (demo->swapchain_stale && !recreate_swapchain(demo)) {
-            ok = false;
-            break;
-        }
-        VkSemaphore image_acquired = split->image_acquired[frame % split->depth];
-        uint32_t image_index;
-        if (!acquire_image(demo, image_acquired, VK_NULL_HANDLE, &image_index)) {
-            ok = false;
-            break;
-        }
-
-        struct split_frame entry = {
-            .frame = frame,
-            .swapchain = demo->targets->swapchain,
-            .image_index = image_index,
-            .target = render_target(demo->targets, image_index),
-            .sync = {
-                .image_acquired = image_acquired,
-                .render_done = demo->targets->images[image_index].render_done,
-            },
-        };
-        pthread_mutex_lock(&split->lock);
-        split->frames[frame % split->depth] = entry;
-        split->posted++;
-        pthread_cond_broadcast(&split->changed);
-        pthread_mutex_unlock(&split->lock);
-
-        if (options->fork_child && frame + 1 == FORK_AFTER_FRAMES && !fork_child()) {
-            ok = false;
-            break;
-        }
-    }
-
-    /* The semaphores stay until tear_down() has idled the queue. */
-    split_stop(split);
-    if (split->failed)
-        ok = false;
-    demo->frames_rendered = split->presented;
-    return ok;
-}
-
-/* ---- extra devices ---- */
-
-/* Offscreen targets of frames_in_flight images on a device of its own. */
-static bool offscreen_device_init(struct offscreen_device *device, const struct demo *demo,
-                                  uint32_t gpu_iters)
-{
-    const struct demo_options *options = &demo->options;
-    VkExtent2D extent = { options->width, options->height };
-    struct demo_gpu_config config = {
-        .submit2 = options->submit2,
-        .vk12_features = options->vk12_features,
-    };
-    *device = (struct offscreen_device){ 0 };
-    device->gpu = demo_gpu_create(&demo->instance, VK_NULL_HANDLE, &config);
-    if (!device->gpu)
-        return false;
-    device->pipeline = demo_pipeline_create(device->gpu, VK_FORMAT_R8G8B8A8_UNORM,
-                                            VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL);
-    if (!device->pipeline)
-        return false;
-    device->targets = demo_targets_create_offscreen(device->gpu, device->pipeline, extent,
-                                                    options->frames_in_flight);
-    if (!device->targets)
-        return false;
-    device->renderer = demo_renderer_create(device->gpu, device->pipeline,
-                                            options->frames_in_flight, 1, gpu_iters);
-    return device->renderer != NULL;
-}
-
-/* Accepts a half-built device. False when the queue would not idle. */
-static bool offscreen_device_finish(struct offscreen_device *device)
-{
-    if (!device->gpu)
-        return true;
-    bool ok = demo_gpu_wait_idle(device->gpu);
-    demo_renderer_destroy(device->renderer);
-    demo_targets_destroy(device->gpu, device->targets);
-    demo_pipeline_destroy(device->gpu, device->pipeline);
-    demo_gpu_destroy(device->gpu);
-    *device = (struct offscreen_device){ 0 };
-    return ok;
-}
-
-/*
- * A whole device lifetime before the real one: create, render a few offscreen frames,
- * destroy. Drives the create/destroy paths of whatever layer is loaded.
- */
-static bool run_device_cycle(struct demo *demo)
-{
-    struct offscreen_device device;
-    bool ok = offscreen_device_init(&device, demo, demo->options.gpu_iters);
-    /* No --cpu-ms or --stall-at here: those shape the measured frames only. */
-    for (uint64_t frame = 0; ok && frame < DEVICE_CYCLE_FRAMES; frame++)
-        ok = render_offscreen(device.renderer, device.targets, frame);
-    if (!offscreen_device_finish(&device))
-        ok = false;
-    return ok;
-}
-
-static void *second_device_main(void *data)
-{
-    struct second_device *second = data;
-    struct offscreen_device *device = &second->device;
-    /* main() stops it when the measured frames end, whatever ended them. */
-    while (!atomic_load(&second->stop)) {
-        if (!render_offscreen(device->renderer, device->targets, second->frames)) {
-            second->failed = true;
-            break;
-        }
-        second->frames++;
-    }
-    return NULL;
-}
-
-static bool second_device_start(struct demo *demo)
-{
-    struct second_device *second = &demo->second;
-    if (!offscreen_device_init(&second->device, demo, demo->options.second_device_gpu_iters))
-        return false;
-    atomic_init(&second->stop, false);
-    if (pthread_create(&second->thread, NULL, second_device_main, second) != 0) {
-        fprintf(stderr, DEMO_NAME ": cannot start the --devices 2 thread\n");
-        return false;
-    }
-    second->started = true;
-    return true;
-}
-
-/* Joins the second device's thread; its objects stay. False when it had failed. */
-static bool second_device_stop(struct second_device *second)
-{
-    if (!second->started)
-        return true;
-    atomic_store(&second->stop, true);
-    pthread_join(second->thread, NULL);
-    second->started = false;
-    return !second->failed;
-}
-
-/* --fork-child: what a launcher or an engine's crash reporter does in the middle of a run. */
-static bool fork_child(void)
-{
-    /* Output still buffered here would be written twice: once more by the child's exit. */
-    fflush(NULL);
-    pid_t child = fork();
-    if (child < 0) {
-        fprintf(stderr, DEMO_NAME ": fork failed: %s\n", strerror(errno));
-        return false;
-    }
-    if (child == 0)
-        exit(EXIT_SUCCESS);     /* on purpose not _exit: atexit handlers and destructors run */
-
-    int status;
-    while (waitpid(child, &status, 0) < 0) {
-        if (errno != EINTR) {
-            fprintf(stderr, DEMO_NAME ": waitpid failed: %s\n", strerror(errno));
-            return false;
-        }
-    }
-    if (WIFSIGNALED(status)) {
-        fprintf(stderr, DEMO_NAME ": the forked child died of signal %d\n", WTERMSIG(status));
-        return false;
-    }
-    if (WEXITSTATUS(status) != 0) {
-        fprintf(stderr, DEMO_NAME ": the forked child exited with status %d\n",
-                WEXITSTATUS(status));
-        return false;
-    }
-    return true;
 }
 
 /* *usage_error: the failure was the command line's (exit status 2), not Vulkan's. */
