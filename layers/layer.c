@@ -1,7 +1,5 @@
 /* Loader plumbing: negotiation, proc-address lookup, instance/device/queue bookkeeping.
- *
- * Lookups are lock-free scans of small arrays of atomic pointers; the lock only serialises
- * writers and is never held across a call down the chain. */
+ * The tables it registers objects in are objects.c's; the configuration is config.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,100 +8,14 @@
 
 #include "record/clock.h"
 #include "record/gpu_zones.h"
-#include "util/config.h"
 #include "device_plan.h"
 #include "layer.h"
 #include "util/log.h"
 #include "library.h"
 #include "record/meta.h"
 
-static struct table_entry instances[MAX_INSTANCES];
-static struct table_entry devices[MAX_DEVICES];
-static struct table_entry surfaces[MAX_SURFACES];
-static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint32_t devices_created;
 static pid_t layer_pid;
-
-struct layer_config layer_config = { .gpu_timing = true, .gpu_zones = true, .presentation = true,
-                                     .gpu_sample_rate = GPU_SAMPLE_DEFAULT,
-                                     .gpu_sample_auto = true };
-
-#define TABLE_SIZE(table) (sizeof(table) / sizeof(table[0]))
-
-/* Lookups compare the key stored in the table, never a field of an entry another thread may
- * be freeing (destroying one swapchain while presenting another is legal). The item is
- * re-checked against the key, so a slot reused between the two loads is not mistaken. */
-void *table_find(struct table_entry *table, unsigned size, uint64_t key)
-{
-    for (unsigned i = 0; i < size; i++) {
-        if (atomic_load_explicit(&table[i].key, memory_order_acquire) != key)
-            continue;
-        void *item = atomic_load_explicit(&table[i].item, memory_order_acquire);
-        if (item && atomic_load_explicit(&table[i].key, memory_order_acquire) == key)
-            return item;
-    }
-    return NULL;
-}
-
-/* Writers serialise on lock. False when the table is full. */
-bool table_insert(struct table_entry *table, unsigned size, pthread_mutex_t *lock,
-                  uint64_t key, void *item)
-{
-    bool ok = false;
-    pthread_mutex_lock(lock);
-    for (unsigned i = 0; i < size; i++) {
-        if (atomic_load(&table[i].key) == key) {
-            pthread_mutex_unlock(lock);
-            return false; /* already there: another thread registered it first */
-        }
-    }
-    for (unsigned i = 0; i < size && !ok; i++) {
-        if (atomic_load(&table[i].item) || atomic_load(&table[i].key))
-            continue;
-        atomic_store_explicit(&table[i].item, item, memory_order_release);
-        atomic_store_explicit(&table[i].key, key, memory_order_release);
-        ok = true;
-    }
-    pthread_mutex_unlock(lock);
-    return ok;
-}
-
-void table_remove(struct table_entry *table, unsigned size, pthread_mutex_t *lock, void *item)
-{
-    pthread_mutex_lock(lock);
-    for (unsigned i = 0; i < size; i++) {
-        if (atomic_load(&table[i].item) != item)
-            continue;
-        atomic_store_explicit(&table[i].key, 0, memory_order_release);
-        atomic_store_explicit(&table[i].item, NULL, memory_order_release);
-    }
-    pthread_mutex_unlock(lock);
-}
-
-struct instance_data *instance_lookup(const void *dispatchable)
-{
-    return table_find(instances, MAX_INSTANCES, (uintptr_t)dispatch_key(dispatchable));
-}
-
-struct device_data *device_lookup(const void *dispatchable)
-{
-    return table_find(devices, MAX_DEVICES, (uintptr_t)dispatch_key(dispatchable));
-}
-
-struct queue_data *queue_lookup(struct device_data *dev, VkQueue queue)
-{
-    return table_find(dev->queues, MAX_QUEUES, (uintptr_t)queue);
-}
-
-struct swapchain_data *swapchain_lookup(struct device_data *dev, VkSwapchainKHR swapchain)
-{
-    return table_find(dev->swapchains, MAX_SWAPCHAINS, (uint64_t)swapchain);
-}
-
-struct surface_data *surface_lookup(VkSurfaceKHR surface)
-{
-    return table_find(surfaces, MAX_SURFACES, (uint64_t)surface);
-}
 
 static void surface_start_frames(struct surface_data *surface);
 
@@ -121,7 +33,7 @@ struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surfac
     s->wl_display = wl_display;
     s->wl_surface = wl_surface;
     s->x11_window = x11_window;
-    if (!table_insert(surfaces, MAX_SURFACES, &tables_lock, (uint64_t)surface, s)) {
+    if (!objects_surface_add(s)) {
         fscope_record_note("more than %d surfaces at once: later ones are not profiled",
                            MAX_SURFACES);
         free(s);
@@ -138,97 +50,17 @@ void surface_remove(VkSurfaceKHR surface)
         return;
     /* The app's display is still alive here: the last safe moment to tear Wayland down. */
     fscope_frame_log_untrack(s->frames);
-    table_remove(surfaces, MAX_SURFACES, &tables_lock, s);
+    objects_surface_remove(s);
     /* The frame log lives on for the summary; the bookkeeping goes. A racing reader is an
      * app bug (using a surface while destroying it), so freeing here is safe. */
     free(s);
-}
-
-/* ---- configuration ---------------------------------------------------------------------- */
-
-static void layer_read_config(void)
-{
-    char shown[FSCOPE_ESCAPE_SIZE];
-    const char *gpu = secure_getenv("FRAMESCOPE_GPU");
-    if (gpu && *gpu && !fscope_config_parse_switch(gpu, &layer_config.gpu_timing))
-        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU='%s' is not on or off; using on",
-                   fscope_config_escape(gpu, shown, sizeof(shown)));
-    const char *zones = secure_getenv("FRAMESCOPE_GPU_ZONES");
-    if (zones && *zones && !fscope_config_parse_switch(zones, &layer_config.gpu_zones))
-        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU_ZONES='%s' is not on or off; using on",
-                   fscope_config_escape(zones, shown, sizeof(shown)));
-    const char *stats = secure_getenv("FRAMESCOPE_PIPELINE_STATS");
-    if (stats && *stats && !fscope_config_parse_switch(stats, &layer_config.pipeline_stats))
-        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_PIPELINE_STATS='%s' is not on or off; using off",
-                   fscope_config_escape(stats, shown, sizeof(shown)));
-    const char *sample = secure_getenv("FRAMESCOPE_GPU_SAMPLE");
-    long rate;
-    if (!sample || !*sample || fscope_config_keyword(sample, "auto")) {
-        ;
-    } else if (fscope_config_keyword(sample, "all")) {
-        layer_config.gpu_sample_rate = 0;
-        layer_config.gpu_sample_auto = false;
-    } else if (fscope_config_parse_long(sample, 1, GPU_SAMPLE_MAX, &rate)) {
-        layer_config.gpu_sample_rate = (uint32_t)rate;
-        layer_config.gpu_sample_auto = false;
-    } else {
-        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU_SAMPLE='%s' is not auto, all or a number of "
-                   "timed submissions a second in 1..%d; using auto",
-                   fscope_config_escape(sample, shown, sizeof(shown)), GPU_SAMPLE_MAX);
-    }
-    const char *present = secure_getenv("FRAMESCOPE_PRESENT");
-    if (present && *present && !fscope_config_parse_switch(present, &layer_config.presentation))
-        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_PRESENT='%s' is not on or off; using on",
-                   fscope_config_escape(present, shown, sizeof(shown)));
-    const char *cap = secure_getenv("FRAMESCOPE_CAP");
-    double hz;
-    if (!cap || fscope_config_keyword(cap, "off")) {
-        layer_config.cap_mode = CAP_OFF;
-    } else if (fscope_config_keyword(cap, "auto")) {
-        layer_config.cap_mode = CAP_AUTO;
-    } else if (fscope_config_parse_double(cap, CAP_MIN_HZ, CAP_MAX_HZ, &hz)) {
-        layer_config.cap_mode = CAP_FIXED;
-        layer_config.cap_hz = hz;
-    } else {
-        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_CAP='%s' is not a rate in %.0f..%.0f Hz, auto "
-                   "or off; the cap is off", fscope_config_escape(cap, shown, sizeof(shown)),
-                   CAP_MIN_HZ, CAP_MAX_HZ);
-    }
-    const char *fault = secure_getenv("FRAMESCOPE_TEST_FAULT");
-    if (fault && *fault) {
-        if (fscope_config_keyword(fault, "skip-query-reset"))
-            layer_config.fault_skip_query_reset = true;
-        else if (fscope_config_keyword(fault, "no-calibration"))
-            layer_config.fault_no_calibration = true;
-        else if (fscope_config_keyword(fault, "no-timeline"))
-            layer_config.fault_no_timeline = true;
-        else if (fscope_config_keyword(fault, "stale-read"))
-            layer_config.fault_stale_read = true;
-        else
-            fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_TEST_FAULT='%s' is not skip-query-reset, "
-                       "no-calibration, no-timeline or stale-read; ignored",
-                       fscope_config_escape(fault, shown, sizeof(shown)));
-    }
-    /* Once, at the first instance: what this run measures, whichever way it was chosen. */
-    char cap_text[64] = "off";
-    if (layer_config.cap_mode == CAP_AUTO)
-        snprintf(cap_text, sizeof(cap_text), "auto (the refresh of the output shown on)");
-    else if (layer_config.cap_mode == CAP_FIXED)
-        snprintf(cap_text, sizeof(cap_text), "%g Hz", layer_config.cap_hz);
-    char sample_text[80] = "";
-    if (layer_config.gpu_timing && layer_config.gpu_sample_rate)
-        snprintf(sample_text, sizeof(sample_text), " (sampled: %s%u timed submissions a second)",
-                 layer_config.gpu_sample_auto ? "auto, up to " : "", layer_config.gpu_sample_rate);
-    fscope_log(FSCOPE_LOG_INFO, "layer enabled: GPU timing %s%s, presentation tracking %s, frame "
-               "cap %s", layer_config.gpu_timing ? "on" : "off", sample_text,
-               layer_config.presentation ? "on" : "off", cap_text);
 }
 
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
 static void layer_init(void)
 {
-    layer_read_config();
+    layer_config_read();
     /* A forked child (which libframescope keeps silent) has none of our reader threads. */
     layer_pid = getpid();
 }
@@ -317,7 +149,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateInstance(
 #define X(name) inst->vk.name = (PFN_vk##name)gipa(*ret, "vk" #name);
     INSTANCE_FUNCTIONS(X)
 #undef X
-    if (!table_insert(instances, MAX_INSTANCES, &tables_lock, (uintptr_t)inst->key, inst)) {
+    if (!objects_instance_add(inst)) {
         /* Without an entry every call on this instance would find no dispatch table: fail
          * its creation cleanly rather than hand the app an instance that crashes later. */
         fscope_log(FSCOPE_LOG_ERROR, "more than %d live instances; refusing another (set "
@@ -341,27 +173,17 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyInstance(VkInstance instance
     if (!inst)
         return;
     PFN_vkDestroyInstance destroy = inst->vk.DestroyInstance;
-    table_remove(instances, MAX_INSTANCES, &tables_lock, inst);
+    objects_instance_remove(inst);
     /* Devices the app never destroyed: their budget is read through this instance. */
     for (unsigned i = 0; i < MAX_DEVICES; i++) {
-        struct device_data *dev = atomic_load(&devices[i].item);
+        struct device_data *dev = objects_device_at(i);
         if (dev && dev->instance == inst)
             resources_device_finish(dev);
     }
     /* Surfaces the app never destroyed: taken out under the lock, torn down outside it (the
      * teardown joins a thread and calls libwayland). */
     struct surface_data *orphans[MAX_SURFACES];
-    unsigned orphan_count = 0;
-    pthread_mutex_lock(&tables_lock);
-    for (unsigned i = 0; i < MAX_SURFACES; i++) {
-        struct surface_data *s = atomic_load(&surfaces[i].item);
-        if (s && s->instance == inst) {
-            atomic_store(&surfaces[i].key, 0);
-            atomic_store(&surfaces[i].item, NULL);
-            orphans[orphan_count++] = s;
-        }
-    }
-    pthread_mutex_unlock(&tables_lock);
+    unsigned orphan_count = objects_surfaces_take(inst, orphans);
     for (unsigned i = 0; i < orphan_count; i++) {
         fscope_frame_log_untrack(orphans[i]->frames);
         free(orphans[i]);
@@ -508,7 +330,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateDevice(VkPhysicalDevice p
     device_plan_finish(plan);
     free(plan);
 
-    if (!table_insert(devices, MAX_DEVICES, &tables_lock, (uintptr_t)dev->key, dev)) {
+    if (!objects_device_add(dev)) {
         fscope_log(FSCOPE_LOG_ERROR, "more than %d live devices; refusing another (set "
                    "DISABLE_FRAMESCOPE=1 to run without framescope)", MAX_DEVICES);
         dev->vk.DestroyDevice(*ret, alloc);
@@ -539,7 +361,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyDevice(VkDevice device,
     struct device_data *dev = device_lookup(device);
     if (!dev)
         return;
-    table_remove(devices, MAX_DEVICES, &tables_lock, dev);
+    objects_device_remove(dev);
     resources_device_finish(dev);
     /* Reads back what the GPU finished (the app idled the device first, as it must) before
      * our pools go. */
@@ -873,7 +695,7 @@ __attribute__((destructor)) static void layer_destructor(void)
         return; /* a forked child: none of our threads exist here, and the run is the parent's */
     /* Devices the app never destroyed: stop their readers so the report reads still logs. */
     for (unsigned i = 0; i < MAX_DEVICES; i++) {
-        struct device_data *dev = atomic_load(&devices[i].item);
+        struct device_data *dev = objects_device_at(i);
         if (dev) {
             resources_device_finish(dev);
             gpu_reader_stop_at_exit(dev);

@@ -42,7 +42,7 @@ static inline void *dispatch_key(const void *handle)
     return *(void *const *)handle;
 }
 
-/* A slot of a lock-free table: the key (a handle) is stored beside the item so a lookup never
+/* A slot of a lock-free table (objects.c): the key (a handle) is stored beside the item so a lookup never
  * reads an item another thread may be freeing. 0 is no key. */
 struct table_entry {
     _Atomic uint64_t key;
@@ -403,17 +403,34 @@ struct layer_config {
     bool fault_stale_read;       /* test only: hand back a slot's previous lap every other lap,
                                   * with resets in the command buffer: the stale check must fire */
 };
+/* config.c: the configuration, read once at the first instance (layer_config_read). */
 extern struct layer_config layer_config;
+void layer_config_read(void);
 
+/* objects.c: the per-object tables, and their lookups (lock-free, any thread). */
 struct instance_data *instance_lookup(const void *dispatchable);
 struct device_data *device_lookup(const void *dispatchable);
 struct queue_data *queue_lookup(struct device_data *dev, VkQueue queue);
 struct surface_data *surface_lookup(VkSurfaceKHR surface);
+struct swapchain_data *swapchain_lookup(struct device_data *dev, VkSwapchainKHR swapchain);
+/* Registration, by the plumbing: false when the table is full (or the key is there). */
+bool objects_instance_add(struct instance_data *inst);
+void objects_instance_remove(struct instance_data *inst);
+bool objects_device_add(struct device_data *dev);
+void objects_device_remove(struct device_data *dev);
+/* The device in slot index (0 .. MAX_DEVICES - 1), NULL when none: for walks over them all. */
+struct device_data *objects_device_at(unsigned index);
+bool objects_surface_add(struct surface_data *surface);
+void objects_surface_remove(struct surface_data *surface);
+/* Takes inst's surfaces out of the table (the app never destroyed them) into ret; their count. */
+unsigned objects_surfaces_take(const struct instance_data *inst,
+                               struct surface_data *ret[MAX_SURFACES]);
+
+/* layer.c: surfaces and their frame logs. */
 struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surface,
                                  enum surface_kind kind, void *wl_display, void *wl_surface,
                                  uint32_t x11_window);
 void surface_remove(VkSurfaceKHR surface);
-struct swapchain_data *swapchain_lookup(struct device_data *dev, VkSwapchainKHR swapchain);
 
 /* gpu.c */
 void gpu_queue_init(struct device_data *dev, struct queue_data *q);
