@@ -1,4 +1,4 @@
-/* VK_LAYER_FRAMESCOPE: state shared by the loader plumbing (layer.c), GPU timing (gpu.c)
+/* VK_LAYER_FRAMESCOPE: state shared by the loader plumbing (layer.c), GPU timing (gpu_*.c)
  * and the frame hooks (hooks.c). */
 #ifndef FSCOPE_LAYER_H
 #define FSCOPE_LAYER_H
@@ -158,7 +158,7 @@ struct gpu_slot {
     uint32_t zone_count;
     uint32_t laps;             /* FRAMESCOPE_TEST_FAULT=stale-read only */
     uint64_t fault_last[2];    /* FRAMESCOPE_TEST_FAULT=stale-read only */
-    bool after_gap; /* the queue's submissions before it went untimed (gpu.c, sampling) */
+    bool after_gap; /* the queue's submissions before it went untimed (gpu_submit.c, sampling) */
 };
 
 /* Slots made at once, with their command pool and query pool. */
@@ -207,7 +207,7 @@ struct queue_data {
      * submitting thread only tries it and takes a busy flag as "not complete". */
     atomic_flag event_busy;
     /* Submitting thread: a timeline signal proves every earlier submission on the queue
-     * finished too, so not every submission carries one (gpu.c, signal_due). */
+     * finished too, so not every submission carries one (gpu_submit.c, signal_due). */
     uint64_t last_signal_ticks;
     uint64_t signal_gap_ticks; /* SIGNAL_GAP_NS in our ticks */
     uint32_t unsignalled;
@@ -261,7 +261,7 @@ struct device_data {
     uint32_t id; /* 1, 2, ...: names the device in reports and tags its GPU spans */
     struct zone_pool *_Atomic zones; /* GPU zones' queries, made at the first zone */
     /* Runs of command buffers that copy their zones out, in flight: the next run overwrites
-     * the copy, so the reader looks every millisecond while there are any (gpu.c). */
+     * the copy, so the reader looks every millisecond while there are any (gpu_reader.c). */
     _Atomic uint32_t zone_copies_in_flight;
     bool zones_failed;
     _Atomic bool lost;
@@ -277,7 +277,7 @@ struct device_data {
     _Atomic bool reader_stop;
     _Atomic int reader_idle;
 
-    /* GPU timing is sampled by whole frames (gpu.c, FRAMESCOPE_GPU_SAMPLE): a window of frames
+    /* GPU timing is sampled by whole frames (gpu_sample.c, FRAMESCOPE_GPU_SAMPLE): a window of frames
      * is timed when the budget of timed submissions a second allows. Submitting threads read
      * sample_open and count sample_submits; the rest is decided at presents, or at
      * submissions while no present comes, under sample_lock taken only with trylock (a thread
@@ -432,7 +432,8 @@ struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surfac
                                  uint32_t x11_window);
 void surface_remove(VkSurfaceKHR surface);
 
-/* gpu.c */
+/* GPU timing (gpu_slots.c: queues; gpu_reader.c: the reader; gpu_submit.c: submission;
+ * gpu_sample.c: sampling; gpu_stats.c: the summary's notes). gpu.h has what they share. */
 void gpu_queue_init(struct device_data *dev, struct queue_data *q);
 /* The app named the queue: its GPU track takes the name ("gpu <name>"). */
 void gpu_queue_named(struct queue_data *q, const char *name);
