@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cb_table.h"
 #include "layer.h"
 #include "readback.h"
 #include "record/clock.h"
@@ -310,16 +311,17 @@ static void block_release(struct zone_block *b)
 
 static struct cb_zones *state(VkCommandBuffer cb)
 {
-    struct cb_zones **slot = commands_cb_zones(cb, false);
-    return slot ? *slot : NULL;
+    struct cb_entry *e = cb_table_entry(cb, false);
+    return e ? e->zones : NULL;
 }
 
 void zones_cb_allocated(struct device_data *dev, VkCommandPool pool, VkCommandBuffer cb,
                         bool primary, uint32_t family)
 {
-    struct cb_zones **slot = commands_cb_zones(cb, true);
-    if (!slot)
+    struct cb_entry *e = cb_table_entry(cb, true);
+    if (!e)
         return;
+    struct cb_zones **slot = &e->zones;
     if (!*slot)
         *slot = calloc(1, sizeof(**slot));
     struct cb_zones *z = *slot;
@@ -351,22 +353,19 @@ void zones_cb_freed(VkCommandBuffer cb)
         forget(z);
 }
 
-struct forget_what {
-    struct device_data *dev;
-    VkCommandPool pool; /* VK_NULL_HANDLE: every pool of dev */
-};
-
-static void forget_if(struct cb_zones *z, const void *arg)
+/* Every command buffer's zones of dev (of pool, unless VK_NULL_HANDLE) are let go. */
+static void forget_all(struct device_data *dev, VkCommandPool pool)
 {
-    const struct forget_what *w = arg;
-    if (z->dev == w->dev && (!w->pool || z->pool == w->pool))
-        forget(z);
+    for (unsigned i = 0; i < CB_TABLE_SIZE; i++) {
+        struct cb_zones *z = cb_table[i].zones;
+        if (z && z->dev == dev && (!pool || z->pool == pool))
+            forget(z);
+    }
 }
 
 void zones_pool_destroyed(struct device_data *dev, VkCommandPool pool)
 {
-    const struct forget_what w = { dev, pool };
-    commands_cb_zones_each(forget_if, &w);
+    forget_all(dev, pool);
 }
 
 void zones_cb_begin(VkCommandBuffer cb, const VkCommandBufferBeginInfo *info)
@@ -886,8 +885,7 @@ void zones_device_destroy(struct device_data *dev)
     struct zone_pool *p = atomic_exchange(&dev->zones, NULL);
     if (!p)
         return;
-    const struct forget_what w = { dev, VK_NULL_HANDLE };
-    commands_cb_zones_each(forget_if, &w);
+    forget_all(dev, VK_NULL_HANDLE);
     dev->vk.DestroyQueryPool(dev->device, p->pool, NULL);
     readback_finish(dev, &p->copies);
     if (p->stats_pool) {

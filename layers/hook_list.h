@@ -76,9 +76,7 @@
     X(CmdBeginQuery)                                                                           \
     X(CmdEndQuery)                                                                             \
     X(CmdBeginQueryIndexedEXT)                                                                 \
-    X(CmdEndQueryIndexedEXT)                                                                   \
-    X(CreateCommandPool)                                                                       \
-    X(DestroyCommandPool)
+    X(CmdEndQueryIndexedEXT)
 
 /* Device commands of an instance extension (VK_EXT_debug_utils is the only such extension):
  * the loader resolves them through the instance chain, not the device chain, and so does
@@ -98,8 +96,10 @@
     X(AllocateDescriptorSets)                                                                  \
     X(FreeDescriptorSets)
 
-/* What layers/commands.c hooks: command buffers, their pools, and every command it counts. */
+/* What layers/commands.c hooks: command pools and command buffers' lives. */
 #define COMMAND_HOOKS(X)                                                                       \
+    X(CreateCommandPool)                                                                       \
+    X(DestroyCommandPool)                                                                      \
     X(AllocateCommandBuffers)                                                                  \
     X(BeginCommandBuffer)                                                                      \
     X(EndCommandBuffer)                                                                        \
@@ -108,7 +108,10 @@
     X(ResetCommandBuffer)                                                                      \
     X(TrimCommandPool)                                                                         \
     X(TrimCommandPoolKHR)                                                                      \
-    X(CmdExecuteCommands)                                                                      \
+    X(CmdExecuteCommands)
+
+/* What layers/commands_recorded.c hooks: every command it counts. */
+#define RECORDED_COMMAND_HOOKS(X)                                                              \
     X(CmdBindPipeline)                                                                         \
     X(CmdBindVertexBuffers)                                                                    \
     X(CmdBindVertexBuffers2)                                                                   \
@@ -191,6 +194,7 @@
     FRAME_HOOKS(X)                                                                             \
     INSTANCE_CHAIN_HOOKS(X)                                                                    \
     COMMAND_HOOKS(X)                                                                           \
+    RECORDED_COMMAND_HOOKS(X)                                                                  \
     RESOURCE_HOOKS(X)
 
 #endif

@@ -27,60 +27,6 @@ static void note_result(struct device_data *dev, VkResult r, const char *where)
         gpu_device_lost(dev, where);
 }
 
-/* Command pools the app made, with their queue family: a command buffer's timestamps are
- * valid only where its family has them. */
-#define POOL_TABLE_SIZE 1024
-static struct {
-    VkCommandPool pool;
-    uint32_t family;
-} pool_table[POOL_TABLE_SIZE];
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-
-uint32_t hooks_pool_family(VkCommandPool pool)
-{
-    uint32_t family = UINT32_MAX;
-    pthread_mutex_lock(&pool_lock);
-    for (unsigned i = 0; i < POOL_TABLE_SIZE && family == UINT32_MAX; i++)
-        if (pool_table[i].pool == pool)
-            family = pool_table[i].family;
-    pthread_mutex_unlock(&pool_lock);
-    return family;
-}
-
-static VKAPI_ATTR VkResult VKAPI_CALL framescope_CreateCommandPool(
-    VkDevice device, const VkCommandPoolCreateInfo *info, const VkAllocationCallbacks *alloc,
-    VkCommandPool *ret)
-{
-    VkResult r = device_lookup(device)->vk.CreateCommandPool(device, info, alloc, ret);
-    if (r == VK_SUCCESS) {
-        pthread_mutex_lock(&pool_lock);
-        for (unsigned i = 0; i < POOL_TABLE_SIZE; i++) {
-            if (!pool_table[i].pool) {
-                pool_table[i].pool = *ret;
-                pool_table[i].family = info->queueFamilyIndex;
-                break;
-            }
-        }
-        pthread_mutex_unlock(&pool_lock);
-    }
-    return r;
-}
-
-static VKAPI_ATTR void VKAPI_CALL framescope_DestroyCommandPool(
-    VkDevice device, VkCommandPool pool, const VkAllocationCallbacks *alloc)
-{
-    struct device_data *dev = device_lookup(device);
-    if (pool) {
-        zones_pool_destroyed(dev, pool);
-        pthread_mutex_lock(&pool_lock);
-        for (unsigned i = 0; i < POOL_TABLE_SIZE; i++)
-            if (pool_table[i].pool == pool)
-                pool_table[i].pool = VK_NULL_HANDLE;
-        pthread_mutex_unlock(&pool_lock);
-    }
-    dev->vk.DestroyCommandPool(device, pool, alloc);
-}
-
 /* ---- the app's own pipeline statistics queries ----
  * A pass inside one gets no statistics query of ours (two active queries of one type are
  * invalid): its pools are remembered, and its begins and ends counted per command buffer. */

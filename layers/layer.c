@@ -599,7 +599,8 @@ static const struct layer_hook_table plumbing_table = LAYER_HOOK_TABLE(plumbing_
 static const struct layer_hook *hook_find(const char *name)
 {
     const struct layer_hook_table *tables[] = {
-        &plumbing_table, &hooks_table, &commands_hook_table, &resources_hook_table,
+        &plumbing_table,     &hooks_table, &commands_hook_table, &commands_recorded_hook_table,
+        &resources_hook_table,
     };
     for (unsigned t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
         for (unsigned i = 0; i < tables[t]->count; i++)

@@ -482,18 +482,11 @@ struct layer_hook_table {
 
 /* hooks.c: FRAME_HOOKS and INSTANCE_CHAIN_HOOKS */
 extern const struct layer_hook_table hooks_table;
-/* The queue family of a command pool the app created (UINT32_MAX: unknown). */
-uint32_t hooks_pool_family(VkCommandPool pool);
 
-/* commands.c: COMMAND_HOOKS */
+/* commands.c: COMMAND_HOOKS; commands_recorded.c: RECORDED_COMMAND_HOOKS */
 extern const struct layer_hook_table commands_hook_table;
+extern const struct layer_hook_table commands_recorded_hook_table;
 void commands_report_notes(void);
-struct cb_zones;
-/* The GPU-zone state slot of a command buffer (in the per-command-buffer table), made with
- * insert (at allocation); NULL when the table is full, or without insert when it has none. */
-struct cb_zones **commands_cb_zones(VkCommandBuffer cb, bool insert);
-/* Calls fn(state, arg) on every command buffer's GPU-zone state. */
-void commands_cb_zones_each(void (*fn)(struct cb_zones *z, const void *arg), const void *arg);
 /* A submission on the calling thread (collector c) charges what cb recorded to its frame. */
 void commands_submitted(struct fscope_collector *c, VkCommandBuffer cb);
 /* Commands hooks.c sees first: a render pass begun (counted as one), a label opened or
