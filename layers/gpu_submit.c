@@ -178,50 +178,29 @@ static bool find_timeline_info(const void *chain, const VkTimelineSemaphoreSubmi
     return true;
 }
 
-VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t count,
-                    const VkSubmitInfo *submits, VkFence fence)
+/* vkQueueSubmit's batches rewritten into scratch: begin_cb in front of the first batch's
+ * command buffers, end_cb behind the last's, and where *signal, our timeline signal joined to
+ * the last batch's own (which needs the app's timeline struct first in its chain: where it
+ * is not, *signal turns false and the next submission signals instead). NULL: no scratch. */
+static const VkSubmitInfo *rewrite_submit(struct queue_data *q, const struct gpu_slot *slot,
+                                          uint32_t count, const VkSubmitInfo *submits,
+                                          bool *signal)
 {
-    bool blocked = count == 0;
-    for (uint32_t i = 0; i < count && !blocked; i++)
-        blocked = chain_blocks_injection(submits[i].pNext);
-    bool unsampled = false;
-    struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked, &unsampled) : NULL;
-    /* Untimed and sampled out, a command buffer's zones matter only where a run of it that
-     * copies them out is still to be read (zones_untimed_submit): none, no look-up. */
-    bool zones = atomic_load_explicit(&dev->zones, memory_order_relaxed) &&
-                 (slot || !unsampled ||
-                  atomic_load_explicit(&dev->zone_copies_in_flight, memory_order_relaxed));
-    for (uint32_t i = 0; i < count && zones; i++)
-        for (uint32_t k = 0; k < submits[i].commandBufferCount; k++) {
-            if (slot)
-                zones_attach(q, slot, submits[i].pCommandBuffers[k], i == 0 && k == 0);
-            else
-                zones_untimed_submit(submits[i].pCommandBuffers[k], !unsampled);
-        }
-    if (!slot)
-        return dev->vk.QueueSubmit(q->queue, count, submits, fence);
-    /* Our signal extends the last batch's timeline struct; one that is not first in its chain
-     * is left alone, and the next submission signals instead. */
     const VkTimelineSemaphoreSubmitInfo *app_timeline = NULL;
-    bool signal = signal_due(q, fence != VK_NULL_HANDLE) &&
-                  find_timeline_info(submits[count - 1].pNext, &app_timeline);
+    *signal = *signal && find_timeline_info(submits[count - 1].pNext, &app_timeline);
 
     /* Scratch: the batches, then the first and last batches' command buffers, then the last
      * batch's signals, their values and our timeline struct. */
     const VkSubmitInfo *first = &submits[0], *last = &submits[count - 1];
     uint32_t first_cbs = first->commandBufferCount + 1 + (count == 1);
     uint32_t last_cbs = count > 1 ? last->commandBufferCount + 1 : 0;
-    uint32_t signals = signal ? last->signalSemaphoreCount + 1 : 0;
+    uint32_t signals = *signal ? last->signalSemaphoreCount + 1 : 0;
     size_t size = count * sizeof(VkSubmitInfo) + sizeof(VkTimelineSemaphoreSubmitInfo) +
                   signals * (sizeof(VkSemaphore) + sizeof(uint64_t)) +
                   (first_cbs + last_cbs) * sizeof(VkCommandBuffer);
     VkSubmitInfo *copy = scratch_reserve(q, size);
-    if (!copy) {
-        atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
-        slot_unused(dev, q, slot);
-        q->sample_gap = true;
-        return dev->vk.QueueSubmit(q->queue, count, submits, fence);
-    }
+    if (!copy)
+        return NULL;
     memcpy(copy, submits, count * sizeof(VkSubmitInfo));
     VkTimelineSemaphoreSubmitInfo *timeline = (VkTimelineSemaphoreSubmitInfo *)(copy + count);
     uint64_t *values = (uint64_t *)(timeline + 1);
@@ -241,7 +220,7 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
     }
     cbs[tail->commandBufferCount++] = slot->end_cb;
 
-    if (signal) {
+    if (*signal) {
         /* Our signal joins the batch's own: the app's values where it gave them (binary
          * semaphores ignore theirs), ours last. */
         uint32_t n = last->signalSemaphoreCount;
@@ -264,39 +243,15 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t coun
         tail->signalSemaphoreCount = n + 1;
         tail->pSignalSemaphores = semaphores;
     }
-    VkResult r = dev->vk.QueueSubmit(q->queue, count, copy, fence);
-    if (r == VK_SUCCESS)
-        signal_count(q, signal);
-    return after_submit(dev, q, slot, r);
+    return copy;
 }
 
-VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueSubmit2 next,
-                     uint32_t count, const VkSubmitInfo2 *submits, VkFence fence)
+/* vkQueueSubmit2's batches rewritten the same way; its semaphore infos carry their values,
+ * so our signal always fits. NULL: no scratch. */
+static const VkSubmitInfo2 *rewrite_submit2(struct queue_data *q, const struct gpu_slot *slot,
+                                            uint32_t count, const VkSubmitInfo2 *submits,
+                                            bool signal)
 {
-    bool blocked = count == 0;
-    for (uint32_t i = 0; i < count && !blocked; i++)
-        blocked = (submits[i].flags & VK_SUBMIT_PROTECTED_BIT) ||
-                  chain_blocks_injection(submits[i].pNext);
-    bool unsampled = false;
-    struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked, &unsampled) : NULL;
-    bool signal = slot && signal_due(q, fence != VK_NULL_HANDLE);
-    /* Untimed and sampled out, a command buffer's zones matter only where a run of it that
-     * copies them out is still to be read (zones_untimed_submit): none, no look-up. */
-    bool zones = atomic_load_explicit(&dev->zones, memory_order_relaxed) &&
-                 (slot || !unsampled ||
-                  atomic_load_explicit(&dev->zone_copies_in_flight, memory_order_relaxed));
-    for (uint32_t i = 0; i < count && zones; i++)
-        for (uint32_t k = 0; k < submits[i].commandBufferInfoCount; k++) {
-            if (slot)
-                zones_attach(q, slot, submits[i].pCommandBufferInfos[k].commandBuffer,
-                             i == 0 && k == 0);
-            else
-                zones_untimed_submit(submits[i].pCommandBufferInfos[k].commandBuffer,
-                                     !unsampled);
-        }
-    if (!slot)
-        return next(q->queue, count, submits, fence);
-
     const VkSubmitInfo2 *first = &submits[0], *last = &submits[count - 1];
     uint32_t first_cbs = first->commandBufferInfoCount + 1 + (count == 1);
     uint32_t last_cbs = count > 1 ? last->commandBufferInfoCount + 1 : 0;
@@ -304,12 +259,8 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
     size_t size = count * sizeof(VkSubmitInfo2) + signals * sizeof(VkSemaphoreSubmitInfo) +
                   (first_cbs + last_cbs) * sizeof(VkCommandBufferSubmitInfo);
     VkSubmitInfo2 *copy = scratch_reserve(q, size);
-    if (!copy) {
-        atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
-        slot_unused(dev, q, slot);
-        q->sample_gap = true;
-        return next(q->queue, count, submits, fence);
-    }
+    if (!copy)
+        return NULL;
     memcpy(copy, submits, count * sizeof(VkSubmitInfo2));
     VkSemaphoreSubmitInfo *semaphores = (VkSemaphoreSubmitInfo *)(copy + count);
     VkCommandBufferSubmitInfo *cbs = (VkCommandBufferSubmitInfo *)(semaphores + signals);
@@ -344,7 +295,46 @@ VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueS
         tail->signalSemaphoreInfoCount = n + 1;
         tail->pSignalSemaphoreInfos = semaphores;
     }
-    VkResult r = next(q->queue, count, copy, fence);
+    return copy;
+}
+
+/* One body for vkQueueSubmit and vkQueueSubmit2: what differs between them is read through
+ * the submission's accessors (layer.h) and the two rewrites above. */
+VkResult gpu_submit(struct device_data *dev, struct queue_data *q,
+                    const struct gpu_submission *sub)
+{
+    uint32_t count = sub->count;
+    bool blocked = count == 0;
+    for (uint32_t i = 0; i < count && !blocked; i++)
+        blocked = (sub->submit2 && (sub->submits2[i].flags & VK_SUBMIT_PROTECTED_BIT)) ||
+                  chain_blocks_injection(gpu_submission_chain(sub, i));
+    bool unsampled = false;
+    struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked, &unsampled) : NULL;
+    /* Untimed and sampled out, a command buffer's zones matter only where a run of it that
+     * copies them out is still to be read (zones_untimed_submit): none, no look-up. */
+    bool zones = atomic_load_explicit(&dev->zones, memory_order_relaxed) &&
+                 (slot || !unsampled ||
+                  atomic_load_explicit(&dev->zone_copies_in_flight, memory_order_relaxed));
+    for (uint32_t i = 0; i < count && zones; i++)
+        for (uint32_t k = 0, n = gpu_submission_cb_count(sub, i); k < n; k++) {
+            if (slot)
+                zones_attach(q, slot, gpu_submission_cb(sub, i, k), i == 0 && k == 0);
+            else
+                zones_untimed_submit(gpu_submission_cb(sub, i, k), !unsampled);
+        }
+    if (!slot)
+        return gpu_submission_down(dev, q->queue, sub, gpu_submission_batches(sub));
+    bool signal = signal_due(q, sub->fence != VK_NULL_HANDLE);
+    const void *copy = sub->submit2 ? (const void *)rewrite_submit2(q, slot, count,
+                                                                     sub->submits2, signal)
+                                     : rewrite_submit(q, slot, count, sub->submits, &signal);
+    if (!copy) {
+        atomic_fetch_add_explicit(&gpu_stats.unmeasured_no_slot, 1, memory_order_relaxed);
+        slot_unused(dev, q, slot);
+        q->sample_gap = true;
+        return gpu_submission_down(dev, q->queue, sub, gpu_submission_batches(sub));
+    }
+    VkResult r = gpu_submission_down(dev, q->queue, sub, copy);
     if (r == VK_SUCCESS)
         signal_count(q, signal);
     return after_submit(dev, q, slot, r);

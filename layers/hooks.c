@@ -356,54 +356,52 @@ static void count_submit(uint32_t command_buffers)
     fscope_collector_count(c, FSCOPE_COUNT_COMMAND_BUFFERS, command_buffers);
 }
 
-static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueueSubmit(VkQueue queue, uint32_t count,
-                                                             const VkSubmitInfo *submits,
-                                                             VkFence fence)
+/* vkQueueSubmit and vkQueueSubmit2 (core or KHR), through one view of their batches: what
+ * the command buffers recorded is charged to this thread's frame, the call is timed, and the
+ * submission is GPU-timed on a queue the layer knows. */
+static VkResult submit(struct device_data *dev, VkQueue queue, const struct gpu_submission *sub,
+                       const char *where)
 {
-    struct device_data *dev = device_lookup(queue);
     struct queue_data *q = queue_lookup(dev, queue);
     uint32_t command_buffers = 0;
     struct fscope_collector *c = fscope_thread_collector();
-    for (uint32_t i = 0; i < count; i++) {
-        command_buffers += submits[i].commandBufferCount;
-        for (uint32_t j = 0; c && j < submits[i].commandBufferCount; j++)
-            commands_submitted(c, submits[i].pCommandBuffers[j]);
+    for (uint32_t i = 0; i < sub->count; i++) {
+        uint32_t n = gpu_submission_cb_count(sub, i);
+        command_buffers += n;
+        for (uint32_t j = 0; c && j < n; j++)
+            commands_submitted(c, gpu_submission_cb(sub, i, j));
     }
     count_submit(command_buffers);
     fscope_zone_begin(&loc_submit);
     uint64_t start = fscope_now();
-    VkResult r = q ? gpu_submit(dev, q, count, submits, fence)
-                   : dev->vk.QueueSubmit(queue, count, submits, fence);
+    VkResult r = q ? gpu_submit(dev, q, sub)
+                   : gpu_submission_down(dev, queue, sub, gpu_submission_batches(sub));
     if (c)
         fscope_collector_count(c, FSCOPE_COUNT_SUBMIT_TICKS, fscope_now() - start);
     fscope_zone_end();
-    note_result(dev, r, "vkQueueSubmit");
+    note_result(dev, r, where);
     return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueueSubmit(VkQueue queue, uint32_t count,
+                                                             const VkSubmitInfo *submits,
+                                                             VkFence fence)
+{
+    const struct gpu_submission sub = { .count = count, .submits = submits, .fence = fence };
+    return submit(device_lookup(queue), queue, &sub, "vkQueueSubmit");
 }
 
 static VkResult submit2(VkQueue queue, uint32_t count, const VkSubmitInfo2 *submits,
                         VkFence fence, bool khr)
 {
     struct device_data *dev = device_lookup(queue);
-    struct queue_data *q = queue_lookup(dev, queue);
-    PFN_vkQueueSubmit2 next = khr ? dev->vk.QueueSubmit2KHR : dev->vk.QueueSubmit2;
-    uint32_t command_buffers = 0;
-    struct fscope_collector *c = fscope_thread_collector();
-    for (uint32_t i = 0; i < count; i++) {
-        command_buffers += submits[i].commandBufferInfoCount;
-        for (uint32_t j = 0; c && j < submits[i].commandBufferInfoCount; j++)
-            commands_submitted(c, submits[i].pCommandBufferInfos[j].commandBuffer);
-    }
-    count_submit(command_buffers);
-    fscope_zone_begin(&loc_submit);
-    uint64_t start = fscope_now();
-    VkResult r = q ? gpu_submit2(dev, q, next, count, submits, fence)
-                   : next(queue, count, submits, fence);
-    if (c)
-        fscope_collector_count(c, FSCOPE_COUNT_SUBMIT_TICKS, fscope_now() - start);
-    fscope_zone_end();
-    note_result(dev, r, "vkQueueSubmit2");
-    return r;
+    const struct gpu_submission sub = {
+        .count = count,
+        .submits2 = submits,
+        .submit2 = khr ? dev->vk.QueueSubmit2KHR : dev->vk.QueueSubmit2,
+        .fence = fence,
+    };
+    return submit(dev, queue, &sub, "vkQueueSubmit2");
 }
 
 static VKAPI_ATTR VkResult VKAPI_CALL framescope_QueueSubmit2(VkQueue queue, uint32_t count,

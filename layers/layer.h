@@ -444,10 +444,53 @@ void gpu_reader_start(struct device_data *dev);
 void gpu_reader_stop(struct device_data *dev);
 /* Stops a device's reader at exit, waiting at most a moment for it. */
 void gpu_reader_stop_at_exit(struct device_data *dev);
-VkResult gpu_submit(struct device_data *dev, struct queue_data *q, uint32_t count,
-                    const VkSubmitInfo *submits, VkFence fence);
-VkResult gpu_submit2(struct device_data *dev, struct queue_data *q, PFN_vkQueueSubmit2 next,
-                     uint32_t count, const VkSubmitInfo2 *submits, VkFence fence);
+/* A submission as the app made it, through vkQueueSubmit (submits) or vkQueueSubmit2 or
+ * its KHR alias (submits2, and the call-down submit2): one view of both, read through the
+ * inline accessors below, so one body times either (gpu_submit) with no copy of its own. */
+struct gpu_submission {
+    uint32_t count;
+    const VkSubmitInfo *submits;   /* vkQueueSubmit's */
+    const VkSubmitInfo2 *submits2; /* vkQueueSubmit2's */
+    /* vkQueueSubmit2's call-down (core or KHR), NULL for vkQueueSubmit: which of the two this
+     * is (never the arrays, which may be NULL when count is 0). */
+    PFN_vkQueueSubmit2 submit2;
+    VkFence fence;
+};
+
+static inline const void *gpu_submission_chain(const struct gpu_submission *sub, uint32_t i)
+{
+    return sub->submit2 ? sub->submits2[i].pNext : sub->submits[i].pNext;
+}
+
+static inline uint32_t gpu_submission_cb_count(const struct gpu_submission *sub, uint32_t i)
+{
+    return sub->submit2 ? sub->submits2[i].commandBufferInfoCount
+                         : sub->submits[i].commandBufferCount;
+}
+
+static inline VkCommandBuffer gpu_submission_cb(const struct gpu_submission *sub, uint32_t i,
+                                                uint32_t k)
+{
+    return sub->submit2 ? sub->submits2[i].pCommandBufferInfos[k].commandBuffer
+                         : sub->submits[i].pCommandBuffers[k];
+}
+
+/* The app's own batches, of either type. */
+static inline const void *gpu_submission_batches(const struct gpu_submission *sub)
+{
+    return sub->submit2 ? (const void *)sub->submits2 : (const void *)sub->submits;
+}
+
+/* Calls the submission down with batches: its own, or a rewritten copy of the same type. */
+static inline VkResult gpu_submission_down(struct device_data *dev, VkQueue queue,
+                                           const struct gpu_submission *sub, const void *batches)
+{
+    return sub->submit2 ? sub->submit2(queue, sub->count, batches, sub->fence)
+                         : dev->vk.QueueSubmit(queue, sub->count, batches, sub->fence);
+}
+
+VkResult gpu_submit(struct device_data *dev, struct queue_data *q,
+                    const struct gpu_submission *sub);
 void gpu_device_lost(struct device_data *dev, const char *where);
 /* Whether the submission that took slot (signalling value) on q is complete by our own
  * signal: one counter or event read, from any thread. False when unsure. */
