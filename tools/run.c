@@ -139,7 +139,7 @@ static int run_command(char **argv, int *ret_signal, bool *ret_ran)
 /* What run's options ask for. */
 struct run_options {
     const char *output;         /* --output; NULL: the default name, or none */
-    const char *summary_option; /* --summary: "off", "stderr" or a path; NULL: not given */
+    const char *summary_option; /* --summary: "off", "stderr", "full" or a path; NULL: none */
     bool capture;               /* false with --no-capture */
     bool compositor_auto;       /* false with --compositor never */
 };
@@ -181,11 +181,13 @@ static int run_parse_options(int argc, char **argv, struct run_options *o)
                 summary = "off";
             else if (fscope_config_keyword(optarg, "stderr"))
                 summary = "stderr";
+            else if (fscope_config_keyword(optarg, "full"))
+                summary = "full";
             else if (fscope_config_is_path(optarg))
                 summary = optarg;
             if (!summary) {
                 char shown[FSCOPE_ESCAPE_SIZE];
-                fprintf(stderr, "framescope: --summary takes off, stderr or a path starting "
+                fprintf(stderr, "framescope: --summary takes off, stderr, full or a path starting "
                         "with / or ./ (got '%s')\n",
                         fscope_config_escape(optarg, shown, sizeof(shown)));
                 return 2;
@@ -276,6 +278,8 @@ static int run_prepare_outputs(const struct run_options *o, const char *command,
     ret->where = REPORT_SUMMARY_STDERR;
     if (ret->summary_text && fscope_config_keyword(ret->summary_text, "off"))
         ret->where = REPORT_SUMMARY_OFF;
+    else if (ret->summary_text && fscope_config_keyword(ret->summary_text, "full"))
+        ret->where = REPORT_SUMMARY_FULL;
     else if (ret->summary_text && fscope_config_is_path(ret->summary_text))
         ret->where = REPORT_SUMMARY_PATH;
     if (ret->where == REPORT_SUMMARY_PATH && !check_summary_file(ret->summary_text))
