@@ -18,7 +18,7 @@
     X(DestroyInstance)                                                                         \
     X(CreateDevice)
 
-/* Instance-level hooks (layer.c): surfaces, whose frames are followed. Each calls down to
+/* Instance-level hooks (surfaces.c): surfaces, whose frames are followed. Each calls down to
  * the same name in the instance's dispatch table. */
 #define INSTANCE_HOOKS(X)                                                                      \
     X(CreateWaylandSurfaceKHR)                                                                 \
@@ -27,12 +27,15 @@
     X(CreateXlibSurfaceKHR)                                                                    \
     X(DestroySurfaceKHR)
 
-/* Device plumbing (layer.c): queues, swapchains, the device itself. */
+/* Device plumbing (layer.c): queues, the device itself. */
 #define PLUMBING_HOOKS(X)                                                                      \
     X(GetDeviceProcAddr)                                                                       \
     X(DestroyDevice)                                                                           \
     X(GetDeviceQueue)                                                                          \
-    X(GetDeviceQueue2)                                                                         \
+    X(GetDeviceQueue2)
+
+/* Swapchains (surfaces.c): where a surface's frames start, and its cap is made. */
+#define SWAPCHAIN_HOOKS(X)                                                                     \
     X(CreateSwapchainKHR)                                                                      \
     X(DestroySwapchainKHR)
 
@@ -191,6 +194,7 @@
 /* Every device-level hook. */
 #define DEVICE_HOOKS(X)                                                                        \
     PLUMBING_HOOKS(X)                                                                          \
+    SWAPCHAIN_HOOKS(X)                                                                         \
     FRAME_HOOKS(X)                                                                             \
     INSTANCE_CHAIN_HOOKS(X)                                                                    \
     COMMAND_HOOKS(X)                                                                           \

@@ -426,11 +426,9 @@ void objects_surface_remove(struct surface_data *surface);
 unsigned objects_surfaces_take(const struct instance_data *inst,
                                struct surface_data *ret[MAX_SURFACES]);
 
-/* layer.c: surfaces and their frame logs. */
-struct surface_data *surface_add(struct instance_data *inst, VkSurfaceKHR surface,
-                                 enum surface_kind kind, void *wl_display, void *wl_surface,
-                                 uint32_t x11_window);
-void surface_remove(VkSurfaceKHR surface);
+/* surfaces.c: surfaces, their frame logs and caps, swapchains. */
+/* Tears down the surfaces of inst the app never destroyed. */
+void surfaces_instance_finish(struct instance_data *inst);
 
 /* GPU timing (gpu_slots.c: queues; gpu_reader.c: the reader; gpu_submit.c: submission;
  * gpu_sample.c: sampling; gpu_stats.c: the summary's notes). gpu.h has what they share. */
@@ -522,6 +520,21 @@ struct layer_hook_table {
 #define LAYER_HOOK_ROW_INSTANCE_CHAIN(fn)                                                      \
     {"vk" #fn, (PFN_vkVoidFunction)framescope_##fn, offsetof(struct device_dispatch, fn), true},
 #define LAYER_HOOK_TABLE(rows) {rows, sizeof(rows) / sizeof(rows[0])}
+
+/* An instance-level hook (hook_list.h's INSTANCE_HOOKS), handed out for its name. */
+struct layer_instance_hook {
+    const char *name;
+    PFN_vkVoidFunction hook;
+};
+struct layer_instance_hook_table {
+    const struct layer_instance_hook *rows;
+    unsigned count;
+};
+#define LAYER_INSTANCE_HOOK_ROW(fn) {"vk" #fn, (PFN_vkVoidFunction)framescope_##fn},
+
+/* surfaces.c: INSTANCE_HOOKS and SWAPCHAIN_HOOKS */
+extern const struct layer_instance_hook_table surfaces_instance_hook_table;
+extern const struct layer_hook_table surfaces_hook_table;
 
 /* hooks.c: FRAME_HOOKS and INSTANCE_CHAIN_HOOKS */
 extern const struct layer_hook_table hooks_table;
