@@ -145,6 +145,12 @@ static const char usage_text[] =
     "                          (SIMULTANEOUS_USE) and again only when the swapchain is\n"
     "                          recreated, after vkDeviceWaitIdle. Wayland only; not with\n"
     "                          --threads, --serial, --thread-split or --frames-in-flight\n"
+    "  --record-once MODE      offscreen: one command buffer per frame slot (and its image),\n"
+    "                          recorded once and submitted again every time the slot comes\n"
+    "                          round, after its fence; MODE slot: without SIMULTANEOUS_USE,\n"
+    "                          simultaneous: with it (as vkcube records). Offscreen only (on\n"
+    "                          Wayland --no-fence-wait records once); not with --threads,\n"
+    "                          --thread-split, --passes, --draws or --self-timestamps\n"
     "  --thread-split          DXVK-like: the main thread acquires (and spends --cpu-ms and\n"
     "                          --stall-ms), a submit thread submits and then waits on that\n"
     "                          submission's fence, a present thread presents; wayland only\n"
@@ -205,6 +211,7 @@ enum option_id {
     OPTION_API_VERSION,
     OPTION_VK12_FEATURES,
     OPTION_NO_FENCE_WAIT,
+    OPTION_RECORD_ONCE,
     OPTION_THREAD_SPLIT,
     OPTION_SERIAL,
     OPTION_HOST_DELAY_MS,
@@ -260,6 +267,7 @@ static const struct option long_options[] = {
     { "api-version", required_argument, NULL, OPTION_API_VERSION },
     { "vk12-features", no_argument, NULL, OPTION_VK12_FEATURES },
     { "no-fence-wait", no_argument, NULL, OPTION_NO_FENCE_WAIT },
+    { "record-once", required_argument, NULL, OPTION_RECORD_ONCE },
     { "thread-split", no_argument, NULL, OPTION_THREAD_SPLIT },
     { "serial", no_argument, NULL, OPTION_SERIAL },
     { "host-delay-ms", required_argument, NULL, OPTION_HOST_DELAY_MS },
@@ -436,6 +444,19 @@ static bool check_combinations(const struct demo_options *options, bool frames_i
                                : frames_in_flight_given ? "--frames-in-flight" : NULL;
         if (conflict) {
             fprintf(stderr, DEMO_NAME ": --no-fence-wait: cannot be combined with %s\n",
+                    conflict);
+            return false;
+        }
+    }
+    if (options->record_once) {
+        const char *conflict = wayland ? "--output wayland (there, --no-fence-wait records once)"
+                               : options->threads > 1 ? "--threads above 1"
+                               : options->thread_split ? "--thread-split"
+                               : options->pass_count ? "--passes"
+                               : options->draws ? "--draws"
+                               : options->self_timestamps ? "--self-timestamps" : NULL;
+        if (conflict) {
+            fprintf(stderr, DEMO_NAME ": --record-once: cannot be combined with %s\n",
                     conflict);
             return false;
         }
@@ -730,6 +751,17 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
             break;
         case OPTION_NO_FENCE_WAIT:
             options.no_fence_wait = true;
+            break;
+        case OPTION_RECORD_ONCE:
+            if (strcmp(optarg, "slot") == 0) {
+                options.record_once = DEMO_RECORD_ONCE_SLOT;
+            } else if (strcmp(optarg, "simultaneous") == 0) {
+                options.record_once = DEMO_RECORD_ONCE_SIMULTANEOUS;
+            } else {
+                fprintf(stderr, DEMO_NAME ": --record-once: expected slot or simultaneous, got "
+                        "'%s'\n", optarg);
+                return DEMO_PARSE_EXIT_USAGE;
+            }
             break;
         case OPTION_THREAD_SPLIT:
             options.thread_split = true;

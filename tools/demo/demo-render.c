@@ -610,7 +610,8 @@ bool demo_renderer_submit_frame(struct demo_renderer *renderer,
 }
 
 bool demo_renderer_record_images(struct demo_renderer *renderer,
-                                 const struct demo_targets *targets)
+                                 const struct demo_targets *targets,
+                                 VkCommandBufferUsageFlags usage)
 {
     VkDevice device = renderer->gpu->device;
     if (renderer->image_cmds) {
@@ -640,7 +641,7 @@ bool demo_renderer_record_images(struct demo_renderer *renderer,
             .framebuffer = targets->images[i].framebuffer,
             .extent = targets->extent,
         };
-        if (!begin_commands(cmds[i], VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT))
+        if (!begin_commands(cmds[i], usage))
             return false;
         /* Recorded once, so the frame number in the picture is the image's index. */
         record_pass(renderer, cmds[i], renderer->pipeline->frame_pass, &target, whole, i);
@@ -662,6 +663,23 @@ bool demo_renderer_submit_image(struct demo_renderer *renderer, uint32_t image_i
         .signal = sync->render_done,
     };
     return demo_gpu_submit(renderer->gpu, &batch);
+}
+
+bool demo_renderer_submit_recorded(struct demo_renderer *renderer, uint32_t image_index)
+{
+    struct frame_slot *slot = &renderer->slots[renderer->current_slot];
+    if (!demo_vk_check(vkResetFences(renderer->gpu->device, 1, &slot->in_flight),
+                       "vkResetFences"))
+        return false;
+    struct demo_batch batch = {
+        .cmd = renderer->image_cmds[image_index],
+        .fence = slot->in_flight,
+    };
+    renderer->current_slot = (renderer->current_slot + 1) % renderer->frames_in_flight;
+    if (!demo_gpu_submit(renderer->gpu, &batch))
+        return false;
+    renderer->main_draws++;
+    return true;
 }
 
 uint64_t demo_renderer_draw_count(const struct demo_renderer *renderer)

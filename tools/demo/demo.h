@@ -32,6 +32,13 @@ enum demo_output {
 
 #define DEMO_MAX_PASSES 4
 
+/* --record-once: offscreen frame slots' command buffers recorded once. */
+enum demo_record_once {
+    DEMO_RECORD_ONCE_OFF,
+    DEMO_RECORD_ONCE_SLOT,         /* no SIMULTANEOUS_USE: a slot's fence precedes each reuse */
+    DEMO_RECORD_ONCE_SIMULTANEOUS, /* SIMULTANEOUS_USE, as vkcube records */
+};
+
 struct demo_options {
     uint64_t frames;            /* 0: until SIGINT or SIGTERM */
     double cpu_ms;
@@ -66,6 +73,7 @@ struct demo_options {
     uint32_t api_version;       /* VK_API_VERSION_1_x; 0: the loader's, at most 1.3 */
     bool vk12_features;
     bool no_fence_wait;
+    enum demo_record_once record_once;
     bool thread_split;
     bool serial;
     bool host_delay;
@@ -354,12 +362,17 @@ bool demo_renderer_submit_frame(struct demo_renderer *renderer,
 bool demo_renderer_wait_submitted(struct demo_renderer *renderer);
 
 /*
- * --no-fence-wait: one command buffer per image of targets, recorded once, with
- * SIMULTANEOUS_USE since nothing tells when an earlier submission of it is over. Frees
- * the previous recording, so the caller idles the device first.
+ * --no-fence-wait and --record-once: one command buffer per image of targets, recorded once
+ * with usage (--no-fence-wait: SIMULTANEOUS_USE, since nothing tells when an earlier
+ * submission of it is over). Frees the previous recording, so the caller idles the device
+ * first.
  */
 bool demo_renderer_record_images(struct demo_renderer *renderer,
-                                 const struct demo_targets *targets);
+                                 const struct demo_targets *targets,
+                                 VkCommandBufferUsageFlags usage);
+/* --record-once: submits image_index's recording with the current frame slot's fence (waited
+ * on by demo_renderer_wait_slot first), then moves to the next slot. */
+bool demo_renderer_submit_recorded(struct demo_renderer *renderer, uint32_t image_index);
 /* Submits image_index's recording with sync and no fence. */
 bool demo_renderer_submit_image(struct demo_renderer *renderer, uint32_t image_index,
                                 const struct demo_frame_sync *sync);

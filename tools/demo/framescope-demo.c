@@ -101,7 +101,9 @@ bool recreate_swapchain(struct demo *demo)
     demo_targets_destroy(demo->gpu, demo->targets);
     demo->targets = fresh;
     demo->swapchain_stale = false;
-    return !demo->options.no_fence_wait || demo_renderer_record_images(demo->renderer, fresh);
+    return !demo->options.no_fence_wait ||
+           demo_renderer_record_images(demo->renderer, fresh,
+                                       VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT);
 }
 
 /*
@@ -305,10 +307,16 @@ static bool run_offscreen_frame(struct demo *demo, uint64_t frame)
         return false;
 
     uint32_t image_index = (uint32_t)(frame % demo->targets->image_count);
-    struct demo_render_target target = render_target(demo->targets, image_index);
-    struct demo_frame_sync sync = { 0 };
-    if (!submit_frame(demo, &target, &sync, frame))
-        return false;
+    if (demo->options.record_once) {
+        /* The slot's fence guards its image and the image's recording. */
+        if (!demo_renderer_submit_recorded(demo->renderer, image_index))
+            return false;
+    } else {
+        struct demo_render_target target = render_target(demo->targets, image_index);
+        struct demo_frame_sync sync = { 0 };
+        if (!submit_frame(demo, &target, &sync, frame))
+            return false;
+    }
     return !demo->options.serial || demo_renderer_wait_submitted(demo->renderer);
 }
 
@@ -436,9 +444,16 @@ static bool set_up(struct demo *demo, bool *usage_error)
         if (!demo_vk_check(vkCreateFence(demo->gpu->device, &fence_info, NULL,
                                          &demo->acquire_fence),
                            "vkCreateFence") ||
-            !demo_renderer_record_images(demo->renderer, demo->targets))
+            !demo_renderer_record_images(demo->renderer, demo->targets,
+                                         VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT))
             return false;
     }
+    if (options->record_once &&
+        !demo_renderer_record_images(demo->renderer, demo->targets,
+                                     options->record_once == DEMO_RECORD_ONCE_SIMULTANEOUS
+                                         ? VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT
+                                         : 0))
+        return false;
     /* Last, so that it renders only while the measured frames do. */
     return options->devices < 2 || second_device_start(demo);
 }
