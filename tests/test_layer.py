@@ -433,7 +433,9 @@ def test_gpu_zones_record_once(build, demo):
                       f"{untimed['resubmitted']} read too late, {untimed['simultaneous_use']} "
                       "maybe overlapping")
             else:
-                basis = summary["gpu_sampled"]["basis_frames"]
+                sampled = summary["gpu_sampled"]
+                basis = (sampled["bias"]["timed_frames"] if sampled["bias"]
+                         else sampled["basis_frames"])
                 check(basis > 0 and timed >= 0.9 * basis,
                       f"{mode}: zones timed {timed} times in {basis} frames the sampler timed")
                 print(f"{mode}, sampled: zones timed {timed} times over {basis} sampled frames")
@@ -526,18 +528,18 @@ def test_gpu_sampled(build, demo):
     allowed = rate * summary["duration_s"] + rate / 4 + 6 + 1
     check(timed <= allowed, f"{timed} submissions timed, the budget allows {allowed:.0f}")
     sampled = summary["gpu_sampled"]
-    check(sampled["sampled"] and 0 < sampled["basis_frames"] < frames,
-          f"gpu_sampled {sampled}")
+    # The frames GPU-timed (the basis, unless they were set aside for the others: issue 34).
+    timed_frames = sampled["bias"]["timed_frames"] if sampled["bias"] else sampled["basis_frames"]
+    check(sampled["sampled"] and 0 < timed_frames < frames, f"gpu_sampled {sampled}")
     # Whole frames: timed frames come in runs, several frames long.
     runs = sampled_runs(rows)
     check(runs and max(runs) >= 2, f"timed frames not in runs: {runs[:20]}")
-    check(sampled["basis_frames"] <= timed, f"{sampled['basis_frames']} frames GPU-timed by "
-          f"{timed} timed submissions")
+    check(timed_frames <= timed, f"{timed_frames} frames GPU-timed by {timed} timed submissions")
     # The timed frames saw the GPU work: a frame's GPU busy is not 0 there.
     busy = [r for r in rows if r["gpu_busy_ms"] and float(r["gpu_busy_ms"]) > 0]
     check(len(busy) >= len([r for r in rows if r["verdict"]]) // 2,
           f"only {len(busy)} timed frames with GPU busy")
-    check(f"GPU timed in {sampled['basis_frames']} of {frames} frames" in r.stderr,
+    check(f"GPU timed in {timed_frames} of {frames} frames" in r.stderr,
           "the summary does not say which frames carry the GPU numbers")
     # GPU zones only in what a window may time: the demo records its frame's command buffer
     # again each frame (ONE_TIME_SUBMIT), so outside the windows it carries no timestamps,
@@ -551,8 +553,8 @@ def test_gpu_sampled(build, demo):
           f"{dark} timed submissions without them, {windows} windows")
     passes = [x for x in summary["gpu_zones"]["zones"] if x["kind"] == "pass"]
     timed_passes = max((x["count"] for x in passes), default=0)
-    check(timed_passes >= sampled["basis_frames"] // 2, f"the pass timed {timed_passes} times "
-          f"in {sampled['basis_frames']} GPU-timed frames")
+    check(timed_passes >= timed_frames // 2, f"the pass timed {timed_passes} times "
+          f"in {timed_frames} GPU-timed frames")
     check(timed_passes <= timed, f"the pass timed {timed_passes} times, {timed} submissions timed")
     # Within the budget (FIFO, one submission a frame, the default 240 a second) one window
     # follows another with no frame between them: every submission timed.
@@ -598,9 +600,40 @@ def test_gpu_sampled(build, demo):
           f"auto timed {a_timed} submissions in {a_summary['duration_s']:.2f} s, over its ceiling")
     print(f"auto: {a.group(0) if a else 'no cost measured'}; {a_timed} timed")
     print(f"{fps:.0f} fps, budget {rate}/s: {timed} timed in {windows} windows, {unsampled} "
-          f"sampled out; {sampled['basis_frames']} of {frames} frames GPU-timed, runs up to "
+          f"sampled out; {timed_frames} of {frames} frames GPU-timed, runs up to "
           f"{max(runs)}; pass timed {timed_passes} times, zones left out of {left_out} "
           f"recordings ({dark} timed without); verdict {summary['verdict']['run']}")
+
+
+def test_gpu_sampled_verdicts(build, demo):
+    """Issue 34, item 4: with GPU timing sampled (FRAMESCOPE_GPU_SAMPLE=10 timed submissions a
+    second, so that a run has both kinds of frames), the timed and the untimed frames are
+    compared in every run (summary.json's gpu_sampled.bias), and on the demo's four verdicts
+    they agree: CPU-, GPU-, display- and cap-bound, each the run's verdict too."""
+    cpu_ms = max(30.0, 4 * light_frame_gpu_ms(build, demo))
+    runs = [
+        ("cpu", ["--frames", "120", "--cpu-ms", f"{cpu_ms:.3f}", "--present-mode", "mailbox"], {}),
+        ("gpu", ["--frames", "300", "--gpu-iters", str(iters_for(build, demo, 8.0)),
+                 "--present-mode", "mailbox"], {}),
+        ("display", ["--frames", "160", "--present-mode", "fifo"], {}),
+        ("cap", ["--frames", "160", "--present-mode", "mailbox"], {"FRAMESCOPE_CAP": "50"}),
+    ]
+    with Weston() as w:
+        for want, args, env in runs:
+            r = run_app([demo, "--quiet"] + args, w, build,
+                        extra_env=dict(env, FRAMESCOPE_GPU_SAMPLE="10"))
+            check(r.rc == 0, f"{want}: {r.stderr[-1500:]}")
+            summary = r.json()
+            bias = summary["gpu_sampled"]["bias"]
+            check(bias and bias["timed_frames"] >= 8 and bias["untimed_frames"] >= 8,
+                  f"{want}: timed and untimed frames not compared: {summary['gpu_sampled']}")
+            check(bias["timed_verdict"] == want and bias["untimed_verdict"] == want and
+                  summary["verdict"]["run"] == want,
+                  f"{want}: run {summary['verdict']['run']}, timed frames "
+                  f"{bias['timed_verdict']}, untimed {bias['untimed_verdict']}: {bias}")
+            print(f"{want}: {bias['timed_frames']} timed frames at {bias['timed_median_ms']:.3f} "
+                  f"ms and {bias['untimed_frames']} others at {bias['untimed_median_ms']:.3f} ms "
+                  f"(z {bias['z']:.1f}) agree: {want}-bound")
 
 
 def test_gpu_sampled_marks(build, demo):

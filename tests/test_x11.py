@@ -220,6 +220,47 @@ def test_vkcube_timeout(build, probe, game):
     print("timeout 3 vkcube: " + want.split("       ", 1)[1])
 
 
+def test_vkcube_sampled_verdict(build, probe, game):
+    """Issue 34, item 4: GPU timing's own cost must not decide the verdict. vkcube on Xvfb
+    with the default sampling times a few dozen of its frames, and on lavapipe a timed frame
+    runs slower (1.98 against 1.39 ms): from the timed frames alone, identical runs were
+    called gpu-bound, then cpu-bound. Five identical runs: timed and untimed frames are
+    compared in each (summary.json's gpu_sampled.bias), the untimed ones carry the verdict
+    where timing slowed its frames or the few timed ones cannot decide between two verdicts,
+    and all five give the same verdict."""
+    if not shutil.which("vkcube"):
+        print("vkcube not installed")
+        sys.exit(SKIP)
+    verdicts = []
+    with Xvfb() as x:
+        for run in range(5):
+            r = run_app(["vkcube", "--c", "3000"], None, build,
+                        extra_env={"DISPLAY": x.display, "FRAMESCOPE_GPU_SAMPLE": ""},
+                        timeout=180)
+            check(r.rc == 0, r.stderr[-1500:])
+            summary = r.json()
+            bias = summary["gpu_sampled"]["bias"]
+            check(bias and bias["timed_frames"] + bias["untimed_frames"] == summary["frames"],
+                  f"run {run}: timed and untimed frames not compared: {summary['gpu_sampled']}")
+            verdict = summary["verdict"]["run"]
+            check(verdict == (bias["untimed_verdict"] if bias["corrected"] or bias["undecided"]
+                              else bias["timed_verdict"]),
+                  f"run {run}: verdict {verdict}, bias {bias}")
+            if bias["corrected"]:
+                want = max(0.0, bias["gpu_busy_timed_ms"] - bias["difference_ms"])
+                check(abs(summary["budget_ms"]["gpu_busy"] - want) < 2e-6,
+                      f"run {run}: GPU busy {summary['budget_ms']['gpu_busy']}, not the timed "
+                      f"frames' less the difference: {bias}")
+            verdicts.append(verdict)
+            print(f"run {run}: {verdict}-bound; timed {bias['timed_frames']} frames at "
+                  f"{bias['timed_median_ms']:.3f} ms, the others at "
+                  f"{bias['untimed_median_ms']:.3f} ms, z {bias['z']:.1f}, "
+                  f"{'corrected' if bias['corrected'] else 'not corrected'}, timed frames "
+                  f"{'undecided' if bias['undecided'] else 'decide'} (margin "
+                  f"{bias['timed_margin']:.2f}, se {bias['timed_margin_se']:.2f})")
+    check(len(set(verdicts)) == 1, f"five identical runs, verdicts {verdicts}")
+
+
 class XWayland:
     """A rootful Xwayland on a compositor's socket, on the display number it picks itself."""
 
@@ -414,5 +455,5 @@ def test_no_present(build, probe, game):
 
 
 main({"xvfb": test_xvfb, "xwayland": test_xwayland, "vkcube": test_vkcube,
-      "vkcube_timeout": test_vkcube_timeout,
+      "vkcube_timeout": test_vkcube_timeout, "vkcube_sampled_verdict": test_vkcube_sampled_verdict,
       "game_xvfb": test_game_xvfb, "game_mixed": test_game_mixed, "no_present": test_no_present})

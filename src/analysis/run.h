@@ -14,6 +14,24 @@
 #include "presentation.h"
 #include "recording.h"
 
+/* GPU-timed frames against the others, where timing was sampled (run.c, sampling_compare). */
+struct sampling_bias {
+    uint64_t timed_frames, untimed_frames;
+    bool compared;  /* both groups large enough */
+    double timed_median_ms, untimed_median_ms, difference_ms;
+    double z; /* Mann-Whitney's, timed slower positive */
+    enum fscope_verdict timed_verdict, untimed_verdict;
+    /* The timed frames were slower beyond the noise: the untimed frames carry the verdict and
+     * the blocks, and GPU busy is gpu_busy_timed_ms less difference_ms. */
+    bool corrected;
+    double gpu_busy_timed_ms;
+    /* The timed frames cannot decide between their two leading verdicts (their margin of
+     * time shares within twice its standard error) and the untimed frames' verdict is one
+     * of the two: the untimed frames carry the verdict and the blocks. */
+    bool undecided;
+    double timed_margin, timed_margin_se;
+};
+
 struct run_stats {
     const struct recording *rec;
     struct presentation_stats presentation;
@@ -49,6 +67,7 @@ struct run_stats {
     unsigned primary_log;              /* the log with the most frames */
     struct hitch_stats hitches;
     struct engine_stats engine;
+    struct sampling_bias sampling;
 };
 
 /* Fills s from rec (frames' GPU fields computed already: recording_compute_gpu_busy). */

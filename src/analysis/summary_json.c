@@ -116,10 +116,24 @@ void summary_write_json(FILE *f, const struct run_stats *s)
             ms_per_frame(s->all.other_wait[1], s->frames ? s->frames : 1),
             ms_per_frame(s->all.other_wait[2], s->frames ? s->frames : 1));
     fprintf(f, "  \"gpu_timed\": %s,\n", t->gpu_timed ? "true" : "false");
+    const struct sampling_bias *sb = &s->sampling;
     fprintf(f, "  \"gpu_sampled\": {\"sampled\": %s, \"basis_frames\": %llu, "
-            "\"unsampled_frames\": %llu, \"basis_frame_ms\": %.6f},\n",
+            "\"unsampled_frames\": %llu, \"basis_frame_ms\": %.6f, \"bias\": ",
             s->unsampled_frames ? "true" : "false", (unsigned long long)s->basis_frames,
             (unsigned long long)s->unsampled_frames, ms_per_frame(t->frame, nf));
+    if (sb->compared)
+        fprintf(f, "{\"timed_frames\": %llu, \"untimed_frames\": %llu, \"timed_median_ms\": "
+                "%.6f, \"untimed_median_ms\": %.6f, \"difference_ms\": %.6f, \"z\": "
+                "%.3f, \"timed_verdict\": \"%s\", \"untimed_verdict\": \"%s\", \"corrected\": "
+                "%s, \"gpu_busy_timed_ms\": %.6f, \"undecided\": %s, \"timed_margin\": %.6f, "
+                "\"timed_margin_se\": %.6f}},\n",
+                (unsigned long long)sb->timed_frames, (unsigned long long)sb->untimed_frames,
+                sb->timed_median_ms, sb->untimed_median_ms, sb->difference_ms, sb->z,
+                verdict_name(sb->timed_verdict), verdict_name(sb->untimed_verdict),
+                sb->corrected ? "true" : "false", sb->gpu_busy_timed_ms,
+                sb->undecided ? "true" : "false", sb->timed_margin, sb->timed_margin_se);
+    else
+        fputs("null},\n", f);
     {
         char thread[64];
         uint64_t kn = s->kernel_frames ? s->kernel_frames : 1;

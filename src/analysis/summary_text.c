@@ -124,11 +124,37 @@ void summary_write_text_full(FILE *f, const struct run_stats *s)
                 s->p99_ms, s->max_ms, s->low1_fps, s->low01_fps);
         const double *b = s->budget_ms;
         const struct frame_budget_ns *t = &s->total;
-        if (s->basis_frames < s->frames)
+        const struct sampling_bias *sb = &s->sampling;
+        if (sb->corrected)
+            fprintf(f, "  sampled     GPU timed in %llu of %llu frames (FRAMESCOPE_GPU_SAMPLE), "
+                    "which timing slowed: blocks and verdict below are the %llu others', mean "
+                    "frame %.3f ms; gpu busy the timed frames' %.3f less %.3f ms\n",
+                    (unsigned long long)sb->timed_frames, (unsigned long long)s->frames,
+                    (unsigned long long)sb->untimed_frames,
+                    ms_per_frame(t->frame, s->basis_frames), sb->gpu_busy_timed_ms,
+                    sb->difference_ms);
+        else if (sb->undecided)
+            fprintf(f, "  sampled     GPU timed in %llu of %llu frames (FRAMESCOPE_GPU_SAMPLE), "
+                    "too few to decide (their two leading verdicts' shares %.2f apart, standard "
+                    "error %.2f): blocks and verdict below are the %llu others', mean frame "
+                    "%.3f ms; gpu busy the timed frames'\n",
+                    (unsigned long long)sb->timed_frames, (unsigned long long)s->frames,
+                    sb->timed_margin, sb->timed_margin_se,
+                    (unsigned long long)sb->untimed_frames,
+                    ms_per_frame(t->frame, s->basis_frames));
+        else if (s->basis_frames < s->frames)
             fprintf(f, "  sampled     GPU timed in %llu of %llu frames (FRAMESCOPE_GPU_SAMPLE): "
                     "gpu busy, blocks and verdict below are theirs, mean frame %.3f ms\n",
                     (unsigned long long)s->basis_frames, (unsigned long long)s->frames,
                     ms_per_frame(t->frame, s->basis_frames));
+        if (sb->compared)
+            fprintf(f, "  sampling    timed frames' median %.3f ms, the others' %.3f ms (%llu and "
+                    "%llu frames): %+.3f ms, z %.1f by ranks, %s; verdict of the timed %s, of "
+                    "the others %s\n", sb->timed_median_ms, sb->untimed_median_ms,
+                    (unsigned long long)sb->timed_frames, (unsigned long long)sb->untimed_frames,
+                    sb->difference_ms, sb->z,
+                    sb->corrected ? "timing slowed its frames" : "no slowdown beyond the noise",
+                    verdict_name(sb->timed_verdict), verdict_name(sb->untimed_verdict));
         fprintf(f, "  budget      cpu %.3f | blocked: acquire %.3f  present %.3f  present wait "
                 "%.3f  fence %.3f  other wait %.3f  cap %.3f | gpu busy %.3f ms per frame\n",
                 b[0], b[2 + FSCOPE_BLOCK_ACQUIRE], b[2 + FSCOPE_BLOCK_PRESENT],
@@ -287,7 +313,20 @@ void summary_write_text(FILE *f, const struct run_stats *s)
                            verdict_name((enum fscope_verdict)v),
                            100.0 * (double)s->verdict_frames[v] / (double)s->basis_frames);
         brief_line(f, "  frames by verdict: ", line, 1);
-        if (s->basis_frames < s->frames) {
+        const struct sampling_bias *sb = &s->sampling;
+        if (sb->corrected) {
+            snprintf(line, sizeof(line), "GPU timed in %llu of %llu frames, %.3f ms (%.0f%%) "
+                     "slower than the others: verdict from the others, GPU busy less %.3f ms",
+                     (unsigned long long)sb->timed_frames, (unsigned long long)s->frames,
+                     sb->difference_ms, 100.0 * sb->difference_ms / sb->untimed_median_ms,
+                     sb->difference_ms);
+            brief_line(f, "  sampled     ", line, 2);
+        } else if (sb->undecided) {
+            snprintf(line, sizeof(line), "GPU timed in %llu of %llu frames, too few to decide "
+                     "between two verdicts: verdict from the others",
+                     (unsigned long long)sb->timed_frames, (unsigned long long)s->frames);
+            brief_line(f, "  sampled     ", line, 1);
+        } else if (s->basis_frames < s->frames) {
             snprintf(line, sizeof(line), "GPU timed in %llu of %llu frames: the verdict and GPU "
                      "busy are theirs", (unsigned long long)s->basis_frames,
                      (unsigned long long)s->frames);
