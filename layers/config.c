@@ -19,8 +19,10 @@ void layer_config_read(void)
         fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU='%s' is not on or off; using on",
                    fscope_config_escape(gpu, shown, sizeof(shown)));
     const char *zones = secure_getenv("FRAMESCOPE_GPU_ZONES");
-    if (zones && *zones && !fscope_config_parse_switch(zones, &layer_config.gpu_zones))
-        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU_ZONES='%s' is not on or off; using on",
+    if (zones && *zones && fscope_config_keyword(zones, "host"))
+        layer_config.gpu_zones_host = true;
+    else if (zones && *zones && !fscope_config_parse_switch(zones, &layer_config.gpu_zones))
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_GPU_ZONES='%s' is not on, off or host; using on",
                    fscope_config_escape(zones, shown, sizeof(shown)));
     const char *stats = secure_getenv("FRAMESCOPE_PIPELINE_STATS");
     if (stats && *stats && !fscope_config_parse_switch(stats, &layer_config.pipeline_stats))

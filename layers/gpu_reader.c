@@ -257,6 +257,7 @@ static void read_all(struct device_data *dev)
         if (q)
             queue_read_completed(dev, q);
     }
+    zones_read_deferred(dev, false, queue_to_mono);
 }
 
 /* Whether any queue has a slot in flight. */
@@ -346,6 +347,7 @@ void gpu_reader_stop(struct device_data *dev)
     if (!atomic_load(&dev->lost) && dev->vk.DeviceWaitIdle(dev->device) == VK_SUCCESS)
         dev->idle = true;
     read_all(dev);
+    zones_read_deferred(dev, true, queue_to_mono);
 }
 
 void gpu_reader_stop_at_exit(struct device_data *dev)
@@ -357,6 +359,7 @@ void gpu_reader_stop_at_exit(struct device_data *dev)
     if (pthread_timedjoin_np(dev->reader, NULL, &until) == 0) {
         dev->reader_started = false;
         read_all(dev);
+        zones_read_deferred(dev, true, queue_to_mono);
     } else {
         fscope_record_note("the GPU timestamp reader was still waiting on the driver at exit: "
                            "the last submissions' GPU spans may be missing");

@@ -311,10 +311,12 @@ VkResult gpu_submit(struct device_data *dev, struct queue_data *q,
     bool unsampled = false;
     struct gpu_slot *slot = count ? slot_acquire(dev, q, blocked, &unsampled) : NULL;
     /* Untimed and sampled out, a command buffer's zones matter only where a run of it that
-     * copies them out is still to be read (zones_untimed_submit): none, no look-up. */
+     * copies them out is still to be read, or where its block is read from the host and must
+     * be reset before every run (zones_untimed_submit): none, no look-up. */
     bool zones = atomic_load_explicit(&dev->zones, memory_order_relaxed) &&
                  (slot || !unsampled ||
-                  atomic_load_explicit(&dev->zone_copies_in_flight, memory_order_relaxed));
+                  atomic_load_explicit(&dev->zone_copies_in_flight, memory_order_relaxed) ||
+                  atomic_load_explicit(&dev->zone_host_runs, memory_order_relaxed));
     for (uint32_t i = 0; i < count && zones; i++)
         for (uint32_t k = 0, n = gpu_submission_cb_count(sub, i); k < n; k++) {
             if (slot)

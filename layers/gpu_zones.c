@@ -35,6 +35,20 @@
  *   buffer (on the H200, +1.4% and +3.2% frame time at 0.73 ms frames in two A/X/A rounds
  *   with the demo's command buffers all read this way, against +0.8% the first way).
  *
+ * From the host: on a GPU (not a CPU device, where the driver's query read waits for the
+ *   device to idle) with host query reset, a command buffer that may run again but never twice
+ *   at once (neither ONE_TIME_SUBMIT nor SIMULTANEOUS_USE) gets its timestamps and nothing
+ *   else. The reset and the copy cost the GPU more than the zones they serve: on an H100,
+ *   +18 us a frame at 1080p (6%) and +20 us on a 22 us frame at 64x64, against +2 us for the
+ *   stamps alone (tests/bench/README.md, 2026-12-06). Its next submission may only come once
+ *   its last run finished (Vulkan's rule for a command buffer that is not pending), so the
+ *   submitting thread then reads that run with vkGetQueryPoolResults into the block's
+ *   history and resets the block from the host, before the call down; so does the thread
+ *   that records it again, frees it or destroys the device. The reader reads such a block
+ *   only from its history, and keeps a run not read yet for a later pass (deferred), so no
+ *   two threads ever read and reset its queries at once (Vulkan forbids it).
+ *   FRAMESCOPE_GPU_ZONES=host takes this way on CPU devices too (tests).
+ *
  * A SIMULTANEOUS_USE command buffer (vkcube and other apps that record once and submit every
  * frame) is read the second way: it may be pending twice at once, but almost never is. A run
  * submitted while an earlier one is not read yet may overlap it on the GPU (both write the
@@ -57,100 +71,13 @@
 #include <string.h>
 
 #include "cb_table.h"
+#include "gpu_zone_blocks.h"
 #include "layer.h"
 #include "readback.h"
 #include "record/clock.h"
 #include "record/gpu_zones.h"
 #include "record/meta.h"
 #include "util/log.h"
-
-#define ZONE_BLOCKS 1024
-#define ZONE_BLOCK_QUERIES 64
-#define ZONE_REGIONS (ZONE_BLOCK_QUERIES / 2)
-#define ZONE_DEPTH 16
-
-/* Where a region's begin time is: its own query 2r, or (a pass on a CPU device, see
- * zones_pass_ending) the query of the last stamp before it in its command buffer, or the
- * start of the command buffer. */
-#define BEGIN_AT_START (-1)
-
-struct zone_region {
-    uint16_t name;
-    uint8_t depth;
-    uint8_t kind;
-    bool ended;
-    bool stats;   /* a pipeline statistics query brackets it (a pass) */
-    bool stamped; /* its end was stamped inside its pass (zones_pass_ending) */
-    int8_t begin_at; /* the block's query holding its begin, or BEGIN_AT_START */
-};
-
-/* What the statistics query counts: PIPELINE_STATS values, in this flags' bit order. */
-#define ZONE_STATS_FLAGS                                                                       \
-    (VK_QUERY_PIPELINE_STATISTIC_INPUT_ASSEMBLY_VERTICES_BIT |                                 \
-     VK_QUERY_PIPELINE_STATISTIC_INPUT_ASSEMBLY_PRIMITIVES_BIT |                               \
-     VK_QUERY_PIPELINE_STATISTIC_VERTEX_SHADER_INVOCATIONS_BIT |                               \
-     VK_QUERY_PIPELINE_STATISTIC_CLIPPING_INVOCATIONS_BIT |                                    \
-     VK_QUERY_PIPELINE_STATISTIC_CLIPPING_PRIMITIVES_BIT |                                     \
-     VK_QUERY_PIPELINE_STATISTIC_FRAGMENT_SHADER_INVOCATIONS_BIT |                             \
-     VK_QUERY_PIPELINE_STATISTIC_COMPUTE_SHADER_INVOCATIONS_BIT)
-#define STATS_WORDS PIPELINE_STATS
-
-struct zone_block {
-    struct zone_pool *pool;
-    uint32_t index;
-    _Atomic uint32_t refs;    /* its command buffer's, and each submission's not yet read */
-    _Atomic uint32_t pending; /* submissions not yet read */
-    _Atomic uint32_t gen;     /* moves on when a run is submitted before the last was read */
-    bool copy;                /* its command buffer resets it and copies it out (see above) */
-    bool simultaneous;        /* recorded with SIMULTANEOUS_USE: its runs may overlap */
-    /* Its last run's completion signal (written by the submitting thread): a later run
-     * overlaps it only while it is not complete. */
-    struct queue_data *last_queue;
-    const struct gpu_slot *last_slot;
-    uint64_t last_value;
-    bool readable;            /* recorded to its end with regions a run times (and copies) */
-    /* A region begins at the command buffer's start, unstamped: a run is read only where the
-     * command buffer is its submission's first, right behind our span's begin stamp. */
-    bool starts_unstamped;
-    uint32_t timed_regions;   /* how many regions a run times: the ended ones */
-    uint32_t region_count;    /* region k uses queries 2k and 2k + 1 of the block */
-    struct zone_region regions[ZONE_REGIONS];
-    /* Runs kept when a later run came before the reader (see zone_history); NULL until the
-     * block is first recorded to be copied, then kept for its life. */
-    struct zone_history *history;
-};
-
-/* The copy of a command buffer recorded once is rewritten by its next run, and an app that
- * records once submits it again as soon as it may: each frame slot comes round in about a
- * millisecond at the frame rates such apps run at, while the reader looks every few (with two
- * frames in flight on lavapipe, 298 of 300 runs were rewritten before read). So the thread
- * that submits the next run first keeps the last one where it is complete (its own signal
- * says so: one counter read), in the block's history by generation; the reader reads a run
- * there when its copy has moved on. A seqlock per entry: the submitting thread writes, the
- * reader checks the generation before and after. 64 runs: the reader, every few milliseconds
- * and later on a loaded machine, was 20 runs behind at 2,000 fps. Timestamps only: a run read
- * from here has no pipeline statistics. */
-#define ZONE_HISTORY 64
-struct zone_history {
-    uint32_t words;                /* 2 * the regions of the recording it was made for */
-    _Atomic uint32_t gen[ZONE_HISTORY]; /* the run's generation + 1; 0 while written or empty */
-    _Atomic uint64_t data[];       /* words a run, ZONE_HISTORY runs */
-};
-struct zone_pool {
-    struct device_data *dev;
-    VkQueryPool pool;
-    /* Pipeline statistics: query b * ZONE_REGIONS + r for region r of block b, and their
-     * copies at STATS_WORDS words each. VK_NULL_HANDLE: not asked for, or not made. */
-    VkQueryPool stats_pool;
-    struct readback stats_copies;
-    /* The copies: block b's query q at word b * ZONE_BLOCK_QUERIES + q, mapped for good. */
-    struct readback copies;
-    pthread_mutex_t lock; /* the free list */
-    uint32_t free_count;
-    uint32_t free_list[ZONE_BLOCKS];
-    struct zone_block blocks[ZONE_BLOCKS];
-    struct fscope_gpu_zone_log *log;
-};
 
 /* A command buffer's recording state: only its recording thread touches it (Vulkan's external
  * synchronisation of command buffers). */
@@ -182,152 +109,6 @@ struct cb_zones {
     char path[GPU_ZONE_NAME_SIZE];
 };
 
-/* ---- blocks ---- */
-
-_Static_assert(ZONE_BLOCK_QUERIES == 64, "a block's queries are one 64-bit mask");
-
-/* The queries of a block a run must have written for it to be read: each ended region's end,
- * and the query its begin is in. */
-static uint64_t needed_queries(const struct zone_block *b)
-{
-    uint64_t mask = 0;
-    for (uint32_t r = 0; r < b->region_count; r++) {
-        if (!b->regions[r].ended)
-            continue;
-        mask |= UINT64_C(1) << (2 * r + 1);
-        if (b->regions[r].begin_at != BEGIN_AT_START)
-            mask |= UINT64_C(1) << b->regions[r].begin_at;
-    }
-    return mask;
-}
-
-/* The next run of set bits in mask at or after *first: its first bit in *first, its length in
- * *n; false when there is none. */
-static bool mask_run(uint64_t mask, uint32_t *first, uint32_t *n)
-{
-    uint64_t m = *first < 64 ? mask >> *first : 0;
-    if (!m)
-        return false;
-    *first += (uint32_t)__builtin_ctzll(m);
-    m = ~(mask >> *first);
-    *n = m ? (uint32_t)__builtin_ctzll(m) : 64 - *first;
-    return true;
-}
-
-/* The query pool and the buffer its copies land in, mapped. False (what was made undone)
- * when the device will not give them. */
-static bool pool_make(struct device_data *dev, struct zone_pool *p)
-{
-    const VkQueryPoolCreateInfo query_info = {
-        .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-        .queryType = VK_QUERY_TYPE_TIMESTAMP,
-        .queryCount = ZONE_BLOCKS * ZONE_BLOCK_QUERIES,
-    };
-    if (dev->vk.CreateQueryPool(dev->device, &query_info, NULL, &p->pool) != VK_SUCCESS)
-        return false;
-    if (!readback_init(dev, &p->copies, ZONE_BLOCKS * ZONE_BLOCK_QUERIES)) {
-        dev->vk.DestroyQueryPool(dev->device, p->pool, NULL);
-        return false;
-    }
-    if (dev->pipeline_stats) {
-        const VkQueryPoolCreateInfo stats_info = {
-            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-            .queryType = VK_QUERY_TYPE_PIPELINE_STATISTICS,
-            .queryCount = ZONE_BLOCKS * ZONE_REGIONS,
-            .pipelineStatistics = ZONE_STATS_FLAGS,
-        };
-        if (dev->vk.CreateQueryPool(dev->device, &stats_info, NULL, &p->stats_pool) !=
-            VK_SUCCESS) {
-            p->stats_pool = VK_NULL_HANDLE;
-        } else if (!readback_init(dev, &p->stats_copies,
-                                  ZONE_BLOCKS * ZONE_REGIONS * STATS_WORDS)) {
-            dev->vk.DestroyQueryPool(dev->device, p->stats_pool, NULL);
-            p->stats_pool = VK_NULL_HANDLE;
-        }
-        if (!p->stats_pool)
-            fscope_record_note("device %u: no query pool or buffer for pipeline statistics: "
-                               "passes are timed without them", dev->id);
-    }
-    return true;
-}
-
-static struct zone_pool *pool_get(struct device_data *dev)
-{
-    struct zone_pool *p = atomic_load_explicit(&dev->zones, memory_order_acquire);
-    if (p || !layer_config.gpu_timing || !layer_config.gpu_zones)
-        return p;
-    pthread_mutex_lock(&dev->lock);
-    p = atomic_load(&dev->zones);
-    if (!p && !dev->zones_failed) {
-        p = calloc(1, sizeof(*p));
-        if (p && pool_make(dev, p)) {
-            p->dev = dev;
-            if (dev->reset_query_pool) {
-                dev->reset_query_pool(dev->device, p->pool, 0, ZONE_BLOCKS * ZONE_BLOCK_QUERIES);
-                if (p->stats_pool)
-                    dev->reset_query_pool(dev->device, p->stats_pool, 0,
-                                          ZONE_BLOCKS * ZONE_REGIONS);
-            }
-            pthread_mutex_init(&p->lock, NULL);
-            for (uint32_t i = 0; i < ZONE_BLOCKS; i++) {
-                p->blocks[i].pool = p;
-                p->blocks[i].index = i;
-                p->free_list[i] = ZONE_BLOCKS - 1 - i;
-            }
-            p->free_count = ZONE_BLOCKS;
-            p->log = fscope_gpu_zone_log_create(dev->id);
-            atomic_store_explicit(&dev->zones, p, memory_order_release);
-        } else {
-            free(p);
-            p = NULL;
-            dev->zones_failed = true;
-            fscope_record_note("device %u: no query pool or host-visible buffer for GPU zones: "
-                               "passes and labels are not timed", dev->id);
-        }
-    }
-    pthread_mutex_unlock(&dev->lock);
-    return p;
-}
-
-static struct zone_block *block_take(struct zone_pool *p)
-{
-    struct zone_block *b = NULL;
-    pthread_mutex_lock(&p->lock);
-    if (p->free_count)
-        b = &p->blocks[p->free_list[--p->free_count]];
-    pthread_mutex_unlock(&p->lock);
-    if (b) {
-        b->region_count = 0;
-        b->copy = false;
-        b->simultaneous = false;
-        b->readable = false;
-        b->starts_unstamped = false;
-        b->timed_regions = 0;
-        atomic_store(&b->pending, 0);
-        atomic_store(&b->refs, 1);
-    }
-    return b;
-}
-
-/* Drops one reference; the last one resets the block's queries from the host (where the
- * device can) and frees it. */
-static void block_release(struct zone_block *b)
-{
-    if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
-        return;
-    struct zone_pool *p = b->pool;
-    if (b->region_count && p->dev->reset_query_pool) {
-        p->dev->reset_query_pool(p->dev->device, p->pool, b->index * ZONE_BLOCK_QUERIES,
-                                 2 * b->region_count);
-        if (p->stats_pool)
-            p->dev->reset_query_pool(p->dev->device, p->stats_pool, b->index * ZONE_REGIONS,
-                                     b->region_count);
-    }
-    pthread_mutex_lock(&p->lock);
-    p->free_list[p->free_count++] = b->index;
-    pthread_mutex_unlock(&p->lock);
-}
-
 /* ---- recording (app threads) ---- */
 
 static struct cb_zones *state(VkCommandBuffer cb)
@@ -349,7 +130,7 @@ void zones_cb_allocated(struct device_data *dev, VkCommandPool pool, VkCommandBu
     if (!z)
         return;
     if (z->dev)
-        block_release(z->block);
+        zone_block_release(z->block);
     memset(z, 0, sizeof(*z));
     z->dev = dev;
     z->pool = pool;
@@ -361,8 +142,10 @@ void zones_cb_allocated(struct device_data *dev, VkCommandPool pool, VkCommandBu
 
 static void forget(struct cb_zones *z)
 {
+    if (z->dev && z->block)
+        zone_host_read_last(z->dev, z->block);
     if (z->dev)
-        block_release(z->block);
+        zone_block_release(z->block);
     z->block = NULL;
     z->dev = NULL;
 }
@@ -394,7 +177,9 @@ void zones_cb_begin(VkCommandBuffer cb, const VkCommandBufferBeginInfo *info)
     struct cb_zones *z = state(cb);
     if (!z || !z->dev)
         return;
-    block_release(z->block);
+    if (z->block)
+        zone_host_read_last(z->dev, z->block);
+    zone_block_release(z->block);
     z->block = NULL;
     z->depth = 0;
     z->last_stamp = BEGIN_AT_START;
@@ -429,6 +214,8 @@ static void block_end(VkCommandBuffer cb, struct cb_zones *z)
     for (uint32_t r = 0; r < b->region_count; r++)
         ended += b->regions[r].ended;
     b->timed_regions = ended;
+    if (b->host && ended)
+        zone_history_make(b);
     if (!b->copy || !ended) {
         b->readable = ended; /* read with vkGetQueryPoolResults, or nothing to read */
         return;
@@ -437,18 +224,10 @@ static void block_end(VkCommandBuffer cb, struct cb_zones *z)
         fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_UNBALANCED, ended);
         return;
     }
-    uint32_t words = 2 * b->region_count;
-    if (!b->history || b->history->words < words) {
-        /* Recording time, not the submit path; none: runs read late go untimed. */
-        free(b->history);
-        b->history = calloc(1, sizeof(*b->history) +
-                                   (size_t)ZONE_HISTORY * words * sizeof(b->history->data[0]));
-        if (b->history)
-            b->history->words = words;
-    }
+    zone_history_make(b);
     uint32_t base = b->index * ZONE_BLOCK_QUERIES;
-    uint64_t needed = needed_queries(b);
-    for (uint32_t q = 0, n; mask_run(needed, &q, &n); q += n)
+    uint64_t needed = zone_needed_queries(b);
+    for (uint32_t q = 0, n; zone_mask_run(needed, &q, &n); q += n)
         readback_record_copy(z->dev, cb, &p->copies, p->pool, base + q, n, 1);
     for (uint32_t r = 0; p->stats_pool && r < b->region_count; r++)
         if (b->regions[r].ended && b->regions[r].stats)
@@ -534,18 +313,21 @@ static void zone_open(VkCommandBuffer cb, struct cb_zones *z, const char *name,
      * copies it out itself. One that runs once per recording is read from its queries; it
      * resets them itself only where the device has no host reset (or, a CPU device, no safe
      * one): a block is taken again only once read, so no read can race that reset. */
-    bool copy = !z->one_time || z->simultaneous;
+    bool host = !z->one_time && !z->simultaneous && z->dev->reset_query_pool &&
+                !z->dev->pipeline_stats &&
+                (!z->dev->cpu_device || layer_config.gpu_zones_host);
+    bool copy = (!z->one_time || z->simultaneous) && !host;
     bool reset = copy || !z->dev->reset_query_pool;
     if (!z->block && reset && (!z->can_reset || z->in_pass)) {
         /* Its queries could not be reset before each run (nor copied after it). */
         fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_NO_RESET, 1);
         return;
     }
-    struct zone_pool *p = pool_get(z->dev);
+    struct zone_pool *p = zone_pool_get(z->dev);
     if (!p)
         return; /* noted once */
     if (!z->block) {
-        z->block = block_take(p);
+        z->block = zone_block_take(p);
         if (z->block && reset) {
             z->dev->vk.CmdResetQueryPool(cb, p->pool, z->block->index * ZONE_BLOCK_QUERIES,
                                          ZONE_BLOCK_QUERIES);
@@ -555,7 +337,10 @@ static void zone_open(VkCommandBuffer cb, struct cb_zones *z, const char *name,
         }
         if (z->block) {
             z->block->copy = copy;
+            z->block->host = host;
             z->block->simultaneous = z->simultaneous;
+            if (host)
+                atomic_store_explicit(&z->dev->zone_host_runs, true, memory_order_relaxed);
         }
     }
     uint16_t id;
@@ -751,33 +536,13 @@ void zones_pass_end(VkCommandBuffer cb)
 
 /* ---- submission and read-back ---- */
 
-/* Keeps the last run of b, complete and not yet read, in its history before the next run
- * rewrites its copy (see zone_history). The caller then moves b's generation on. */
-static void run_keep(struct device_data *dev, struct zone_block *b)
-{
-    if (!b->history || !b->last_queue ||
-        !gpu_slot_complete(b->last_queue, b->last_slot, b->last_value))
-        return;
-    struct zone_history *h = b->history;
-    uint32_t gen = atomic_load_explicit(&b->gen, memory_order_relaxed), at = gen % ZONE_HISTORY;
-    struct zone_pool *p = b->pool;
-    uint32_t first = b->index * ZONE_BLOCK_QUERIES, n = 2 * b->region_count;
-    readback_invalidate(dev, &p->copies, first, n);
-    atomic_store_explicit(&h->gen[at], 0, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    for (uint32_t i = 0; i < n; i++)
-        atomic_store_explicit(&h->data[at * h->words + i], p->copies.map[first + i],
-                              memory_order_relaxed);
-    atomic_store_explicit(&h->gen[at], gen + 1, memory_order_release);
-}
-
 /* A run of block b that will not be read: one read before it that is still to come would
  * find the copy this run rewrites, so that read comes from the history, or is the stale one
  * now (the reader counts it). */
 static void run_unread(struct device_data *dev, struct zone_block *b)
 {
     if (b->copy && atomic_load(&b->pending)) {
-        run_keep(dev, b);
+        zone_run_keep(dev, b);
         atomic_fetch_add_explicit(&b->gen, 1, memory_order_seq_cst);
     }
 }
@@ -787,9 +552,24 @@ void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer c
     struct cb_zones *z = state(cb);
     if (z && z->dark)
         atomic_fetch_add_explicit(&gpu_stats.zones_dark_timed, 1, memory_order_relaxed);
+    if (z && z->block && z->block->host && z->block->region_count)
+        zone_host_next_run(q->device, z->block);
     if (!z || !z->block || !z->block->readable)
         return;
     struct zone_block *b = z->block;
+    if (b->host) {
+        if (slot->zone_count == GPU_SLOT_ZONE_BLOCKS) {
+            fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_FULL, b->timed_regions);
+            return;
+        }
+        b->unread = true;
+        atomic_fetch_add(&b->pending, 1);
+        atomic_fetch_add(&b->refs, 1);
+        slot->zone_gens[slot->zone_count] = atomic_load_explicit(&b->gen, memory_order_relaxed);
+        slot->zone_overlaps[slot->zone_count] = false;
+        slot->zones[slot->zone_count++] = b;
+        return;
+    }
     if (slot->zone_count == GPU_SLOT_ZONE_BLOCKS || (b->starts_unstamped && !first)) {
         run_unread(q->device, b);
         fscope_gpu_zone_untimed(b->starts_unstamped && !first ? GPU_ZONE_UNTIMED_UNSTAMPED
@@ -810,7 +590,7 @@ void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer c
          * the history where it is complete, else its read is the stale one now (the reader
          * counts it, so each run is counted once, timed or not). */
         if (!overlaps)
-            run_keep(q->device, b);
+            zone_run_keep(q->device, b);
         atomic_fetch_add_explicit(&b->gen, 1, memory_order_seq_cst);
     }
     atomic_fetch_add(&b->pending, 1);
@@ -831,77 +611,18 @@ void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer c
 void zones_untimed_submit(VkCommandBuffer cb, bool count)
 {
     struct cb_zones *z = state(cb);
+    if (z && z->block && z->block->host && z->block->region_count)
+        zone_host_next_run(z->dev, z->block);
     if (!z || !z->block || !z->block->readable)
         return;
+    if (z->block->host) {
+        if (count)
+            fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_FULL, z->block->timed_regions);
+        return;
+    }
     run_unread(z->dev, z->block);
     if (count)
         fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_FULL, z->block->timed_regions);
-}
-
-/* Reads a run's copy of block b (taken at generation gen) into data, and its regions'
- * pipeline statistics into stats: false when a later run was submitted meanwhile, so what was
- * read may be that run's. */
-static bool read_copy(struct device_data *dev, const struct zone_block *b, uint32_t gen,
-                      uint64_t *data, uint64_t (*stats)[STATS_WORDS])
-{
-    struct zone_pool *p = b->pool;
-    uint32_t first = b->index * ZONE_BLOCK_QUERIES, n = 2 * b->region_count;
-    if (atomic_load_explicit(&b->gen, memory_order_acquire) != gen)
-        return false;
-    readback_invalidate(dev, &p->copies, first, n);
-    for (uint32_t i = 0; i < n; i++)
-        data[i] = p->copies.map[first + i];
-    for (uint32_t r = 0; p->stats_pool && r < b->region_count; r++) {
-        if (!b->regions[r].stats)
-            continue;
-        uint32_t word = (b->index * ZONE_REGIONS + r) * STATS_WORDS;
-        readback_invalidate(dev, &p->stats_copies, word, STATS_WORDS);
-        for (uint32_t k = 0; k < STATS_WORDS; k++)
-            stats[r][k] = p->stats_copies.map[word + k];
-    }
-    /* The submission that bumps gen comes after the bump: if gen has not moved, nothing of
-     * that run could have landed before the reads above. */
-    atomic_thread_fence(memory_order_seq_cst);
-    return atomic_load_explicit(&b->gen, memory_order_relaxed) == gen;
-}
-
-/* A run of block b at generation gen from its history (its copy has moved on): false when it
- * is not there, or was rewritten while read. No pipeline statistics: marked unread. */
-static bool read_history(const struct zone_block *b, uint32_t gen, uint64_t *data,
-                         uint64_t (*stats)[STATS_WORDS])
-{
-    struct zone_history *h = b->history;
-    uint32_t at = gen % ZONE_HISTORY;
-    if (!h || atomic_load_explicit(&h->gen[at], memory_order_acquire) != gen + 1)
-        return false;
-    for (uint32_t i = 0; i < 2 * b->region_count; i++)
-        data[i] = atomic_load_explicit(&h->data[at * h->words + i], memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&h->gen[at], memory_order_relaxed) != gen + 1)
-        return false;
-    memset(stats, 0xff, sizeof(uint64_t[ZONE_REGIONS][STATS_WORDS]));
-    return true;
-}
-
-/* A ONE_TIME_SUBMIT block's run, from its queries (the submission finished: no wait). */
-static bool read_queries(struct device_data *dev, const struct zone_block *b, uint64_t *data,
-                         uint64_t (*stats)[STATS_WORDS])
-{
-    uint64_t needed = needed_queries(b); /* not a label left open: its end was never written */
-    for (uint32_t q = 0, n; mask_run(needed, &q, &n); q += n)
-        if (dev->vk.GetQueryPoolResults(dev->device, b->pool->pool,
-                                        b->index * ZONE_BLOCK_QUERIES + q, n,
-                                        n * sizeof(uint64_t), data + q, sizeof(uint64_t),
-                                        VK_QUERY_RESULT_64_BIT) != VK_SUCCESS)
-            return false;
-    for (uint32_t r = 0; b->pool->stats_pool && r < b->region_count; r++)
-        if (b->regions[r].stats && b->regions[r].ended &&
-            dev->vk.GetQueryPoolResults(dev->device, b->pool->stats_pool,
-                                        b->index * ZONE_REGIONS + r, 1, sizeof(stats[r]),
-                                        stats[r], sizeof(stats[r]),
-                                        VK_QUERY_RESULT_64_BIT) != VK_SUCCESS)
-            memset(stats[r], 0xff, sizeof(stats[r])); /* unreadable: marked, not reported */
-    return true;
 }
 
 void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *slot,
@@ -912,46 +633,79 @@ void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *
         struct zone_block *b = slot->zones[k];
         uint64_t data[ZONE_BLOCK_QUERIES];
         uint64_t stats[ZONE_REGIONS][STATS_WORDS];
-        bool read = b->copy ? read_copy(dev, b, slot->zone_gens[k], data, stats) ||
-                                  (!slot->zone_overlaps[k] &&
-                                   read_history(b, slot->zone_gens[k], data, stats))
-                            : read_queries(dev, b, data, stats);
-        for (uint32_t i = 0; read && i < b->region_count; i++) {
-            const struct zone_region *z = &b->regions[i];
-            if (!z->ended)
-                continue;
-            const uint64_t *at = z->begin_at == BEGIN_AT_START ? span_begin : &data[z->begin_at];
-            if (!at) {
-                fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_UNSTAMPED, 1); /* span unreadable */
+        uint32_t gen = slot->zone_gens[k];
+        bool read;
+        if (b->host) {
+            read = zone_read_history(b, gen, data, stats);
+            struct zone_pool *p = b->pool;
+            if (!read && atomic_load_explicit(&b->gen, memory_order_acquire) == gen &&
+                p->deferred_count < ZONE_DEFERRED) {
+                /* Not read yet by the thread that submits it again: a later pass. */
+                p->deferred[p->deferred_count++] = (struct zone_deferred){
+                    .block = b, .gen = gen, .queue = q, .has_begin = span_begin != NULL,
+                    .begin = span_begin ? *span_begin : 0 };
                 continue;
             }
-            uint64_t begin = fscope_mono_ns_to_ticks(to_mono(q, *at & q->valid_mask));
-            uint64_t end = fscope_mono_ns_to_ticks(to_mono(q, data[2 * i + 1] & q->valid_mask));
-            fscope_gpu_zone_add(b->pool->log, begin, end < begin ? begin : end, z->name,
-                                z->depth, (enum gpu_zone_kind)z->kind);
-            if (z->stats && stats[i][0] != UINT64_MAX)
-                fscope_gpu_pass_stats(b->pool->log, end < begin ? begin : end, z->name,
-                                      stats[i]);
+        } else {
+            read = b->copy ? zone_read_copy(dev, b, gen, data, stats) ||
+                                 (!slot->zone_overlaps[k] && zone_read_history(b, gen, data, stats))
+                           : zone_read_queries(dev, b, data, stats);
         }
-        if (!read && b->copy)
+        if (read)
+            zone_publish_run(b, q, data, (const uint64_t (*)[STATS_WORDS])stats, span_begin, to_mono);
+        else if (b->copy || b->host)
             fscope_gpu_zone_untimed(slot->zone_overlaps[k] ? GPU_ZONE_UNTIMED_SIMULTANEOUS
                                                            : GPU_ZONE_UNTIMED_RESUBMITTED,
                                     b->timed_regions);
-        if (b->copy)
-            atomic_fetch_sub_explicit(&dev->zone_copies_in_flight, 1, memory_order_relaxed);
-        atomic_fetch_sub(&b->pending, 1);
-        block_release(b);
+        zone_run_done(dev, b);
     }
     slot->zone_count = 0;
+}
+
+void zones_read_deferred(struct device_data *dev, bool last,
+                         int64_t (*to_mono)(const struct queue_data *q, uint64_t ts))
+{
+    struct zone_pool *p = atomic_load_explicit(&dev->zones, memory_order_acquire);
+    if (!p)
+        return;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < p->deferred_count; i++) {
+        struct zone_deferred *d = &p->deferred[i];
+        struct zone_block *b = d->block;
+        uint64_t data[ZONE_BLOCK_QUERIES];
+        uint64_t stats[ZONE_REGIONS][STATS_WORDS];
+        if (zone_read_history(b, d->gen, data, stats)) {
+            zone_publish_run(b, d->queue, data, (const uint64_t (*)[STATS_WORDS])stats,
+                        d->has_begin ? &d->begin : NULL, to_mono);
+        } else if (!last && atomic_load_explicit(&b->gen, memory_order_acquire) == d->gen) {
+            p->deferred[kept++] = *d; /* still to be read */
+            continue;
+        } else {
+            fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_RESUBMITTED, b->timed_regions);
+        }
+        zone_run_done(dev, b);
+    }
+    p->deferred_count = kept;
+}
+
+void zones_device_finish_runs(struct device_data *dev)
+{
+    /* The app idled the device before destroying it: every run is finished. */
+    for (unsigned i = 0; i < CB_TABLE_SIZE; i++) {
+        struct cb_zones *z = cb_table[i].zones;
+        if (z && z->dev == dev && z->block)
+            zone_host_read_last(dev, z->block);
+    }
 }
 
 void zones_detach(struct device_data *dev, struct gpu_slot *slot)
 {
     for (uint32_t k = 0; k < slot->zone_count; k++) {
+        slot->zones[k]->unread = false; /* its run never went down */
         if (slot->zones[k]->copy)
             atomic_fetch_sub_explicit(&dev->zone_copies_in_flight, 1, memory_order_relaxed);
         atomic_fetch_sub(&slot->zones[k]->pending, 1);
-        block_release(slot->zones[k]);
+        zone_block_release(slot->zones[k]);
     }
     slot->zone_count = 0;
 }

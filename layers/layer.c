@@ -318,6 +318,7 @@ static VKAPI_ATTR void VKAPI_CALL framescope_DestroyDevice(VkDevice device,
         return;
     objects_device_remove(dev);
     resources_device_finish(dev);
+    zones_device_finish_runs(dev);
     /* Reads back what the GPU finished (the app idled the device first, as it must) before
      * our pools go. */
     gpu_reader_stop(dev);

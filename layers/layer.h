@@ -263,6 +263,7 @@ struct device_data {
     /* Runs of command buffers that copy their zones out, in flight: the next run overwrites
      * the copy, so the reader looks every millisecond while there are any (gpu_reader.c). */
     _Atomic uint32_t zone_copies_in_flight;
+    _Atomic bool zone_host_runs; /* a block read from the host was made: every submission looks */
     bool zones_failed;
     _Atomic bool lost;
     bool idle; /* idled at teardown: every slot complete (read after the reader stopped) */
@@ -391,6 +392,7 @@ extern struct gpu_stats gpu_stats;
 struct layer_config {
     bool gpu_timing;
     bool gpu_zones;    /* label regions and render passes timed (gpu_zones.c) */
+    bool gpu_zones_host; /* FRAMESCOPE_GPU_ZONES=host: read from the host on CPU devices too */
     bool pipeline_stats; /* FRAMESCOPE_PIPELINE_STATS: and their pipeline statistics */
     uint32_t gpu_sample_rate; /* timed submissions a second (FRAMESCOPE_GPU_SAMPLE); 0: all */
     bool gpu_sample_auto;     /* the rate is a ceiling, lowered to what the device affords */
@@ -588,6 +590,13 @@ void zones_detach(struct device_data *dev, struct gpu_slot *slot);
 void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *slot,
                 const uint64_t *span_begin,
                 int64_t (*to_mono)(const struct queue_data *q, uint64_t ts));
+/* Reader thread, each pass (last: the final one, which reads or counts every run left): the
+ * runs of blocks read from the host that were not read yet when their slot was. */
+void zones_read_deferred(struct device_data *dev, bool last,
+                         int64_t (*to_mono)(const struct queue_data *q, uint64_t ts));
+/* The device is being destroyed (the app idled it): every block's last run read. Before the
+ * reader stops. */
+void zones_device_finish_runs(struct device_data *dev);
 /* After the reader stopped, before the device goes. */
 void zones_device_destroy(struct device_data *dev);
 

@@ -410,19 +410,26 @@ def test_gpu_zones_record_once(build, demo):
     though the slot comes round faster than the layer's reader looks (the run is kept by the
     thread that submits the next one). Every run is counted once, timed or not; at least 90%
     of the runs are timed with every submission timed, and at least 90% of the frames the
-    sampler times with the default sampling. The Khronos validation layer below ours finds
-    nothing, on a Vulkan 1.0 and a 1.3 instance."""
+    sampler times with the default sampling; also where their queries are reset and read from
+    the host (FRAMESCOPE_GPU_ZONES=host, what a GPU gets for command buffers not
+    SIMULTANEOUS_USE). The Khronos validation layer below ours finds nothing, on a Vulkan 1.0
+    and a 1.3 instance, either way."""
     frames = 1500
-    for mode in ("slot", "simultaneous"):
+    # host: the blocks of command buffers recorded once without SIMULTANEOUS_USE read and
+    # reset from the host (what a GPU gets; forced here, on a CPU device).
+    for mode, zones in (("slot", "on"), ("slot", "host"), ("simultaneous", "on"),
+                        ("simultaneous", "host")):
         argv = [demo, "--quiet", "--output", "offscreen", "--record-once", mode, "--frames",
                 str(frames)]
+        mode = f"{mode}, FRAMESCOPE_GPU_ZONES={zones}"
         for sample in ("all", ""):
-            r = run_app(argv, None, build, extra_env={"FRAMESCOPE_GPU_SAMPLE": sample})
+            r = run_app(argv, None, build, extra_env={"FRAMESCOPE_GPU_SAMPLE": sample,
+                                                      "FRAMESCOPE_GPU_ZONES": zones})
             check(r.rc == 0, f"{mode}: {r.stderr[-2000:]}")
             summary = r.json()
             g = summary["gpu_zones"]
-            zones = {z["path"]: z for z in g["zones"]}
-            timed = zones.get("pass 256x256 (1 color)", {}).get("count", 0)
+            paths = {z["path"]: z for z in g["zones"]}
+            timed = paths.get("pass 256x256 (1 color)", {}).get("count", 0)
             untimed = g["untimed"]
             if sample == "all":
                 check(timed + sum(untimed.values()) == frames and timed == g["regions"],
@@ -439,12 +446,15 @@ def test_gpu_zones_record_once(build, demo):
                 check(basis > 0 and timed >= 0.9 * basis,
                       f"{mode}: zones timed {timed} times in {basis} frames the sampler timed")
                 print(f"{mode}, sampled: zones timed {timed} times over {basis} sampled frames")
-    for api in ("1.0", "1.3"):
+    for api, mode, zones in (("1.0", "simultaneous", "on"), ("1.3", "simultaneous", "on"),
+                             ("1.0", "slot", "host"), ("1.3", "slot", "host")):
         r = validation_run(build, [demo, "--quiet", "--output", "offscreen", "--record-once",
-                                   "simultaneous", "--frames", "120", "--api-version", api])
+                                   mode, "--frames", "120", "--api-version", api],
+                           extra_env={"FRAMESCOPE_GPU_ZONES": zones,
+                                      "FRAMESCOPE_GPU_SAMPLE": "all"})
         check(r.rc == 0 and not r.validation_errors(),
               f"Vulkan {api}: {r.rc}\n" + "\n".join(r.validation_errors()[:5]) + r.stderr[-1500:])
-        print(f"Vulkan {api} instance: no validation error")
+        print(f"Vulkan {api} instance, {mode}, FRAMESCOPE_GPU_ZONES={zones}: no validation error")
 
 
 def test_gpu_storm(build, demo):
@@ -788,6 +798,7 @@ def test_bad_input(build, demo):
     bad = {
         "FRAMESCOPE_SUMMARY": ".hidden",
         "FRAMESCOPE_GPU": "maybe",
+        "FRAMESCOPE_GPU_ZONES": "hosted",
         "FRAMESCOPE_GPU_SAMPLE": "0",
         # A newline in a value must not start a line of its own: here, a second summary.
         "FRAMESCOPE_LOG": "loud\nframescope: summary for forged",
@@ -813,6 +824,8 @@ def test_bad_input(build, demo):
     check(any("FRAMESCOPE_SUMMARY='.hidden' is not off, stderr, full or a path" in l for l in warnings),
           "FRAMESCOPE_SUMMARY=.hidden not refused")
     check(not os.path.exists(".hidden"), "FRAMESCOPE_SUMMARY=.hidden was written")
+    check(any("FRAMESCOPE_GPU_ZONES='hosted' is not on, off or host; using on" in l
+              for l in warnings), "FRAMESCOPE_GPU_ZONES=hosted not refused")
     # The summary fell back to stderr's one screen: GPU timing's note is in summary.json.
     check(any("submissions timed" in n for n in r.json()["notes"]),
           "FRAMESCOPE_GPU=maybe did not fall back to on")
