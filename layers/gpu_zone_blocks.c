@@ -128,6 +128,8 @@ struct zone_block *zone_block_take(struct zone_pool *p)
         b->region_count = 0;
         b->copy = false;
         b->host = false;
+        b->in_buffer_reset = false;
+        b->last_queue = NULL;
         b->fresh = true;
         b->unread = false;
         b->simultaneous = false;
@@ -207,16 +209,28 @@ void zone_host_read_last(struct device_data *dev, struct zone_block *b)
 
 /* Before a block read from the host runs again: its last run read, its queries reset, its
  * generation moved on. The first run after its recording finds it reset already. */
-void zone_host_next_run(struct device_data *dev, struct zone_block *b)
+bool zone_host_next_run(struct device_data *dev, struct zone_block *b)
 {
     if (b->fresh) {
         b->fresh = false;
-        return;
+        return true;
     }
-    zone_host_read_last(dev, b);
-    dev->reset_query_pool(dev->device, b->pool->pool, b->index * ZONE_BLOCK_QUERIES,
-                          2 * b->region_count);
+    bool finished = true;
+    if (b->in_buffer_reset) {
+        /* Its runs may overlap: read the last one only where its own signal says it is done
+         * (one counter read); the command buffer resets its queries itself. */
+        finished = !b->last_queue || gpu_slot_complete(b->last_queue, b->last_slot,
+                                                       b->last_value);
+        if (!finished)
+            b->unread = false; /* may be mixed with this run: the reader counts it */
+        zone_host_read_last(dev, b);
+    } else {
+        zone_host_read_last(dev, b);
+        dev->reset_query_pool(dev->device, b->pool->pool, b->index * ZONE_BLOCK_QUERIES,
+                              2 * b->region_count);
+    }
     atomic_fetch_add_explicit(&b->gen, 1, memory_order_seq_cst);
+    return finished;
 }
 
 

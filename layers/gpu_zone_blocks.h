@@ -51,6 +51,10 @@ struct zone_block {
      * unread: its last run was timed and is still to be read. App threads only (the
      * command buffer is never pending twice). */
     bool host, fresh, unread;
+    /* Of a block read from the host, one whose command buffer is SIMULTANEOUS_USE: its runs
+     * may overlap, so it resets itself at its start, and a run is read only where its own
+     * signal shows it finished (in_buffer_reset). */
+    bool in_buffer_reset;
     bool simultaneous;        /* recorded with SIMULTANEOUS_USE: its runs may overlap */
     /* Its last run's completion signal (written by the submitting thread): a later run
      * overlaps it only while it is not complete. */
@@ -126,8 +130,10 @@ void zone_block_release(struct zone_block *b);
 void zone_history_make(struct zone_block *b);
 /* A block read from the host: its last run read into its history (app threads). */
 void zone_host_read_last(struct device_data *dev, struct zone_block *b);
-/* Before a block read from the host runs again: read, reset, generation moved on. */
-void zone_host_next_run(struct device_data *dev, struct zone_block *b);
+/* Before a block read from the host runs again: its last run read, its queries reset (from the
+ * host, unless it resets itself), generation moved on. False where the last run may still be
+ * running (a SIMULTANEOUS_USE command buffer): the new run may overlap it. */
+bool zone_host_next_run(struct device_data *dev, struct zone_block *b);
 /* A copied block's last run, complete and unread, kept in its history before the next run
  * rewrites the copy. */
 void zone_run_keep(struct device_data *dev, struct zone_block *b);

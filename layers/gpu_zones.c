@@ -38,7 +38,9 @@
  * From the host: on a GPU (not a CPU device, where the driver's query read waits for the
  *   device to idle) with host query reset, a command buffer that may run again but never twice
  *   at once (neither ONE_TIME_SUBMIT nor SIMULTANEOUS_USE) gets its timestamps and nothing
- *   else. The reset and the copy cost the GPU more than the zones they serve: on an H100,
+ *   else; a SIMULTANEOUS_USE one keeps the reset at its start (a run may begin before the last
+ *   one ended, and only the device can reset in between) but no copy, and its last run is
+ *   read where its own signal shows it finished, counted as maybe overlapping where not. The reset and the copy cost the GPU more than the zones they serve: on an H100,
  *   +18 us a frame at 1080p (6%) and +20 us on a 22 us frame at 64x64, against +2 us for the
  *   stamps alone (tests/bench/README.md, 2026-12-06). Its next submission may only come once
  *   its last run finished (Vulkan's rule for a command buffer that is not pending), so the
@@ -313,11 +315,10 @@ static void zone_open(VkCommandBuffer cb, struct cb_zones *z, const char *name,
      * copies it out itself. One that runs once per recording is read from its queries; it
      * resets them itself only where the device has no host reset (or, a CPU device, no safe
      * one): a block is taken again only once read, so no read can race that reset. */
-    bool host = !z->one_time && !z->simultaneous && z->dev->reset_query_pool &&
-                !z->dev->pipeline_stats &&
+    bool host = !z->one_time && z->dev->reset_query_pool && !z->dev->pipeline_stats &&
                 (!z->dev->cpu_device || layer_config.gpu_zones_host);
     bool copy = (!z->one_time || z->simultaneous) && !host;
-    bool reset = copy || !z->dev->reset_query_pool;
+    bool reset = copy || (host && z->simultaneous) || !z->dev->reset_query_pool;
     if (!z->block && reset && (!z->can_reset || z->in_pass)) {
         /* Its queries could not be reset before each run (nor copied after it). */
         fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_NO_RESET, 1);
@@ -338,6 +339,7 @@ static void zone_open(VkCommandBuffer cb, struct cb_zones *z, const char *name,
         if (z->block) {
             z->block->copy = copy;
             z->block->host = host;
+            z->block->in_buffer_reset = host && z->simultaneous;
             z->block->simultaneous = z->simultaneous;
             if (host)
                 atomic_store_explicit(&z->dev->zone_host_runs, true, memory_order_relaxed);
@@ -552,8 +554,9 @@ void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer c
     struct cb_zones *z = state(cb);
     if (z && z->dark)
         atomic_fetch_add_explicit(&gpu_stats.zones_dark_timed, 1, memory_order_relaxed);
+    bool finished = true;
     if (z && z->block && z->block->host && z->block->region_count)
-        zone_host_next_run(q->device, z->block);
+        finished = zone_host_next_run(q->device, z->block);
     if (!z || !z->block || !z->block->readable)
         return;
     struct zone_block *b = z->block;
@@ -562,12 +565,16 @@ void zones_attach(struct queue_data *q, struct gpu_slot *slot, VkCommandBuffer c
             fscope_gpu_zone_untimed(GPU_ZONE_UNTIMED_FULL, b->timed_regions);
             return;
         }
-        b->unread = true;
+        /* A run that may overlap the last one is counted, never read (the reader does). */
+        b->unread = finished;
         atomic_fetch_add(&b->pending, 1);
         atomic_fetch_add(&b->refs, 1);
         slot->zone_gens[slot->zone_count] = atomic_load_explicit(&b->gen, memory_order_relaxed);
-        slot->zone_overlaps[slot->zone_count] = false;
+        slot->zone_overlaps[slot->zone_count] = !finished;
         slot->zones[slot->zone_count++] = b;
+        b->last_queue = q;
+        b->last_slot = slot;
+        b->last_value = slot->value;
         return;
     }
     if (slot->zone_count == GPU_SLOT_ZONE_BLOCKS || (b->starts_unstamped && !first)) {
@@ -636,9 +643,10 @@ void zones_read(struct device_data *dev, struct queue_data *q, struct gpu_slot *
         uint32_t gen = slot->zone_gens[k];
         bool read;
         if (b->host) {
-            read = zone_read_history(b, gen, data, stats);
+            read = !slot->zone_overlaps[k] && zone_read_history(b, gen, data, stats);
             struct zone_pool *p = b->pool;
-            if (!read && atomic_load_explicit(&b->gen, memory_order_acquire) == gen &&
+            if (!read && !slot->zone_overlaps[k] &&
+                atomic_load_explicit(&b->gen, memory_order_acquire) == gen &&
                 p->deferred_count < ZONE_DEFERRED) {
                 /* Not read yet by the thread that submits it again: a later pass. */
                 p->deferred[p->deferred_count++] = (struct zone_deferred){

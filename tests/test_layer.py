@@ -410,9 +410,9 @@ def test_gpu_zones_record_once(build, demo):
     though the slot comes round faster than the layer's reader looks (the run is kept by the
     thread that submits the next one). Every run is counted once, timed or not; at least 90%
     of the runs are timed with every submission timed, and at least 90% of the frames the
-    sampler times with the default sampling; also where their queries are reset and read from
-    the host (FRAMESCOPE_GPU_ZONES=host, what a GPU gets for command buffers not
-    SIMULTANEOUS_USE). The Khronos validation layer below ours finds nothing, on a Vulkan 1.0
+    sampler times with the default sampling; also where their queries are read from the host
+    (FRAMESCOPE_GPU_ZONES=host, what a GPU gets), and reset from it for command buffers that
+    are not SIMULTANEOUS_USE. The Khronos validation layer below ours finds nothing, on a Vulkan 1.0
     and a 1.3 instance, either way."""
     frames = 1500
     # host: the blocks of command buffers recorded once without SIMULTANEOUS_USE read and
@@ -447,7 +447,8 @@ def test_gpu_zones_record_once(build, demo):
                       f"{mode}: zones timed {timed} times in {basis} frames the sampler timed")
                 print(f"{mode}, sampled: zones timed {timed} times over {basis} sampled frames")
     for api, mode, zones in (("1.0", "simultaneous", "on"), ("1.3", "simultaneous", "on"),
-                             ("1.0", "slot", "host"), ("1.3", "slot", "host")):
+                             ("1.0", "slot", "host"), ("1.3", "slot", "host"),
+                             ("1.3", "simultaneous", "host")):
         r = validation_run(build, [demo, "--quiet", "--output", "offscreen", "--record-once",
                                    mode, "--frames", "120", "--api-version", api],
                            extra_env={"FRAMESCOPE_GPU_ZONES": zones,
