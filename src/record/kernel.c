@@ -147,10 +147,9 @@ static ssize_t read_task_file(struct sampler *s, int tid, const char *name, char
 {
     char path[48];
     snprintf(path, sizeof(path), "%d/%s", tid, name);
-    int fd = openat(s->task_dir, path, O_RDONLY | O_CLOEXEC);
+    int fd = fscope_fd_transient(openat(s->task_dir, path, O_RDONLY | O_CLOEXEC));
     ssize_t n = fd >= 0 ? pread(fd, buf, size - 1, 0) : -1;
-    if (fd >= 0)
-        close(fd);
+    fscope_fd_transient_close(fd);
     buf[n > 0 ? n : 0] = '\0';
     return n;
 }
@@ -232,14 +231,9 @@ static void record_name(struct sampler *s, int tid)
             t = &s->rec->threads[i];
     if (!t && n >= REC_KERNEL_THREADS)
         return;
-    char path[64], name[sizeof(t->name)] = "";
-    snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
-    FILE *comm = fopen(path, "re");
-    if (comm) {
-        if (fgets(name, sizeof(name), comm))
-            name[strcspn(name, "\n")] = '\0';
-        fclose(comm);
-    }
+    char name[sizeof(t->name)] = "";
+    if (read_task_file(s, tid, "comm", name, sizeof(name)) > 0)
+        name[strcspn(name, "\n")] = '\0';
     if (t) {
         memcpy(t->name, name, sizeof(name));
         return;
@@ -250,11 +244,30 @@ static void record_name(struct sampler *s, int tid)
     atomic_store_explicit(&s->rec->thread_count, n + 1, memory_order_release);
 }
 
+/* A listing's descriptor, known while it is open (fscope_fd_transient): a child forked
+ * meanwhile closes it. */
+static DIR *opendir_transient(const char *path)
+{
+    int fd = fscope_fd_transient(open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!dir && fd >= 0)
+        fscope_fd_transient_close(fd);
+    return dir;
+}
+
+static void closedir_transient(DIR *dir)
+{
+    int fd = dirfd(dir);
+    /* Forgotten first, then closed by closedir: a number closed here is never closed again. */
+    fscope_fd_transient_forget(fd);
+    closedir(dir);
+}
+
 /* Lists /proc/self/task: new threads are watched, gone ones closed; with names, every
  * thread's name is read again. */
 static void refresh_threads(struct sampler *s, bool names)
 {
-    DIR *dir = opendir("/proc/self/task");
+    DIR *dir = opendir_transient("/proc/self/task");
     if (!dir)
         return;
     for (unsigned i = 0; i < s->count; i++)
@@ -286,7 +299,7 @@ static void refresh_threads(struct sampler *s, bool names)
         w->seen = true;
         record_name(s, tid);
     }
-    closedir(dir);
+    closedir_transient(dir);
     if (unwatched > atomic_load_explicit(&s->rec->unwatched_threads, memory_order_relaxed))
         atomic_store_explicit(&s->rec->unwatched_threads, unwatched, memory_order_relaxed);
     /* Threads that exited: stop reading them (their last sample stays). */
@@ -302,7 +315,7 @@ static void refresh_threads(struct sampler *s, bool names)
 /* The app's descriptors that name a DRM device. */
 static void refresh_drm(struct sampler *s)
 {
-    DIR *dir = opendir("/proc/self/fd");
+    DIR *dir = opendir_transient("/proc/self/fd");
     if (!dir)
         return;
     s->drm_count = 0;
@@ -321,7 +334,7 @@ static void refresh_drm(struct sampler *s)
             snprintf(s->drm_paths[s->drm_count++], sizeof(s->drm_paths[0]),
                      "/proc/self/fdinfo/%d", fd);
     }
-    closedir(dir);
+    closedir_transient(dir);
     if (s->test_fdinfo && s->drm_count < sizeof(s->drm_paths) / sizeof(s->drm_paths[0]))
         snprintf(s->drm_paths[s->drm_count++], sizeof(s->drm_paths[0]), "%s", s->test_fdinfo);
     if (s->drm_count > atomic_load(&s->rec->drm_fds))
@@ -338,12 +351,12 @@ static void record_drm(struct sampler *s, uint64_t ticks)
         /* Opened without waiting and read only if a regular file (fdinfo is one): a FIFO named
          * by FRAMESCOPE_TEST_DRM_FDINFO would hold this thread, and with it the app's exit,
          * until a writer came. */
-        int fd = open(s->drm_paths[i], O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        int fd = fscope_fd_transient(open(s->drm_paths[i],
+                                          O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
         struct stat st;
         bool regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
         ssize_t n = regular ? read(fd, text, sizeof(text) - 1) : -1;
-        if (fd >= 0)
-            close(fd);
+        fscope_fd_transient_close(fd);
         if (fd >= 0 && !regular && s->test_fdinfo &&
             strcmp(s->drm_paths[i], s->test_fdinfo) == 0) {
             char shown[FSCOPE_ESCAPE_SIZE];

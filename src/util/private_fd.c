@@ -25,6 +25,8 @@
  * released in a child. */
 #define HELD_MAX 1024
 static _Atomic int held[HELD_MAX];
+/* Transient descriptors (fscope_fd_transient), + 1 (0: a free slot). */
+static _Atomic int transient[FSCOPE_FD_TRANSIENT_MAX];
 static dev_t held_dev[HELD_MAX];
 static ino_t held_ino[HELD_MAX];
 
@@ -157,6 +159,40 @@ void fscope_fd_release_all(void)
     }
     if (null_fd >= 0)
         close(null_fd);
+    for (unsigned i = 0; i < FSCOPE_FD_TRANSIENT_MAX; i++) {
+        int fd = atomic_exchange_explicit(&transient[i], 0, memory_order_acquire) - 1;
+        if (fd >= 0)
+            close(fd); /* only the parent's worker thread had it: nothing of the child's */
+    }
+}
+
+int fscope_fd_transient(int fd)
+{
+    for (unsigned i = 0; fd >= 0 && i < FSCOPE_FD_TRANSIENT_MAX; i++) {
+        int none = 0;
+        if (atomic_compare_exchange_strong_explicit(&transient[i], &none, fd + 1,
+                                                    memory_order_release, memory_order_relaxed))
+            break;
+    }
+    return fd;
+}
+
+void fscope_fd_transient_forget(int fd)
+{
+    for (unsigned i = 0; fd >= 0 && i < FSCOPE_FD_TRANSIENT_MAX; i++) {
+        int mine = fd + 1;
+        if (atomic_compare_exchange_strong_explicit(&transient[i], &mine, 0,
+                                                    memory_order_acq_rel, memory_order_relaxed))
+            break;
+    }
+}
+
+void fscope_fd_transient_close(int fd)
+{
+    if (fd < 0)
+        return;
+    fscope_fd_transient_forget(fd);
+    close(fd);
 }
 
 bool fscope_private_fd_init(struct fscope_private_fd *p, int fd)

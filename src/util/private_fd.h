@@ -22,8 +22,19 @@ void fscope_fd_forget(int fd);
  * fork let go of it, or it was never ours) is left alone: it may be the app's by now. */
 void fscope_fd_close(int fd);
 /* In a forked child: every descriptor held is let go of (pointed at /dev/null, so a stale
- * use reaches nothing of the child's). Async-signal-safe. */
+ * use reaches nothing of the child's), and every transient one closed. Async-signal-safe. */
 void fscope_fd_release_all(void);
+
+/* A descriptor a worker holds for a moment where the app's numbers are (a listing of /proc, a
+ * read of a stats file): known until fscope_fd_transient_close closes it, so that a child
+ * forked meanwhile closes it at once instead of keeping it (a fork helper holding
+ * /proc/PID/task). A negative fd is passed through; beyond FSCOPE_FD_TRANSIENT_MAX at once
+ * it is simply not known. */
+#define FSCOPE_FD_TRANSIENT_MAX 8
+int fscope_fd_transient(int fd);
+void fscope_fd_transient_close(int fd);
+/* Stops knowing a transient fd without closing it (closedir is about to). */
+void fscope_fd_transient_forget(int fd);
 
 struct fscope_private_fd {
     int fd; /* -1: none */
