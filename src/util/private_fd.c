@@ -58,10 +58,15 @@ static bool still_held(unsigned i, int fd)
 static bool let_go(int fd)
 {
     for (unsigned i = 0; i < HELD_MAX; i++) {
+        /* Claimed (-1) while its identity is read, freed after: a hold() on another thread
+         * may fill the slot the moment it reads 0. */
         int expected = fd + 1;
         if (atomic_load_explicit(&held[i], memory_order_relaxed) == expected &&
-            atomic_compare_exchange_strong(&held[i], &expected, 0))
-            return still_held(i, fd);
+            atomic_compare_exchange_strong(&held[i], &expected, -1)) {
+            bool ours = still_held(i, fd);
+            atomic_store_explicit(&held[i], 0, memory_order_release);
+            return ours;
+        }
     }
     return false;
 }
