@@ -19,6 +19,15 @@
 #define SAMPLE_PRESENTLESS_NS 100000000 /* no present this long: windows by time */
 #define SAMPLE_TAIL_FRAMES 3 /* auto: frames after a window that still carry its cost */
 #define SAMPLE_WINDOW_NS 25000000
+/* auto past GPU_SAMPLE_DEFAULT, where windows follow each other with no frame between them:
+ * after SAMPLE_PROBE_WINDOWS in a row, SAMPLE_TAIL_FRAMES + SAMPLE_PROBE_FRAMES frames go
+ * untimed, so that the untimed frames' time, and with it the cost, is still measured (and the
+ * analysis still compares timed and untimed frames). 96% of frames timed. */
+#define SAMPLE_PROBE_WINDOWS 32
+#define SAMPLE_PROBE_FRAMES 6
+/* auto: how fast the allowed rate may rise, per second (e-fold): from 240 to 5,000 timed
+ * submissions a second in about 3 s. It falls at once. */
+#define SAMPLE_RISE_PER_S 1.0
 
 /* ---- sampling ------------------------------------------------------------------------------ */
 
@@ -62,24 +71,28 @@ static void sample_adapt(struct device_data *dev, uint64_t now, bool open)
             return;
         if (dt > 4 * dev->sample_out_ns)
             dt = 4 * dev->sample_out_ns;
-        dev->sample_in_ns = dev->sample_in_ns > 0 ? dev->sample_in_ns + (dt - dev->sample_in_ns) / 16 : dt;
+        /* Timed frames are the many once the rate passes the default: averaged over more. */
+        double weight = dev->sample_rate > GPU_SAMPLE_DEFAULT ? 64 : 16;
+        dev->sample_in_ns = dev->sample_in_ns > 0 ? dev->sample_in_ns + (dt - dev->sample_in_ns) / weight : dt;
     } else {
         dev->sample_out_ns = dev->sample_out_ns > 0 ? dev->sample_out_ns + (dt - dev->sample_out_ns) / 32 : dt;
     }
-    double ceiling = layer_config.gpu_sample_rate;
+    /* Until the cost is measured, the default; once it is, whatever it allows. */
+    bool measured = dev->sample_in_ns > 0 && dev->sample_out_ns > 0;
+    double ceiling = measured ? GPU_SAMPLE_MAX : layer_config.gpu_sample_rate;
     double per_frame = dev->sample_per_frame > 1 ? dev->sample_per_frame : 1;
     double floor = SAMPLE_WINDOW_FRAMES * per_frame;
     double change = dev->sample_in_ns - dev->sample_out_ns;
     double cost = (change < 0 ? -change : change) *
                   (SAMPLE_WINDOW_FRAMES + SAMPLE_TAIL_FRAMES) / SAMPLE_WINDOW_FRAMES;
     double rate = ceiling;
-    if (dev->sample_in_ns > 0 && dev->sample_out_ns > 0 && cost > 0)
+    if (measured && cost > 0)
         rate = GPU_SAMPLE_COST_SHARE * 1e9 / cost * per_frame;
     rate = rate < floor ? (floor < ceiling ? floor : ceiling) : rate > ceiling ? ceiling : rate;
-    /* Down at once, up by a quarter a second at most: frame times here are noisy, and one
+    /* Down at once, up by SAMPLE_RISE_PER_S at most: frame times here are noisy, and one
      * quiet stretch must not open the budget wide again. */
-    if (dev->sample_in_ns > 0 && dev->sample_out_ns > 0 && rate > dev->sample_rate) {
-        double up = dev->sample_rate * (1 + 0.25 * dt / 1e9);
+    if (measured && rate > dev->sample_rate) {
+        double up = dev->sample_rate * (1 + SAMPLE_RISE_PER_S * dt / 1e9);
         rate = rate < up ? rate : up;
     }
     dev->sample_rate = rate;
@@ -102,6 +115,31 @@ static void sample_refill(struct device_data *dev, uint64_t now)
     dev->sample_tokens += passed * rate;
     if (dev->sample_tokens > cap)
         dev->sample_tokens = cap;
+}
+
+/* Under sample_lock, at a present that would open the next window (*next) after a window
+ * (open) or after an untimed frame: past GPU_SAMPLE_DEFAULT, a probe of untimed frames after
+ * SAMPLE_PROBE_WINDOWS windows in a row. Below it the budget itself leaves frames untimed. */
+static void sample_probe(struct device_data *dev, bool open, bool *next)
+{
+    if (!layer_config.gpu_sample_auto)
+        return;
+    if (!open) {
+        dev->sample_run_windows = 0;
+        if (dev->sample_probe_left) {
+            dev->sample_probe_left--;
+            *next = false;
+        }
+        return;
+    }
+    if (*next && dev->sample_rate > GPU_SAMPLE_DEFAULT &&
+        ++dev->sample_run_windows >= SAMPLE_PROBE_WINDOWS) {
+        dev->sample_run_windows = 0;
+        /* this present's frame is the first untimed one */
+        dev->sample_probe_left = SAMPLE_TAIL_FRAMES + SAMPLE_PROBE_FRAMES - 1;
+        atomic_fetch_add_explicit(&gpu_stats.sample_probes, 1, memory_order_relaxed);
+        *next = false;
+    }
 }
 
 void gpu_sample_presented(struct device_data *dev, uint64_t now)
@@ -129,6 +167,7 @@ void gpu_sample_presented(struct device_data *dev, uint64_t now)
      * holds it, so an app within the budget is timed in every frame. */
     double per_frame = dev->sample_per_frame > 1 ? dev->sample_per_frame : 1;
     bool next = dev->sample_tokens >= SAMPLE_WINDOW_FRAMES * per_frame;
+    sample_probe(dev, open, &next);
     dev->sample_frames_left = next ? SAMPLE_WINDOW_FRAMES : 0;
     if (next && !open)
         atomic_fetch_add_explicit(&gpu_stats.sample_windows, 1, memory_order_relaxed);

@@ -26,20 +26,24 @@ void gpu_report_notes(void)
         fscope_record_note("GPU timing sampled (FRAMESCOPE_GPU_SAMPLE=%s%u timed submissions a "
                            "second): %llu windows of timed frames; %llu submissions left untimed "
                            "between them, whose frames are unmeasured, not idle",
-                           layer_config.gpu_sample_auto ? "auto: up to " : "",
+                           layer_config.gpu_sample_auto ? "auto: from " : "",
                            layer_config.gpu_sample_rate,
                            (unsigned long long)atomic_load(&gpu_stats.sample_windows),
                            (unsigned long long)unsampled);
     uint64_t in_ns = atomic_load(&gpu_stats.sample_in_ns), out_ns = atomic_load(&gpu_stats.sample_out_ns);
+    char probes[160] = "";
+    if (atomic_load(&gpu_stats.sample_probes))
+        snprintf(probes, sizeof(probes), "; every frame timed but %llu short runs of untimed "
+                 "frames that keep measuring it", (unsigned long long)atomic_load(&gpu_stats.sample_probes));
     if (layer_config.gpu_sample_rate && layer_config.gpu_sample_auto && in_ns && out_ns)
         fscope_record_note("GPU timing's cost measured as it ran: %.3f ms a frame (present to "
                            "present, or frame mark to mark) in timed frames and the 3 after "
                            "them, %.3f ms in the others; %llu timed submissions a second "
                            "allowed at the end (timed frames' change of time, either way, at "
-                           "most %.1f%% of the app's, one window a second at least)%s",
+                           "most %.1f%% of the app's, one window a second at least)%s%s",
                            (double)in_ns / 1e6, (double)out_ns / 1e6,
                            (unsigned long long)atomic_load(&gpu_stats.sample_rate),
-                           GPU_SAMPLE_COST_SHARE * 100,
+                           GPU_SAMPLE_COST_SHARE * 100, probes,
                            in_ns < out_ns ? "; timed frames ran faster: the driver works "
                                             "differently around our timestamps (lavapipe "
                                             "starts its rasterizer at each)"

@@ -301,6 +301,8 @@ struct device_data {
     uint64_t sample_last_present;
     double sample_in_ns, sample_out_ns;
     uint32_t sample_since_window; /* frames presented since the last timed one */
+    uint32_t sample_run_windows;  /* windows in a row with no frame between them */
+    uint32_t sample_probe_left;   /* frames still kept untimed to measure the others */
     bool sample_started;          /* a presentless window was opened once */
     double sample_rate;          /* timed submissions a second allowed now */
 
@@ -360,6 +362,7 @@ struct gpu_stats {
     _Atomic uint64_t unmeasured_unsupported;
     _Atomic uint64_t unsampled;           /* left untimed by FRAMESCOPE_GPU_SAMPLE's budget */
     _Atomic uint64_t sample_windows;      /* windows of timed frames opened */
+    _Atomic uint64_t sample_probes;       /* auto: untimed probes between windows in a row */
     _Atomic uint64_t sample_in_ns, sample_out_ns; /* auto: the last smoothed frame times */
     _Atomic uint64_t sample_rate;         /* auto: the last rate set */
     _Atomic uint64_t zones_sampled_out;   /* recordings whose zones were left out (sampling) */
@@ -378,14 +381,14 @@ struct gpu_stats {
 extern struct gpu_stats gpu_stats;
 
 /* FRAMESCOPE_GPU_SAMPLE: timed submissions a second when not all. 240 times every frame of a
- * 120 fps game submitting twice a frame; on the H200 it bounds our cost near 0.4 ms a second
- * (1.5 us a timed submission), on lavapipe near a fifth of its frames at 1,200 fps. */
+ * 120 fps game submitting twice a frame. auto starts there, and goes past it only once the
+ * cost is measured (GPU_SAMPLE_COST_SHARE). */
 #define GPU_SAMPLE_DEFAULT 240
 /* auto: timed frames may cost at most this share of the app's time (a timed frame's extra
- * time against an untimed one's, measured as it runs), with one window a second at least.
- * Under the 0.5% that the H200 at 1080p and ~5,000 fps allows (tests/bench/README.md), where a
- * timed submission costs the device tens of microseconds (its timestamps end the overlap of
- * one frame's work with the next). */
+ * time against an untimed one's, measured as it runs), with one window a second at least and
+ * no other ceiling: where timing costs less, every frame is timed but the probes
+ * (gpu_sample.c). Under the 0.5% that the H200 at 1080p and ~5,000 fps allows
+ * (tests/bench/README.md). */
 #define GPU_SAMPLE_COST_SHARE 0.004
 #define GPU_SAMPLE_MAX 1000000
 

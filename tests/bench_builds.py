@@ -8,7 +8,9 @@ Not a test: it prints what it measured.
 
 usage: bench_builds.py [--rounds N] [--frames N] [--submits N] BUILD... -- APP ARGS...
   {frames} in ARGS is replaced by --frames (default 800); rounds default 7. BUILD is a build
-  directory (its layers/dev manifest is used), or any directory laid out the same way.
+  directory (its layers/dev manifest is used), or any directory laid out the same way, with
+  the layer's settings for that entry after '@' (BUILD@FRAMESCOPE_GPU_SAMPLE=all,
+  FRAMESCOPE_GPU_ZONES=off): one build may appear several times with different settings.
   e.g. bench_builds.py OLD_BUILD build -- build/tools/demo/framescope-demo --output offscreen
        --submits 64 --frames {frames}"""
 import os
@@ -23,6 +25,8 @@ def run(argv, build):
            if not k.startswith("FRAMESCOPE") and k not in ("VK_INSTANCE_LAYERS", "VK_ADD_LAYER_PATH")}
     env["FRAMESCOPE_SUMMARY"] = "off"
     if build:
+        build, _, settings = build.partition("@")
+        env.update(s.split("=", 1) for s in settings.split(",") if s)
         env.update(VK_ADD_LAYER_PATH=os.path.join(build, "layers", "dev"),
                    VK_INSTANCE_LAYERS="VK_LAYER_FRAMESCOPE")
     r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)

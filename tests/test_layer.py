@@ -574,7 +574,7 @@ def test_gpu_sampled(build, demo):
     expect_one_summary(fifo)
     f_summary, f_rows, _, _ = check_capture_consistent(fifo, expected_frames=60)
     check(f_summary["fps"] < 200, f"FIFO demo at {f_summary['fps']:.0f} fps: not within the budget")
-    check(re.search(r"FRAMESCOPE_GPU_SAMPLE=auto: up to 240 timed submissions a second\): \d+ "
+    check(re.search(r"FRAMESCOPE_GPU_SAMPLE=auto: from 240 timed submissions a second\): \d+ "
                     r"windows of timed frames; 0 submissions left untimed", fifo.stderr),
           f"FIFO within the budget was not timed whole: {fifo.stderr[-1500:]}")
     check(not f_summary["gpu_sampled"]["sampled"] and all(r["verdict"] for r in f_rows),
@@ -600,15 +600,18 @@ def test_gpu_sampled(build, demo):
         t_in, t_out, a_rate = float(a.group(1)), float(a.group(2)), int(a.group(3))
         # The rate counts submissions: the demo's per frame (1 here) scale it.
         per_frame = max(1.0, sum(int(x["submits"]) for x in a_rows) / len(a_rows))
-        d = (t_in - t_out) * 9 / 6
-        most = 240 if d <= 0.0015 else min(240, per_frame * max(6, 4 / d))
+        d = abs(t_in - t_out) * 9 / 6
+        # No fixed ceiling once the cost is measured: what the cost allows.
+        most = float("inf") if d <= 0.0015 else per_frame * max(6, 4 / d)
         # The note rounds each mean to a microsecond and the rate down to a whole one.
         slack = 1 + (most * (0.0015 / d + 0.02) if d > 0.0015 else 0)
         check(per_frame * 6 - 1 <= a_rate <= most + slack,
               f"auto rate {a_rate}/s; its own means {t_in} / {t_out} ms allow {most:.1f} at most")
+        # Where the cost allows under half the frames, frames go untimed.
+        if most + slack < 0.5 * a_summary["fps"] * per_frame:
+            check(a_summary["gpu_sampled"]["sampled"],
+                  f"auto rate {a_rate}/s at {a_summary['fps']:.0f} fps, yet every frame timed")
     a_timed = int(re.search(r"GPU timing: (\d+) submissions timed", auto.stderr).group(1))
-    check(a_timed <= 240 * a_summary["duration_s"] + 60 + 6 + 1,
-          f"auto timed {a_timed} submissions in {a_summary['duration_s']:.2f} s, over its ceiling")
     print(f"auto: {a.group(0) if a else 'no cost measured'}; {a_timed} timed")
     print(f"{fps:.0f} fps, budget {rate}/s: {timed} timed in {windows} windows, {unsampled} "
           f"sampled out; {timed_frames} of {frames} frames GPU-timed, runs up to "
@@ -670,11 +673,14 @@ def test_gpu_sampled_marks(build, demo):
     mean_ms = 1000 * summary["duration_s"] / max(1, len(rows))
     check(0.2 * mean_ms <= t_out <= 5 * mean_ms,
           f"untimed frames' mean {t_out} ms against the run's {mean_ms:.3f} ms a frame")
-    check(6 - 1 <= a_rate <= 240, f"rate {a_rate}/s outside one window a second .. 240")
+    d = abs(t_in - t_out) * 9 / 6
+    most = float("inf") if d <= 0.0015 else max(6, 4 / d) * (1 + 0.0015 / d + 0.02) + 1
+    check(6 - 1 <= a_rate <= most, f"rate {a_rate}/s outside one window a second .. what its "
+          f"own means {t_in} / {t_out} ms allow ({most:.1f})")
     m = re.search(r"GPU timing: (\d+) submissions timed; untimed: (\d+) \(no free query "
                   r"slot\), (\d+) \(device-group or protected\), (\d+) \(unreadable\), "
                   r"(\d+) \(in flight at teardown\)", r.stderr)
-    s = re.search(r"GPU timing sampled \(FRAMESCOPE_GPU_SAMPLE=auto: up to 240 timed "
+    s = re.search(r"GPU timing sampled \(FRAMESCOPE_GPU_SAMPLE=auto: from 240 timed "
                   r"submissions a second\): (\d+) windows of timed frames; (\d+) submissions "
                   r"left untimed", r.stderr)
     check(m and s, f"no GPU timing or sampling note: {r.stderr[-1500:]}")
@@ -683,8 +689,6 @@ def test_gpu_sampled_marks(build, demo):
     # The demo submits once a frame, and once before its first mark opens the first frame.
     check(timed + unsampled + others == frames,
           f"{timed} timed + {unsampled} sampled out + {others} others != {frames} submissions")
-    check(timed <= 240 * summary["duration_s"] + 6 * 4 + 1,
-          f"{timed} timed in {summary['duration_s']:.2f} s: over the ceiling")
     runs = sampled_runs(rows)
     check(runs and max(runs) >= 2, f"timed frames not in runs: {runs[:20]}")
     print(f"{len(rows)} marked frames, {timed} submissions timed in runs {runs[:12]}; "
@@ -832,7 +836,7 @@ def test_bad_input(build, demo):
           "FRAMESCOPE_GPU=maybe did not fall back to on")
     check("FRAMESCOPE_GPU_SAMPLE='0' is not auto, all or a number of timed submissions a second "
           "in 1..1000000; using auto" in r.stderr and
-          any("FRAMESCOPE_GPU_SAMPLE=auto: up to 240 timed" in n for n in r.json()["notes"]),
+          any("FRAMESCOPE_GPU_SAMPLE=auto: from 240 timed" in n for n in r.json()["notes"]),
           "FRAMESCOPE_GPU_SAMPLE=0 not refused for the default")
     summary, _, _, _ = check_capture_consistent(r, expected_frames=20)
     check(summary["caps"] == [], "FRAMESCOPE_CAP=' 60' capped the app")
