@@ -17,11 +17,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vkharness import layer_env
 
 
-def run(build, demo, args, frames, size):
+def run(build, demo, args, frames, size, settings=None):
     out = tempfile.mkdtemp(prefix="fscope-gpu-")
     w, h = size.split("x")
     env = {k: v for k, v in os.environ.items() if not k.startswith("FRAMESCOPE")}
-    env.update(layer_env(build), FRAMESCOPE_OUTPUT=out)
+    env.update(layer_env(build), FRAMESCOPE_OUTPUT=out, **(settings or {}))
     argv = [demo, "--quiet", "--output", "offscreen", "--width", w, "--height", h,
             "--frames", str(frames)] + args
     r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
@@ -86,6 +86,15 @@ def main():
     s, own, err = run(build, demo, ["--self-timestamps", "--gpu-iters", str(gpu_iters)], 1000,
                       size)
     line("gpu-bound", s, own, err)
+    # Command buffers recorded once and submitted again (with and without SIMULTANEOUS_USE):
+    # every submission timed, so every run of the pass should be.
+    for mode in ("slot", "simultaneous"):
+        s, own, err = run(build, demo, ["--record-once", mode, "--gpu-iters", str(gpu_iters)],
+                          1000, size, {"FRAMESCOPE_GPU_SAMPLE": "all"})
+        line(f"recorded once ({mode})", s, own, err)
+        passes = [z for z in s["gpu_zones"]["zones"] if z["kind"] == "pass"]
+        print(f"    pass timed in {max((z['count'] for z in passes), default=0)} of the "
+              f"1000 submissions", flush=True)
     s, own, err = run(build, demo, ["--self-timestamps", "--gpu-iters", "20", "--cpu-ms", "2"],
                       1000, size)
     line("cpu-bound", s, own, err)
