@@ -149,19 +149,19 @@ int write_capture(const struct app *a, uint32_t last_ms, const char *path,
     int e = read_whole(a, &c, &rec, why, why_len);
     if (e)
         return e;
-    if (last_ms)
-        recording_keep_recent(rec, last_ms / 1e3);
-    struct report *report = report_create(rec);
+    struct report *report = report_create_window(rec, last_ms);
     if (!report) {
         e = -ENOMEM;
     } else {
         e = report_write_capture(report, c.bytes, c.len, path, NULL);
         if (e)
             snprintf(why, why_len, "cannot write %s: %s", path, strerror(-e));
-        struct live_stats s;
-        live_stats_compute(rec, 1e9, &s);
-        snprintf(summary, summary_len, "%llu frames, %s-bound",
-                 (unsigned long long)s.frames, s.verdict);
+        /* The log's line says what the capture's summary says. */
+        uint64_t frames;
+        const char *verdict;
+        report_headline(report, &frames, &verdict);
+        snprintf(summary, summary_len, "%llu frames, %s-bound", (unsigned long long)frames,
+                 verdict);
         report_destroy(report);
     }
     recording_free(rec);

@@ -112,7 +112,6 @@ static void reply_list(int conn)
             copy_free(&c);
         }
         if (!e) {
-            recording_compute_gpu_busy(rec);
             live_stats_compute(rec, 1.0, &s);
         }
         fprintf(f, "%s{\"pid\": %d, \"name\": ", shown++ ? ", " : "", a->pid);

@@ -71,8 +71,17 @@ int cmd_report(int argc, char **argv)
     int fd = dir_fd < 0 ? -1 : openat(dir_fd, REPORT_RECORDING_FILE,
                                       O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
     int open_errno = errno;
+    char window_why[128] = "";
+    int64_t window_ms = dir_fd < 0 || fd < 0 ? 0 : report_read_window(dir_fd, window_why,
+                                                                       sizeof(window_why));
     if (dir_fd >= 0)
         close(dir_fd);
+    if (window_ms < 0) {
+        fprintf(stderr, "framescope: %s/%s\n", fscope_config_escape(dir, shown, sizeof(shown)),
+                window_why);
+        close(fd);
+        return 2;
+    }
     if (fd < 0) {
         fprintf(stderr, "framescope: %s: %s%s\n", fscope_config_escape(dir, shown, sizeof(shown)),
                 dir_fd < 0 ? "" : REPORT_RECORDING_FILE ": ", strerror(open_errno));
@@ -98,7 +107,7 @@ int cmd_report(int argc, char **argv)
                 REPORT_RECORDING_FILE, why[0] ? why : strerror(-e));
         return 2;
     }
-    struct report *report = report_create(rec);
+    struct report *report = report_create_window(rec, (uint32_t)window_ms);
     int status = 1;
     if (report) {
         e = report_write(stdout, report, format);

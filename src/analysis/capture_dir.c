@@ -18,7 +18,8 @@
 /* What a capture holds; a target holding anything else is not ours to replace. */
 static const char *const capture_files[] = { "recording.fsr", "summary.json", "frames.csv",
                                              "zones.csv", "trace.json", "presentmon.csv",
-                                             "mangohud.csv", "report.html", "threads.csv" };
+                                             "mangohud.csv", "report.html", "threads.csv",
+                                             "snapshot.json" };
 
 bool capture_is_file_name(const char *name)
 {

@@ -19,9 +19,10 @@ struct live_stats {
     double age_s;            /* since the latest frame ended (0 when it is the newest) */
 };
 
-/* Over the frames that ended in the last window_s before the newest frame's end. GPU busy
- * must have been computed (recording_compute_gpu_busy) for the verdicts. */
-void live_stats_compute(const struct recording *rec, double window_s, struct live_stats *ret);
+/* Over the frames that ended in the last window_s before the newest frame's end, by the
+ * analysis a capture's summary comes from (run.h): rec is cut to those frames, and their GPU
+ * fields computed. */
+void live_stats_compute(struct recording *rec, double window_s, struct live_stats *ret);
 /* Drops every frame that ended more than seconds before the newest one. */
 void recording_keep_recent(struct recording *rec, double seconds);
 

@@ -1,6 +1,7 @@
 #include "report.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "hitches.h"
 #include "html.h"
 #include "kms.h"
+#include "live.h"
 #include "presentation.h"
 #include "stats.h"
 #include "summary.h"
@@ -76,6 +78,7 @@ static int full_writer(FILE *f, const void *arg)
 struct report {
     struct run_stats stats;
     struct formats_run run;
+    uint32_t window_ms; /* a snapshot's window; 0: the whole recording */
 };
 
 /* What the other formats (formats.h) need of the run. */
@@ -120,12 +123,61 @@ struct report *report_create(struct recording *rec)
     return r;
 }
 
+struct report *report_create_window(struct recording *rec, uint32_t last_ms)
+{
+    if (last_ms)
+        recording_keep_recent(rec, last_ms / 1e3);
+    struct report *r = report_create(rec);
+    if (r)
+        r->window_ms = last_ms;
+    return r;
+}
+
+int64_t report_read_window(int dir_fd, char *why, size_t why_len)
+{
+    int fd = openat(dir_fd, REPORT_WINDOW_FILE, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(why, why_len, "%s: %s", REPORT_WINDOW_FILE, strerror(errno));
+        return -1;
+    }
+    char text[128];
+    ssize_t n = read(fd, text, sizeof(text) - 1);
+    close(fd);
+    unsigned long long ms = 0;
+    int end = 0;
+    if (n > 0) {
+        text[n] = '\0';
+        if (sscanf(text, " {\"last_ms\": %llu}%n", &ms, &end) != 1 || !end)
+            ms = 0;
+    }
+    if (!ms || ms > UINT32_MAX || strspn(text + end, " \n") != strlen(text + end)) {
+        snprintf(why, why_len, "%s: not a snapshot's window ({\"last_ms\": N}, N in 1..%u)",
+                 REPORT_WINDOW_FILE, UINT32_MAX);
+        return -1;
+    }
+    return (int64_t)ms;
+}
+
+static int window_writer(FILE *f, const void *arg)
+{
+    fprintf(f, "{\"last_ms\": %u}\n", *(const uint32_t *)arg);
+    return 0;
+}
+
 void report_destroy(struct report *r)
 {
     if (!r)
         return;
     run_stats_finish(&r->stats);
     free(r);
+}
+
+void report_headline(const struct report *r, uint64_t *frames, const char **verdict)
+{
+    *frames = r->stats.frames;
+    *verdict = r->run.verdict;
 }
 
 bool report_has_frames(const struct report *r)
@@ -240,6 +292,11 @@ static int write_capture(const struct report *r, const void *recording, size_t r
         e = capture_dir_write(&dir, REPORT_RECORDING_FILE, bytes_writer, &raw);
         if (e != 0)
             failed = REPORT_RECORDING_FILE;
+    }
+    if (e == 0 && r->window_ms) {
+        e = capture_dir_write(&dir, REPORT_WINDOW_FILE, window_writer, &r->window_ms);
+        if (e != 0)
+            failed = REPORT_WINDOW_FILE;
     }
     for (unsigned i = 0; e == 0 && i < REPORT_FORMAT_COUNT; i++) {
         if (!formats[i].file)

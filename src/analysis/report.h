@@ -17,6 +17,10 @@
 
 /* The capture keeps the recording under this name; `framescope report` reads it back. */
 #define REPORT_RECORDING_FILE "recording.fsr"
+/* In a snapshot's capture: the window of the recording its outputs cover ({"last_ms": N}, the
+ * frames that ended in the last N ms before the newest one), so that `framescope report`
+ * recomputes the same outputs from the whole recording kept beside it. */
+#define REPORT_WINDOW_FILE "snapshot.json"
 
 enum report_format {
     REPORT_TEXT,  /* the one-screen summary printed at exit */
@@ -37,8 +41,16 @@ struct report;
 /* Analyses rec, filling its frames' GPU fields. rec must outlive the report. NULL when memory
  * ran out. */
 struct report *report_create(struct recording *rec);
+/* The same over the frames that ended in the last last_ms before the newest one (rec is cut
+ * to them; 0: all), and a capture written from it says so (REPORT_WINDOW_FILE). */
+struct report *report_create_window(struct recording *rec, uint32_t last_ms);
+/* REPORT_WINDOW_FILE's window, from the capture directory dir_fd: 0 when there is none, or
+ * -1 with why when it is there and unreadable or malformed. */
+int64_t report_read_window(int dir_fd, char *why, size_t why_len);
 void report_destroy(struct report *r);
 bool report_has_frames(const struct report *r);
+/* The run's frames and verdict ("none" without frames), as its summary gives them. */
+void report_headline(const struct report *r, uint64_t *frames, const char **verdict);
 
 /* Writes one format. Returns 0 or -errno. */
 int report_write(FILE *f, const struct report *r, enum report_format format);
