@@ -6,6 +6,7 @@
 
 #include "report.h"
 #include "emit.h"
+#include "work.h"
 
 /* VkObjectType values (analysis does not see Vulkan's headers). */
 #define OBJECT_TYPE_COMMAND_BUFFER 6
@@ -413,8 +414,10 @@ void engine_frame_recording(const struct engine_stats *s, const struct recording
         uint64_t ticks;
     } threads[32];
     unsigned count = 0;
+    work_visited(1);
     for (uint64_t i = lo; i < g->recording_count; i++) {
         const struct cmd_recording *r = &g->recordings[s->by_end[i]];
+        work_visited(1);
         if (r->end_ticks >= end)
             break;
         unsigned t = 0;

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "work.h"
+
 /* One device's spans (every device's for id 0) merged: sorted, disjoint, and before[i] the
  * busy ticks of spans[0..i). Disjoint intervals of uint64_t ticks sum within uint64_t. */
 struct busy_union {
@@ -205,6 +207,7 @@ static uint64_t busy_within(const struct busy_union *u, uint64_t begin, uint64_t
 {
     if (!u || end <= begin)
         return 0;
+    work_visited(1);
     return busy_before(u, end) - busy_before(u, begin);
 }
 

@@ -6,6 +6,7 @@
 
 #include "stats.h"
 #include "emit.h"
+#include "work.h"
 
 static const char *const cause_names[HITCH_CAUSE_COUNT] = {
     "cpu_work", "starved", "asleep", "cpu", "gpu", "display", "present", "sync", "cap",
@@ -95,6 +96,7 @@ static bool zone_index_build(const struct recording *rec, uint32_t device_id,
     z->spans = malloc((rec->gpu_zone_count ? rec->gpu_zone_count : 1) * sizeof(*z->spans));
     if (!z->spans)
         return false;
+    work_visited(rec->gpu_zone_count);
     for (uint64_t i = 0; i < rec->gpu_zone_count; i++) {
         const struct gpu_zone_span *s = &rec->gpu_zones[i];
         if (s->device_id == device_id && s->name < rec->gpu_zone_name_count && s->end > s->begin)
@@ -132,9 +134,11 @@ static void zone_growth(const struct recording *rec, const struct recording_log 
         else
             b = m;
     }
+    work_visited(1);
     uint64_t j = lo;
     for (size_t k = a; k < z->count && z->spans[k]->end <= to; k++) {
         const struct gpu_zone_span *s = z->spans[k];
+        work_visited(1);
         while (j < hi && log->frames[j].end_ticks < s->end)
             j++;
         if (s->end <= log->frames[j].start_ticks || s->end > log->frames[j].end_ticks)
@@ -249,6 +253,7 @@ void sched_index_build(const struct recording *rec, struct sched_index *ret)
         sched_index_free(ret);
         return;
     }
+    work_visited(rec->kernel.sched_count);
     for (uint64_t i = 0; i < rec->kernel.sched_count; i++) {
         const struct sched_event *e = &rec->kernel.sched_events[i];
         if (e->kind == SCHED_EVENT_PAUSED || e->kind == SCHED_EVENT_RESUMED)
@@ -266,6 +271,7 @@ static bool sched_paused_within(const struct sched_index *x, uint64_t from, uint
 {
     bool paused = false;
     for (size_t k = 0; k < x->mark_count && x->marks[k]->ticks <= to; k++) {
+        work_visited(1);
         if (x->marks[k]->ticks >= from)
             return true; /* turned off or on inside: part of it unknown */
         paused = x->marks[k]->kind == SCHED_EVENT_PAUSED;
@@ -299,14 +305,18 @@ void frame_wakeups(const struct recording *rec, const struct sched_index *x,
             b = m;
     }
     /* Known: the thread was traced around this frame (an event of it before its end). */
-    for (size_t k = 0; k < x->count && !ret->known; k++)
+    work_visited(1);
+    for (size_t k = 0; k < x->count && !ret->known; k++) {
+        work_visited(1);
         ret->known = x->events[k]->tid == tid && x->events[k]->ticks <= f->end_ticks;
+    }
     if (!ret->known)
         return;
     struct { int tid; char comm[16]; int64_t ns; } ran[8];
     unsigned ran_count = 0;
     for (size_t k = a; k < x->count && x->events[k]->ticks < f->end_ticks; k++) {
         const struct sched_event *out = x->events[k];
+        work_visited(1);
         if (out->tid != tid || out->kind != SCHED_EVENT_OUT)
             continue;
         /* Until it ran again (or was woken, for a sleep), within the frame. */
@@ -314,6 +324,7 @@ void frame_wakeups(const struct recording *rec, const struct sched_index *x,
         const struct sched_event *waker = NULL;
         for (size_t j = k + 1; j < x->count && x->events[j]->ticks < f->end_ticks; j++) {
             const struct sched_event *e = x->events[j];
+            work_visited(1);
             if (e->tid != tid)
                 continue;
             if (e->kind == SCHED_EVENT_WOKEN && out->state != SCHED_OUT_RUNNABLE) {
@@ -362,6 +373,7 @@ static void slowest_pipeline(const struct recording *rec, const struct fscope_fr
 {
     const struct pipeline_created *best = NULL;
     int64_t best_ns = 0;
+    work_visited(rec->pipeline_count);
     for (uint64_t i = 0; i < rec->pipeline_count; i++) {
         const struct pipeline_created *p = &rec->pipelines[i];
         if (p->end_ticks <= f->start_ticks || p->end_ticks > f->end_ticks)
@@ -432,6 +444,7 @@ void hitches_late_refreshes(const struct recording *rec, unsigned l,
         if (f->device_id != device) {
             device = f->device_id;
             count = 0;
+            work_visited(rec->span_count);
             for (uint64_t k = 0; k < rec->span_count; k++)
                 if (rec->spans[k].device_id == device && rec->spans[k].end > rec->spans[k].begin)
                     spans[count++] = &rec->spans[k];
@@ -448,13 +461,18 @@ void hitches_late_refreshes(const struct recording *rec, unsigned l,
             else
                 z = m;
         }
-        for (size_t k = a; k-- > 0 && spans[k]->end + unit > f->present_return_ticks;)
+        work_visited(1);
+        for (size_t k = a; k-- > 0 && spans[k]->end + unit > f->present_return_ticks;) {
+            work_visited(1);
             if (spans[k]->end > ready)
                 ready = spans[k]->end;
+        }
         for (size_t k = a; k < count && spans[k]->begin <= ready + gap &&
-                           spans[k]->begin < f->presented_ticks; k++)
+                           spans[k]->begin < f->presented_ticks; k++) {
+            work_visited(1);
             if (spans[k]->end > ready)
                 ready = spans[k]->end;
+        }
         /* The first refresh after the frame shown before it that comes a quarter refresh
          * after the frame was ready (the compositor's own time to take it), on the grid of
          * refreshes that frame was shown on; late by the whole refreshes after that. */

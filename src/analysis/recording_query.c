@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "work.h"
+
 double recording_ns(const struct recording *rec, uint64_t ticks)
 {
     return (double)ticks * rec->ns_per_tick;
@@ -101,6 +103,7 @@ const char *recording_object_name(const struct recording *rec, uint32_t device_i
         return NULL;
     const struct object_name *found = NULL;
     if (!rec->object_name_index) {
+        work_visited(rec->object_name_count);
         for (uint64_t i = 0; i < rec->object_name_count; i++) {
             const struct object_name *n = &rec->object_names[i];
             if (n->handle == handle && n->type == type && n->device_id == device_id)
@@ -109,6 +112,7 @@ const char *recording_object_name(const struct recording *rec, uint32_t device_i
     } else {
         /* The first entry after (device, type, handle); the one before it is the latest of
          * the handle's. */
+        work_visited(1);
         size_t low = 0, high = rec->object_name_count;
         while (low < high) {
             size_t middle = low + (high - low) / 2;
