@@ -215,14 +215,17 @@ void frames_write_csv(FILE *f, const struct run_stats *s)
     write_header(f, rec);
     unsigned logs = rec->log_count;
     uint64_t origin = frames_origin_ticks(rec);
+    /* Indexed once for every surface: each frame reads only its own events. */
+    struct sched_index sched;
+    struct span_index spans;
+    sched_index_build(rec, &sched);
+    span_index_build(rec, &spans);
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
         uint64_t count = log->frame_count;
         int *late = count ? malloc(count * sizeof(*late)) : NULL;
-        struct sched_index sched;
-        sched_index_build(rec, &sched);
         if (late)
-            hitches_late_refreshes(rec, l, s->evidence ? &s->evidence[l] : NULL, late);
+            hitches_late_refreshes(rec, &spans, l, s->evidence ? &s->evidence[l] : NULL, late);
         for (uint64_t i = 0; i < count; i++) {
             struct row r = { .s = s, .rec = rec, .log = log, .fr = &log->frames[i], .index = i,
                              .origin = origin };
@@ -238,6 +241,7 @@ void frames_write_csv(FILE *f, const struct run_stats *s)
             fputc('\n', f);
         }
         free(late);
-        sched_index_free(&sched);
     }
+    sched_index_free(&sched);
+    span_index_free(&spans);
 }

@@ -88,22 +88,66 @@ static int by_end(const void *a, const void *b)
     return x->end < y->end ? -1 : x->end > y->end;
 }
 
-static bool zone_index_build(const struct recording *rec, uint32_t device_id,
-                             struct zone_index *z)
+/* By device, then as recorded (the pointers are into one array). */
+static int zone_by_device(const void *a, const void *b)
 {
-    z->device_id = device_id;
-    z->count = 0;
-    z->spans = malloc((rec->gpu_zone_count ? rec->gpu_zone_count : 1) * sizeof(*z->spans));
-    if (!z->spans)
+    const struct gpu_zone_span *x = *(const struct gpu_zone_span *const *)a;
+    const struct gpu_zone_span *y = *(const struct gpu_zone_span *const *)b;
+    if (x->device_id != y->device_id)
+        return x->device_id < y->device_id ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* Every device's zone index in one array, built once: each device's spans as recorded, then
+ * sorted by their end as zone_growth reads them (before, a hitch on another device than the
+ * last one's rebuilt its index: hitches x zones). False when memory ran out. */
+static bool zone_indexes_build(const struct recording *rec, const struct gpu_zone_span ***ret,
+                               size_t *ret_count)
+{
+    const struct gpu_zone_span **all = malloc((rec->gpu_zone_count ? rec->gpu_zone_count : 1) *
+                                              sizeof(*all));
+    if (!all)
         return false;
+    size_t count = 0;
     work_visited(rec->gpu_zone_count);
     for (uint64_t i = 0; i < rec->gpu_zone_count; i++) {
         const struct gpu_zone_span *s = &rec->gpu_zones[i];
-        if (s->device_id == device_id && s->name < rec->gpu_zone_name_count && s->end > s->begin)
-            z->spans[z->count++] = s;
+        if (s->name < rec->gpu_zone_name_count && s->end > s->begin)
+            all[count++] = s;
     }
-    qsort(z->spans, z->count, sizeof(*z->spans), by_end);
+    qsort(all, count, sizeof(*all), zone_by_device);
+    for (size_t from = 0, to; from < count; from = to) {
+        for (to = from + 1; to < count && all[to]->device_id == all[from]->device_id; to++)
+            ;
+        qsort(all + from, to - from, sizeof(*all), by_end);
+    }
+    *ret = all;
+    *ret_count = count;
     return true;
+}
+
+/* device_id's part of the zone indexes (count 0: none). */
+static void zone_index_of(const struct gpu_zone_span **all, size_t count, uint32_t device_id,
+                          struct zone_index *z)
+{
+    work_visited(1);
+    size_t lo = 0, hi = count; /* the device's first span */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (all[mid]->device_id < device_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t first = lo;
+    for (hi = count; lo < hi;) { /* the first span of a later device */
+        size_t mid = lo + (hi - lo) / 2;
+        if (all[mid]->device_id <= device_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *z = (struct zone_index){ device_id, lo - first, all + first };
 }
 
 #define ZONE_GROWTH_NAMES 64
@@ -235,153 +279,138 @@ static int span_by_begin(const void *a, const void *b)
     return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
-static int sched_by_time(const void *a, const void *b)
+/* By device, then as recorded (the pointers are into one array). */
+static int span_by_device(const void *a, const void *b)
 {
-    const struct sched_event *x = *(const struct sched_event *const *)a;
-    const struct sched_event *y = *(const struct sched_event *const *)b;
-    return x->ticks < y->ticks ? -1 : x->ticks > y->ticks;
+    const struct gpu_span *x = *(const struct gpu_span *const *)a;
+    const struct gpu_span *y = *(const struct gpu_span *const *)b;
+    if (x->device_id != y->device_id)
+        return x->device_id < y->device_id ? -1 : 1;
+    return x < y ? -1 : x > y;
 }
 
-void sched_index_build(const struct recording *rec, struct sched_index *ret)
-{
-    ret->count = ret->mark_count = 0;
-    ret->events = rec->kernel.sched_count
-                      ? malloc(rec->kernel.sched_count * sizeof(*ret->events)) : NULL;
-    ret->marks = rec->kernel.sched_marks
-                     ? malloc(rec->kernel.sched_marks * sizeof(*ret->marks)) : NULL;
-    if (!ret->events || (rec->kernel.sched_marks && !ret->marks)) {
-        sched_index_free(ret);
-        return;
-    }
-    work_visited(rec->kernel.sched_count);
-    for (uint64_t i = 0; i < rec->kernel.sched_count; i++) {
-        const struct sched_event *e = &rec->kernel.sched_events[i];
-        if (e->kind == SCHED_EVENT_PAUSED || e->kind == SCHED_EVENT_RESUMED)
-            ret->marks[ret->mark_count++] = e;
-        else
-            ret->events[ret->count++] = e;
-    }
-    qsort(ret->events, ret->count, sizeof(*ret->events), sched_by_time);
-    if (ret->mark_count)
-        qsort(ret->marks, ret->mark_count, sizeof(*ret->marks), sched_by_time);
-}
-
-/* Whether the events were paused at any time in [from, to]. */
-static bool sched_paused_within(const struct sched_index *x, uint64_t from, uint64_t to)
-{
-    bool paused = false;
-    for (size_t k = 0; k < x->mark_count && x->marks[k]->ticks <= to; k++) {
-        work_visited(1);
-        if (x->marks[k]->ticks >= from)
-            return true; /* turned off or on inside: part of it unknown */
-        paused = x->marks[k]->kind == SCHED_EVENT_PAUSED;
-    }
-    return paused;
-}
-
-void sched_index_free(struct sched_index *x)
-{
-    free(x->events);
-    free(x->marks);
-    x->events = NULL;
-    x->marks = NULL;
-    x->count = x->mark_count = 0;
-}
-
-void frame_wakeups(const struct recording *rec, const struct sched_index *x,
-                   const struct fscope_frame *f, struct wakeup_view *ret)
+void span_index_build(const struct recording *rec, struct span_index *ret)
 {
     memset(ret, 0, sizeof(*ret));
-    if (!x->count || !f->kernel_valid || f->end_ticks <= f->start_ticks ||
-        sched_paused_within(x, f->start_ticks, f->end_ticks))
+    ret->spans = malloc((rec->span_count ? rec->span_count : 1) * sizeof(*ret->spans));
+    if (!ret->spans)
         return;
-    int tid = f->kernel_tid;
-    size_t a = 0, b = x->count;
-    while (a < b) {
-        size_t m = a + (b - a) / 2;
-        if (x->events[m]->ticks < f->start_ticks)
-            a = m + 1;
-        else
-            b = m;
+    work_visited(rec->span_count);
+    for (uint64_t k = 0; k < rec->span_count; k++)
+        if (rec->spans[k].end > rec->spans[k].begin)
+            ret->spans[ret->count++] = &rec->spans[k];
+    /* Each device's spans as recorded, then by begin: as hitches_late_refreshes once sorted
+     * them for every change of device. */
+    qsort(ret->spans, ret->count, sizeof(*ret->spans), span_by_device);
+    for (size_t from = 0, to; from < ret->count; from = to) {
+        for (to = from + 1; to < ret->count && ret->spans[to]->device_id ==
+                                                   ret->spans[from]->device_id; to++)
+            ;
+        qsort(ret->spans + from, to - from, sizeof(*ret->spans), span_by_begin);
     }
-    /* Known: the thread was traced around this frame (an event of it before its end). */
-    work_visited(1);
-    for (size_t k = 0; k < x->count && !ret->known; k++) {
-        work_visited(1);
-        ret->known = x->events[k]->tid == tid && x->events[k]->ticks <= f->end_ticks;
-    }
-    if (!ret->known)
-        return;
-    struct { int tid; char comm[16]; int64_t ns; } ran[8];
-    unsigned ran_count = 0;
-    for (size_t k = a; k < x->count && x->events[k]->ticks < f->end_ticks; k++) {
-        const struct sched_event *out = x->events[k];
-        work_visited(1);
-        if (out->tid != tid || out->kind != SCHED_EVENT_OUT)
-            continue;
-        /* Until it ran again (or was woken, for a sleep), within the frame. */
-        uint64_t until = f->end_ticks;
-        const struct sched_event *waker = NULL;
-        for (size_t j = k + 1; j < x->count && x->events[j]->ticks < f->end_ticks; j++) {
-            const struct sched_event *e = x->events[j];
-            work_visited(1);
-            if (e->tid != tid)
-                continue;
-            if (e->kind == SCHED_EVENT_WOKEN && out->state != SCHED_OUT_RUNNABLE) {
-                waker = e;
-                until = e->ticks;
-                break;
-            }
-            if (e->kind == SCHED_EVENT_IN || e->kind == SCHED_EVENT_OUT) {
-                until = e->ticks;
-                break;
-            }
-        }
-        int64_t ns = ticks_ns(rec, until - out->ticks);
-        if (out->state == SCHED_OUT_RUNNABLE) {
-            unsigned c = 0;
-            while (c < ran_count && ran[c].tid != out->other_tid)
-                c++;
-            if (c == ran_count && ran_count < 8) {
-                ran[c].tid = out->other_tid;
-                memcpy(ran[c].comm, out->other_comm, sizeof(ran[c].comm));
-                ran[c].ns = 0;
-                ran_count++;
-            }
-            if (c < ran_count)
-                ran[c].ns += ns;
-        } else if (out->state == SCHED_OUT_DISK) {
-            ret->io_wait_ns += ns;
-        }
-        if (out->state != SCHED_OUT_RUNNABLE && waker && ns > ret->slept_ns) {
-            ret->slept_ns = ns;
-            ret->waker_tid = waker->other_tid;
-            memcpy(ret->waker_comm, waker->other_comm, sizeof(ret->waker_comm));
-        }
-    }
-    for (unsigned c = 0; c < ran_count; c++)
-        if (ran[c].ns > ret->ran_ns) {
-            ret->ran_ns = ran[c].ns;
-            ret->ran_tid = ran[c].tid;
-            memcpy(ret->ran_comm, ran[c].comm, sizeof(ret->ran_comm));
-        }
+    ret->ok = true;
 }
 
-/* The slowest pipeline made in frame f (its create call ended in the frame). */
-static void slowest_pipeline(const struct recording *rec, const struct fscope_frame *f,
-                             struct hitch *h)
+void span_index_free(struct span_index *x)
+{
+    free(x->spans);
+    memset(x, 0, sizeof(*x));
+}
+
+/* device_id's spans in x, by begin (*ret_count 0: none). */
+static const struct gpu_span *const *span_index_of(const struct span_index *x,
+                                                   uint32_t device_id, size_t *ret_count)
+{
+    work_visited(1);
+    size_t lo = 0, hi = x->count; /* the device's first span */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->spans[mid]->device_id < device_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t first = lo;
+    for (hi = x->count; lo < hi;) { /* the first span of a later device */
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->spans[mid]->device_id <= device_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *ret_count = lo - first;
+    return x->spans + first;
+}
+
+/* Pipelines by the end of their create call, then as recorded. */
+static int pipeline_by_end(const void *a, const void *b)
+{
+    const struct pipeline_created *x = *(const struct pipeline_created *const *)a;
+    const struct pipeline_created *y = *(const struct pipeline_created *const *)b;
+    if (x->end_ticks != y->end_ticks)
+        return x->end_ticks < y->end_ticks ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* What the hitches of every log look up, indexed once per run (before, each hitch walked
+ * every pipeline, and the zones and spans were sorted again for each change of device). */
+struct hitch_indexes {
+    struct sched_index sched;
+    struct span_index spans;
+    const struct gpu_zone_span **zones; /* NULL: none, or no memory for them */
+    size_t zone_count;
+    const struct pipeline_created **pipelines; /* by end; NULL: none, or no memory */
+};
+
+static void hitch_indexes_build(const struct recording *rec, struct hitch_indexes *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    sched_index_build(rec, &ret->sched);
+    span_index_build(rec, &ret->spans);
+    if (rec->gpu_zone_count && !zone_indexes_build(rec, &ret->zones, &ret->zone_count))
+        ret->zones = NULL;
+    ret->pipelines = rec->pipeline_count ? malloc(rec->pipeline_count * sizeof(*ret->pipelines))
+                                         : NULL;
+    if (!ret->pipelines)
+        return;
+    work_visited(rec->pipeline_count);
+    for (uint64_t i = 0; i < rec->pipeline_count; i++)
+        ret->pipelines[i] = &rec->pipelines[i];
+    qsort(ret->pipelines, rec->pipeline_count, sizeof(*ret->pipelines), pipeline_by_end);
+}
+
+static void hitch_indexes_free(struct hitch_indexes *x)
+{
+    sched_index_free(&x->sched);
+    span_index_free(&x->spans);
+    free(x->zones);
+    free(x->pipelines);
+}
+
+/* The slowest pipeline made in frame f (its create call ended in the frame); of equals, the
+ * first recorded. */
+static void slowest_pipeline(const struct recording *rec, const struct hitch_indexes *x,
+                             const struct fscope_frame *f, struct hitch *h)
 {
     const struct pipeline_created *best = NULL;
     int64_t best_ns = 0;
-    work_visited(rec->pipeline_count);
-    for (uint64_t i = 0; i < rec->pipeline_count; i++) {
-        const struct pipeline_created *p = &rec->pipelines[i];
-        if (p->end_ticks <= f->start_ticks || p->end_ticks > f->end_ticks)
-            continue;
+    uint64_t count = x->pipelines ? rec->pipeline_count : 0;
+    work_visited(1);
+    uint64_t lo = 0, hi = count; /* the first ending after the frame's start */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (x->pipelines[mid]->end_ticks <= f->start_ticks)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint64_t i = lo; i < count && x->pipelines[i]->end_ticks <= f->end_ticks; i++) {
+        const struct pipeline_created *p = x->pipelines[i];
+        work_visited(1);
         int64_t ns = (p->flags & PIPELINE_CREATED_FEEDBACK) && p->driver_ns < (uint64_t)INT64_MAX
                          ? (int64_t)p->driver_ns
                          : ticks_ns(rec, p->duration_ticks);
-        if (!best || ns > best_ns) {
+        if (!best || ns > best_ns || (ns == best_ns && p < best)) {
             best = p;
             best_ns = ns;
         }
@@ -402,16 +431,14 @@ static uint64_t ns_to_ticks(const struct recording *rec, double ns)
     return per_second > 0 ? (uint64_t)(ns * 1e9 / per_second) : 0;
 }
 
-void hitches_late_refreshes(const struct recording *rec, unsigned l,
-                            const struct display_evidence *ev, int *late)
+void hitches_late_refreshes(const struct recording *rec, const struct span_index *x,
+                            unsigned l, const struct display_evidence *ev, int *late)
 {
     const struct recording_log *log = &rec->logs[l];
     uint64_t n = log->frame_count;
     for (uint64_t i = 0; i < n; i++)
         late[i] = -1;
-    const struct gpu_span **spans = malloc((rec->span_count ? rec->span_count : 1) *
-                                           sizeof(*spans));
-    if (!spans)
+    if (!x->ok)
         return;
     /* The refresh: the claim, or the shortest shown interval when that is longer. */
     uint64_t unit = 0, shortest = UINT64_MAX, prev = 0;
@@ -429,6 +456,7 @@ void hitches_late_refreshes(const struct recording *rec, unsigned l,
         unit = shortest;
     uint32_t device = UINT32_MAX;
     size_t count = 0;
+    const struct gpu_span *const *spans = NULL;
     const struct fscope_frame *shown = NULL;
     for (uint64_t i = 0; unit && i < n; i++) {
         const struct fscope_frame *f = &log->frames[i];
@@ -443,12 +471,7 @@ void hitches_late_refreshes(const struct recording *rec, unsigned l,
             continue;
         if (f->device_id != device) {
             device = f->device_id;
-            count = 0;
-            work_visited(rec->span_count);
-            for (uint64_t k = 0; k < rec->span_count; k++)
-                if (rec->spans[k].device_id == device && rec->spans[k].end > rec->spans[k].begin)
-                    spans[count++] = &rec->spans[k];
-            qsort(spans, count, sizeof(*spans), span_by_begin);
+            spans = span_index_of(x, device, &count);
         }
         /* Ready: the present returned, and the GPU work begun by then ended (and the work
          * that followed it back to back, queued behind it). */
@@ -482,7 +505,6 @@ void hitches_late_refreshes(const struct recording *rec, unsigned l,
         late[i] = f->presented_ticks > first ? (int)((f->presented_ticks - first + unit / 2) / unit)
                                              : 0;
     }
-    free(spans);
 }
 
 static void keep_worst(struct hitch_stats *s, const struct hitch *h)
@@ -501,14 +523,14 @@ static void keep_worst(struct hitch_stats *s, const struct hitch *h)
 }
 
 static void log_hitches(const struct recording *rec, unsigned l, const struct display_evidence *ev,
-                        uint64_t origin, const struct sched_index *sched, struct hitch_stats *s,
+                        uint64_t origin, const struct hitch_indexes *x, struct hitch_stats *s,
                         size_t *cap)
 {
     const struct recording_log *log = &rec->logs[l];
     uint64_t n = log->frame_count;
     int *late = n ? malloc(n * sizeof(*late)) : NULL;
     if (late) {
-        hitches_late_refreshes(rec, l, ev, late);
+        hitches_late_refreshes(rec, &x->spans, l, ev, late);
         for (uint64_t i = 0; i < n; i++)
             if (late[i] >= 0) {
                 s->late_judged++;
@@ -525,7 +547,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
     int64_t *scratch = malloc(HITCH_WINDOW * sizeof(*scratch));
     bool *timed = malloc(n * sizeof(*timed));
     struct zone_index zones = { .spans = NULL };
-    bool zones_built = false;
+    bool zones_found = false;
     if (!parts || !times || !scratch || !timed)
         goto out;
     for (uint64_t i = 0; i < n; i++) {
@@ -577,8 +599,8 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
             h.preempted = f->kernel_preempted;
         }
         split_excess(&h, parts, lo, hi, scratch);
-        frame_wakeups(rec, sched, f, &h.wake);
-        slowest_pipeline(rec, f, &h);
+        frame_wakeups(rec, &x->sched, f, &h.wake);
+        slowest_pipeline(rec, x, f, &h);
         h.late_refreshes = 0;
         for (uint64_t j = i >= 3 ? i - 3 : 0; late && j <= i; j++)
             if (late[j] > 0) {
@@ -586,11 +608,11 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
                 h.late_refreshes = late[j];
             }
         h.zone = -1;
-        if (rec->gpu_zone_count && (!zones_built || zones.device_id != f->device_id)) {
-            free(zones.spans);
-            zones_built = zone_index_build(rec, f->device_id, &zones);
+        if (x->zones && (!zones_found || zones.device_id != f->device_id)) {
+            zone_index_of(x->zones, x->zone_count, f->device_id, &zones);
+            zones_found = true;
         }
-        if (zones_built)
+        if (zones_found)
             zone_growth(rec, log, timed, lo, hi, &zones, &h);
         if (s->count == *cap) {
             size_t grown = *cap ? 2 * *cap : 64;
@@ -611,7 +633,6 @@ out:
     free(times);
     free(scratch);
     free(timed);
-    free(zones.spans);
     free(late);
 }
 
@@ -668,11 +689,11 @@ void hitches_compute(const struct recording *rec, const struct display_evidence 
         if (rec->logs[l].frame_count && rec->logs[l].frames[0].start_ticks < origin)
             origin = rec->logs[l].frames[0].start_ticks;
     size_t cap = 0;
-    struct sched_index sched;
-    sched_index_build(rec, &sched);
+    struct hitch_indexes x;
+    hitch_indexes_build(rec, &x);
     for (unsigned l = 0; l < rec->log_count; l++)
-        log_hitches(rec, l, ev ? &ev[l] : NULL, origin, &sched, ret, &cap);
-    sched_index_free(&sched);
+        log_hitches(rec, l, ev ? &ev[l] : NULL, origin, &x, ret, &cap);
+    hitch_indexes_free(&x);
     animation_error(rec, ret);
 }
 

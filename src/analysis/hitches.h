@@ -22,6 +22,7 @@
 
 #include "recording.h"
 #include "report.h"
+#include "wakeups.h"
 
 #define HITCH_WINDOW 30
 #define HITCH_RATIO 2.0
@@ -42,19 +43,6 @@ enum hitch_cause {
     HITCH_CAUSE_COUNT,
 };
 
-/* The wake-up chain of a frame's closing thread (the recording's sched events, where they
- * were recorded): the thread that ran most while it was runnable, and the one that woke it
- * from its longest sleep in the frame. */
-struct wakeup_view {
-    bool known;          /* events were recorded for this frame's thread */
-    int ran_tid;         /* 0: it was never preempted in the frame */
-    char ran_comm[16];
-    int64_t ran_ns;
-    int waker_tid;       /* 0 with slept_ns: an interrupt woke it (the CPU was idle) */
-    char waker_comm[16];
-    int64_t slept_ns;    /* 0: it never slept in the frame (or its waker was not seen) */
-    int64_t io_wait_ns;  /* asleep uninterruptibly (state D: disk and other I/O) in the frame */
-};
 struct hitch {
     unsigned log;
     uint64_t frame;     /* index in its log */
@@ -114,17 +102,16 @@ void hitches_compute(const struct recording *rec, const struct display_evidence 
                      struct hitch_stats *ret);
 void hitches_free(struct hitch_stats *s);
 
-struct sched_index {
-    const struct sched_event **events; /* by time; the pause marks apart */
+/* The recording's GPU spans by device, then begin, built once for hitches_late_refreshes
+ * (ok false: memory ran out, and no frame can be judged late). */
+struct span_index {
+    bool ok;
     size_t count;
-    const struct sched_event **marks; /* PAUSED and RESUMED, by time */
-    size_t mark_count;
+    const struct gpu_span **spans;
 };
-void sched_index_build(const struct recording *rec, struct sched_index *ret);
-void sched_index_free(struct sched_index *x);
-void frame_wakeups(const struct recording *rec, const struct sched_index *x,
-                   const struct fscope_frame *f, struct wakeup_view *ret);
-/* For each frame of log l: how many refreshes after it was ready it was shown, or -1 where
+void span_index_build(const struct recording *rec, struct span_index *ret);
+void span_index_free(struct span_index *x);
+/* For each frame of log l (x: rec's spans): how many refreshes after it was ready it was shown, or -1 where
  * that cannot be judged (not presented, no GPU time for it, no earlier shown frame). Ready:
  * its present call returned and the GPU work begun before that ended (with what followed
  * it back to back). The first refresh it could be shown at: on the grid of the frame shown
@@ -132,8 +119,8 @@ void frame_wakeups(const struct recording *rec, const struct sched_index *x,
  * it is late by the refreshes between that one and the one it was shown at. The refresh: the
  * compositor's claim, or the shortest interval it ever showed frames at when longer.
  * late: n entries. */
-void hitches_late_refreshes(const struct recording *rec, unsigned l,
-                            const struct display_evidence *ev, int *late);
+void hitches_late_refreshes(const struct recording *rec, const struct span_index *x,
+                            unsigned l, const struct display_evidence *ev, int *late);
 void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch_stats *s);
 void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch_stats *s);
 

@@ -1,0 +1,84 @@
+/* Every output costs O(frames + events) (issue 35): the analysis' count of the events it
+ * visited (analysis/work.h), not its time, over a synthetic recording of N and then 10N frames
+ * whose closing thread changes halfway (tests/synth-recording.h), with every format written
+ * and top's live view computed. frames.csv once cost frames x wake-up events there: 96,000
+ * frames with 476,000 scheduler events took 122 s.
+ *
+ * test-linear [N]: N frames first (20,000 unless given). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/work.h"
+#include "check.h"
+#include "synth-recording.h"
+
+/* Events visited per frame and event of the recording, at most. What the outputs read per
+ * frame (its GPU span, zones, pipeline, recording and wake-ups through their indexes, the
+ * hitches' windows of neighbours) is a few visits each; a lookup that restarts at the first
+ * event for every frame makes this thousands. */
+#define VISITS_PER_ITEM 8
+/* Work at 10N against work at N: 10 when linear (100 when quadratic); the margin is the
+ * indexes' logarithms and the run's fixed costs. */
+#define MAX_GROWTH 12.0
+
+/* The last row of frames.csv for rec: the second thread's wake-up chain, found. */
+static void check_last_row(struct recording *rec)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK(f);
+    struct report *report = report_create(rec);
+    CHECK(report);
+    CHECK(report_write(f, report, REPORT_CSV) == 0);
+    report_destroy(report);
+    CHECK(fclose(f) == 0);
+    CHECK(len > 1);
+    text[len - 1] = '\0';
+    const char *last = strrchr(text, '\n');
+    CHECK(last);
+    if (!strstr(last, ",hog,") || !strstr(last, ",waker,")) {
+        fprintf(stderr, "the last frame's wake-up chain is missing:%s\n", last);
+        exit(1);
+    }
+    free(text);
+}
+
+static uint64_t visited(uint64_t frames, uint64_t *ret_items)
+{
+    struct recording *rec = synth_recording(frames);
+    CHECK(rec);
+    uint64_t items = frames + synth_events(rec);
+    uint64_t before = analysis_events_visited;
+    CHECK(synth_outputs(rec) == 0);
+    uint64_t work = analysis_events_visited - before;
+    printf("%" PRIu64 " frames, %" PRIu64 " events (%" PRIu64 " wake-up chain): %" PRIu64
+           " events visited, %.2f per frame and event\n", frames, items - frames,
+           rec->kernel.sched_count, work, (double)work / (double)items);
+    fflush(stdout);
+    if (work > VISITS_PER_ITEM * items) {
+        fprintf(stderr, "more than %d visits per frame and event: not linear\n",
+                VISITS_PER_ITEM);
+        exit(1);
+    }
+    check_last_row(rec);
+    recording_free(rec);
+    *ret_items = items;
+    return work;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000;
+    CHECK(n >= 1000);
+    uint64_t items, items10;
+    uint64_t work = visited(n, &items);
+    uint64_t work10 = visited(10 * n, &items10);
+    double growth = (double)work10 / (double)work;
+    printf("10x the frames and events (%.2fx): %.2fx the work\n",
+           (double)items10 / (double)items, growth);
+    CHECK(growth <= MAX_GROWTH);
+    return 0;
+}
