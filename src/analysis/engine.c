@@ -55,15 +55,106 @@ static double per_frame(double total, uint64_t frames)
 
 /* ---- compute ---- */
 
-static struct engine_thread *thread_of(struct engine_stats *s, int tid)
+/* Threads, pools and heaps found by key (open addressing): a run may record from thousands of
+ * pools or threads, and every recording, call and sample looks its own up (before, each walked
+ * them all: recordings x pools, issue 35). */
+struct key_slot {
+    uint64_t a;
+    uint32_t b;
+    uint32_t index; /* + 1 into its array; 0: free */
+};
+struct key_index {
+    struct key_slot *slots;
+    size_t capacity, count;
+};
+struct engine_lookup {
+    struct key_index threads, pools, heaps;
+    size_t thread_capacity, pool_capacity, heap_capacity;
+};
+
+static size_t key_start(uint64_t a, uint32_t b, size_t capacity)
 {
-    for (unsigned i = 0; i < s->thread_count; i++)
-        if (s->threads[i].tid == tid)
-            return &s->threads[i];
-    struct engine_thread *grown = realloc(s->threads, (s->thread_count + 1) * sizeof(*grown));
+    uint64_t h = (a ^ ((uint64_t)b << 32 | b)) * UINT64_C(0x9E3779B97F4A7C15);
+    return (size_t)(h >> 32) & (capacity - 1);
+}
+
+/* The array index of key (a, b), or -1. */
+static int64_t key_find(const struct key_index *x, uint64_t a, uint32_t b)
+{
+    work_visited(1);
+    if (!x->capacity)
+        return -1;
+    for (size_t i = key_start(a, b, x->capacity);; i = (i + 1) & (x->capacity - 1)) {
+        const struct key_slot *slot = &x->slots[i];
+        if (!slot->index)
+            return -1;
+        if (slot->a == a && slot->b == b)
+            return (int64_t)slot->index - 1;
+    }
+}
+
+/* Adds key (a, b) at index (new to x). False when memory ran out. */
+static bool key_add(struct key_index *x, uint64_t a, uint32_t b, uint32_t index)
+{
+    if (2 * (x->count + 1) > x->capacity) {
+        size_t capacity = x->capacity ? 2 * x->capacity : 64;
+        struct key_slot *slots = calloc(capacity, sizeof(*slots));
+        if (!slots)
+            return false;
+        for (size_t i = 0; i < x->capacity; i++) {
+            const struct key_slot *old = &x->slots[i];
+            if (!old->index)
+                continue;
+            size_t at = key_start(old->a, old->b, capacity);
+            while (slots[at].index)
+                at = (at + 1) & (capacity - 1);
+            slots[at] = *old;
+        }
+        free(x->slots);
+        x->slots = slots;
+        x->capacity = capacity;
+    }
+    size_t at = key_start(a, b, x->capacity);
+    while (x->slots[at].index)
+        at = (at + 1) & (x->capacity - 1);
+    x->slots[at] = (struct key_slot){ a, b, index + 1 };
+    x->count++;
+    return true;
+}
+
+static void engine_lookup_free(struct engine_lookup *k)
+{
+    free(k->threads.slots);
+    free(k->pools.slots);
+    free(k->heaps.slots);
+}
+
+/* Room for one more of an array of count entries of size bytes, doubling. */
+static bool grow(void **array, size_t *capacity, size_t count, size_t size)
+{
+    if (count < *capacity)
+        return true;
+    size_t more = *capacity ? 2 * *capacity : 16;
+    void *grown = realloc(*array, more * size);
     if (!grown)
+        return false;
+    *array = grown;
+    *capacity = more;
+    return true;
+}
+
+static struct engine_thread *thread_of(struct engine_stats *s, struct engine_lookup *k, int tid)
+{
+    int64_t at = key_find(&k->threads, (uint64_t)(uint32_t)tid, 0);
+    if (at >= 0)
+        return &s->threads[at];
+    void *threads = s->threads;
+    if (s->thread_count >= UINT32_MAX - 1 ||
+        !grow(&threads, &k->thread_capacity, s->thread_count, sizeof(*s->threads)))
         return NULL;
-    s->threads = grown;
+    s->threads = threads;
+    if (!key_add(&k->threads, (uint64_t)(uint32_t)tid, 0, s->thread_count))
+        return NULL;
     struct engine_thread *t = &s->threads[s->thread_count++];
     memset(t, 0, sizeof(*t));
     t->tid = tid;
@@ -71,15 +162,19 @@ static struct engine_thread *thread_of(struct engine_stats *s, int tid)
     return t;
 }
 
-static struct engine_pool *pool_of(struct engine_stats *s, uint64_t pool, uint32_t device_id)
+static struct engine_pool *pool_of(struct engine_stats *s, struct engine_lookup *k, uint64_t pool,
+                                   uint32_t device_id)
 {
-    for (unsigned i = 0; i < s->pool_count; i++)
-        if (s->pools[i].pool == pool && s->pools[i].device_id == device_id)
-            return &s->pools[i];
-    struct engine_pool *grown = realloc(s->pools, (s->pool_count + 1) * sizeof(*grown));
-    if (!grown)
+    int64_t at = key_find(&k->pools, pool, device_id);
+    if (at >= 0)
+        return &s->pools[at];
+    void *pools = s->pools;
+    if (s->pool_count >= UINT32_MAX - 1 ||
+        !grow(&pools, &k->pool_capacity, s->pool_count, sizeof(*s->pools)))
         return NULL;
-    s->pools = grown;
+    s->pools = pools;
+    if (!key_add(&k->pools, pool, device_id, s->pool_count))
+        return NULL;
     struct engine_pool *p = &s->pools[s->pool_count++];
     memset(p, 0, sizeof(*p));
     p->pool = pool;
@@ -87,16 +182,19 @@ static struct engine_pool *pool_of(struct engine_stats *s, uint64_t pool, uint32
     return p;
 }
 
-static struct engine_heap *heap_of(struct engine_stats *s, const struct recording *rec,
-                                   uint32_t device_id, uint32_t heap)
+static struct engine_heap *heap_of(struct engine_stats *s, struct engine_lookup *k,
+                                   const struct recording *rec, uint32_t device_id, uint32_t heap)
 {
-    for (unsigned i = 0; i < s->heap_count; i++)
-        if (s->heaps[i].device_id == device_id && s->heaps[i].heap == heap)
-            return &s->heaps[i];
-    struct engine_heap *grown = realloc(s->heaps, (s->heap_count + 1) * sizeof(*grown));
-    if (!grown)
+    int64_t at = key_find(&k->heaps, heap, device_id);
+    if (at >= 0)
+        return &s->heaps[at];
+    void *heaps = s->heaps;
+    if (s->heap_count >= UINT32_MAX - 1 ||
+        !grow(&heaps, &k->heap_capacity, s->heap_count, sizeof(*s->heaps)))
         return NULL;
-    s->heaps = grown;
+    s->heaps = heaps;
+    if (!key_add(&k->heaps, heap, device_id, s->heap_count))
+        return NULL;
     struct engine_heap *h = &s->heaps[s->heap_count++];
     memset(h, 0, sizeof(*h));
     h->device_id = device_id;
@@ -192,7 +290,8 @@ static const struct memory_event *live_take(struct live_map *m, uint64_t handle,
     return found;
 }
 
-static void compute_memory(const struct recording *rec, struct engine_stats *s)
+static void compute_memory(const struct recording *rec, struct engine_stats *s,
+                           struct engine_lookup *lookup)
 {
     const struct recording_engine *g = &rec->engine;
     const struct memory_event **order = g->memory_count ? malloc(g->memory_count * sizeof(*order))
@@ -219,7 +318,7 @@ static void compute_memory(const struct recording *rec, struct engine_stats *s)
             if (!live_put(&live, e))
                 continue;
             s->live_bytes += e->size;
-            struct engine_heap *h = heap_of(s, rec, e->device_id, e->heap_index);
+            struct engine_heap *h = heap_of(s, lookup, rec, e->device_id, e->heap_index);
             if (h) {
                 h->allocations++;
                 h->live_count++;
@@ -241,7 +340,7 @@ static void compute_memory(const struct recording *rec, struct engine_stats *s)
             const struct memory_event *a = live_take(&live, e->handle, e->device_id);
             if (a) {
                 s->live_bytes -= a->size;
-                struct engine_heap *h = heap_of(s, rec, a->device_id, a->heap_index);
+                struct engine_heap *h = heap_of(s, lookup, rec, a->device_id, a->heap_index);
                 if (h) {
                     h->live_bytes -= a->size;
                     h->live_count--;
@@ -257,19 +356,20 @@ static void compute_memory(const struct recording *rec, struct engine_stats *s)
     free(order);
 }
 
-static void compute_budget(const struct recording *rec, struct engine_stats *s)
+static void compute_budget(const struct recording *rec, struct engine_stats *s,
+                           struct engine_lookup *lookup)
 {
     const struct recording_engine *g = &rec->engine;
     for (unsigned i = 0; i < g->memory_props_count; i++)
         if (g->memory_props[i].budget) {
             s->budget_supported_somewhere = true;
             for (uint32_t h = 0; h < g->memory_props[i].heap_count && h < BUDGET_HEAPS; h++)
-                heap_of(s, rec, g->memory_props[i].device_id, h);
+                heap_of(s, lookup, rec, g->memory_props[i].device_id, h);
         }
     for (uint64_t i = 0; i < g->budget_count; i++) {
         const struct budget_sample *b = &g->budgets[i];
         for (uint32_t k = 0; k < b->heap_count; k++) {
-            struct engine_heap *h = heap_of(s, rec, b->device_id, k);
+            struct engine_heap *h = heap_of(s, lookup, rec, b->device_id, k);
             if (!h)
                 continue;
             h->budget_read = true;
@@ -303,6 +403,7 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
     s->frames = frames;
     if (!g->present)
         return;
+    struct engine_lookup k = { 0 };
     for (uint64_t i = 0; i < g->recording_count; i++) {
         const struct cmd_recording *r = &g->recordings[i];
         uint64_t ticks = r->end_ticks - r->begin_ticks;
@@ -314,7 +415,7 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
             s->secondary_recordings++;
             s->secondary_ticks += ticks;
         }
-        struct engine_thread *t = thread_of(s, r->tid);
+        struct engine_thread *t = thread_of(s, &k, r->tid);
         if (t) {
             t->recordings++;
             t->commands += r->commands;
@@ -324,7 +425,7 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
                 t->secondary_ticks += ticks;
             }
         }
-        struct engine_pool *p = pool_of(s, r->pool, r->device_id);
+        struct engine_pool *p = pool_of(s, &k, r->pool, r->device_id);
         if (p) {
             p->recordings++;
             p->record_ticks += ticks;
@@ -333,7 +434,7 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
     for (uint64_t i = 0; i < g->pool_op_count; i++) {
         const struct pool_op *op = &g->pool_ops[i];
         s->pool_op_ticks += op->end_ticks - op->begin_ticks;
-        struct engine_pool *p = pool_of(s, op->pool, op->device_id);
+        struct engine_pool *p = pool_of(s, &k, op->pool, op->device_id);
         if (p) {
             p->ops[op->kind]++;
             p->op_ticks += op->end_ticks - op->begin_ticks;
@@ -342,27 +443,28 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
     /* Each thread's CPU time: the sampler's totals are since the thread started, so its last
      * sample holds the whole run up to its last tick. */
     for (uint64_t i = 0; i < rec->kernel.sample_count; i++) {
-        const struct kernel_sample *k = &rec->kernel.samples[i];
-        for (unsigned t = 0; t < s->thread_count; t++)
-            if (s->threads[t].tid == k->tid) {
-                s->threads[t].oncpu_ns = (int64_t)k->oncpu_ns;
-                s->threads[t].runnable_ns = (int64_t)k->runnable_ns;
-                s->threads[t].last_sample_ticks = k->ticks;
-            }
+        const struct kernel_sample *sample = &rec->kernel.samples[i];
+        int64_t t = key_find(&k.threads, (uint64_t)(uint32_t)sample->tid, 0);
+        if (t >= 0) {
+            s->threads[t].oncpu_ns = (int64_t)sample->oncpu_ns;
+            s->threads[t].runnable_ns = (int64_t)sample->runnable_ns;
+            s->threads[t].last_sample_ticks = sample->ticks;
+        }
     }
     for (uint64_t i = 0; i < g->recording_count; i++) {
         const struct cmd_recording *r = &g->recordings[i];
-        for (unsigned t = 0; t < s->thread_count; t++)
-            if (s->threads[t].tid == r->tid && s->threads[t].oncpu_ns >= 0 &&
-                r->end_ticks <= s->threads[t].last_sample_ticks)
-                s->threads[t].sampled_ticks += r->end_ticks - r->begin_ticks;
+        int64_t t = key_find(&k.threads, (uint64_t)(uint32_t)r->tid, 0);
+        if (t >= 0 && s->threads[t].oncpu_ns >= 0 &&
+            r->end_ticks <= s->threads[t].last_sample_ticks)
+            s->threads[t].sampled_ticks += r->end_ticks - r->begin_ticks;
     }
     if (s->thread_count)
         qsort(s->threads, s->thread_count, sizeof(*s->threads), compare_thread_ticks);
     if (s->pool_count)
         qsort(s->pools, s->pool_count, sizeof(*s->pools), compare_pool_ticks);
-    compute_memory(rec, s);
-    compute_budget(rec, s);
+    compute_memory(rec, s, &k);
+    compute_budget(rec, s, &k);
+    engine_lookup_free(&k);
     for (uint64_t i = 0; i < g->gauge_count; i++) {
         const struct gauge_sample *gs = &g->gauges[i];
         if (gs->rss_bytes > s->rss_peak)
