@@ -21,7 +21,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vkharness import SKIP, TestFailure, Weston, check, layer_env, main
+from vkharness import (SKIP, TestFailure, Weston, check, iters_for, layer_env,
+                       light_frame_gpu_ms, main)
 
 MAGIC = b"FSCOPED1"
 REQUEST = struct.Struct("=8sIIiI64s256s")  # struct fscoped_request
@@ -1165,6 +1166,90 @@ def test_queue(build, demo):
           f"queue, one dropped and named ({dropped[0]})")
 
 
+def test_agree(build, demo):
+    """Issue 36, item 2: one analysis for live, snapshot, exit and report. On the demo's four
+    verdicts (display-, CPU-, GPU- and cap-bound), `framescope top` says the verdict the app's
+    own capture says; a snapshot's log line says what its summary.json says; and `framescope
+    report` on the snapshot recomputes the snapshot (its frames, not the whole recording's)."""
+    cpu_ms = max(8.0, 4 * light_frame_gpu_ms(build, demo))
+    gpu_iters = iters_for(build, demo, 8.0)
+    cases = [
+        ("display", ["--present-mode", "fifo", "--frames", "300"], {}),
+        ("cpu", ["--present-mode", "mailbox", "--cpu-ms", f"{cpu_ms:.3f}", "--frames",
+                 str(int(5000 / cpu_ms))], {}),
+        ("gpu", ["--present-mode", "mailbox", "--gpu-iters", str(gpu_iters), "--frames", "600"],
+         {}),
+        ("cap", ["--present-mode", "mailbox", "--frames", "150"], {"FRAMESCOPE_CAP": "30"}),
+    ]
+    state = tempfile.mkdtemp(prefix="fscope-state-")
+    seen = []
+    with Weston() as w:
+        d = Daemon(build, w.runtime, state).start()
+        try:
+            for want, args, env in cases:
+                out = tempfile.mkdtemp(prefix="fscope-agree-")
+                app = subprocess.Popen([demo, "--quiet"] + args,
+                                       env=app_env(build, w, dict(env, FRAMESCOPE_OUTPUT=out)),
+                                       stderr=subprocess.PIPE, text=True)
+                # Two seconds of frames, so that the live window and the snapshot are full.
+                live = wait_listed(build, w, app.pid, frames=1, timeout=60)
+                deadline = time.time() + 60
+                while live["seconds"] < 2:
+                    check(time.time() < deadline and app.poll() is None,
+                          f"{want}: the app ended before two seconds: {live}")
+                    time.sleep(0.2)
+                    live = wait_listed(build, w, app.pid)
+                lives = [live] + [wait_listed(build, w, app.pid) for _ in range(2)]
+                snap = cli(build, w, "snapshot", str(app.pid), "--last", "1")
+                check(snap.returncode == 0, f"{want}: snapshot: {snap.stdout} {snap.stderr}")
+                path = snap.stdout.strip()
+                _, err = app.communicate(timeout=120)
+                check(app.returncode == 0, f"{want}: exit {app.returncode}: {err[-1500:]}")
+                with open(os.path.join(out, "summary.json")) as f:
+                    own = json.load(f)
+                check(own["verdict"]["run"] == want,
+                      f"{want}: the app's own capture says {own['verdict']['run']}: "
+                      f"{own['verdict']['reason']}")
+                check(all(l["verdict"] == want for l in lives),
+                      f"{want}: top said {[(l['verdict'], l['verdict_share']) for l in lives]}")
+                snap_summary = capture_frames(path)
+                line = [l for l in d.text().splitlines()
+                        if f"pid {app.pid}): " in l and l.endswith(f"capture {path}")]
+                check(len(line) == 1 and
+                      f": {snap_summary['frames']} frames, {snap_summary['verdict']['run']}-bound;"
+                      in line[0], f"{want}: the daemon said {line}, the snapshot's summary.json "
+                      f"{snap_summary['frames']} frames, {snap_summary['verdict']['run']}")
+                check(snap_summary["verdict"]["run"] == want,
+                      f"{want}: the snapshot says {snap_summary['verdict']['run']}")
+                check(snap_summary["frames"] < own["frames"] and
+                      snap_summary["duration_s"] < 1.5,
+                      f"{want}: the snapshot of the last second holds {snap_summary['frames']} "
+                      f"frames over {snap_summary['duration_s']} s of {own['frames']}")
+                again = subprocess.run([os.path.join(build, "tools", "framescope"), "report",
+                                        "--format", "json", path],
+                                       capture_output=True, text=True, timeout=120)
+                check(again.returncode == 0, f"{want}: report: {again.stderr[-800:]}")
+                recomputed = json.loads(again.stdout)
+                check(recomputed["frames"] == snap_summary["frames"] and
+                      recomputed["verdict"] == snap_summary["verdict"],
+                      f"{want}: report on the snapshot: {recomputed['frames']} frames, "
+                      f"{recomputed['verdict']['run']}; its summary.json "
+                      f"{snap_summary['frames']}, {snap_summary['verdict']['run']}")
+                seen.append(f"{want}: top {lives[-1]['verdict']} "
+                            f"({100 * lives[-1]['verdict_share']:.0f}%), snapshot "
+                            f"{snap_summary['frames']} frames, exit {own['frames']} frames")
+        finally:
+            d.stop()
+    # A malformed window in a capture is refused, not taken for the whole recording.
+    with open(os.path.join(path, "snapshot.json"), "w") as f:
+        f.write('{"last_ms": "two"}\n')
+    bad = subprocess.run([os.path.join(build, "tools", "framescope"), "report", path],
+                         capture_output=True, text=True, timeout=60)
+    check(bad.returncode == 2 and "snapshot.json: not a snapshot's window" in bad.stderr,
+          f"a malformed snapshot.json: {bad.returncode} {bad.stderr}")
+    print("; ".join(seen))
+
+
 if __name__ == "__main__":  # test_guide.py imports Daemon from here
     main({"crash": test_crash, "restart": test_restart, "no_daemon": test_no_daemon,
           "hostile": test_hostile, "other_user": test_other_user, "many": test_many,
@@ -1173,4 +1258,4 @@ if __name__ == "__main__":  # test_guide.py imports Daemon from here
           "escapes": test_escapes, "hung_analysis": test_hung_analysis,
           "sparse_claims": test_sparse_claims, "stop_cleanup": test_stop_cleanup,
           "deadline_cleanup": test_deadline_cleanup, "keep_claims": test_keep_claims,
-          "queue": test_queue})
+          "queue": test_queue, "agree": test_agree})
