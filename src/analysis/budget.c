@@ -6,6 +6,7 @@
 
 #include "presentation.h"
 #include "stats.h"
+#include "wakeups.h"
 
 static const char *const verdict_names[FSCOPE_VERDICT_COUNT] = { "cpu", "gpu", "display", "cap",
                                                                   "sync" };
@@ -69,6 +70,10 @@ void display_evidence_compute(const struct recording *rec, const struct recordin
         }
     }
     ret->app_interval_ms = stats_median(app, napp);
+    size_t near = 0;
+    for (size_t i = 0; app && i < napp; i++)
+        near += app[i] >= 0.9 * ret->app_interval_ms && app[i] <= 1.1 * ret->app_interval_ms;
+    ret->steady = napp >= 4 && near >= 0.8 * (double)napp;
     ret->shown_interval_ms = stats_median(shown, nshown);
     free(app);
     free(shown);
@@ -83,6 +88,10 @@ void display_evidence_compute(const struct recording *rec, const struct recordin
                  100 * ret->discard_share);
         char output[64];
         double hz;
+        ret->cadence_display = ret->paces && ret->steady &&
+                               ret->app_interval_ms <= 1.15 * ret->shown_interval_ms &&
+                               presentation_pacing_output(rec, ret->app_interval_ms, output,
+                                                          sizeof(output), &hz);
         /* FIFO at the refresh of another output than the one showing it: a display paces the
          * app, only not the one it is on (the mixed-refresh trap). Waiting in present is then
          * a display wait, whatever the discards. */
@@ -114,6 +123,78 @@ void display_evidence_compute(const struct recording *rec, const struct recordin
                  "evidence a display paces it", ret->app_interval_ms);
     else
         snprintf(ret->why, sizeof(ret->why), "non-FIFO present mode, no presentation feedback");
+}
+
+static bool app_thread(const struct recording *rec, int tid)
+{
+    if (tid == rec->pid)
+        return true;
+    for (unsigned i = 0; i < rec->kernel.thread_count; i++)
+        if (rec->kernel.threads[i].tid == tid)
+            return true;
+    return false;
+}
+
+void display_evidence_wakes(const struct recording *rec, const struct recording_log *log,
+                            const struct sched_index *sched, struct display_evidence *ev)
+{
+    ev->wakes = NULL;
+    if (!rec->kernel.present || !log->frame_count)
+        return;
+    struct frame_wake *wakes = calloc(log->frame_count, sizeof(*wakes));
+    if (!wakes)
+        return;
+    for (uint64_t i = 0; i < log->frame_count; i++) {
+        struct frame_wake *fw = &wakes[i];
+        struct wakeup_view w;
+        if (sched && sched->count)
+            frame_wakeups(rec, sched, &log->frames[i], &w);
+        if (!sched || !sched->count || !w.known) {
+            fw->kind = ev->cadence_display ? FRAME_WAKE_DISPLAY : FRAME_WAKE_NONE;
+            continue;
+        }
+        fw->chain = true;
+        if (!w.slept_ns)
+            continue;
+        fw->slept_ns = w.slept_ns;
+        fw->waker_tid = w.waker_tid;
+        memcpy(fw->waker_comm, w.waker_comm, sizeof(fw->waker_comm));
+        fw->kind = !w.waker_tid                    ? (ev->steady ? FRAME_WAKE_TIMER : FRAME_WAKE_NONE)
+                   : app_thread(rec, w.waker_tid) ? FRAME_WAKE_THREAD
+                   : ev->paces                    ? FRAME_WAKE_DISPLAY
+                                                  : FRAME_WAKE_NONE;
+    }
+    ev->wakes = wakes;
+    ev->frames = log->frames;
+    ev->frame_count = log->frame_count;
+}
+
+/* The CPU part's sleep outside Vulkan split by what woke the thread (struct frame_budget_ns):
+ * the longest sleep of the frame by its waker where the wake-up chain recorded it, else the
+ * whole of it by the cadence. */
+static void split_blocked(const struct fscope_frame *f, const struct display_evidence *ev,
+                          struct frame_budget_ns *b)
+{
+    if (!ev->wakes || f < ev->frames || f >= ev->frames + ev->frame_count)
+        return;
+    const struct frame_wake *fw = &ev->wakes[f - ev->frames];
+    if (!fw->chain) {
+        if (fw->kind == FRAME_WAKE_DISPLAY) {
+            b->wake_evidence = WAKE_EVIDENCE_CADENCE;
+            b->blocked_display = b->cpu_blocked;
+        }
+        return;
+    }
+    b->wake_evidence = WAKE_EVIDENCE_CHAIN;
+    int64_t part = fw->slept_ns < b->cpu_blocked ? fw->slept_ns : b->cpu_blocked;
+    b->waker_tid = fw->waker_tid;
+    memcpy(b->waker_comm, fw->waker_comm, sizeof(b->waker_comm));
+    if (fw->kind == FRAME_WAKE_TIMER)
+        b->blocked_timer = part;
+    else if (fw->kind == FRAME_WAKE_THREAD)
+        b->blocked_thread = part;
+    else if (fw->kind == FRAME_WAKE_DISPLAY)
+        b->blocked_display = part;
 }
 
 void frame_budget(const struct recording *rec, const struct fscope_frame *f,
@@ -172,6 +253,8 @@ void frame_budget(const struct recording *rec, const struct fscope_frame *f,
         int64_t left = ret->cpu - ret->cpu_blocked;
         ret->cpu_starved = ret->runnable < left ? ret->runnable : left;
         ret->cpu_busy = left - ret->cpu_starved;
+        if (ev && ret->cpu_blocked > 0)
+            split_blocked(f, ev, ret);
     }
 }
 
@@ -188,7 +271,12 @@ enum fscope_verdict frame_verdict(const struct frame_budget_ns *b)
                              b->block_gpu[FSCOPE_BLOCK_PRESENT] +
                              b->block_gpu[FSCOPE_BLOCK_PRESENT_WAIT];
     int64_t waits = b->gpu_in_waits + b->gpu_idle_in_waits;
-    int64_t cap = b->block[FSCOPE_BLOCK_CAP];
+    /* Asleep outside Vulkan until the display or the app's own timer woke it is not CPU
+     * work: a display wait and a cap like those in present and in the layer's cap. */
+    int64_t cap = b->block[FSCOPE_BLOCK_CAP] + b->blocked_timer;
+    int64_t display_wait = b->display_wait + b->blocked_display;
+    int64_t not_cpu = b->blocked_timer + b->blocked_display;
+    cpu_side -= not_cpu;
     if (b->gpu_timed && (double)b->gpu_busy >= VERDICT_GPU_BUSY_SHARE * frame)
         return FSCOPE_VERDICT_GPU;
     /* Without GPU timing, blocking in present with no display pacing the app is the driver
@@ -197,12 +285,12 @@ enum fscope_verdict frame_verdict(const struct frame_budget_ns *b)
     int64_t gpu_wait = b->gpu_timed ? gpu_in_display + b->gpu_in_waits
                                     : waits + b->present_overhead;
     if (!b->gpu_timed)
-        cpu_side = b->cpu;
-    if ((double)cap >= VERDICT_BLOCK_SHARE * frame && cap >= cpu_side && cap >= b->display_wait &&
+        cpu_side = b->cpu - not_cpu;
+    if ((double)cap >= VERDICT_BLOCK_SHARE * frame && cap >= cpu_side && cap >= display_wait &&
         cap >= gpu_wait)
         return FSCOPE_VERDICT_CAP;
-    if ((double)b->display_wait >= VERDICT_BLOCK_SHARE * frame && b->display_wait >= cpu_side &&
-        b->display_wait >= gpu_wait)
+    if ((double)display_wait >= VERDICT_BLOCK_SHARE * frame && display_wait >= cpu_side &&
+        display_wait >= gpu_wait)
         return FSCOPE_VERDICT_DISPLAY;
     if (b->gpu_timed && (double)b->gpu_idle_in_waits >= VERDICT_BLOCK_SHARE * frame &&
         (double)b->gpu_in_waits < SYNC_MAX_GPU_SHARE * (double)waits &&

@@ -34,13 +34,39 @@ enum fscope_verdict {
 /* VkPresentModeKHR values (analysis does not include Vulkan). */
 enum { PRESENT_IMMEDIATE = 0, PRESENT_MAILBOX = 1, PRESENT_FIFO = 2, PRESENT_FIFO_RELAXED = 3 };
 
+struct sched_index;
+
 /* Whether a surface's display paces its frames: evidence, not assumption. */
 struct display_evidence {
     bool paces;          /* a block in present/acquire with the GPU idle is a display wait */
     bool confirmed;      /* by presentation feedback (else by the present mode alone) */
     double app_interval_ms, shown_interval_ms, discard_share;
     char why[224];
+    /* For the CPU part's sleep outside Vulkan (frame_budget): */
+    bool steady;         /* the app's frame intervals: 80% within 10% of their median */
+    /* The app presents at the cadence it is shown, at an output's refresh: without the
+     * wake-up chain, its sleep outside Vulkan is taken as waiting for the display. */
+    bool cadence_display;
+    /* What woke each of the log's frames' closing thread from its longest sleep
+     * (display_evidence_wakes); NULL: not known. */
+    struct frame_wake *wakes;
+    const struct fscope_frame *frames; /* the log's, which wakes follows */
+    uint64_t frame_count;
 };
+
+/* A frame's longest sleep in the wake-up chain, by what woke it (frame_budget splits the
+ * CPU part's sleep outside Vulkan by it). */
+struct frame_wake {
+    int64_t slept_ns;
+    int waker_tid; /* 0: an interrupt */
+    char waker_comm[16];
+    enum { FRAME_WAKE_NONE, FRAME_WAKE_DISPLAY, FRAME_WAKE_TIMER, FRAME_WAKE_THREAD } kind;
+    bool chain; /* the chain recorded the frame (else the cadence is the evidence) */
+};
+/* Fills ev's wakes for log's frames from the wake-up chain's events (sched: NULL or empty
+ * where none were recorded), once per analysis: each frame_budget then reads its own. */
+void display_evidence_wakes(const struct recording *rec, const struct recording_log *log,
+                            const struct sched_index *sched, struct display_evidence *ev);
 void display_evidence_compute(const struct recording *rec, const struct recording_log *log,
                               struct display_evidence *ret);
 
@@ -61,6 +87,16 @@ struct frame_budget_ns {
     bool kernel;
     int64_t cpu_busy, cpu_starved, cpu_blocked;
     int64_t oncpu, runnable, asleep; /* the whole frame's, as the kernel counted it */
+    /* Of cpu_blocked, what the evidence says it waited for (DESIGN.md, "The frame"): the
+     * display (woken by another process, the compositor, where frames are shown at the app's
+     * cadence; or without the wake-up chain, presented at the cadence shown, an output's
+     * refresh), or the app's own limiter (woken by an interrupt, its timer, at a steady
+     * cadence). Neither is CPU work; the rest of cpu_blocked stays on the CPU side, with what
+     * woke it (another of its threads: a lock or a queue) named. */
+    int64_t blocked_display, blocked_timer, blocked_thread;
+    enum { WAKE_EVIDENCE_NONE, WAKE_EVIDENCE_CHAIN, WAKE_EVIDENCE_CADENCE } wake_evidence;
+    int waker_tid; /* what woke it from its longest sleep in the frame; 0: an interrupt */
+    char waker_comm[16];
 };
 
 /* Splits a frame into nanoseconds so that cpu + blocks == frame exactly, and splits its

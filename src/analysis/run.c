@@ -26,12 +26,15 @@ static double low_fps(const int64_t *sorted, uint64_t n, double share)
 }
 
 /* Display evidence of every log, in log order; NULL entries when memory ran out. */
-static struct display_evidence *evidence_all(const struct recording *rec)
+static struct display_evidence *evidence_all(const struct recording *rec,
+                                             const struct sched_index *sched)
 {
     unsigned logs = rec->log_count;
     struct display_evidence *ev = calloc(logs ? logs : 1, sizeof(*ev));
-    for (unsigned l = 0; ev && l < logs; l++)
+    for (unsigned l = 0; ev && l < logs; l++) {
         display_evidence_compute(rec, &rec->logs[l], &ev[l]);
+        display_evidence_wakes(rec, &rec->logs[l], sched, &ev[l]);
+    }
     return ev;
 }
 
@@ -64,14 +67,38 @@ static void run_reason(struct run_stats *s)
                      PCT(gpu_in_display), PCT(t->gpu_in_waits));
         break;
     case FSCOPE_VERDICT_CAP:
-        snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame waiting in the frame cap",
-                 PCT(t->block[FSCOPE_BLOCK_CAP]));
+        if (t->blocked_timer > t->block[FSCOPE_BLOCK_CAP])
+            snprintf(s->reason, sizeof(s->reason), "the app's own limiter: %.1f%% of the frame "
+                     "asleep outside Vulkan until an interrupt (its timer) woke it, at a steady "
+                     "cadence (every %.2f ms; the wake-up chain), %.1f%% in the frame cap, CPU "
+                     "work %.1f%%, GPU busy %.1f%%", PCT(t->blocked_timer),
+                     ev ? ev->app_interval_ms : 0.0, PCT(t->block[FSCOPE_BLOCK_CAP]),
+                     PCT(t->cpu - t->blocked_timer - t->blocked_display), PCT(t->gpu_busy));
+        else
+            snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame waiting in the frame cap",
+                     PCT(t->block[FSCOPE_BLOCK_CAP]));
         break;
     case FSCOPE_VERDICT_DISPLAY:
-        snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame waiting for the display in "
-                 "acquire/present with the GPU idle, GPU busy %.1f%%, CPU work %.1f%%; %s: %s",
-                 PCT(t->display_wait), PCT(t->gpu_busy), PCT(t->cpu),
-                 ev && ev->confirmed ? "confirmed" : "not confirmed", ev ? ev->why : "");
+        if (t->blocked_display > t->display_wait) {
+            char by[96];
+            if (s->wake_chain_frames >= s->wake_cadence_frames)
+                snprintf(by, sizeof(by), "until %s (another process: the compositor) woke it; "
+                         "the wake-up chain", s->display_waker[0] ? s->display_waker : "?");
+            else
+                snprintf(by, sizeof(by), "no wake-up chain: the app presents at the cadence it "
+                         "is shown, an output's refresh");
+            snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame asleep outside Vulkan "
+                     "waiting for the display (%s), %.1f%% in acquire/present with the GPU "
+                     "idle, GPU busy %.1f%%, CPU work %.1f%%; %s: %s", PCT(t->blocked_display),
+                     by, PCT(t->display_wait), PCT(t->gpu_busy),
+                     PCT(t->cpu - t->blocked_timer - t->blocked_display),
+                     ev && ev->confirmed ? "confirmed" : "not confirmed", ev ? ev->why : "");
+        } else {
+            snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame waiting for the display "
+                     "in acquire/present with the GPU idle, GPU busy %.1f%%, CPU work %.1f%%; "
+                     "%s: %s", PCT(t->display_wait), PCT(t->gpu_busy), PCT(t->cpu),
+                     ev && ev->confirmed ? "confirmed" : "not confirmed", ev ? ev->why : "");
+        }
         break;
     case FSCOPE_VERDICT_SYNC:
         snprintf(s->reason, sizeof(s->reason), "CPU-GPU serialisation: %.1f%% of the frame "
@@ -105,6 +132,12 @@ static void run_reason(struct run_stats *s)
                      recording_thread_label(s->rec, s->kernel_tid, thread, sizeof(thread)),
                      100.0 * (double)s->cpu_busy / cpu,
                      100.0 * (double)s->cpu_starved / cpu, 100.0 * (double)s->cpu_blocked / cpu);
+        }
+        if (t->blocked_thread > 0 && s->thread_waker[0]) {
+            size_t used = strlen(split);
+            snprintf(split + used, sizeof(split) - used, " (%.1f%% until its thread %s, tid "
+                     "%d, woke it: a lock or a queue)", PCT(t->blocked_thread), s->thread_waker,
+                     s->thread_waker_tid);
         }
         if (s->counters.ipc >= 0) {
             size_t used = strlen(split);
@@ -143,6 +176,47 @@ static void budget_add(struct frame_budget_ns *total, const struct frame_budget_
     total->gpu_idle_in_waits = ns_sum(total->gpu_idle_in_waits, b->gpu_idle_in_waits);
     for (unsigned k = 0; k < 3; k++)
         total->other_wait[k] = ns_sum(total->other_wait[k], b->other_wait[k]);
+    total->cpu_blocked = ns_sum(total->cpu_blocked, b->cpu_blocked);
+    total->blocked_display = ns_sum(total->blocked_display, b->blocked_display);
+    total->blocked_timer = ns_sum(total->blocked_timer, b->blocked_timer);
+    total->blocked_thread = ns_sum(total->blocked_thread, b->blocked_thread);
+}
+
+/* The waker of the most sleep of one kind, by name: a few candidates, the first kept. */
+struct waker_tally {
+    struct {
+        char comm[16];
+        int tid;
+        int64_t ns;
+    } top[8];
+};
+
+static void waker_add(struct waker_tally *t, const struct frame_budget_ns *b, int64_t ns)
+{
+    if (ns <= 0)
+        return;
+    for (unsigned i = 0; i < 8; i++) {
+        if (!t->top[i].ns || (t->top[i].tid == b->waker_tid &&
+                               !strncmp(t->top[i].comm, b->waker_comm, sizeof(t->top[i].comm)))) {
+            t->top[i].tid = b->waker_tid;
+            memcpy(t->top[i].comm, b->waker_comm, sizeof(t->top[i].comm));
+            t->top[i].ns = ns_sum(t->top[i].ns, ns);
+            return;
+        }
+    }
+}
+
+static int waker_best(const struct waker_tally *t, char *comm, size_t len)
+{
+    unsigned best = 0;
+    for (unsigned i = 1; i < 8; i++)
+        if (t->top[i].ns > t->top[best].ns)
+            best = i;
+    size_t n = strnlen(t->top[best].comm, sizeof(t->top[best].comm));
+    n = n < len ? n : len - 1;
+    memcpy(comm, t->top[best].comm, n);
+    comm[n] = '\0';
+    return t->top[best].tid;
 }
 
 /* The verdict that held the most time. */
@@ -244,7 +318,8 @@ void run_stats_compute(const struct recording *rec, struct run_stats *s)
     memset(s, 0, sizeof(*s));
     s->rec = rec;
     presentation_compute(rec, &s->presentation);
-    s->evidence = evidence_all(rec);
+    sched_index_build(rec, &s->sched);
+    s->evidence = evidence_all(rec, &s->sched);
     hitches_compute(rec, s->evidence, &s->hitches);
     unsigned logs = rec->log_count;
     uint64_t most = 0;
@@ -288,6 +363,7 @@ void run_stats_compute(const struct recording *rec, struct run_stats *s)
     int64_t verdict_ns[FSCOPE_VERDICT_COUNT] = { 0 }, untimed_verdict_ns[FSCOPE_VERDICT_COUNT] = { 0 };
     uint64_t untimed_verdict_frames[FSCOPE_VERDICT_COUNT] = { 0 };
     struct frame_budget_ns *total = &s->total, untimed_total = { 0 };
+    struct waker_tally wakers[3] = { 0 }; /* display, timer, thread */
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
         uint64_t count = log->frame_count;
@@ -338,6 +414,11 @@ void run_stats_compute(const struct recording *rec, struct run_stats *s)
                 groups[timed++] = b.frame;
             /* What needs the GPU's time, and the verdict, over the basis frames: */
             budget_add(total, &b);
+            s->wake_chain_frames += b.wake_evidence == WAKE_EVIDENCE_CHAIN;
+            s->wake_cadence_frames += b.wake_evidence == WAKE_EVIDENCE_CADENCE;
+            waker_add(&wakers[0], &b, b.blocked_display);
+            waker_add(&wakers[1], &b, b.blocked_timer);
+            waker_add(&wakers[2], &b, b.blocked_thread);
             s->verdict_frames[v]++;
             verdict_ns[v] = ns_sum(verdict_ns[v], b.frame);
             if (f->cap_flags & CAP_FLAG_MISSED)
@@ -345,6 +426,9 @@ void run_stats_compute(const struct recording *rec, struct run_stats *s)
         }
     }
     counters_compute(rec, &s->counters);
+    waker_best(&wakers[0], s->display_waker, sizeof(s->display_waker));
+    waker_best(&wakers[1], s->timer_waker, sizeof(s->timer_waker));
+    s->thread_waker_tid = waker_best(&wakers[2], s->thread_waker, sizeof(s->thread_waker));
     double frames = (double)s->frames;
     s->duration_s = recording_ns(rec, last - first) / 1e9;
     s->fps = s->duration_s > 0 ? frames / s->duration_s : 0;
@@ -441,7 +525,10 @@ bool cap_compute(const struct run_stats *s, const struct recording_cap *cap,
 
 void run_stats_finish(struct run_stats *s)
 {
+    for (unsigned l = 0; s->evidence && l < s->rec->log_count; l++)
+        free(s->evidence[l].wakes);
     free(s->evidence);
+    sched_index_free(&s->sched);
     hitches_free(&s->hitches);
     engine_stats_finish(&s->engine);
 }

@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "hitches.h"
 #include "presentation.h"
+#include "wakeups.h"
 #include "recording.h"
 
 /* GPU-timed frames against the others, where timing was sampled (run.c, sampling_compare). */
@@ -64,6 +65,13 @@ struct run_stats {
      * overhead's explanation); the other verdicts' reasons are short already. */
     char brief_reason[1024];
     struct display_evidence *evidence; /* per log, in log order */
+    struct sched_index sched;          /* the wake-up chain's events, for the evidence */
+    /* The CPU part's sleep outside Vulkan, by what woke it (struct frame_budget_ns), over the
+     * basis frames: how many frames the chain or the cadence judged, and the waker that woke
+     * the most of it in each kind, named. */
+    uint64_t wake_chain_frames, wake_cadence_frames;
+    char display_waker[16], timer_waker[16], thread_waker[16];
+    int thread_waker_tid;
     unsigned primary_log;              /* the log with the most frames */
     struct hitch_stats hitches;
     struct engine_stats engine;

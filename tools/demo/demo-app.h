@@ -45,6 +45,7 @@ struct demo {
     struct demo_instance extra_instances[DEMO_MAX_INSTANCES];
     struct demo_gpu *extra_gpus[DEMO_MAX_INSTANCES];
     struct demo_window *window;
+    int64_t next_deadline_ns; /* --sleep-limit: the next frame's deadline, CLOCK_MONOTONIC */
     VkSurfaceKHR surface;
     VkSurfaceFormatKHR surface_format;
     struct demo_gpu *gpu;

@@ -23,6 +23,13 @@ static const char usage_text[] =
     "  --lock-wait-ms F        every frame, wait on a mutex a worker thread holds for F ms\n"
     "                          (sleeping outside Vulkan, as a render thread waits for a\n"
     "                          worker's lock)\n"
+    "  --sleep-limit HZ        the app's own frame limiter: after each present, sleep on a\n"
+    "                          timer until the next 1/HZ deadline (1-1000), as games that\n"
+    "                          cap themselves do\n"
+    "  --frame-callback        ask for a wl_surface.frame callback before each present and\n"
+    "                          wait for it after (in poll, outside Vulkan), as video players\n"
+    "                          and toolkits pace themselves; wayland only, not with\n"
+    "                          --thread-split or --no-fence-wait\n"
     "  --fault-mb N            every frame, map N MiB of a file whose pages were just dropped\n"
     "                          from the page cache and touch every page (page faults, major\n"
     "                          ones read from disk, as streamed assets do)\n"
@@ -222,6 +229,8 @@ enum option_id {
     OPTION_FORK_CHILD,
     OPTION_DIE,
     OPTION_LOCK_WAIT_MS,
+    OPTION_SLEEP_LIMIT,
+    OPTION_FRAME_CALLBACK,
     OPTION_CPU_HOG,
     OPTION_FAULT_MB,
     OPTION_SELF_TIMESTAMPS,
@@ -239,6 +248,8 @@ static const struct option long_options[] = {
     { "frames", required_argument, NULL, OPTION_FRAMES },
     { "cpu-ms", required_argument, NULL, OPTION_CPU_MS },
     { "lock-wait-ms", required_argument, NULL, OPTION_LOCK_WAIT_MS },
+    { "sleep-limit", required_argument, NULL, OPTION_SLEEP_LIMIT },
+    { "frame-callback", no_argument, NULL, OPTION_FRAME_CALLBACK },
     { "cpu-hog", no_argument, NULL, OPTION_CPU_HOG },
     { "fault-mb", required_argument, NULL, OPTION_FAULT_MB },
     { "gpu-iters", required_argument, NULL, OPTION_GPU_ITERS },
@@ -460,6 +471,12 @@ static bool check_combinations(const struct demo_options *options, bool frames_i
                     conflict);
             return false;
         }
+    }
+    if (options->frame_callback && (!wayland || options->thread_split ||
+                                    options->no_fence_wait)) {
+        fprintf(stderr, DEMO_NAME ": --frame-callback: needs --output wayland, without "
+                "--thread-split or --no-fence-wait\n");
+        return false;
     }
     if (options->thread_split && !wayland) {
         fprintf(stderr, DEMO_NAME ": --thread-split: needs --output wayland\n");
@@ -797,6 +814,16 @@ enum demo_parse_result demo_options_parse(struct demo_options *ret_options, int 
         case OPTION_LOCK_WAIT_MS:
             if (!parse_ms(name, optarg, 60000.0, &options.lock_wait_ms))
                 return DEMO_PARSE_EXIT_USAGE;
+            break;
+        case OPTION_SLEEP_LIMIT: {
+            uint64_t hz;
+            if (!parse_uint(name, optarg, 1, 1000, &hz))
+                return DEMO_PARSE_EXIT_USAGE;
+            options.sleep_limit_hz = (uint32_t)hz;
+            break;
+        }
+        case OPTION_FRAME_CALLBACK:
+            options.frame_callback = true;
             break;
         case OPTION_CPU_HOG:
             options.cpu_hog = true;

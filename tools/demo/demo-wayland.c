@@ -24,6 +24,7 @@ struct demo_window {
     struct wl_surface *surface;
     struct xdg_surface *xdg_surface;
     struct xdg_toplevel *toplevel;
+    struct wl_callback *frame_callback; /* asked for and not come yet */
     bool configured;
     bool close_requested;
 };
@@ -152,6 +153,9 @@ error:
 /* Destroys what is still there and disconnects; every pointer is left NULL. */
 static void release_connection(struct demo_window *window)
 {
+    if (window->frame_callback)
+        wl_callback_destroy(window->frame_callback);
+    window->frame_callback = NULL;
     if (window->toplevel)
         xdg_toplevel_destroy(window->toplevel);
     if (window->xdg_surface)
@@ -225,6 +229,66 @@ bool demo_window_dispatch(struct demo_window *window)
     }
     if (wl_display_dispatch_pending(display) < 0)
         goto error;
+    return true;
+
+error:
+    fprintf(stderr, DEMO_NAME ": lost the Wayland connection: %s\n", strerror(errno));
+    return false;
+}
+
+static void frame_done(void *data, struct wl_callback *callback, uint32_t time)
+{
+    struct demo_window *window = data;
+    wl_callback_destroy(callback);
+    if (window->frame_callback == callback)
+        window->frame_callback = NULL;
+}
+
+static const struct wl_callback_listener frame_listener = { .done = frame_done };
+
+bool demo_window_request_frame(struct demo_window *window)
+{
+    if (window->frame_callback)
+        return true; /* the last one has not come: wait for that */
+    window->frame_callback = wl_surface_frame(window->surface);
+    if (!window->frame_callback) {
+        fprintf(stderr, DEMO_NAME ": wl_surface.frame failed\n");
+        return false;
+    }
+    wl_callback_add_listener(window->frame_callback, &frame_listener, window);
+    return true;
+}
+
+bool demo_window_wait_frame(struct demo_window *window)
+{
+    struct wl_display *display = window->display;
+    while (window->frame_callback && !window->close_requested) {
+        while (wl_display_prepare_read(display) != 0) {
+            if (wl_display_dispatch_pending(display) < 0)
+                goto error;
+        }
+        if (!window->frame_callback) {
+            wl_display_cancel_read(display);
+            break;
+        }
+        if (wl_display_flush(display) < 0 && errno != EAGAIN) {
+            wl_display_cancel_read(display);
+            goto error;
+        }
+        struct pollfd pollfd = { .fd = wl_display_get_fd(display), .events = POLLIN };
+        if (poll(&pollfd, 1, -1) < 0 && errno != EINTR) {
+            wl_display_cancel_read(display);
+            goto error;
+        }
+        if (pollfd.revents & POLLIN) {
+            if (wl_display_read_events(display) < 0)
+                goto error;
+        } else {
+            wl_display_cancel_read(display);
+        }
+        if (wl_display_dispatch_pending(display) < 0)
+            goto error;
+    }
     return true;
 
 error:

@@ -44,6 +44,8 @@ struct demo_options {
     double cpu_ms;
     double lock_wait_ms; /* --lock-wait-ms: each frame waits this long on a worker's mutex */
     bool cpu_hog;        /* --cpu-hog: a thread that spins for the whole run */
+    uint32_t sleep_limit_hz; /* --sleep-limit: the app's own limiter; 0: none */
+    bool frame_callback;     /* --frame-callback: paced by wl_surface.frame callbacks */
     uint32_t fault_mb;   /* --fault-mb: pages of a file dropped from the cache and read back */
     uint32_t gpu_iters;
     VkPresentModeKHR present_mode;
@@ -463,6 +465,11 @@ bool demo_window_create_surface(struct demo_window *window, VkInstance instance,
                                 VkSurfaceKHR *ret_surface);
 /* Dispatches what the compositor sent without blocking. False when the connection broke. */
 bool demo_window_dispatch(struct demo_window *window);
+/* Asks for a frame callback of the window's surface: sent with the next commit (the present
+ * that follows). */
+bool demo_window_request_frame(struct demo_window *window);
+/* Waits (in poll) until the callback asked for last has come, or the window was closed. */
+bool demo_window_wait_frame(struct demo_window *window);
 bool demo_window_close_requested(const struct demo_window *window);
 
 /* ---- demo-gate.c ---- */

@@ -234,7 +234,11 @@ static bool run_wayland_frame(struct demo *demo, uint64_t frame)
         return false;
     if (options->serial && !demo_renderer_wait_submitted(demo->renderer))
         return false;
-    return present_frame(demo, image_index, &sync);
+    if (options->frame_callback && !demo_window_request_frame(demo->window))
+        return false;
+    if (!present_frame(demo, image_index, &sync))
+        return false;
+    return !options->frame_callback || demo_window_wait_frame(demo->window);
 }
 
 /*
@@ -458,6 +462,24 @@ static bool set_up(struct demo *demo, bool *usage_error)
     return options->devices < 2 || second_device_start(demo);
 }
 
+/* --sleep-limit: the app's own limiter, to the next deadline on its timer; one missed by
+ * more than a period starts the count again (no burst to catch up). */
+static void sleep_limit(struct demo *demo)
+{
+    int64_t period = 1000000000 / demo->options.sleep_limit_hz;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    demo->next_deadline_ns += period;
+    if (demo->next_deadline_ns < now_ns - period || demo->next_deadline_ns > now_ns + period)
+        demo->next_deadline_ns = now_ns + period;
+    const struct timespec until = { demo->next_deadline_ns / 1000000000,
+                                    demo->next_deadline_ns % 1000000000 };
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR &&
+           !stop_requested)
+        ;
+}
+
 static bool run_frames(struct demo *demo)
 {
     const struct demo_options *options = &demo->options;
@@ -480,6 +502,8 @@ static bool run_frames(struct demo *demo)
                 demo->frame_mark();
         }
         demo->frames_rendered++;
+        if (options->sleep_limit_hz)
+            sleep_limit(demo);
         if (options->transfer_queue && !demo_gpu_submit_transfer(demo->gpu))
             return false;
         if (options->fork_child && demo->frames_rendered == FORK_AFTER_FRAMES && !fork_child())
