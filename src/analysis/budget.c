@@ -161,7 +161,7 @@ void display_evidence_wakes(const struct recording *rec, const struct recording_
         memcpy(fw->waker_comm, w.waker_comm, sizeof(fw->waker_comm));
         fw->kind = !w.waker_tid                    ? (ev->steady ? FRAME_WAKE_TIMER : FRAME_WAKE_NONE)
                    : app_thread(rec, w.waker_tid) ? FRAME_WAKE_THREAD
-                   : ev->paces                    ? FRAME_WAKE_DISPLAY
+                   : ev->confirmed                ? FRAME_WAKE_DISPLAY
                                                   : FRAME_WAKE_NONE;
     }
     ev->wakes = wakes;

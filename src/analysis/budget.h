@@ -88,8 +88,8 @@ struct frame_budget_ns {
     int64_t cpu_busy, cpu_starved, cpu_blocked;
     int64_t oncpu, runnable, asleep; /* the whole frame's, as the kernel counted it */
     /* Of cpu_blocked, what the evidence says it waited for (DESIGN.md, "The frame"): the
-     * display (woken by another process, the compositor, where frames are shown at the app's
-     * cadence; or without the wake-up chain, presented at the cadence shown, an output's
+     * display (woken by another process, the compositor, on a surface whose presentation
+     * feedback it sends; or without the wake-up chain, presented at the cadence shown, an output's
      * refresh), or the app's own limiter (woken by an interrupt, its timer, at a steady
      * cadence). Neither is CPU work; the rest of cpu_blocked stays on the CPU side, with what
      * woke it (another of its threads: a lock or a queue) named. */
