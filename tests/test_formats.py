@@ -147,9 +147,40 @@ def check_mangohud(result, summary, rows):
         check(abs(int(s["gpu_load"]) - load) <= 0.5 + 1e-9, f"frame {i}: gpu_load {s['gpu_load']}")
         end = ns(row["start_ms"]) + frame
         check(abs(int(s["elapsed"]) - end) <= 1000, f"frame {i}: elapsed {s['elapsed']} != {end}")
-        for column in ("cpu_load", "cpu_temp", "gpu_temp", "gpu_core_clock", "gpu_mem_clock",
-                       "gpu_vram_used", "gpu_power", "ram_used"):
+        for column in ("cpu_temp", "gpu_temp", "gpu_core_clock", "gpu_mem_clock",
+                       "gpu_vram_used", "gpu_power"):
             check(s[column] == "0", f"frame {i}: {column} is not measured but says {s[column]}")
+    check_mangohud_process(summary, samples)
+
+
+def check_mangohud_process(summary, samples):
+    """cpu_load and ram_used (issue 36, item 4a: both were 0 in every row): the app's own CPU
+    load in percent of one CPU and its resident set in GiB, in every row, agreeing with
+    summary.json's threads (time on a CPU over their sampled seconds) and resident set."""
+    threads = summary["threads"]
+    check(threads, "summary.json has no threads: the kernel sampler did not run")
+    expected_load = 100 * sum(t["oncpu_ms"] for t in threads) / 1000 / \
+        max(t["seconds"] for t in threads)
+    loads = [float(s["cpu_load"]) for s in samples]
+    check(all(0 < load < 100 * (os.cpu_count() or 1) + 1 for load in loads),
+          f"cpu_load out of (0, {100 * (os.cpu_count() or 1)}]: {sorted(set(loads))[:10]}")
+    # Rows are frames: weighted by their frame time, their loads cover the run's time.
+    weights = [float(s["frametime"]) for s in samples]
+    mean_load = sum(l * w for l, w in zip(loads, weights)) / sum(weights)
+    check(abs(mean_load - expected_load) <= 2 + 0.25 * expected_load,
+          f"mangohud.csv's cpu_load averages {mean_load:.2f}% over the frames, summary.json's "
+          f"threads {expected_load:.2f}% of one CPU")
+    process = summary["engine"]["process"]
+    peak = process["rss_peak_bytes"]
+    check(peak > 0, f"summary.json has no resident set: {process}")
+    ram = [float(s["ram_used"]) * 2**30 for s in samples]
+    # Six decimals of a GiB: within 1 KiB of a sample.
+    check(all(0 < r <= peak + 1024 for r in ram),
+          f"ram_used out of (0, peak {peak} B]: {min(ram):.0f}..{max(ram):.0f} B")
+    check(max(ram) >= peak / 2, f"ram_used at most {max(ram):.0f} B, the run's peak {peak} B")
+    print(f"mangohud.csv: cpu_load {mean_load:.2f}% (summary.json {expected_load:.2f}%), "
+          f"ram_used {min(ram) / 2**20:.1f}..{max(ram) / 2**20:.1f} MiB "
+          f"(peak {peak / 2**20:.1f} MiB)")
 
 
 def test_csv(build, demo):

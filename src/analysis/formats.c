@@ -1,8 +1,10 @@
 #include "formats.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "emit.h"
+#include "threads.h"
 
 /* A value for a CSV that neither quotes nor escapes (both tools' logs): no commas, quotes or
  * line breaks. */
@@ -103,7 +105,34 @@ int formats_write_presentmon(FILE *f, const void *arg)
     return 0;
 }
 
-/* The first line of a file that starts with prefix, the rest of it, unquoted; "" if none. */
+/* The process's CPU load at a moment, in percent of one CPU (top's %CPU): its time on a CPU
+ * over the sampler's ticks either side of the moment (the first or last two ticks outside
+ * them); 0 with fewer than two ticks. *at is a cursor, for moments in time order. */
+static double process_load_pct(const struct recording *rec, const struct process_cpu_point *p,
+                               size_t count, size_t *at, uint64_t ticks)
+{
+    if (count < 2)
+        return 0.0;
+    while (*at + 2 < count && p[*at + 1].ticks <= ticks)
+        (*at)++;
+    const struct process_cpu_point *from = &p[*at], *to = &p[*at + 1];
+    int64_t span = ticks_between_ns(rec, from->ticks, to->ticks);
+    if (span <= 0 || to->oncpu_ns < from->oncpu_ns)
+        return 0.0;
+    return 100.0 * (double)(to->oncpu_ns - from->oncpu_ns) / (double)span;
+}
+
+/* The process's resident set at a moment: the last gauge at or before it (the first one
+ * before any), in bytes; 0 without gauges. *at is a cursor, as above. */
+static uint64_t process_rss_bytes(const struct recording_engine *g, size_t *at, uint64_t ticks)
+{
+    if (!g->gauge_count)
+        return 0;
+    while (*at + 1 < g->gauge_count && g->gauges[*at + 1].ticks <= ticks)
+        (*at)++;
+    return g->gauges[*at].rss_bytes;
+}
+
 int formats_write_mangohud(FILE *f, const void *arg)
 {
     const struct formats_run *run = arg;
@@ -127,19 +156,30 @@ int formats_write_mangohud(FILE *f, const void *arg)
     uint64_t origin = frames_origin_ticks(rec);
     const struct recording_log *log = &rec->logs[run->primary_log];
     uint64_t count = log->frame_count;
+    struct process_cpu_point *cpu_points;
+    size_t cpu_count = threads_process_cpu(rec, &cpu_points), cpu_at = 0, rss_at = 0;
     for (uint64_t i = 0; i < count; i++) {
         const struct fscope_frame *fr = &log->frames[i];
         struct frame_budget_ns b;
         frame_budget(rec, fr, log_evidence(run, run->primary_log), &b);
         long long gpu_load = b.gpu_timed && b.frame > 0
                                  ? llround(100.0 * (double)b.gpu_busy / (double)b.frame) : 0;
-        /* MangoHud 0.6.8 (Debian 12's) writes frametime in microseconds and elapsed in
-         * nanoseconds since logging began; the frame time here keeps its nanoseconds. What is
-         * not measured (loads, temperatures, clocks, memory, power) is 0, as MangoHud writes
-         * a sensor it cannot read. */
-        fprintf(f, "%g,%lld.%03lld,0,%lld,0,0,0,0,0,0,0,%lld\n",
+        /* The app's own CPU load and resident set where the frame ended, from the kernel
+         * sampler's ticks: MangoHud gives the machine's (its CPU load over all CPUs, its RAM
+         * in use), which were not recorded. */
+        double cpu_load = process_load_pct(rec, cpu_points, cpu_count, &cpu_at, fr->end_ticks);
+        double ram_gib = (double)process_rss_bytes(&rec->engine, &rss_at, fr->end_ticks) /
+                         1073741824.0;
+        /* MangoHud 0.6.8 (Debian 12's) writes frametime in microseconds, cpu_load in percent,
+         * ram_used in GiB and elapsed in nanoseconds since logging began; the frame time here
+         * keeps its nanoseconds. What is not measured (the GPU's temperature, clocks, memory
+         * and power, the CPU's temperature) is 0, as MangoHud writes a sensor it cannot
+         * read. */
+        fprintf(f, "%g,%lld.%03lld,%.2f,%lld,0,0,0,0,0,0,%.6f,%lld\n",
                 b.frame > 0 ? 1e9 / (double)b.frame : 0.0, (long long)(b.frame / 1000),
-                (long long)(b.frame % 1000), gpu_load, (long long)ticks_ns(rec, fr->end_ticks - origin));
+                (long long)(b.frame % 1000), cpu_load, gpu_load, ram_gib,
+                (long long)ticks_ns(rec, fr->end_ticks - origin));
     }
+    free(cpu_points);
     return 0;
 }

@@ -9,6 +9,8 @@
 
 /* Threads shown in the summary; summary.json and threads.csv have them all. */
 #define THREADS_IN_SUMMARY 5
+/* The sampler's tick in a recording that does not give it (src/record/kernel.h). */
+#define KERNEL_TICK_DEFAULT_MS 100
 
 /* A thread's first sample and its latest one. */
 struct thread_total {
@@ -245,6 +247,62 @@ int threads_write_csv(FILE *f, const void *arg)
     }
     table_free(&table);
     return e;
+}
+
+/* Appends a point; false when memory ran out. */
+static bool process_cpu_push(struct process_cpu_point **points, size_t *count, size_t *capacity,
+                             uint64_t ticks, uint64_t oncpu_ns)
+{
+    if (*count == *capacity) {
+        size_t grown = *capacity ? 2 * *capacity : 256;
+        struct process_cpu_point *more = realloc(*points, grown * sizeof(**points));
+        if (!more)
+            return false;
+        *points = more;
+        *capacity = grown;
+    }
+    (*points)[(*count)++] = (struct process_cpu_point){ ticks, oncpu_ns };
+    return true;
+}
+
+size_t threads_process_cpu(const struct recording *rec, struct process_cpu_point **ret)
+{
+    *ret = NULL;
+    const struct recording_kernel *k = &rec->kernel;
+    /* A tick reads its threads within moments of each other, and ticks are tick_ms apart: a
+     * sample more than half a tick after the first of its tick starts the next one. */
+    int64_t half_tick_ns = (int64_t)(k->tick_ms ? k->tick_ms : KERNEL_TICK_DEFAULT_MS) * 500000;
+    struct thread_table table = { 0 };
+    struct process_cpu_point *points = NULL;
+    size_t count = 0, capacity = 0;
+    uint64_t oncpu = 0, tick_ticks = 0;
+    for (uint64_t i = 0; i < k->sample_count; i++) {
+        const struct kernel_sample *s = &k->samples[i];
+        if (i == 0) {
+            tick_ticks = s->ticks;
+        } else if (s->ticks < tick_ticks || ticks_ns(rec, s->ticks - tick_ticks) > half_tick_ns) {
+            if (!process_cpu_push(&points, &count, &capacity, k->samples[i - 1].ticks, oncpu))
+                goto error;
+            tick_ticks = s->ticks;
+        }
+        struct thread_total *t = table_get(&table, rec, s);
+        if (!t)
+            goto error;
+        /* Each thread from its first sample on, as threads_write_json counts it. */
+        oncpu += delta(t->last->oncpu_ns, s->oncpu_ns);
+        t->last = s;
+    }
+    if (k->sample_count &&
+        !process_cpu_push(&points, &count, &capacity, k->samples[k->sample_count - 1].ticks,
+                          oncpu))
+        goto error;
+    table_free(&table);
+    *ret = points;
+    return count;
+error:
+    table_free(&table);
+    free(points);
+    return 0;
 }
 
 /* ---- the GPU as the kernel's DRM usage stats give it ---- */

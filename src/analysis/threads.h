@@ -2,6 +2,7 @@
 #ifndef FSCOPE_THREADS_H
 #define FSCOPE_THREADS_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "recording.h"
@@ -12,6 +13,17 @@ void threads_write_text(FILE *f, const struct recording *rec);
 void threads_write_json(FILE *f, const struct recording *rec);
 /* threads.csv: one row per thread per sampler tick. Returns 0. */
 int threads_write_csv(FILE *f, const void *rec);
+
+/* The whole process's time on a CPU at each tick of the kernel sampler: every thread's since
+ * its first sample, summed, so the difference between two points over their time apart is the
+ * process's CPU load (a thread that exits between two ticks loses its last part). */
+struct process_cpu_point {
+    uint64_t ticks;
+    uint64_t oncpu_ns;
+};
+/* The points in time order into *ret (to free), and their count; 0 and NULL when the kernel
+ * was not sampled or memory ran out. */
+size_t threads_process_cpu(const struct recording *rec, struct process_cpu_point **ret);
 
 /* "  drm ..." lines: each DRM client's engine busy share and memory, from the kernel's usage
  * stats, and a diagnosis when VRAM residency fell while allocations did not; or why there
