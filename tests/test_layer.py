@@ -1455,6 +1455,45 @@ def test_summary_one_screen(build, demo):
                 print(f"FRAMESCOPE_SUMMARY=full: {len(block)} lines, as report --full")
 
 
+def test_long_note(build, demo):
+    """Issue 36, item 4d: a note longer than the recording's 256-byte note slot (GPU timing's
+    cost, about 310 bytes) survives whole, in summary.json, the summary at exit and what
+    framescope report --full recomputes from the capture; before, it was cut at 255 bytes in
+    mid-word."""
+    framescope = os.path.join(build, "tools", "framescope")
+    out = os.path.join(tempfile.mkdtemp(prefix="fscope-note-"), "capture")
+    with Weston() as w:
+        # MAILBOX runs faster than the default's 240 timed submissions a second: sampled, and
+        # the sampling's cost measured (the long note).
+        r = run_app([demo, "--quiet", "--frames", "300", "--present-mode", "mailbox"], w, build,
+                    extra_env={"FRAMESCOPE_GPU_SAMPLE": "auto", "FRAMESCOPE_OUTPUT": out},
+                    capture=False)
+    check(r.rc == 0, f"exit {r.rc}: {r.stderr[-2000:]}")
+    notes = json.load(open(os.path.join(out, "summary.json")))["notes"]
+    whole = re.compile(r"GPU timing's cost measured as it ran: [\d.]+ ms a frame \(present to "
+                       r"present, or frame mark to mark\) in timed frames and the 3 after them, "
+                       r"[\d.]+ ms in the others; \d+ timed submissions a second allowed at the "
+                       r"end \(timed frames' change of time, either way, at most [\d.]+% of the "
+                       r"app's, one window a second at least\)(; timed frames ran faster: the "
+                       r"driver works differently around our timestamps \(lavapipe starts its "
+                       r"rasterizer at each\))?$")
+    cost = [n for n in notes if n.startswith("GPU timing's cost")]
+    check(len(cost) == 1, f"{len(cost)} notes of GPU timing's cost: {notes}")
+    check(whole.match(cost[0]), f"the note is not whole: {cost[0]!r}")
+    check(len(cost[0].encode()) > 255, f"the note is {len(cost[0].encode())} bytes: it no "
+          f"longer tests a note longer than a slot: {cost[0]}")
+    check(not any(n.startswith(("\x01", "\\x01")) for n in notes),
+          f"a note's continuation shown as a note: {notes}")
+    full = subprocess.run([framescope, "report", "--full", out], capture_output=True,
+                          text=True, timeout=120).stdout
+    for where, text in (("the summary at exit", r.stderr), ("report --full", full)):
+        printed = re.findall(r"^  note        (.*)$", text, re.M)
+        check(printed == notes, f"{where}'s notes differ from summary.json's:\n{printed}\n"
+              f"---\n{notes}")
+    print(f"{len(notes)} notes whole; the longest {max(len(n.encode()) for n in notes)} bytes: "
+          f"{cost[0]}")
+
+
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 if __name__ == "__main__":

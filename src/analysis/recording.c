@@ -509,11 +509,25 @@ static void read_meta(struct recording *rec, const struct rec_meta *m)
         make_printable(d->name, sizeof(d->name));
         make_printable(d->driver, sizeof(d->driver));
     }
-    rec->note_count = atomic_load(&m->note_count);
-    if (rec->note_count > REC_MAX_NOTES)
-        rec->note_count = REC_MAX_NOTES;
-    for (unsigned i = 0; i < rec->note_count; i++)
-        copy_string(rec->notes[i], sizeof(rec->notes[i]), m->notes[i], sizeof(m->notes[i]));
+    /* A note's slots joined (REC_NOTE_CONTINUES), then made printable. */
+    unsigned slots = atomic_load(&m->note_count);
+    if (slots > REC_MAX_NOTES)
+        slots = REC_MAX_NOTES;
+    rec->note_count = 0;
+    for (unsigned i = 0; i < slots;) {
+        char raw[REC_NOTE_MAX];
+        size_t used = 0;
+        do {
+            bool continued = used > 0;
+            size_t len = strnlen(m->notes[i] + continued, REC_NOTE_SIZE - continued);
+            if (len > sizeof(raw) - 1 - used)
+                len = sizeof(raw) - 1 - used;
+            memcpy(raw + used, m->notes[i] + continued, len);
+            used += len;
+        } while (++i < slots && m->notes[i][0] == REC_NOTE_CONTINUES);
+        copy_string(rec->notes[rec->note_count], sizeof(rec->notes[rec->note_count]), raw, used);
+        rec->note_count++;
+    }
     rec->output_count = atomic_load(&m->output_count);
     if (rec->output_count > REC_MAX_OUTPUTS)
         rec->output_count = REC_MAX_OUTPUTS;

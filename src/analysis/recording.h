@@ -109,7 +109,7 @@ struct recording {
     bool enabled, gpu_timing;
     unsigned device_count, note_count, output_count;
     struct rec_device devices[REC_MAX_DEVICES];
-    char notes[REC_MAX_NOTES][REC_NOTE_SIZE];
+    char notes[REC_MAX_NOTES][REC_NOTE_MAX]; /* each whole, its slots joined */
     struct rec_output outputs[REC_MAX_OUTPUTS];
     struct rec_system system; /* all "" when not recorded */
     enum rec_kernel_state kernel_state;

@@ -707,6 +707,12 @@ struct rec_engine {
 #define REC_MAX_DEVICES 8 /* distinct device/driver pairs named in the summary */
 #define REC_MAX_NOTES 24
 #define REC_NOTE_SIZE 256
+/* A note longer than a slot continues in the slots after it, each of those starting with
+ * REC_NOTE_CONTINUES and holding the note's next bytes; note_count counts slots. The layout
+ * is version 9's: a reader that does not join them shows the pieces as notes of their own. */
+#define REC_NOTE_CONTINUES '\x01'
+/* A note's bytes in all, with its NUL: our longest is about 400 (GPU timing's cost). */
+#define REC_NOTE_MAX 1024
 #define REC_MAX_OUTPUTS 16
 
 /* Devices by name and driver; a program that creates one device a hundred times names it
@@ -749,7 +755,7 @@ struct rec_meta {
     _Atomic uint32_t output_count;
     uint32_t reserved;
     struct rec_device devices[REC_MAX_DEVICES];
-    char notes[REC_MAX_NOTES][REC_NOTE_SIZE];
+    char notes[REC_MAX_NOTES][REC_NOTE_SIZE]; /* slots: see REC_NOTE_CONTINUES */
     struct rec_output outputs[REC_MAX_OUTPUTS];
     _Atomic uint32_t system_known;
     _Atomic uint32_t kernel_state; /* enum rec_kernel_state */
