@@ -1494,6 +1494,60 @@ def test_long_note(build, demo):
           f"{cost[0]}")
 
 
+CADENCE_APP = re.compile(r"\bapp presents every ([\d.]+) ms")
+CADENCE_SHOWN = re.compile(r"\b(?:presented every|shown every|shows a new frame every) "
+                           r"([\d.]+) ms")
+
+
+def cadences_agree(where, texts, app_ms, shown_ms):
+    """Every cadence stated in texts agrees with summary.json's, to the decimals it is
+    printed with. Returns how many were read."""
+    read = 0
+    for text in texts:
+        for pattern, want, name in ((CADENCE_APP, app_ms, "the app's"),
+                                    (CADENCE_SHOWN, shown_ms, "the shown")):
+            for value in pattern.findall(text):
+                decimals = len(value.partition(".")[2])
+                check(abs(float(value) - want) <= 0.5 * 10 ** -decimals + 1e-9,
+                      f"{where}: {name} cadence stated as {value} ms, summary.json's is "
+                      f"{want:.6f} ms, in: {text}")
+                read += 1
+    return read
+
+
+def test_cadence_agrees(build, demo):
+    """Issue 36, item 4e: every cadence a summary states (the verdict's evidence, the
+    diagnoses, the cadence line; one screen, full, summary.json) is one value from one
+    computation, of one surface: one summary said the app presents every 51.75 ms and every
+    48.94 ms. Runs: FIFO (display-bound), MAILBOX outrunning the display, CPU-bound with
+    present overhead, and a swapchain recreated every 30 frames."""
+    framescope = os.path.join(build, "tools", "framescope")
+    base = tempfile.mkdtemp(prefix="fscope-cadence-")
+    runs = {
+        "fifo": [demo, "--quiet", "--frames", "90"],
+        "mailbox": [demo, "--quiet", "--frames", "300", "--present-mode", "mailbox"],
+        "cpu": [demo, "--quiet", "--frames", "90", "--cpu-ms", "30"],
+        "recreate": [demo, "--quiet", "--frames", "90", "--recreate-every", "30"],
+    }
+    with Weston() as w:
+        for name, argv in runs.items():
+            out = os.path.join(base, name)
+            r = run_app(argv, w, build, extra_env={"FRAMESCOPE_SUMMARY": "",
+                                                   "FRAMESCOPE_OUTPUT": out}, capture=False)
+            check(r.rc == 0, f"{name}: exit {r.rc}: {r.stderr[-2000:]}")
+            summary = json.load(open(os.path.join(out, "summary.json")))
+            p = summary["presentation"]
+            full = subprocess.run([framescope, "report", "--full", out], capture_output=True,
+                                  text=True, timeout=120).stdout
+            texts = ["\n".join(printed_summary(r.stderr)), full, summary["verdict"]["reason"]]
+            texts += p.get("diagnosis", [])
+            texts += [s.get("display_evidence", "") for s in summary["surfaces"]]
+            read = cadences_agree(name, texts, p["app_interval_ms"], p["presented_interval_ms"])
+            check(read >= 3, f"{name}: only {read} cadences stated: nothing to compare")
+            print(f"{name}: {read} cadences stated, all of app {p['app_interval_ms']:.3f} ms, "
+                  f"shown {p['presented_interval_ms']:.3f} ms")
+
+
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 if __name__ == "__main__":

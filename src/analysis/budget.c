@@ -50,33 +50,28 @@ void display_evidence_compute(const struct recording *rec, const struct recordin
                                                    : "no swapchain: no display shows these frames");
         return;
     }
-    double *app = malloc(count * sizeof(double));
-    double *shown = malloc(count * sizeof(double));
-    size_t napp = 0, nshown = 0;
-    uint64_t presented = 0, discarded = 0, fifo = 0, last_shown = 0;
+    uint64_t presented = 0, discarded = 0, fifo = 0;
     for (uint64_t i = 0; i < count; i++) {
         const struct fscope_frame *f = &log->frames[i];
         fifo += mode_is_fifo(f->present_mode);
-        if (app)
-            app[napp++] = recording_ns(rec, f->end_ticks - f->start_ticks) / 1e6;
-        if (f->present_state == FRAME_PRESENT_PRESENTED) {
+        if (f->present_state == FRAME_PRESENT_PRESENTED)
             presented++;
-            if (last_shown && f->presented_ticks > last_shown && shown)
-                shown[nshown++] = recording_ns(rec, f->presented_ticks - last_shown) / 1e6;
-            last_shown = f->presented_ticks;
-        } else if (f->present_state == FRAME_PRESENT_DISCARDED &&
-                   !frame_recreation_discard(log, i)) {
+        else if (f->present_state == FRAME_PRESENT_DISCARDED && !frame_recreation_discard(log, i))
             discarded++;
-        }
     }
-    ret->app_interval_ms = stats_median(app, napp);
-    size_t near = 0;
-    for (size_t i = 0; app && i < napp; i++)
-        near += app[i] >= 0.9 * ret->app_interval_ms && app[i] <= 1.1 * ret->app_interval_ms;
-    ret->steady = napp >= 4 && near >= 0.8 * (double)napp;
-    ret->shown_interval_ms = stats_median(shown, nshown);
-    free(app);
-    free(shown);
+    /* The cadences as the presentation lines state them: one computation for both. */
+    struct presentation_cadence cadence = { 0 };
+    presentation_cadence(rec, log, &cadence);
+    ret->app_interval_ms = cadence.app_ms;
+    ret->shown_interval_ms = cadence.shown_ms;
+    size_t nshown = cadence.shown_intervals;
+    /* Steady: 80% of the frames within 10% of the median interval. */
+    uint64_t near = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        double ms = recording_ns(rec, log->frames[i].end_ticks - log->frames[i].start_ticks) / 1e6;
+        near += ms >= 0.9 * ret->app_interval_ms && ms <= 1.1 * ret->app_interval_ms;
+    }
+    ret->steady = count >= 4 && (double)near >= 0.8 * (double)count;
     uint64_t decided = presented + discarded;
     if (log->tracked && decided >= 4 && nshown >= 2) {
         ret->confirmed = true;

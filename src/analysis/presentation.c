@@ -110,23 +110,69 @@ bool presentation_pacing_output(const struct recording *rec, double period_ms, c
     return true;
 }
 
-static void analyse_primary(const struct recording *rec, struct presentation_stats *s,
-                            const struct recording_log *log)
+bool presentation_cadence(const struct recording *rec, const struct recording_log *log,
+                          struct presentation_cadence *ret)
 {
+    memset(ret, 0, sizeof(*ret));
     uint64_t count = log->frame_count;
-    double *app = calloc(count + 1, sizeof(double));
-    double *shown = calloc(count + 1, sizeof(double));
-    double *claimed = calloc(count + 1, sizeof(double));
-    double *lat = calloc(count + 1, sizeof(double));
-    double *lat_ret = calloc(count + 1, sizeof(double));
-    if (!app || !shown || !claimed || !lat || !lat_ret)
-        goto out;
-    size_t napp = 0, nshown = 0, nclaimed = 0, nlat = 0, vsync = 0, npresented = 0;
-    int output_votes[MAX_OUTPUTS + 1] = { 0 };
+    double *app = malloc((count + 1) * sizeof(double));
+    double *shown = malloc((count + 1) * sizeof(double));
+    if (!app || !shown) {
+        free(app);
+        free(shown);
+        return false;
+    }
+    size_t napp = 0, nshown = 0;
     uint64_t last_shown = 0;
     for (uint64_t i = 0; i < count; i++) {
         const struct fscope_frame *f = &log->frames[i];
         app[napp++] = recording_ns(rec, f->end_ticks - f->start_ticks) / 1e6;
+        if (f->present_state != FRAME_PRESENT_PRESENTED)
+            continue;
+        /* Two frames shown at the same refresh are one presentation (the later replaces). */
+        if (last_shown && f->presented_ticks > last_shown)
+            shown[nshown++] = recording_ns(rec, f->presented_ticks - last_shown) / 1e6;
+        if (f->presented_ticks > last_shown)
+            last_shown = f->presented_ticks;
+    }
+    ret->app_ms = stats_median(app, napp);
+    ret->shown_ms = stats_median(shown, nshown);
+    ret->shown_intervals = nshown;
+    free(app);
+    free(shown);
+    return true;
+}
+
+unsigned presentation_primary_log(const struct recording *rec)
+{
+    unsigned primary = 0;
+    bool tracked = false;
+    for (unsigned l = 0; l < rec->log_count; l++) {
+        const struct recording_log *log = &rec->logs[l];
+        if ((log->tracked && !tracked) ||
+            (log->tracked == tracked && log->frame_count > rec->logs[primary].frame_count)) {
+            primary = l;
+            tracked = log->tracked;
+        }
+    }
+    return primary;
+}
+
+static void analyse_primary(const struct recording *rec, struct presentation_stats *s,
+                            const struct recording_log *log)
+{
+    uint64_t count = log->frame_count;
+    double *shown = calloc(count + 1, sizeof(double));
+    double *claimed = calloc(count + 1, sizeof(double));
+    double *lat = calloc(count + 1, sizeof(double));
+    double *lat_ret = calloc(count + 1, sizeof(double));
+    if (!shown || !claimed || !lat || !lat_ret)
+        goto out;
+    size_t nshown = 0, nclaimed = 0, nlat = 0, vsync = 0, npresented = 0;
+    int output_votes[MAX_OUTPUTS + 1] = { 0 };
+    uint64_t last_shown = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        const struct fscope_frame *f = &log->frames[i];
         if (f->present_state != FRAME_PRESENT_PRESENTED)
             continue;
         npresented++;
@@ -149,7 +195,12 @@ static void analyse_primary(const struct recording *rec, struct presentation_sta
         if (f->presented_ticks > last_shown)
             last_shown = f->presented_ticks;
     }
-    s->app_interval_ms = stats_median(app, napp);
+    /* The cadences as every line that states them reads them (presentation_cadence), not
+     * the medians of the arrays here, which only judder and the refresh units use. */
+    struct presentation_cadence cadence;
+    if (!presentation_cadence(rec, log, &cadence))
+        goto out;
+    s->app_interval_ms = cadence.app_ms;
     s->claimed_refresh_ms = stats_median(claimed, nclaimed);
     s->vsync = npresented && vsync * 2 > npresented;
     s->latency_samples = nlat;
@@ -168,7 +219,8 @@ static void analyse_primary(const struct recording *rec, struct presentation_sta
     double *sorted = malloc((nshown + 1) * sizeof(double));
     if (sorted) {
         memcpy(sorted, shown, nshown * sizeof(double));
-        s->presented_interval_ms = stats_median(sorted, nshown);
+        stats_sort(sorted, nshown);
+        s->presented_interval_ms = cadence.shown_ms;
         double measured_unit = nshown ? sorted[stats_rank(nshown, 0.10)] : 0; /* the short, steady interval */
         s->unit_ms = s->vsync && s->claimed_refresh_ms > 0 ? s->claimed_refresh_ms : measured_unit;
         free(sorted);
@@ -191,7 +243,6 @@ static void analyse_primary(const struct recording *rec, struct presentation_sta
             best = i;
     s->shown_output = best;
 out:
-    free(app);
     free(shown);
     free(claimed);
     free(lat);
@@ -269,17 +320,16 @@ void presentation_compute(const struct recording *rec, struct presentation_stats
     memset(s, 0, sizeof(*s));
     s->shown_output = -1;
     unsigned logs = rec->log_count;
-    const struct recording_log *primary = NULL;
+    /* The surface every cadence printed is of, the run's (presentation_primary_log). */
+    const struct recording_log *primary = logs ? &rec->logs[presentation_primary_log(rec)] : NULL;
+    if (primary && !primary->tracked)
+        primary = NULL;
     struct frame_log_tracker_counts tracker_total = { 0 };
     bool any_counts = false;
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
-        uint64_t count = log->frame_count;
-        if (log->tracked) {
+        if (log->tracked)
             s->tracked = true;
-            if (!primary || count > primary->frame_count)
-                primary = log;
-        }
         presentation_account(log, &s->total);
         /* The tracker's tally is final only when the app reached its exit: a killed app's last
          * snapshot may lag its frames. */

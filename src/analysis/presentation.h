@@ -22,7 +22,7 @@ struct presentation_stats {
     bool mismatch; /* the frames' tally and the tracker's own disagree: a bug, said loudly */
     char mismatch_text[256];
 
-    /* Of the primary surface (the one with the most frames). */
+    /* Of the primary surface (presentation_primary_log). */
     double app_interval_ms;       /* median interval between present calls */
     double presented_interval_ms; /* median interval between successive presentations */
     double claimed_refresh_ms;    /* median refresh the compositor claims */
@@ -54,6 +54,21 @@ void presentation_write_json(const struct recording *rec, FILE *f,
  * an app presenting at that cadence. False when none does. */
 bool presentation_pacing_output(const struct recording *rec, double period_ms, char *ret_name, size_t name_len,
                                 double *ret_hz);
+
+/* A surface's cadences, the one computation every line that states them reads: the median
+ * interval between the app's presents (its frames) and between successive presentations (two
+ * frames shown at one refresh are one). */
+struct presentation_cadence {
+    double app_ms, shown_ms; /* 0: no frame, or no two presentations */
+    size_t shown_intervals;
+};
+/* False when memory ran out. */
+bool presentation_cadence(const struct recording *rec, const struct recording_log *log,
+                          struct presentation_cadence *ret);
+/* The surface the summary's cadences, verdict and presentation lines are of: the tracked one
+ * with the most frames, else the one with the most frames (the first of equals); 0 without
+ * any. */
+unsigned presentation_primary_log(const struct recording *rec);
 
 /* A discarded frame that was the last present of a swapchain replaced by recreation. */
 bool frame_recreation_discard(const struct recording_log *log, uint64_t index);

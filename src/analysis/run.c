@@ -322,15 +322,11 @@ void run_stats_compute(const struct recording *rec, struct run_stats *s)
     s->evidence = evidence_all(rec, &s->sched);
     hitches_compute(rec, s->evidence, &s->hitches);
     unsigned logs = rec->log_count;
-    uint64_t most = 0;
-    for (unsigned l = 0; l < logs; l++) {
-        uint64_t count = rec->logs[l].frame_count;
-        s->frames += count;
-        if (count > most) {
-            most = count;
-            s->primary_log = l;
-        }
-    }
+    for (unsigned l = 0; l < logs; l++)
+        s->frames += rec->logs[l].frame_count;
+    /* The surface of the presentation lines, so that the verdict's evidence states the same
+     * cadences. */
+    s->primary_log = presentation_primary_log(rec);
     s->total.gpu_timed = rec->gpu_timing;
     if (!s->frames)
         return;
