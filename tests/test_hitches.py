@@ -9,6 +9,7 @@ usage: test_hitches.py TEST BUILD_DIR DEMO"""
 import json
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -278,13 +279,48 @@ def test_late_present(build, demo):
     h = max(near, key=lambda x: x["excess_ms"])
     check(h["cause"] == "display" and h["evidence"]["late"] == {"frame": 79, "refreshes": 3},
           f"the hitch after the held frame: {h}")
-    check(re.search(r"^  late        %d of %d frames shown one or more refreshes after they "
-                    r"were ready" % (s["hitches"]["late"]["late_frames"], len(late)), r.stderr,
-                    re.M), r.stderr[-2000:])
+    check(re.search(r"^  late        %d of %d frames judged were shown one or more refreshes "
+                    r"after they were ready" % (s["hitches"]["late"]["late_frames"], len(late)),
+                    r.stderr, re.M), r.stderr[-2000:])
     check(re.search(r"^  hitch       frame %d .*frame 79 was shown 3 refreshes late although "
                     r"ready" % h["frame"], r.stderr, re.M) or h["frame"] == 79, r.stderr[-2000:])
     print(f"frame 79 shown 3 refreshes late, {len(others)} other late frames of {len(late)} "
           f"judged; hitch at frame {h['frame']} +{h['excess_ms']:.1f} ms: {h['cause']}")
+
+
+LATE_LINE = re.compile(r"^  late        (\d+) of (\d+) frames judged were shown one or more "
+                       r"refreshes after they were ready \((\d+) refresh(?:es)? in all\); "
+                       r"judged: shown after another shown frame and GPU-timed, (\d+) of (\d+) "
+                       r"frames shown$", re.M)
+
+
+def test_late_denominator(build, demo):
+    """Issue 36, item 4f: "late 0 of 15 frames" beside 345 frames presented did not say what
+    the 15 were: the frames judged (shown after another shown frame, and GPU-timed, so that
+    when each was ready is known; with GPU timing sampled, the timed ones only). With GPU
+    timing sampled, the late line names them and the frames shown, as summary.json's
+    hitches.late and frames.csv's late_refreshes count them, at exit and in report --full."""
+    framescope = os.path.join(build, "tools", "framescope")
+    with Weston() as w:
+        r = run_app([demo, "--frames", "120"], w, build,
+                    extra_env={"FRAMESCOPE_GPU_SAMPLE": "10"})
+    check(r.rc == 0, r.stderr[-2000:])
+    late = r.json()["hitches"]["late"]
+    rows = r.frames()
+    judged = sum(1 for x in rows if x["late_refreshes"] != "")
+    shown = sum(1 for x in rows if x["present"] == "presented" and x["presented_ms"] != "")
+    check(late["frames_judged"] == judged and late["frames_shown"] == shown,
+          f"summary.json's late {late}; frames.csv: {judged} judged, {shown} shown")
+    check(0 < judged < shown, f"GPU timing sampled, yet {judged} of {shown} shown frames judged")
+    full = subprocess.run([framescope, "report", "--full", r.capture_dir], capture_output=True,
+                          text=True, timeout=120).stdout
+    for where, text in (("the summary at exit", r.stderr), ("report --full", full)):
+        m = LATE_LINE.search(text)
+        check(m, f"{where}: no late line naming what it judged:\n{text[-3000:]}")
+        values = [int(v) for v in m.groups()]
+        check(values == [late["late_frames"], judged, late["refreshes"], judged, shown],
+              f"{where}: {m.group(0)!r} against summary.json's {late}")
+    print(f"{m.group(0).strip()}")
 
 
 def test_wakeups(build, demo):
@@ -464,5 +500,6 @@ def test_wakeups_paced(build, demo):
 
 main({"steady": test_steady, "spikes": test_spikes, "pipelines": test_pipelines,
       "faults": test_faults, "gpu_pass": test_gpu_pass, "late_present": test_late_present,
+      "late_denominator": test_late_denominator,
       "wakeups": test_wakeups, "wakeups_fast": test_wakeups_fast,
       "wakeups_paced": test_wakeups_paced, "alloc": test_alloc})

@@ -531,12 +531,15 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
     int *late = n ? malloc(n * sizeof(*late)) : NULL;
     if (late) {
         hitches_late_refreshes(rec, &x->spans, l, ev, late);
-        for (uint64_t i = 0; i < n; i++)
+        for (uint64_t i = 0; i < n; i++) {
+            const struct fscope_frame *f = &log->frames[i];
+            s->late_shown += f->present_state == FRAME_PRESENT_PRESENTED && f->presented_ticks;
             if (late[i] >= 0) {
                 s->late_judged++;
                 s->late_frames += late[i] > 0;
                 s->late_refreshes += (uint64_t)late[i];
             }
+        }
     }
     if (n < 9) {
         free(late);
@@ -860,14 +863,18 @@ void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch
                     (double)rec->kernel.sched_paused_ms / 1e3, REC_SCHED_PAUSE_FPS);
         fputc('\n', f);
     }
+    /* The denominator said with it: beside hundreds of frames presented, "0 of 15" reads as
+     * a count of something else unless it says which frames it judged. */
     if (s->late_judged)
-        fprintf(f, "  late        %llu of %llu frames shown one or more refreshes after they were "
-                "ready (%llu refresh%s in all)\n", (unsigned long long)s->late_frames,
-                (unsigned long long)s->late_judged, (unsigned long long)s->late_refreshes,
-                s->late_refreshes == 1 ? "" : "es");
+        fprintf(f, "  late        %llu of %llu frames judged were shown one or more refreshes "
+                "after they were ready (%llu refresh%s in all); judged: shown after another "
+                "shown frame and GPU-timed, %llu of %llu frames shown\n",
+                (unsigned long long)s->late_frames, (unsigned long long)s->late_judged,
+                (unsigned long long)s->late_refreshes, s->late_refreshes == 1 ? "" : "es",
+                (unsigned long long)s->late_judged, (unsigned long long)s->late_shown);
     else
-        fprintf(f, "  late        not judged: no frame with both its GPU time and a shown time "
-                "after another's\n");
+        fprintf(f, "  late        not judged: none of %llu frames shown was both GPU-timed and "
+                "shown after another shown frame\n", (unsigned long long)s->late_shown);
     if (s->animation_samples)
         fprintf(f, "  animation   error (shown against simulated time, PresentMon's): mean %.3f  "
                 "p95 %.3f  p99 %.3f ms over %llu shown frames\n", s->animation_error_ms[0],
@@ -976,8 +983,9 @@ void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch
             fputs(", ", f);
         hitch_json(f, rec, &s->hitches[i]);
     }
-    fprintf(f, "],\n    \"late\": {\"frames_judged\": %llu, \"late_frames\": %llu, "
-            "\"refreshes\": %llu}", (unsigned long long)s->late_judged,
+    fprintf(f, "],\n    \"late\": {\"frames_shown\": %llu, \"frames_judged\": %llu, "
+            "\"late_frames\": %llu, \"refreshes\": %llu}", (unsigned long long)s->late_shown,
+            (unsigned long long)s->late_judged,
             (unsigned long long)s->late_frames, (unsigned long long)s->late_refreshes);
     static const char *const states[] = { "unknown", "on", "off" };
     fprintf(f, ",\n    \"wakeups\": {\"state\": \"%s\", \"why\": ",

@@ -89,8 +89,11 @@ struct hitch_stats {
     struct hitch *hitches; /* every hitch, in log and frame order */
     struct hitch worst[HITCH_WORST];
     unsigned worst_count;
-    /* Frames shown one or more refreshes after they were ready (hitches_late_refreshes). */
-    uint64_t late_judged, late_frames, late_refreshes;
+    /* Frames shown one or more refreshes after they were ready (hitches_late_refreshes), of
+     * the frames judged: shown after another shown frame and GPU-timed, so that when each was
+     * ready is known (with GPU timing sampled, the timed ones only); late_shown: every frame
+     * shown, the judged among them. */
+    uint64_t late_judged, late_frames, late_refreshes, late_shown;
     uint64_t animation_samples;
     double animation_error_ms[3]; /* mean |error|, p95, p99 */
 };
