@@ -1125,6 +1125,48 @@ def test_diff_large_files(exe):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def capture_fifo(exe, out, *demo_args):
+    """A capture of the demo in FIFO on a private headless Weston: display-bound, its frames
+    paced by the compositor (~25 ms here), as a game in vsync is."""
+    r = run(exe, "run", "--summary", "off", "--output", out, "--", demo_of(exe), "--quiet",
+            *demo_args, env={"XDG_RUNTIME_DIR": tempfile.mkdtemp()})
+    check(r.returncode == 0, f"capture of {demo_args} failed ({r.returncode}):\n{r.stderr[-2000:]}")
+
+
+def test_diff_identical(exe):
+    """Issue 36, item 4b: two identical FIFO runs are within noise on every metric that has a
+    noise (neighbouring frames are not independent: diff reads its noise from blocks of
+    frames, with what identical runs differ by added; before, it took frames as independent
+    and two identical vkcube FIFO runs came out beyond noise in p50, CPU work, GPU busy and
+    acquire), and a run with real extra CPU work still is beyond it."""
+    tmp = tempfile.mkdtemp(prefix="fscope-diff-same-")
+    try:
+        base, again, busy = (os.path.join(tmp, n) for n in ("base", "again", "busy"))
+        capture_fifo(exe, base, "--frames", "200")
+        capture_fifo(exe, again, "--frames", "200")
+        # 4 ms more CPU work a frame (a busy loop on the clock: the same on a loaded machine,
+        # where lavapipe's GPU work is not): in a 25 ms FIFO frame, the part grows many times
+        # over and the frame stays paced by the display.
+        capture_fifo(exe, busy, "--frames", "200", "--cpu-ms", "4")
+        same = diff_rows(exe, base, again)
+        judged = {k: x for k, x in same.items() if x["exceeds_noise"] is not None}
+        flagged = {k[2]: (x["a"], x["b"], x["noise"]) for k, x in judged.items()
+                   if x["exceeds_noise"]}
+        check(len(judged) >= 15, f"only {len(judged)} metrics with a noise: {sorted(judged)}")
+        check(not flagged, f"two identical runs beyond noise in {flagged}")
+        text = run(exe, "diff", base, again)
+        check(text.returncode == 0 and "beyond noise" not in text.stdout.split("\nzones")[0],
+              f"text:\n{text.stdout}")
+        changed = diff_rows(exe, base, busy)
+        x = changed[(None, None, "budget_ms.cpu")]
+        check(x["exceeds_noise"] is True and x["change"] == "worse",
+              f"CPU work {x['a']:.3f} -> {x['b']:.3f} ms not worse beyond noise {x['noise']}")
+        print(f"identical: {len(judged)} metrics within noise; 4 ms more CPU work: "
+              f"{x['difference']:+.3f} ms beyond noise {x['noise']:.3f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_compare_env(exe):
     """compare runs A1, X, A2 differing only by environment (the variable sets the demo's CPU
     work through sh): 5 ms more per frame in X is worse beyond the drift; the drift and each

@@ -518,6 +518,36 @@ static bool summary_keyed(json_t *root, const char *path, struct keyed_number *r
     return true;
 }
 
+/* hitches.all's frame numbers into c->hitch_frames; none when absent (a capture made before
+ * they were listed). False with the reason in error when it is there and malformed, or out
+ * of memory. */
+static bool summary_hitch_frames(struct capture *c, json_t *root, char *error, size_t error_len)
+{
+    json_t *all = summary_get(root, "hitches.all");
+    if (!all)
+        return true;
+    if (!json_is_array(all)) {
+        snprintf(error, error_len, "\"hitches.all\" is %s, not an array", json_kind(all));
+        return false;
+    }
+    size_t count = json_array_size(all);
+    c->hitch_frames = count ? malloc(count * sizeof(*c->hitch_frames)) : NULL;
+    if (count && !c->hitch_frames) {
+        snprintf(error, error_len, "out of memory");
+        return false;
+    }
+    for (size_t i = 0; i < count; i++) {
+        json_t *frame = json_object_get(json_array_get(all, i), "frame");
+        if (!json_is_number(frame)) {
+            snprintf(error, error_len, "\"hitches.all\" item %zu has no frame number", i);
+            return false;
+        }
+        c->hitch_frames[i] = json_number_value(frame);
+    }
+    c->hitch_frame_count = count;
+    return true;
+}
+
 /* Reads what diff and compare take from summary.json's text (len bytes) into c. False with the
  * reason in error. */
 static bool summary_parse(struct capture *c, const char *text, size_t len, char *error,
@@ -582,6 +612,8 @@ static bool summary_parse(struct capture *c, const char *text, size_t len, char 
          !summary_keyed(root, "hitches.causes_ms", c->hitch_causes, &c->hitch_cause_count,
                         error, error_len)))
         goto out;
+    if (c->has_hitches && !summary_hitch_frames(c, root, error, error_len))
+        goto out;
     ok = true;
 out:
     json_decref(root);
@@ -609,6 +641,7 @@ void capture_files_finish(struct capture *c)
         free(c->zones[i].path);
     }
     free(c->zones);
+    free(c->hitch_frames);
     memset(c, 0, sizeof(*c));
 }
 

@@ -65,6 +65,10 @@ struct capture {
     double hitch_count;
     struct keyed_number hitch_causes[SUMMARY_KEYS_MAX];
     size_t hitch_cause_count;
+    /* Each hitch's frame number (hitches.all), for where in the run they fell; none when the
+     * summary does not list them. */
+    double *hitch_frames;
+    size_t hitch_frame_count;
 };
 
 enum capture_file { FILE_SUMMARY, FILE_FRAMES, FILE_ZONES, CAPTURE_FILE_COUNT };

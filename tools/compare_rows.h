@@ -20,10 +20,16 @@ struct row {
     enum direction direction;
     bool present[3];
     double value[3];
-    /* Half the width of each side's ~95% interval for the value (2 standard errors for a
-     * mean); NAN where there is none, and no_noise_why says why. */
+    /* Half the width of each side's ~95% interval for the value, from the run's own frames
+     * (block means: neighbouring frames are not independent); NAN where there is none, and
+     * no_noise_why says why. */
     double noise[3];
     const char *no_noise_why;
+    /* How much identical runs differ, one standard deviation in the row's unit, per side:
+     * what a single run cannot show of the next. 0 where the noise covers it. */
+    double run_spread[3];
+    /* The least change worth calling, in the row's unit. */
+    double least_change;
 };
 
 struct rows {
@@ -34,6 +40,9 @@ struct rows {
 /* The rows of cap_count captures (2 or 3), appended to rows (to free: rows->items). False
  * after one line on err. */
 bool rows_build(struct rows *rows, const struct capture *caps, int cap_count, FILE *err);
+
+/* One side's noise with the spread between identical runs added (diff: two single runs). */
+double rows_run_noise(const struct row *row, int side);
 
 /* How both tables print. */
 const char *rows_direction_name(enum direction direction);

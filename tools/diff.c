@@ -1,6 +1,7 @@
 /* framescope diff [--format text|json] A B: two captures side by side, per metric and per
- * zone, each difference marked when it exceeds the run-to-run noise,
- * 2*sqrt(seA^2 + seB^2). */
+ * zone, each difference marked when it exceeds the run-to-run noise: each side's noise from
+ * its own frames in blocks (compare_rows.c) with the spread between identical runs added,
+ * sqrt(noiseA^2 + noiseB^2), and the least change worth calling. */
 #include "diff.h"
 
 #include <getopt.h>
@@ -18,15 +19,15 @@ struct diff_result {
     bool has_threshold, exceeds;
 };
 
-/* The difference B - A and whether it exceeds 2 * sqrt(seA^2 + seB^2), i.e. the two sides'
- * 2-standard-error half-widths added in quadrature. */
+/* The difference B - A and whether it exceeds both sides' noise added in quadrature and the
+ * least change worth calling. */
 static struct diff_result diff_row(const struct row *row)
 {
     struct diff_result d = { .difference = row->value[1] - row->value[0] };
     d.has_threshold = !isnan(row->noise[0]) && !isnan(row->noise[1]);
     if (d.has_threshold) {
-        d.threshold = sqrt(row->noise[0] * row->noise[0] + row->noise[1] * row->noise[1]);
-        d.exceeds = fabs(d.difference) > d.threshold;
+        d.threshold = hypot(rows_run_noise(row, 0), rows_run_noise(row, 1));
+        d.exceeds = fabs(d.difference) > d.threshold && fabs(d.difference) > row->least_change;
     }
     return d;
 }
@@ -39,8 +40,11 @@ static void print_diff_text(FILE *out, const struct rows *rows, const struct cap
         fprintf(out, "  %c  %s: %s, %.0f frames\n", 'A' + i,
                 capture_files_shown_path(caps[i].dir, shown, sizeof(shown)), caps[i].app,
                 caps[i].frames);
-    fputs("  noise: a difference counts when it exceeds 2*sqrt(seA^2 + seB^2), the standard "
-          "errors from frames.csv\n\n", out);
+    fputs("  noise: a difference counts when it exceeds sqrt(noiseA^2 + noiseB^2) and half a "
+          "percent of the frame\n  (of the frame rate; half a point of a share); a side's noise "
+          "is 2 standard errors of frames.csv's\n  one-second blocks (neighbouring frames are "
+          "not independent) with the spread between identical\n  runs added (1% of a frame "
+          "statistic, 0.5% of the frame time for a part of it)\n\n", out);
     fprintf(out, "%-24s %12s %12s %12s %12s\n", "metric", "A", "B", "B - A", "noise");
     bool zones_started = false;
     for (size_t i = 0; i < rows->count; i++) {
@@ -110,6 +114,8 @@ static void print_diff_json(FILE *out, const struct rows *rows, const struct cap
         rows_print_number(out, row->present[0] && row->present[1] ? d.difference : NAN);
         fputs(", \"noise\": ", out);
         rows_print_number(out, d.has_threshold ? d.threshold : NAN);
+        fputs(", \"least_change\": ", out);
+        rows_print_number(out, row->least_change);
         if (d.has_threshold) {
             fprintf(out, ", \"exceeds_noise\": %s", d.exceeds ? "true" : "false");
             fputs(", \"change\": ", out);
