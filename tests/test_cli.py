@@ -1167,6 +1167,36 @@ def test_diff_identical(exe):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_compare_near_zero(exe):
+    """Issue 36, item 4c: A and B the same (a variable the demo never reads): no metric is
+    called higher, lower, better or worse. Values near zero and alike in all three runs (a
+    fence wait of 0.0003 ms, acquire, shares of 0) were called "higher" on a difference of
+    nothing, because the drift between A1 and A2 was smaller still; a verdict needs the change
+    to exceed the runs' own spread and the least change worth calling too."""
+    tmp = tempfile.mkdtemp(prefix="fscope-compare-same-")
+    try:
+        out = os.path.join(tmp, "cmp")
+        r = run(exe, "compare", "--format", "json", "-o", out, "--a", "UNREAD_BY_DEMO=1",
+                "--b", "UNREAD_BY_DEMO=2", "--", demo_of(exe), "--quiet", "--frames", "90",
+                env={"XDG_RUNTIME_DIR": tempfile.mkdtemp()})
+        check(r.returncode == 0, f"compare exit {r.returncode}:\n{r.stderr[-3000:]}")
+        rows = json.loads(r.stdout)["rows"]
+        called = {x["name"] + (f" ({x['thread']} / {x['path']})" if x.get("thread") else ""):
+                  (x["a1"], x["x"], x["a2"], x["verdict"]) for x in rows
+                  if x["verdict"] in ("higher", "lower", "better", "worse")}
+        check(not called, f"A against itself called a change: {called}")
+        small = [x for x in rows if not x.get("thread") and x["verdict"] == "inconclusive" and
+                 0 < max(abs(x["a1"]), abs(x["x"]), abs(x["a2"])) < 0.05]
+        check(small, "no metric near zero in the runs: the test no longer tests it")
+        for x in rows:
+            if x["verdict"] != "not in every run":
+                check(x["noise"] is None or x["noise"] >= 0, f"noise {x}")
+        print(f"{len(rows)} rows, none called; near zero: " +
+              ", ".join(f"{x['name']} {x['a1']:.4f}/{x['x']:.4f}/{x['a2']:.4f}" for x in small))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_compare_env(exe):
     """compare runs A1, X, A2 differing only by environment (the variable sets the demo's CPU
     work through sh): 5 ms more per frame in X is worse beyond the drift; the drift and each

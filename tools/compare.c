@@ -161,9 +161,14 @@ static bool make_output_dir(const char *dir)
 }
 
 /* The drift rule (an A1/X/A2 bracket): X - mean(A1, A2) supports a directional claim only
- * when it is larger than the drift |A1 - A2| between the two controls. */
+ * when it is larger than the drift |A1 - A2| between the two controls, than the runs' own
+ * spread (each run's noise from its frames, compare_rows.c: a drift of zero between two
+ * runs of a noisy value proves nothing), and than the least change worth calling (a fence
+ * wait of 0.0003 ms in all three runs is no change, whatever the drift). Without the runs'
+ * own spread (a maximum, a zone's totals) no claim is made: with A and B the same, X's GPU
+ * submissions here took 57% longer than both A runs', which agreed within 9%. */
 struct drift_result {
-    double drift, change;
+    double drift, change, noise;
     const char *verdict;
 };
 
@@ -171,9 +176,13 @@ static struct drift_result drift_row(const struct row *row)
 {
     struct drift_result d = { .drift = fabs(row->value[0] - row->value[2]),
                               .change = row->value[1] - (row->value[0] + row->value[2]) / 2 };
+    /* The noise of X - (A1 + A2) / 2 from the three runs' own. */
+    d.noise = sqrt(row->noise[1] * row->noise[1] +
+                   (row->noise[0] * row->noise[0] + row->noise[2] * row->noise[2]) / 4);
     if (!isfinite(d.drift) || !isfinite(d.change))
         d.verdict = "no value";
-    else if (fabs(d.change) > d.drift)
+    else if (fabs(d.change) > d.drift && fabs(d.change) > d.noise &&
+             fabs(d.change) > row->least_change)
         d.verdict = rows_change_name(row->direction, d.change);
     else
         d.verdict = "inconclusive";
@@ -197,10 +206,13 @@ static void print_compare_text(FILE *out, const struct rows *rows, const struct 
         fprintf(out, "  %-2s  %s: %s %s, %.0f frames\n", run_names[i],
                 capture_files_shown_path(caps[i].dir, shown, sizeof(shown)), i == 1 ? "B" : "A",
                 setting_name(i == 1 ? b_setting : a_setting), caps[i].frames);
-    fputs("  drift = |A1 - A2|; X is better or worse only when |X - mean(A1, A2)| exceeds the "
-          "drift, else inconclusive\n\n", out);
-    fprintf(out, "%-24s %12s %12s %12s %12s %12s  %s\n", "metric", "A1", "X", "A2", "drift",
-            "X - mean(A)", "verdict");
+    fputs("  drift = |A1 - A2|; noise = the runs' own spread (2 standard errors of frames.csv's "
+          "one-second\n  blocks); X is better or worse (higher or lower) only when |X - "
+          "mean(A1, A2)| exceeds the drift,\n  the noise and half a percent of the frame (of the "
+          "frame rate; half a point of a share),\n  else inconclusive, as it is where there is "
+          "no noise (a maximum, zones)\n\n", out);
+    fprintf(out, "%-24s %12s %12s %12s %12s %12s %12s  %s\n", "metric", "A1", "X", "A2",
+            "drift", "noise", "X - mean(A)", "verdict");
     bool zones_started = false;
     for (size_t i = 0; i < rows->count; i++) {
         const struct row *row = &rows->items[i];
@@ -217,6 +229,7 @@ static void print_compare_text(FILE *out, const struct rows *rows, const struct 
         for (int r = 0; r < 3; r++)
             rows_print_cell(out, row->value[r], true);
         rows_print_cell(out, d.drift, true);
+        rows_print_cell(out, d.noise, true);
         if (isfinite(d.change))
             fprintf(out, " %+12.4f", d.change);
         else
@@ -259,12 +272,16 @@ static void print_compare_json(FILE *out, const struct rows *rows, const struct 
             struct drift_result d = drift_row(row);
             fputs(", \"drift\": ", out);
             rows_print_number(out, d.drift);
+            fputs(", \"noise\": ", out);
+            rows_print_number(out, d.noise);
+            fputs(", \"least_change\": ", out);
+            rows_print_number(out, row->least_change);
             fputs(", \"x_minus_mean_a\": ", out);
             rows_print_number(out, d.change);
             fprintf(out, ", \"verdict\": \"%s\"}", d.verdict);
         } else {
-            fputs(", \"drift\": null, \"x_minus_mean_a\": null, \"verdict\": \"not in every "
-                  "run\"}", out);
+            fputs(", \"drift\": null, \"noise\": null, \"least_change\": null, "
+                  "\"x_minus_mean_a\": null, \"verdict\": \"not in every run\"}", out);
         }
     }
     fputs("\n ]}\n", out);
