@@ -267,12 +267,12 @@ void gpu_zones_write_csv(FILE *f, const struct recording *rec)
 }
 
 void gpu_zones_write_trace(FILE *f, const struct recording *rec, int pid, int64_t base_ns,
-                           bool *first)
+                           uint64_t from_ticks, bool *first)
 {
     uint32_t named[REC_MAX_DEVICES + 1] = { 0 };
     for (uint64_t i = 0; i < rec->gpu_zone_count; i++) {
         const struct gpu_zone_span *s = &rec->gpu_zones[i];
-        if (s->name >= rec->gpu_zone_name_count)
+        if (s->name >= rec->gpu_zone_name_count || s->begin < from_ticks)
             continue;
         long long tid = GPU_ZONE_TID + (long long)s->device_id; /* any uint32_t */
         if (s->device_id <= REC_MAX_DEVICES && !named[s->device_id]) {

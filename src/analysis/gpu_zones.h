@@ -24,8 +24,9 @@ void gpu_zones_write_text(FILE *f, const struct recording *rec, uint64_t frames)
 void gpu_zones_write_json(FILE *f, const struct recording *rec, uint64_t frames);
 /* zones.csv rows, thread "gpu zones" (thread id 2000000 + device id). */
 void gpu_zones_write_csv(FILE *f, const struct recording *rec);
-/* The trace's events: a track per device, "X" events that nest by containment. */
+/* The trace's events: a track per device, "X" events that nest by containment; those that
+ * begin before from_ticks are left out. */
 void gpu_zones_write_trace(FILE *f, const struct recording *rec, int pid, int64_t base_ns,
-                           bool *first);
+                           uint64_t from_ticks, bool *first);
 
 #endif

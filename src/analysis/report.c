@@ -25,6 +25,8 @@
 #include "summary.h"
 #include "emit.h"
 #include "trace.h"
+#include "trace_perfetto.h"
+#include "util/config.h"
 #include "util/log.h"
 #include "util/text.h"
 #include "threads.h"
@@ -53,8 +55,17 @@ static int trace_writer(FILE *f, const void *arg)
 {
     const struct run_stats *s = arg;
     const struct trace_run run = { .hitches = &s->hitches, .engine = &s->engine,
-                                   .frame_counters = true, .primary_log = s->primary_log };
+                                   .frame_counters = true, .primary_log = s->primary_log,
+                                   .window_ns = s->trace_window_ns };
     return trace_write_run(f, s->rec, &run);
+}
+
+static int perfetto_writer(FILE *f, const void *arg)
+{
+    const struct run_stats *s = arg;
+    const struct trace_run run = { .hitches = &s->hitches, .engine = &s->engine,
+                                   .frame_counters = true, .primary_log = s->primary_log };
+    return trace_perfetto_write(f, s->rec, &run);
 }
 
 static int threads_writer(FILE *f, const void *arg)
@@ -119,6 +130,7 @@ struct report *report_create(struct recording *rec)
     recording_compute_gpu_busy(rec);
     run_stats_compute(rec, &r->stats);
     engine_compute(rec, r->stats.frames, &r->stats.engine);
+    r->stats.trace_window_ns = (int64_t)TRACE_WINDOW_DEFAULT_S * 1000000000;
     formats_run_fill(&r->stats, &r->run);
     return r;
 }
@@ -180,6 +192,24 @@ void report_headline(const struct report *r, uint64_t *frames, const char **verd
     *verdict = r->run.verdict;
 }
 
+void report_set_trace_window(struct report *r, int64_t window_ns)
+{
+    r->stats.trace_window_ns = window_ns;
+}
+
+bool report_trace_window_parse(const char *text, int64_t *ret_ns)
+{
+    long seconds;
+    if (fscope_config_keyword(text, "all")) {
+        *ret_ns = 0;
+        return true;
+    }
+    if (!fscope_config_parse_long(text, 1, TRACE_WINDOW_MAX_S, &seconds))
+        return false;
+    *ret_ns = (int64_t)seconds * 1000000000;
+    return true;
+}
+
 bool report_has_frames(const struct report *r)
 {
     return r->stats.frames > 0;
@@ -197,6 +227,7 @@ static const struct {
     [REPORT_CSV] = { "csv", "frames.csv", csv_writer, false },
     [REPORT_ZONES] = { "zones", "zones.csv", zones_writer, false },
     [REPORT_TRACE] = { "trace", "trace.json", trace_writer, false },
+    [REPORT_PERFETTO] = { "perfetto", "trace.perfetto-trace", perfetto_writer, false },
     [REPORT_THREADS] = { "threads", "threads.csv", threads_writer, false },
     [REPORT_PRESENTMON] = { "presentmon", "presentmon.csv", formats_write_presentmon, true },
     [REPORT_MANGOHUD] = { "mangohud", "mangohud.csv", formats_write_mangohud, true },

@@ -29,6 +29,7 @@ enum report_format {
     REPORT_CSV,   /* frames.csv */
     REPORT_ZONES, /* zones.csv */
     REPORT_TRACE, /* trace.json */
+    REPORT_PERFETTO, /* trace.perfetto-trace */
     REPORT_THREADS, /* threads.csv */
     REPORT_PRESENTMON,
     REPORT_MANGOHUD,
@@ -51,6 +52,12 @@ void report_destroy(struct report *r);
 bool report_has_frames(const struct report *r);
 /* The run's frames and verdict ("none" without frames), as its summary gives them. */
 void report_headline(const struct report *r, uint64_t *frames, const char **verdict);
+/* trace.json holds the last window_ns of the run (0: all of it); TRACE_WINDOW_DEFAULT_S
+ * unless set. */
+void report_set_trace_window(struct report *r, int64_t window_ns);
+/* FRAMESCOPE_TRACE_WINDOW's value: whole seconds from 1 to TRACE_WINDOW_MAX_S, or "all" (any
+ * case; 0 ns). ret_ns is written only on success. */
+bool report_trace_window_parse(const char *text, int64_t *ret_ns);
 
 /* Writes one format. Returns 0 or -errno. */
 int report_write(FILE *f, const struct report *r, enum report_format format);

@@ -76,6 +76,9 @@ struct run_stats {
     struct hitch_stats hitches;
     struct engine_stats engine;
     struct sampling_bias sampling;
+    /* trace.json's window (trace_run.window_ns): set by report_create, changed by
+     * report_set_trace_window. */
+    int64_t trace_window_ns;
 };
 
 /* Fills s from rec (frames' GPU fields computed already: recording_compute_gpu_busy). */

@@ -19,8 +19,6 @@
 #include "report.h"
 #include "zones.h"
 
-#define TRACE_MAX_DEPTH 64
-
 /* VkObjectType values (analysis does not see Vulkan's headers). */
 #define OBJECT_TYPE_COMMAND_BUFFER 6
 #define OBJECT_TYPE_COMMAND_POOL 25
@@ -31,7 +29,13 @@ struct trace_writer {
     int pid;
     int64_t base_ns;
     bool first;
+    uint64_t window_from; /* events before this tick are left out (0: none is) */
 };
+
+static bool in_window(const struct trace_writer *w, uint64_t ticks)
+{
+    return ticks >= w->window_from;
+}
 
 static void event_prefix(struct trace_writer *w, const char *ph, int tid, uint64_t ticks)
 {
@@ -41,57 +45,98 @@ static void event_prefix(struct trace_writer *w, const char *ph, int tid, uint64
     w->first = false;
 }
 
-static void write_thread(struct trace_writer *w, const struct recording_thread *t,
-                         const struct fscope_event **stack)
+int trace_thread_replay(const struct recording *rec, const struct recording_thread *t,
+                        trace_zone_fn fn, void *ctx)
 {
+    const struct fscope_event **stack = malloc(sizeof(*stack) * TRACE_MAX_DEPTH);
+    if (!stack)
+        return -ENOMEM;
     const struct fscope_event *events = t->events;
-    uint64_t count = t->event_count;
-    int tid = t->tid;
-
-    fprintf(w->f, "%s\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
-            "\"args\":{\"name\":", w->first ? "" : ",", w->pid, tid);
-    json_write_string(w->f, t->name[0] ? t->name : "thread");
-    fputs("}}", w->f);
-    w->first = false;
-
     unsigned depth = 0, overflow = 0;
     uint64_t last = 0;
-    for (uint64_t i = 0; i < count; i++) {
+    for (uint64_t i = 0; i < t->event_count; i++) {
         const struct fscope_event *e = &events[i];
         /* A ring wraps in order; a timestamp going backwards can only be a torn slot. */
         if (e->ticks < last)
             continue;
         last = e->ticks;
-        const struct rec_loc *loc = e->loc ? recording_loc_find(w->rec, e->loc) : NULL;
+        const struct rec_loc *loc = e->loc ? recording_loc_find(rec, e->loc) : NULL;
         if (loc && (loc->flags & FSCOPE_LOC_INSTANT)) {
-            event_prefix(w, "i", tid, e->ticks);
-            fputs(",\"s\":\"t\",\"name\":", w->f);
-            json_write_string(w->f, loc->name);
-            fputc('}', w->f);
+            fn(ctx, &(struct trace_zone_event){ TRACE_ZONE_INSTANT, e->ticks, loc->name, e,
+                                                depth, false });
         } else if (e->loc) {
             if (depth >= TRACE_MAX_DEPTH) {
                 overflow++;
                 continue;
             }
-            stack[depth++] = &events[i];
-            event_prefix(w, "B", tid, e->ticks);
-            fputs(",\"name\":", w->f);
-            json_write_string(w->f, loc ? loc->name : "?");
-            fputc('}', w->f);
+            stack[depth] = e;
+            fn(ctx, &(struct trace_zone_event){ TRACE_ZONE_BEGIN, e->ticks, loc ? loc->name : "?",
+                                                e, depth, false });
+            depth++;
         } else if (overflow) {
             overflow--;
         } else if (depth) {
             depth--;
-            event_prefix(w, "E", tid, e->ticks);
-            fputc('}', w->f);
+            fn(ctx, &(struct trace_zone_event){ TRACE_ZONE_END, e->ticks, NULL, stack[depth],
+                                                depth, false });
         }
         /* else: the end of a zone whose begin was overwritten; dropped. */
     }
     while (depth) {
         depth--;
-        event_prefix(w, "E", tid, last);
-        fputs(",\"args\":{\"open_at_dump\":true}}", w->f);
+        fn(ctx, &(struct trace_zone_event){ TRACE_ZONE_END, last, NULL, stack[depth], depth,
+                                            true });
     }
+    free(stack);
+    return 0;
+}
+
+struct json_thread {
+    struct trace_writer *w;
+    int tid;
+    bool dropped[TRACE_MAX_DEPTH]; /* the zone open at each depth began before the window */
+};
+
+static void json_zone(void *ctx, const struct trace_zone_event *e)
+{
+    struct json_thread *j = ctx;
+    struct trace_writer *w = j->w;
+    switch (e->kind) {
+    case TRACE_ZONE_INSTANT:
+        if (!in_window(w, e->ticks))
+            return;
+        event_prefix(w, "i", j->tid, e->ticks);
+        fputs(",\"s\":\"t\",\"name\":", w->f);
+        json_write_string(w->f, e->name);
+        fputc('}', w->f);
+        break;
+    case TRACE_ZONE_BEGIN:
+        j->dropped[e->depth] = !in_window(w, e->ticks);
+        if (j->dropped[e->depth])
+            return;
+        event_prefix(w, "B", j->tid, e->ticks);
+        fputs(",\"name\":", w->f);
+        json_write_string(w->f, e->name);
+        fputc('}', w->f);
+        break;
+    case TRACE_ZONE_END:
+        if (j->dropped[e->depth])
+            return;
+        event_prefix(w, "E", j->tid, e->ticks);
+        fputs(e->open_at_dump ? ",\"args\":{\"open_at_dump\":true}}" : "}", w->f);
+        break;
+    }
+}
+
+static int write_thread(struct trace_writer *w, const struct recording_thread *t)
+{
+    fprintf(w->f, "%s\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
+            "\"args\":{\"name\":", w->first ? "" : ",", w->pid, t->tid);
+    json_write_string(w->f, t->name[0] ? t->name : "thread");
+    fputs("}}", w->f);
+    w->first = false;
+    struct json_thread j = { .w = w, .tid = t->tid };
+    return trace_thread_replay(w->rec, t, json_zone, &j);
 }
 
 /* Each hitch as an instant event on the track of the thread that closed its frame, at the
@@ -100,14 +145,23 @@ static void write_hitches(struct trace_writer *w, const struct hitch_stats *hitc
 {
     for (uint64_t i = 0; hitches && i < hitches->count; i++) {
         const struct hitch *h = &hitches->hitches[i];
-        int tid = h->tid ? h->tid : w->pid;
-        event_prefix(w, "i", tid, h->end_ticks);
-        fprintf(w->f, ",\"s\":\"t\",\"name\":\"hitch +%.1f ms: %s\",\"args\":{\"frame\":%llu,"
-                "\"surface\":%u,\"frame_ms\":%.3f,\"median_ms\":%.3f}}",
-                (double)(h->frame_ns - h->median_ns) / 1e6, hitch_cause_name(h->cause),
-                (unsigned long long)h->frame, h->log, (double)h->frame_ns / 1e6,
-                (double)h->median_ns / 1e6);
+        if (!in_window(w, h->end_ticks))
+            continue;
+        char name[TRACE_HITCH_NAME_SIZE];
+        event_prefix(w, "i", h->tid ? h->tid : w->pid, h->end_ticks);
+        fputs(",\"s\":\"t\",\"name\":", w->f);
+        json_write_string(w->f, trace_hitch_name(h, name));
+        fprintf(w->f, ",\"args\":{\"frame\":%llu,\"surface\":%u,\"frame_ms\":%.3f,"
+                "\"median_ms\":%.3f}}", (unsigned long long)h->frame, h->log,
+                (double)h->frame_ns / 1e6, (double)h->median_ns / 1e6);
     }
+}
+
+const char *trace_hitch_name(const struct hitch *h, char name[TRACE_HITCH_NAME_SIZE])
+{
+    snprintf(name, TRACE_HITCH_NAME_SIZE, "hitch +%.1f ms: %s",
+             (double)(h->frame_ns - h->median_ns) / 1e6, hitch_cause_name(h->cause));
+    return name;
 }
 
 /* The app's name for it, else prefix and its handle in hex ("command buffer 0x55d0..."). */
@@ -122,22 +176,8 @@ static const char *object_label(const struct recording *rec, uint32_t device_id,
     return buf;
 }
 
-/* An "X" event up to its name; the caller writes its args and closes it. */
-static void interval_prefix(struct trace_writer *w, int tid, uint64_t begin, uint64_t end,
-                            const char *name)
+void trace_engine_intervals(const struct recording *rec, trace_interval_fn fn, void *ctx)
 {
-    event_prefix(w, "X", tid, begin);
-    double dur = (double)(recording_mono_ns(w->rec, end) - recording_mono_ns(w->rec, begin)) /
-                 1000.0;
-    fprintf(w->f, ",\"dur\":%.3f,\"name\":", dur);
-    json_write_string(w->f, name);
-}
-
-/* Each command buffer recording, vkBeginCommandBuffer to vkEndCommandBuffer's return, and each
- * command pool call, on the track of the thread that made it. */
-static void write_engine_intervals(struct trace_writer *w)
-{
-    const struct recording *rec = w->rec;
     const struct recording_engine *g = &rec->engine;
     char cb[OBJECT_NAME_SIZE + 32], pool[OBJECT_NAME_SIZE + 32], name[2 * OBJECT_NAME_SIZE + 64];
     for (uint64_t i = 0; i < g->recording_count; i++) {
@@ -145,15 +185,9 @@ static void write_engine_intervals(struct trace_writer *w)
         object_label(rec, r->device_id, OBJECT_TYPE_COMMAND_BUFFER, r->cb, "command buffer ", cb,
                      sizeof(cb));
         snprintf(name, sizeof(name), "record %s", cb);
-        interval_prefix(w, r->tid, r->begin_ticks, r->end_ticks, name);
-        fprintf(w->f, ",\"args\":{\"commands\":%u,\"draws\":%u,\"binds\":%u,\"redundant\":%u,"
-                "\"secondary\":%s,\"pool\":", r->commands, r->draws, r->binds, r->redundant,
-                r->flags & CMD_RECORDING_SECONDARY ? "true" : "false");
-        json_write_string(w->f, object_label(rec, r->device_id, OBJECT_TYPE_COMMAND_POOL, r->pool, "",
-                                             pool, sizeof(pool)));
-        if (r->flags & CMD_RECORDING_FAILED)
-            fputs(",\"failed\":true", w->f);
-        fputs("}}", w->f);
+        object_label(rec, r->device_id, OBJECT_TYPE_COMMAND_POOL, r->pool, "", pool, sizeof(pool));
+        fn(ctx, &(struct trace_interval){ r->tid, r->begin_ticks, r->end_ticks, name, pool,
+                                          NULL, r, NULL });
     }
     static const char *const calls[] = {
         [POOL_OP_RESET_POOL] = "vkResetCommandPool",
@@ -170,27 +204,47 @@ static void write_engine_intervals(struct trace_writer *w)
         /* Named by the object the call takes first: vkResetCommandBuffer's command buffer,
          * the others' pool. */
         snprintf(name, sizeof(name), "%s %s", calls[op->kind], buffer ? cb : pool);
-        interval_prefix(w, op->tid, op->begin_ticks, op->end_ticks, name);
-        fputs(",\"args\":{\"pool\":", w->f);
-        json_write_string(w->f, pool);
-        if (buffer) {
-            fputs(",\"command_buffer\":", w->f);
-            json_write_string(w->f, cb);
-        }
-        if (op->kind == POOL_OP_FREE)
-            fprintf(w->f, ",\"count\":%u", op->count);
-        fputs("}}", w->f);
+        fn(ctx, &(struct trace_interval){ op->tid, op->begin_ticks, op->end_ticks, name, pool,
+                                          buffer ? cb : NULL, NULL, op });
     }
 }
 
-/* One sample of a counter track of the app's process. */
-static void write_counter(struct trace_writer *w, uint64_t ticks, const char *name,
-                          const char *key, double value)
+/* An "X" event up to its name; the caller writes its args and closes it. */
+static void interval_prefix(struct trace_writer *w, int tid, uint64_t begin, uint64_t end,
+                            const char *name)
 {
-    event_prefix(w, "C", w->pid, ticks);
-    fputs(",\"name\":", w->f);
+    event_prefix(w, "X", tid, begin);
+    double dur = (double)(recording_mono_ns(w->rec, end) - recording_mono_ns(w->rec, begin)) /
+                 1000.0;
+    fprintf(w->f, ",\"dur\":%.3f,\"name\":", dur);
     json_write_string(w->f, name);
-    fprintf(w->f, ",\"args\":{\"%s\":%.6f}}", key, isfinite(value) ? value : 0.0);
+}
+
+static void json_interval(void *ctx, const struct trace_interval *iv)
+{
+    struct trace_writer *w = ctx;
+    if (!in_window(w, iv->begin_ticks))
+        return;
+    interval_prefix(w, iv->tid, iv->begin_ticks, iv->end_ticks, iv->name);
+    if (iv->recording) {
+        const struct cmd_recording *r = iv->recording;
+        fprintf(w->f, ",\"args\":{\"commands\":%u,\"draws\":%u,\"binds\":%u,\"redundant\":%u,"
+                "\"secondary\":%s,\"pool\":", r->commands, r->draws, r->binds, r->redundant,
+                r->flags & CMD_RECORDING_SECONDARY ? "true" : "false");
+        json_write_string(w->f, iv->pool);
+        if (r->flags & CMD_RECORDING_FAILED)
+            fputs(",\"failed\":true", w->f);
+    } else {
+        fputs(",\"args\":{\"pool\":", w->f);
+        json_write_string(w->f, iv->pool);
+        if (iv->command_buffer) {
+            fputs(",\"command_buffer\":", w->f);
+            json_write_string(w->f, iv->command_buffer);
+        }
+        if (iv->pool_op->kind == POOL_OP_FREE)
+            fprintf(w->f, ",\"count\":%u", iv->pool_op->count);
+    }
+    fputs("}}", w->f);
 }
 
 static double mib(uint64_t bytes)
@@ -198,24 +252,29 @@ static double mib(uint64_t bytes)
     return (double)bytes / (1024.0 * 1024.0);
 }
 
-/* The process's gauges as the kernel sampler read them, and VK_EXT_memory_budget's heaps. */
-static void write_gauge_counters(struct trace_writer *w)
+static void counter1(trace_counter_fn fn, void *ctx, uint64_t ticks, const char *name,
+                     const char *key, double value)
 {
-    const struct recording_engine *g = &w->rec->engine;
+    fn(ctx, &(struct trace_counter){ ticks, name, 1, { key }, { value }, false });
+}
+
+/* The process's gauges as the kernel sampler read them, and VK_EXT_memory_budget's heaps. */
+static void gauge_counters(const struct recording *rec, trace_counter_fn fn, void *ctx)
+{
+    const struct recording_engine *g = &rec->engine;
     bool descriptors = false;
     for (uint64_t i = 0; i < g->gauge_count; i++) {
         const struct gauge_sample *s = &g->gauges[i];
         descriptors |= s->descriptor_sets || s->descriptor_capacity;
         if (s->rss_bytes) /* 0: not read */
-            write_counter(w, s->ticks, "rss MiB", "rss", mib(s->rss_bytes));
+            counter1(fn, ctx, s->ticks, "rss MiB", "rss", mib(s->rss_bytes));
     }
     /* No pool ever made: a track of zeros would say the app has no room, not that it has none. */
     for (uint64_t i = 0; descriptors && i < g->gauge_count; i++) {
         const struct gauge_sample *s = &g->gauges[i];
-        event_prefix(w, "C", w->pid, s->ticks);
-        fprintf(w->f, ",\"name\":\"descriptor sets\",\"args\":{\"sets\":%llu,\"capacity\":%llu}}",
-                (unsigned long long)s->descriptor_sets,
-                (unsigned long long)s->descriptor_capacity);
+        fn(ctx, &(struct trace_counter){ s->ticks, "descriptor sets", 2, { "sets", "capacity" },
+                                         { (double)s->descriptor_sets,
+                                           (double)s->descriptor_capacity }, true });
     }
     /* Heaps are named by their device only when budgets of two devices were read. */
     bool devices = false;
@@ -228,9 +287,9 @@ static void write_gauge_counters(struct trace_writer *w)
             if (devices)
                 snprintf(device, sizeof(device), "device %u ", b->device_id);
             snprintf(name, sizeof(name), "%sheap %u usage MiB", device, k);
-            write_counter(w, b->ticks, name, "usage", mib(b->usage[k]));
+            counter1(fn, ctx, b->ticks, name, "usage", mib(b->usage[k]));
             snprintf(name, sizeof(name), "%sheap %u budget MiB", device, k);
-            write_counter(w, b->ticks, name, "budget", mib(b->budget[k]));
+            counter1(fn, ctx, b->ticks, name, "budget", mib(b->budget[k]));
         }
     }
 }
@@ -238,9 +297,9 @@ static void write_gauge_counters(struct trace_writer *w)
 /* Per frame, at its start, so that each value holds over the frame it describes: its rate,
  * its CPU part and its GPU busy time as frames.csv gives them (GPU busy only for a frame whose
  * submissions were timed). */
-static void write_frame_counters(struct trace_writer *w, unsigned primary_log)
+static void frame_counters(const struct recording *rec, unsigned primary_log, trace_counter_fn fn,
+                           void *ctx)
 {
-    const struct recording *rec = w->rec;
     for (unsigned l = 0; l < rec->log_count; l++) {
         const struct recording_log *log = &rec->logs[l];
         char fps[48], cpu[48], gpu[48], surface[24] = "";
@@ -254,38 +313,125 @@ static void write_frame_counters(struct trace_writer *w, unsigned primary_log)
             struct frame_budget_ns b;
             frame_budget(rec, fr, NULL, &b); /* the evidence only splits blocks: not used */
             if (b.frame > 0)
-                write_counter(w, fr->start_ticks, fps, "fps", 1e9 / (double)b.frame);
-            write_counter(w, fr->start_ticks, cpu, "cpu", (double)b.cpu / 1e6);
+                fn(ctx, &(struct trace_counter){ fr->start_ticks, fps, 1, { "fps" },
+                                                 { 1e9 / (double)b.frame }, false, b.frame });
+            counter1(fn, ctx, fr->start_ticks, cpu, "cpu", (double)b.cpu / 1e6);
             if (b.gpu_timed)
-                write_counter(w, fr->start_ticks, gpu, "busy", (double)b.gpu_busy / 1e6);
+                counter1(fn, ctx, fr->start_ticks, gpu, "busy", (double)b.gpu_busy / 1e6);
         }
     }
 }
 
+void trace_counters(const struct recording *rec, const struct trace_run *run, trace_counter_fn fn,
+                    void *ctx)
+{
+    gauge_counters(rec, fn, ctx);
+    const struct engine_stats *engine = run ? run->engine : NULL;
+    for (uint64_t i = 0; engine && i < engine->live_point_count; i++)
+        counter1(fn, ctx, engine->live_points[i].ticks, "device memory MiB", "live",
+                 mib(engine->live_points[i].live_bytes));
+    if (run && run->frame_counters)
+        frame_counters(rec, run->primary_log, fn, ctx);
+}
+
+/* One sample of a counter track of the app's process. */
+static void json_counter(void *ctx, const struct trace_counter *c)
+{
+    struct trace_writer *w = ctx;
+    if (!in_window(w, c->ticks))
+        return;
+    event_prefix(w, "C", w->pid, c->ticks);
+    fputs(",\"name\":", w->f);
+    json_write_string(w->f, c->name);
+    fputs(",\"args\":{", w->f);
+    for (unsigned k = 0; k < c->count; k++) {
+        double value = isfinite(c->values[k]) ? c->values[k] : 0.0;
+        if (c->integer)
+            fprintf(w->f, "%s\"%s\":%llu", k ? "," : "", c->keys[k], (unsigned long long)value);
+        else
+            fprintf(w->f, "%s\"%s\":%.6f", k ? "," : "", c->keys[k], value);
+    }
+    fputs("}}", w->f);
+}
+
+/* The latest moment anything of the trace happened at: where its window ends. */
+static void span_note(uint64_t ticks, uint64_t *first, uint64_t *last)
+{
+    if (ticks && ticks < *first)
+        *first = ticks;
+    if (ticks > *last)
+        *last = ticks;
+}
+
+static void counter_span(void *ctx, const struct trace_counter *c)
+{
+    uint64_t *range = ctx;
+    span_note(c->ticks, &range[0], &range[1]);
+}
+
+static void interval_span(void *ctx, const struct trace_interval *iv)
+{
+    uint64_t *range = ctx;
+    span_note(iv->begin_ticks, &range[0], &range[1]);
+    span_note(iv->end_ticks, &range[0], &range[1]);
+}
+
+bool trace_time_range(const struct recording *rec, const struct trace_run *run,
+                      uint64_t *ret_first, uint64_t *ret_last)
+{
+    uint64_t range[2] = { UINT64_MAX, 0 };
+    for (unsigned i = 0; i < rec->thread_count; i++) {
+        const struct recording_thread *t = &rec->threads[i];
+        if (t->event_count) {
+            span_note(t->events[0].ticks, &range[0], &range[1]);
+            span_note(t->events[t->event_count - 1].ticks, &range[0], &range[1]);
+        }
+    }
+    for (uint64_t i = 0; i < rec->gpu_zone_count; i++) {
+        span_note(rec->gpu_zones[i].begin, &range[0], &range[1]);
+        span_note(rec->gpu_zones[i].end, &range[0], &range[1]);
+    }
+    for (uint64_t i = 0; run && run->hitches && i < run->hitches->count; i++)
+        span_note(run->hitches->hitches[i].end_ticks, &range[0], &range[1]);
+    trace_engine_intervals(rec, interval_span, range);
+    trace_counters(rec, run, counter_span, range);
+    if (range[1] == 0)
+        return false;
+    *ret_first = range[0];
+    *ret_last = range[1];
+    return true;
+}
+
 int trace_write_run(FILE *f, const struct recording *rec, const struct trace_run *run)
 {
-    const struct fscope_event **stack = malloc(sizeof(*stack) * TRACE_MAX_DEPTH);
-    if (!stack)
-        return -ENOMEM;
     struct trace_writer w = { .rec = rec, .f = f, .pid = rec->pid, .first = true };
+    uint64_t first, last;
+    int64_t window_ns = run ? run->window_ns : 0;
+    bool windowed = false;
+    if (window_ns > 0 && trace_time_range(rec, run, &first, &last) &&
+        recording_ns(rec, last - first) > (double)window_ns) {
+        windowed = true;
+        w.window_from = last - (uint64_t)((double)window_ns / rec->ns_per_tick);
+    }
     char clock[160];
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":", f);
     json_write_string(f, recording_clock_describe(rec, clock, sizeof(clock)));
-    fputs(",\"timestamps\":\"CLOCK_MONOTONIC microseconds\"},\"traceEvents\":[", f);
-    for (unsigned i = 0; i < rec->thread_count; i++)
-        write_thread(&w, &rec->threads[i], stack);
-    gpu_zones_write_trace(f, rec, w.pid, w.base_ns, &w.first);
+    fputs(",\"timestamps\":\"CLOCK_MONOTONIC microseconds\"", f);
+    if (windowed)
+        fprintf(f, ",\"window\":\"the last %.0f s of the run only: events before %.3f us left "
+                "out; trace.perfetto-trace holds them all\"", (double)window_ns / 1e9,
+                (double)recording_mono_ns(rec, w.window_from) / 1000.0);
+    fputs("},\"traceEvents\":[", f);
+    for (unsigned i = 0; i < rec->thread_count; i++) {
+        int e = write_thread(&w, &rec->threads[i]);
+        if (e)
+            return e;
+    }
+    gpu_zones_write_trace(f, rec, w.pid, w.base_ns, w.window_from, &w.first);
     write_hitches(&w, run ? run->hitches : NULL);
-    write_engine_intervals(&w);
-    write_gauge_counters(&w);
-    const struct engine_stats *engine = run ? run->engine : NULL;
-    for (uint64_t i = 0; engine && i < engine->live_point_count; i++)
-        write_counter(&w, engine->live_points[i].ticks, "device memory MiB", "live",
-                      mib(engine->live_points[i].live_bytes));
-    if (run && run->frame_counters)
-        write_frame_counters(&w, run->primary_log);
+    trace_engine_intervals(rec, json_interval, &w);
+    trace_counters(rec, run, json_counter, &w);
     fputs("\n]}\n", f);
-    free(stack);
     return 0;
 }
 
