@@ -5,13 +5,19 @@ frames.csv, report.html's data checked against frames.csv and summary.json (its 
 GPU series, its hitch groups), and the page opened and photographed in a real headless browser
 (Debian's chromium).
 
+trace.perfetto-trace is decoded with protoc (Debian's protobuf-compiler) against the subset of
+Perfetto's protos in tests/perfetto/, and every event of trace.json looked for in it.
+
 usage: test_formats.py TEST BUILD_DIR DEMO"""
 import csv
 import json
 import os
 import re
 import shutil
+import bisect
+import collections
 import struct
+import subprocess
 import sys
 import tempfile
 import zlib
@@ -504,5 +510,320 @@ def test_html(build, demo):
           f"{status_text(dom)!r}")
 
 
+
+# --- trace.perfetto-trace -------------------------------------------------------------------
+
+PERFETTO_PROTO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "perfetto",
+                              "perfetto_subset.proto")
+
+
+def read_varint(data, at):
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7f) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def perfetto_packets(raw):
+    """The Trace's packets with compressed_packets (field 50) inflated in place, as one Trace's
+    bytes again: protoc decodes messages, not zlib."""
+    out, at = bytearray(), 0
+    while at < len(raw):
+        start = at
+        tag, at = read_varint(raw, at)
+        check(tag == (1 << 3 | 2), f"a Trace field other than packet at byte {start}: tag {tag}")
+        length, at = read_varint(raw, at)
+        packet, at = raw[at:at + length], at + length
+        check(len(packet) == length, "the trace ends inside a packet")
+        inner, compressed = 0, None
+        while inner < len(packet):
+            field, inner = read_varint(packet, inner)
+            if field & 7 == 2:
+                n, inner = read_varint(packet, inner)
+                if field >> 3 == 50:
+                    compressed = packet[inner:inner + n]
+                inner += n
+            elif field & 7 == 0:
+                _, inner = read_varint(packet, inner)
+            elif field & 7 == 1:
+                inner += 8
+            else:
+                check(False, f"wire type {field & 7} in a packet")
+        if compressed is not None:
+            check(length < 512 * 1024, f"a compressed batch of {length} bytes (Perfetto: < 512 KB)")
+            out += zlib.decompress(compressed)
+        else:
+            out += raw[start:at]
+    return bytes(out)
+
+
+def parse_text_format(text):
+    """protoc's text output as nested dicts of lists: {"packet": [{"timestamp": ["1"], ...}]}."""
+    root = {}
+    stack = [root]
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if line == "}":
+            stack.pop()
+        elif line.endswith("{"):
+            child = {}
+            stack[-1].setdefault(line[:-1].strip(), []).append(child)
+            stack.append(child)
+        else:
+            key, _, value = line.partition(": ")
+            if value.startswith('"'):
+                value = value[1:-1].encode().decode("unicode_escape").encode("latin-1").decode()
+            stack[-1].setdefault(key, []).append(value)
+    return root
+
+
+def one(message, key, default=None):
+    values = message.get(key)
+    return values[0] if values else default
+
+
+def decode_perfetto(path):
+    if not shutil.which("protoc"):
+        print("protoc not installed (Debian: protobuf-compiler)")
+        sys.exit(SKIP)
+    with open(path, "rb") as f:
+        raw = f.read()
+    trace = perfetto_packets(raw)
+    r = subprocess.run(["protoc", f"--proto_path={os.path.dirname(PERFETTO_PROTO)}",
+                        "--decode=framescope.perfetto.Trace", PERFETTO_PROTO],
+                       input=trace, capture_output=True, timeout=300)
+    check(r.returncode == 0, f"protoc --decode failed: {r.stderr.decode()[-2000:]}")
+    return len(raw), parse_text_format(r.stdout.decode())["packet"]
+
+
+class PerfettoTrace:
+    """Tracks by uuid, events in file order with their names resolved."""
+
+    def __init__(self, packets):
+        self.tracks, self.events, names = {}, [], {}
+        check(one(packets[0], "sequence_flags") == "1",
+              "the first packet does not clear the sequence's incremental state")
+        for p in packets:
+            check(one(p, "trusted_packet_sequence_id") == "1", f"a packet off the sequence: {p}")
+            for interned in p.get("interned_data", []):
+                for entry in interned.get("event_names", []):
+                    iid = one(entry, "iid")
+                    check(iid not in names, f"event name iid {iid} interned twice")
+                    names[iid] = one(entry, "name")
+            for d in p.get("track_descriptor", []):
+                self.tracks[int(one(d, "uuid"))] = d
+            for e in p.get("track_event", []):
+                check(one(p, "sequence_flags") == "2", "an event without SEQ_NEEDS_INCREMENTAL_STATE")
+                iid = one(e, "name_iid")
+                check(iid is None or iid in names, f"name iid {iid} used before it was interned")
+                self.events.append({
+                    "ts_us": int(one(p, "timestamp")) / 1000.0,
+                    "type": one(e, "type"),
+                    "track": int(one(e, "track_uuid")),
+                    "name": names.get(iid),
+                    "value": float(one(e, "double_counter_value", "nan")),
+                    "flows": [int(v) for v in e.get("flow_ids", [])],
+                    "flows_ending": [int(v) for v in e.get("terminating_flow_ids", [])],
+                })
+        for e in self.events:
+            check(e["track"] in self.tracks, f"an event on a track never described: {e}")
+
+    def name(self, uuid):
+        d = self.tracks[uuid]
+        thread = one(d, "thread")
+        return one(thread, "thread_name") if thread else one(d, "name")
+
+    def thread_tid(self, uuid):
+        thread = one(self.tracks[uuid], "thread")
+        return int(one(thread, "tid")) if thread else None
+
+    def parent(self, uuid):
+        p = one(self.tracks[uuid], "parent_uuid")
+        return int(p) if p else None
+
+
+def check_perfetto_against_json(trace, perfetto, summary):
+    """Every event of trace.json is in the Perfetto trace: same name, same time within 1 us,
+    on the track of the same thread (or queue, or device); begins and ends balance on every
+    track; each queue has its track; flows link submissions to GPU spans; a frame instant per
+    frame. Returns what it counted."""
+    thread_names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"}
+    by_tid = {perfetto.thread_tid(u): u for u in perfetto.tracks if perfetto.thread_tid(u)}
+    by_name = collections.defaultdict(set)
+    for u in perfetto.tracks:
+        by_name[perfetto.name(u)].add(u)
+
+    def tracks_of(tid, ph):
+        if tid >= 2000000:  # gpu zones of device tid - 2000000, over its lanes
+            base = f"gpu zones (device {tid - 2000000})"
+            return {u for u in perfetto.tracks if (perfetto.name(u) or "").startswith(base)}
+        if tid >= 1000000:  # a GPU queue's track: not a thread
+            found = by_name.get(thread_names.get(tid), set())
+            check(found and all(perfetto.thread_tid(u) is None for u in found),
+                  f"no track for GPU queue {thread_names.get(tid)!r} (tid {tid})")
+            return found
+        check(tid in by_tid, f"no thread track for tid {tid}")
+        if ph == "X":  # command buffer calls: the thread's "command buffers" tracks
+            return {u for u in perfetto.tracks if perfetto.parent(u) == by_tid[tid] and
+                    (perfetto.name(u) or "").startswith("command buffers")}
+        return {by_tid[tid]}
+
+    # (type, track, name) -> sorted times; matched entries removed.
+    index = collections.defaultdict(list)
+    for e in perfetto.events:
+        index[(e["type"], e["track"], e["name"])].append(e["ts_us"])
+    for times in index.values():
+        times.sort()
+
+    def take(kind, tracks, name, ts_us, what):
+        for track in sorted(tracks):
+            times = index.get((kind, track, name), [])
+            i = bisect.bisect_left(times, ts_us - 1.0)
+            if i < len(times) and abs(times[i] - ts_us) <= 1.0:
+                del times[i]
+                return track
+        check(False, f"trace.json's {what} has no {kind} in the Perfetto trace")
+
+    counted = collections.Counter()
+    open_on = collections.defaultdict(list)  # JSON tid -> tracks of its open B events
+    counters = collections.defaultdict(list)
+    for e in perfetto.events:
+        if e["type"] == "TYPE_COUNTER":
+            counters[perfetto.name(e["track"])].append((e["ts_us"], e["value"]))
+    for e in trace["traceEvents"]:
+        ph, tid = e["ph"], e.get("tid", 0)
+        what = f"{ph} {e.get('name')!r} at {e.get('ts')} us (tid {tid})"
+        if ph == "B":
+            open_on[tid].append(take("TYPE_SLICE_BEGIN", tracks_of(tid, ph), e["name"], e["ts"], what))
+        elif ph == "E":
+            check(open_on[tid], f"trace.json's {what} closes nothing")
+            take("TYPE_SLICE_END", {open_on[tid].pop()}, None, e["ts"], what)
+        elif ph == "X":
+            track = take("TYPE_SLICE_BEGIN", tracks_of(tid, ph), e["name"], e["ts"], what)
+            take("TYPE_SLICE_END", {track}, None, e["ts"] + e["dur"], what + "'s end")
+        elif ph == "i":
+            take("TYPE_INSTANT", tracks_of(tid, ph), e["name"], e["ts"], what)
+        elif ph == "C":
+            args = e["args"]
+            for key, value in args.items():
+                name = e["name"] if len(args) == 1 else f"{e['name']} {key}"
+                samples = counters.get(name, [])
+                match = [v for t, v in samples if abs(t - e["ts"]) <= 1.0 and
+                         abs(v - value) <= 1e-6 * max(1.0, abs(value))]
+                check(match, f"trace.json's {what} {key}={value} has no sample on counter "
+                      f"track {name!r}")
+        else:
+            check(ph == "M", f"an event of phase {ph} in trace.json")
+            continue
+        counted[ph] += 1
+
+    # Begins and ends balance on every track, in time order (file order among equal times).
+    depth = collections.Counter()
+    order = sorted(range(len(perfetto.events)), key=lambda i: perfetto.events[i]["ts_us"])
+    for i in order:
+        e = perfetto.events[i]
+        if e["type"] == "TYPE_SLICE_BEGIN":
+            depth[e["track"]] += 1
+        elif e["type"] == "TYPE_SLICE_END":
+            depth[e["track"]] -= 1
+            check(depth[e["track"]] >= 0, f"an end with nothing open on track "
+                  f"{perfetto.name(e['track'])!r} at {e['ts_us']} us")
+    check(not any(depth.values()), f"slices left open: {dict(depth)}")
+
+    # Flows: each id leaves one vkQueueSubmit (on a thread) and ends on one GPU span (on a
+    # queue's track), no earlier than it left.
+    starts = {f: e for e in perfetto.events for f in e["flows"]}
+    ends = {f: e for e in perfetto.events for f in e["flows_ending"]}
+    check(set(starts) == set(ends), "flows that start or end nowhere")
+    for f, start in starts.items():
+        end = ends[f]
+        check(start["name"].startswith("vkQueueSubmit") and
+              perfetto.thread_tid(start["track"]) is not None, f"flow {f} leaves {start}")
+        check(end["name"] == "submission" and perfetto.thread_tid(end["track"]) is None,
+              f"flow {f} ends on {end}")
+        check(start["ts_us"] <= end["ts_us"], f"flow {f} ends before it starts")
+    spans = [e for e in perfetto.events if e["type"] == "TYPE_SLICE_BEGIN" and
+             e["name"] == "submission"]
+    check(spans, "no GPU spans")
+
+    # A frame instant per frame of the run.
+    frames_tracks = by_name.get("frames", set())
+    check(len(frames_tracks) == 1, "no frames track")
+    frames = [e for e in perfetto.events if e["track"] in frames_tracks]
+    check(len(frames) == summary["frames"] and all(e["name"] == "frame" for e in frames),
+          f"{len(frames)} frame instants for {summary['frames']} frames")
+    counted["flows"], counted["spans"], counted["frames"] = len(starts), len(spans), len(frames)
+    return counted
+
+
+def test_perfetto(build, demo):
+    """trace.perfetto-trace against trace.json, on a run with everything the traces hold:
+    the layer's waits, GPU spans on a queue (every submission timed: run_app's default), GPU
+    zones in labelled passes, command buffer recordings, counters, a hitch."""
+    frames = 200
+    r, summary, rows = demo_run(build, demo, "mailbox", frames,
+                                ["--passes", "shadow:200,main:400", "--cpu-spike", "120:60"])
+    line = r.summary_line("capture") or ""
+    check("trace.perfetto-trace" in line, f"the capture line does not list it: {line}")
+    size, packets = decode_perfetto(os.path.join(r.capture_dir, "trace.perfetto-trace"))
+    perfetto = PerfettoTrace(packets)
+    trace = r.trace()
+    check("window" not in trace["otherData"], "a short run's trace.json says it was cut")
+    counted = check_perfetto_against_json(trace, perfetto, summary)
+    check(counted["X"] and counted["i"] and counted["C"] and counted["B"],
+          f"the run lacks a kind of event: {dict(counted)}")
+    check(any(e["name"] and e["name"].startswith("hitch") for e in perfetto.events),
+          "no hitch")
+    # Every submission was timed on one queue: every GPU span has its flow.
+    check(counted["flows"] == counted["spans"],
+          f"{counted['flows']} flows for {counted['spans']} GPU spans")
+    print(f"every event of trace.json in trace.perfetto-trace: {dict(counted)}; "
+          f"{size} bytes, {size / frames:.0f} B a frame")
+
+
+def test_trace_window(build, demo):
+    """FRAMESCOPE_TRACE_WINDOW=1: trace.json holds the last second and says so; the Perfetto
+    trace holds the whole run."""
+    frames = 180  # FIFO on the headless Weston's 60 Hz: 3 s
+    with Weston() as w:
+        r = run_app([demo, "--quiet", "--frames", str(frames)], w, build,
+                    extra_env={"FRAMESCOPE_TRACE_WINDOW": "1"})
+    check(r.rc == 0, f"demo exited {r.rc}: {r.stderr[-2000:]}")
+    summary, _, trace, _ = check_capture_consistent(r, expected_frames=frames)
+    window = trace["otherData"].get("window", "")
+    m = re.match(r"the last 1 s of the run only: events before ([0-9.]+) us left out; "
+                 r"trace.perfetto-trace holds them all$", window)
+    check(m, f"trace.json does not say it holds the last second: {window!r}")
+    cut = float(m.group(1))
+    timed = [e for e in trace["traceEvents"] if "ts" in e]
+    check(all(e["ts"] >= cut - 1e-3 for e in timed if e["ph"] != "E"),
+          "trace.json holds events from before its window")
+    last = max(e["ts"] + e.get("dur", 0) for e in timed)
+    check(abs(last - cut - 1e6) < 1e3, f"the window is {last - cut:.0f} us, not 1 s")
+    presents = sum(1 for e in timed if e["ph"] == "i" and e["name"] == "present")
+    check(presents < frames * 2 // 3, f"{presents} present marks in the last second of {frames}")
+    _, packets = decode_perfetto(os.path.join(r.capture_dir, "trace.perfetto-trace"))
+    perfetto = PerfettoTrace(packets)
+    frame_marks = [e for e in perfetto.events if e["name"] == "frame"]
+    check(len(frame_marks) == summary["frames"] == frames,
+          f"the Perfetto trace has {len(frame_marks)} frames of {frames}")
+    # The same run's trace.json with no window: every event, as the Perfetto trace has them.
+    env = dict(os.environ, FRAMESCOPE_TRACE_WINDOW="all")
+    full = subprocess.run([os.path.join(build, "tools", "framescope"), "report", "--format",
+                           "trace", r.capture_dir], env=env, capture_output=True, timeout=120)
+    check(full.returncode == 0, f"framescope report: {full.stderr.decode()[-1000:]}")
+    whole = json.loads(full.stdout)
+    check("window" not in whole["otherData"], "FRAMESCOPE_TRACE_WINDOW=all cut the trace")
+    counted = check_perfetto_against_json(whole, perfetto, summary)
+    print(f"trace.json: the last second ({presents} present marks), the window said; "
+          f"the whole run in trace.perfetto-trace: {dict(counted)}")
+
 if __name__ == "__main__":
-    main({"csv": test_csv, "html": test_html, "html-data": test_html_data})
+    main({"csv": test_csv, "html": test_html, "html-data": test_html_data,
+          "perfetto": test_perfetto, "trace_window": test_trace_window})

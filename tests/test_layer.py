@@ -817,6 +817,7 @@ def test_bad_input(build, demo):
         "FRAMESCOPE_RING_EVENTS": "-4",
         "FRAMESCOPE_DETAIL": detail,
         "FRAMESCOPE_CAP": " 60",
+        "FRAMESCOPE_TRACE_WINDOW": "10m",
         "FRAMESCOPE_TEST_FAULT": "everything",
         "FRAMESCOPE_TYPO": "1",
         # Not a descriptor: the app records on its own (the capture below is whole).
@@ -836,6 +837,9 @@ def test_bad_input(build, demo):
     check(any("FRAMESCOPE_SUMMARY='.hidden' is not off, stderr, full or a path" in l for l in warnings),
           "FRAMESCOPE_SUMMARY=.hidden not refused")
     check(not os.path.exists(".hidden"), "FRAMESCOPE_SUMMARY=.hidden was written")
+    check(any("FRAMESCOPE_TRACE_WINDOW='10m' is not a number of seconds from 1 to 604800 or all; "
+              "trace.json keeps the last 600 s" in l for l in warnings),
+          "FRAMESCOPE_TRACE_WINDOW=10m not refused")
     check(any("FRAMESCOPE_GPU_ZONES='hosted' is not on, off or host; using on" in l
               for l in warnings), "FRAMESCOPE_GPU_ZONES=hosted not refused")
     # The summary fell back to stderr's one screen: GPU timing's note is in summary.json.

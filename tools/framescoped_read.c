@@ -153,6 +153,7 @@ int write_capture(const struct app *a, uint32_t last_ms, const char *path,
     if (!report) {
         e = -ENOMEM;
     } else {
+        report_set_trace_window_from(report, getenv("FRAMESCOPE_TRACE_WINDOW"));
         e = report_write_capture(report, c.bytes, c.len, path, NULL);
         if (e)
             snprintf(why, why_len, "cannot write %s: %s", path, strerror(-e));

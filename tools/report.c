@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -110,6 +111,7 @@ int cmd_report(int argc, char **argv)
     struct report *report = report_create_window(rec, (uint32_t)window_ms);
     int status = 1;
     if (report) {
+        report_set_trace_window_from(report, getenv("FRAMESCOPE_TRACE_WINDOW"));
         e = report_write(stdout, report, format);
         /* The summary as printed at the end of the run names the capture it was written to. */
         if (e == 0 && (format == REPORT_TEXT || format == REPORT_TEXT_FULL))

@@ -210,6 +210,21 @@ bool report_trace_window_parse(const char *text, int64_t *ret_ns)
     return true;
 }
 
+void report_set_trace_window_from(struct report *r, const char *text)
+{
+    int64_t window_ns;
+    if (!text || !*text)
+        return;
+    if (report_trace_window_parse(text, &window_ns)) {
+        report_set_trace_window(r, window_ns);
+        return;
+    }
+    char shown[FSCOPE_ESCAPE_SIZE];
+    fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_TRACE_WINDOW='%s' is not a number of seconds from 1 "
+               "to %d or all; trace.json keeps the last %d s", fscope_config_escape(text, shown,
+               sizeof(shown)), TRACE_WINDOW_MAX_S, TRACE_WINDOW_DEFAULT_S);
+}
+
 bool report_has_frames(const struct report *r)
 {
     return r->stats.frames > 0;

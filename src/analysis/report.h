@@ -58,6 +58,9 @@ void report_set_trace_window(struct report *r, int64_t window_ns);
 /* FRAMESCOPE_TRACE_WINDOW's value: whole seconds from 1 to TRACE_WINDOW_MAX_S, or "all" (any
  * case; 0 ns). ret_ns is written only on success. */
 bool report_trace_window_parse(const char *text, int64_t *ret_ns);
+/* report_set_trace_window from FRAMESCOPE_TRACE_WINDOW's value (NULL or "": the default is
+ * kept); a malformed one is said in a warning, and the default kept. */
+void report_set_trace_window_from(struct report *r, const char *text);
 
 /* Writes one format. Returns 0 or -errno. */
 int report_write(FILE *f, const struct report *r, enum report_format format);
