@@ -627,7 +627,8 @@ class PerfettoTrace:
                     "type": one(e, "type"),
                     "track": int(one(e, "track_uuid")),
                     "name": names.get(iid),
-                    "value": float(one(e, "double_counter_value", "nan")),
+                    "value": float(one(e, "double_counter_value",
+                                       one(e, "counter_value", "nan"))),
                     "flows": [int(v) for v in e.get("flow_ids", [])],
                     "flows_ending": [int(v) for v in e.get("terminating_flow_ids", [])],
                 })
@@ -642,6 +643,10 @@ class PerfettoTrace:
     def thread_tid(self, uuid):
         thread = one(self.tracks[uuid], "thread")
         return int(one(thread, "tid")) if thread else None
+
+    def in_ns(self, uuid):
+        counter = one(self.tracks[uuid], "counter")
+        return counter is not None and one(counter, "unit") == "UNIT_TIME_NS"
 
     def parent(self, uuid):
         p = one(self.tracks[uuid], "parent_uuid")
@@ -713,9 +718,17 @@ def check_perfetto_against_json(trace, perfetto, summary):
             args = e["args"]
             for key, value in args.items():
                 name = e["name"] if len(args) == 1 else f"{e['name']} {key}"
+                # A duration in ms is a track in nanoseconds, named without " ms".
+                in_ns = name.replace(" ms", "", 1)
+                if " ms" in name and in_ns in counters:
+                    check(all(perfetto.in_ns(u) for u in by_name[in_ns]),
+                          f"counter track {in_ns!r} is not in nanoseconds")
+                    name, value, tolerance = in_ns, value * 1e6, 1.5
+                else:
+                    tolerance = 1e-6 * max(1.0, abs(value))
                 samples = counters.get(name, [])
                 match = [v for t, v in samples if abs(t - e["ts"]) <= 1.0 and
-                         abs(v - value) <= 1e-6 * max(1.0, abs(value))]
+                         abs(v - value) <= tolerance]
                 check(match, f"trace.json's {what} {key}={value} has no sample on counter "
                       f"track {name!r}")
         else:

@@ -314,10 +314,14 @@ static void frame_counters(const struct recording *rec, unsigned primary_log, tr
             frame_budget(rec, fr, NULL, &b); /* the evidence only splits blocks: not used */
             if (b.frame > 0)
                 fn(ctx, &(struct trace_counter){ fr->start_ticks, fps, 1, { "fps" },
-                                                 { 1e9 / (double)b.frame }, false, b.frame });
-            counter1(fn, ctx, fr->start_ticks, cpu, "cpu", (double)b.cpu / 1e6);
+                                                 { 1e9 / (double)b.frame }, false, false, 0,
+                                                 b.frame });
+            fn(ctx, &(struct trace_counter){ fr->start_ticks, cpu, 1, { "cpu" },
+                                             { (double)b.cpu / 1e6 }, false, true, b.cpu, 0 });
             if (b.gpu_timed)
-                counter1(fn, ctx, fr->start_ticks, gpu, "busy", (double)b.gpu_busy / 1e6);
+                fn(ctx, &(struct trace_counter){ fr->start_ticks, gpu, 1, { "busy" },
+                                                 { (double)b.gpu_busy / 1e6 }, false, true,
+                                                 b.gpu_busy, 0 });
         }
     }
 }

@@ -91,7 +91,12 @@ struct trace_counter {
     const char *keys[2];
     double values[2];
     bool integer; /* whole numbers, written as such */
-    int64_t frame_ns; /* with "fps": the frame's length (the Perfetto trace's "frame ms") */
+    /* A duration ("cpu ms", "gpu busy ms"): its exact nanoseconds, values[0] being them in
+     * ms. The Perfetto trace writes them as such, on a track in nanoseconds named without
+     * " ms" ("cpu"). */
+    bool duration;
+    int64_t ns;
+    int64_t frame_ns; /* with "fps": the frame's length (the Perfetto trace's "frame time") */
 };
 typedef void (*trace_counter_fn)(void *ctx, const struct trace_counter *c);
 void trace_counters(const struct recording *rec, const struct trace_run *run, trace_counter_fn fn,
