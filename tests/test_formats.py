@@ -814,6 +814,9 @@ def test_trace_window(build, demo):
                  r"trace.perfetto-trace holds them all$", window)
     check(m, f"trace.json does not say it holds the last second: {window!r}")
     cut = float(m.group(1))
+    line = r.summary_line("capture") or ""
+    check("trace.json (the last 1 s of the run; trace.perfetto-trace has all of it)" in line,
+          f"the full summary's capture line does not say trace.json was cut: {line}")
     timed = [e for e in trace["traceEvents"] if "ts" in e]
     check(all(e["ts"] >= cut - 1e-3 for e in timed if e["ph"] != "E"),
           "trace.json holds events from before its window")

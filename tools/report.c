@@ -115,7 +115,7 @@ int cmd_report(int argc, char **argv)
         e = report_write(stdout, report, format);
         /* The summary as printed at the end of the run names the capture it was written to. */
         if (e == 0 && (format == REPORT_TEXT || format == REPORT_TEXT_FULL))
-            report_write_capture_line(stdout, dir, format == REPORT_TEXT_FULL);
+            report_write_capture_line(stdout, report, dir, format == REPORT_TEXT_FULL);
         if (e == 0 && (fflush(stdout) != 0 || ferror(stdout)))
             e = -EIO;
         if (e)

@@ -312,7 +312,18 @@ static const char *shown_path(const char *path, char shown[SHOWN_PATH_SIZE])
     return fscope_text_printable(shown, SHOWN_PATH_SIZE, path, strlen(path));
 }
 
-void report_write_capture_line(FILE *f, const char *dir, bool full)
+/* Whether trace.json leaves the start of the run out (its window is shorter than the run). */
+static bool trace_windowed(const struct report *r)
+{
+    const struct run_stats *s = &r->stats;
+    const struct trace_run run = { .hitches = &s->hitches, .engine = &s->engine,
+                                   .frame_counters = true, .primary_log = s->primary_log };
+    uint64_t first, last;
+    return s->trace_window_ns > 0 && trace_time_range(s->rec, &run, &first, &last) &&
+           recording_ns(s->rec, last - first) > (double)s->trace_window_ns;
+}
+
+void report_write_capture_line(FILE *f, const struct report *r, const char *dir, bool full)
 {
     char shown[SHOWN_PATH_SIZE];
     if (!full) {
@@ -320,9 +331,14 @@ void report_write_capture_line(FILE *f, const char *dir, bool full)
         return;
     }
     fprintf(f, "  capture     %s (%s", shown_path(dir, shown), REPORT_RECORDING_FILE);
-    for (unsigned i = 0; i < REPORT_FORMAT_COUNT; i++)
-        if (formats[i].file)
-            fprintf(f, ", %s", formats[i].file);
+    for (unsigned i = 0; i < REPORT_FORMAT_COUNT; i++) {
+        if (!formats[i].file)
+            continue;
+        fprintf(f, ", %s", formats[i].file);
+        if (i == REPORT_TRACE && trace_windowed(r))
+            fprintf(f, " (the last %.0f s of the run; trace.perfetto-trace has all of it)",
+                    (double)r->stats.trace_window_ns / 1e9);
+    }
     fputs(")\n", f);
 }
 
@@ -376,7 +392,7 @@ static int write_capture(const struct report *r, const void *recording, size_t r
             summary_write_capture(summary, line);
         }
     } else if (summary) {
-        report_write_capture_line(summary, output_dir, full);
+        report_write_capture_line(summary, r, output_dir, full);
     }
     return e;
 }

@@ -74,8 +74,9 @@ const char *report_format_name(enum report_format format);
 int report_write_capture(const struct report *r, const void *recording, size_t recording_len,
                          const char *output_dir, FILE *summary);
 /* The summary's line for a capture written to dir: the one-screen summary's, or with full
- * the full summary's. */
-void report_write_capture_line(FILE *f, const char *dir, bool full);
+ * the full summary's, which lists the files (and says when trace.json holds only the last
+ * part of the run). */
+void report_write_capture_line(FILE *f, const struct report *r, const char *dir, bool full);
 
 /* Where the summary goes: stderr (one screen), nowhere, a file (one screen), or stderr with
  * every line (FRAMESCOPE_SUMMARY=full). */

@@ -29,8 +29,8 @@ struct trace_run {
     int64_t window_ns;
 };
 
-/* trace.json's window unless FRAMESCOPE_TRACE_WINDOW says otherwise: ten minutes, about 65 MB
- * of JSON for the demo at 60 fps (1.8 KB a frame with two timed GPU passes, 2-core VM). */
+/* trace.json's window unless FRAMESCOPE_TRACE_WINDOW says otherwise: ten minutes, 37-64 MB of
+ * JSON at 60 fps for the demo (1.0-1.8 KB a frame: tests/bench/README.md, 2026-12-06). */
 #define TRACE_WINDOW_DEFAULT_S 600
 #define TRACE_WINDOW_MAX_S (7 * 24 * 3600)
 
