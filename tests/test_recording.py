@@ -21,7 +21,8 @@ from vkharness import (Result, Weston, check, check_capture_consistent, layer_en
 # A bound on how long a run may take, so a broken build fails instead of hanging.
 PATIENCE_S = 240
 FORMATS = {"json": "summary.json", "csv": "frames.csv", "zones": "zones.csv",
-           "trace": "trace.json", "threads": "threads.csv", "presentmon": "presentmon.csv",
+           "trace": "trace.json", "perfetto": "trace.perfetto-trace", "threads": "threads.csv",
+           "presentmon": "presentmon.csv",
            "mangohud": "mangohud.csv",
            "html": "report.html"}
 

@@ -513,8 +513,7 @@ struct interval {
     uint64_t group; /* a device or a thread id */
     uint64_t begin, end;
     const char *name;
-    const char *path;                      /* a GPU zone's */
-    const struct trace_interval *engine;   /* a command buffer call's (valid while walked) */
+    const char *path; /* a GPU zone's, else NULL */
 };
 
 struct lanes {
@@ -589,7 +588,7 @@ static void gpu_zones(struct perfetto_writer *w)
         const char *path = rec->gpu_zone_names[s->name];
         const char *leaf = strrchr(path, '/');
         all[n++] = (struct interval){ s->device_id, s->begin, s->end, leaf ? leaf + 1 : path,
-                                      path, NULL };
+                                      path };
     }
     qsort(all, n, sizeof(*all), by_group_begin);
     for (size_t i = 0; i < n; i++) {
@@ -650,7 +649,7 @@ static void engine_collect(void *ctx, const struct trace_interval *iv)
     }
     c->names[c->count] = name;
     c->all[c->count++] = (struct interval){ (uint64_t)(uint32_t)iv->tid, iv->begin_ticks,
-                                            iv->end_ticks, name, NULL, NULL };
+                                            iv->end_ticks, name, NULL };
 }
 
 static void engine_intervals(struct perfetto_writer *w)

@@ -8,7 +8,8 @@
  * each the end of a flow from the vkQueueSubmit that sent it); "gpu zones (device N)" (the
  * GPU zones, split over more tracks, "... lane K", where two overlap without nesting); a
  * "frames" track per surface (an instant "frame" at each frame's present); and a counter
- * track per counter of trace.json, plus "frame ms".
+ * track per counter of trace.json, plus "frame time" (a duration's in nanoseconds, named
+ * without trace.json's " ms": "cpu", "gpu busy").
  *
  * Timestamps are CLOCK_MONOTONIC nanoseconds, as trace.json's microseconds. Event names are
  * interned on one packet sequence; packets go out in deflate-compressed batches
