@@ -688,7 +688,9 @@ static void hitches(struct perfetto_writer *w, const struct hitch_stats *stats)
     for (uint64_t i = 0; stats && i < stats->count; i++) {
         const struct hitch *h = &stats->hitches[i];
         char name[TRACE_HITCH_NAME_SIZE];
-        struct event_marks m = event_begin(w, h->end_ticks, thread_track(w->rec, h->tid),
+        /* As trace.json: the main thread's when the closing thread is unknown. */
+        int tid = h->tid ? h->tid : w->rec->pid;
+        struct event_marks m = event_begin(w, h->end_ticks, thread_track(w->rec, tid),
                                            TYPE_INSTANT, trace_hitch_name(h, name));
         annotation_uint(w, "frame", h->frame);
         annotation_uint(w, "surface", h->log);
