@@ -185,7 +185,11 @@ def test_faults(build, demo):
     the summary's hitch line names them. Time inside queue submissions is counted in every
     frame and never exceeds it (one thread submits)."""
     at = 90
-    r, s = demo_run(build, demo, ["--faults-at", f"{at}:64"])
+    # 2 ms of work a frame: frame 90 comes after the sampler's first tick (100 ms) has opened
+    # the wake-up chain's events, so its chain is recorded all through (a frame that began
+    # before is unknown); kept on, since 2 ms a frame is the rate that pauses it.
+    r, s = demo_run(build, demo, ["--faults-at", f"{at}:64", "--cpu-ms", "2"],
+                    env={"FRAMESCOPE_WAKEUPS": "on"})
     rows = r.frames()
     kernel = [x for x in rows if x["major_faults"] != ""]
     check(len(kernel) >= len(rows) - 2, f"only {len(kernel)} of {len(rows)} frames with a "
@@ -498,8 +502,65 @@ def test_wakeups_paced(build, demo):
           f"frames ({known_s:.2f} s)")
 
 
+def wakeup_app(build, args, env=None, prefix=()):
+    """tests/wakeup-app (frames closed with fscope_frame_mark(), each asleep on a timer) under
+    the library, the chain kept on; exits 77 where the chain cannot be recorded. The run, its
+    summary.json, and the thread ids that closed frames, in order."""
+    app = os.path.join(build, "tests", "wakeup-app")
+    r = run_app(list(prefix) + [app] + args, None, build,
+                dict({"FRAMESCOPE_WAKEUPS": "on"}, **(env or {})))
+    check(r.rc == 0, r.stdout + r.stderr[-2000:])
+    s = r.json()
+    if s["hitches"]["wakeups"]["state"] != "on":
+        print(f"the wake-up chain is not recorded here: {s['hitches']['wakeups']['why']}")
+        sys.exit(77)
+    tids = [int(l.split()[-1]) for l in r.stdout.splitlines() if l.startswith("closing tid ")]
+    return r, s, tids
+
+
+def check_wakeup_counts(r, s):
+    """summary.json's and the summary's count of frames with their chain known is that of
+    frames.csv's rows with the chain filled in."""
+    rows = r.frames()
+    w = s["hitches"]["wakeups"]
+    known = chain_known(rows)
+    check(w["frames"] == len(rows) and w["frames_known"] == len(known) and
+          w["frames"] - w["frames_known"] == sum(w["unknown"].values()), f"{w}; {len(known)} of "
+          f"{len(rows)} rows known")
+    line = r.summary_line("wake-ups") or ""
+    check(f"the chain known for {len(known)} of {len(rows)} frames" in line, line)
+
+
+def test_wakeups_handoff(build, demo):
+    """Issue 36: the kernel takes a perf event's filter once, so the chain stayed on the first
+    thread that closed frames, and a second one's frames had their columns empty while the
+    summary said "recorded". tests/wakeup-app closes frames (each asleep 3 ms on a timer) on
+    its main thread for 1.5 s, then on a second thread for 1.5 s: the second thread's frames
+    have their chain (woken after about 3 ms) but for those before the sampler's next tick
+    followed it, summary.json says two threads were followed, and the summary's count of
+    frames with their chain known is frames.csv's."""
+    r, s, tids = wakeup_app(build, ["handoff", "1.5", "3000"])
+    check(len(tids) == 2 and tids[0] != tids[1], r.stdout)
+    rows = r.frames()
+    first = [x for x in rows if x["kernel_tid"] == str(tids[0])]
+    second = [x for x in rows if x["kernel_tid"] == str(tids[1])]
+    known = chain_known(second)
+    # The sampler's tick is 100 ms: at most about 40 frames of 3 ms before it follows.
+    check(len(second) >= 100 and len(known) >= len(second) - 60,
+          f"the second thread's chain known for {len(known)} of {len(second)} frames")
+    slept = [x for x in known if float(x["woken_after_ms"]) >= 0.8 * 3]
+    check(len(slept) >= len(known) // 2, f"{len(slept)} of {len(known)} known frames of the "
+          f"second thread asleep 3 ms: {[(x['frame'], x['woken_after_ms']) for x in known[:8]]}")
+    check(len(chain_known(first)) >= len(first) - 60, "the first thread's chain")
+    check(s["hitches"]["wakeups"]["threads"] == 2, s["hitches"]["wakeups"])
+    check_wakeup_counts(r, s)
+    print(f"second thread: its chain known for {len(known)} of {len(second)} frames "
+          f"({len(slept)} asleep 3 ms); first: {len(chain_known(first))} of {len(first)}")
+
+
 main({"steady": test_steady, "spikes": test_spikes, "pipelines": test_pipelines,
       "faults": test_faults, "gpu_pass": test_gpu_pass, "late_present": test_late_present,
       "late_denominator": test_late_denominator,
       "wakeups": test_wakeups, "wakeups_fast": test_wakeups_fast,
-      "wakeups_paced": test_wakeups_paced, "alloc": test_alloc})
+      "wakeups_paced": test_wakeups_paced, "alloc": test_alloc,
+      "wakeups_handoff": test_wakeups_handoff})

@@ -696,6 +696,14 @@ void hitches_compute(const struct recording *rec, const struct display_evidence 
     hitch_indexes_build(rec, &x);
     for (unsigned l = 0; l < rec->log_count; l++)
         log_hitches(rec, l, ev ? &ev[l] : NULL, origin, &x, ret, &cap);
+    if (rec->kernel.sched_state == REC_SCHED_ON) {
+        for (unsigned l = 0; l < rec->log_count; l++)
+            for (uint64_t i = 0; i < rec->logs[l].frame_count; i++)
+                ret->wake_coverage[frame_wakeup_coverage(&x.sched, &rec->logs[l].frames[i])]++;
+        ret->wake_threads = x.sched.threads;
+    }
+    for (unsigned l = 0; l < rec->log_count; l++)
+        ret->wake_frames += rec->logs[l].frame_count;
     hitch_indexes_free(&x);
     animation_error(rec, ret);
 }
@@ -851,10 +859,26 @@ void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch
     if (rec->kernel.present && rec->kernel.sched_state == REC_SCHED_OFF)
         fprintf(f, "  wake-ups    %s\n", rec->kernel.sched_why);
     else if (rec->kernel.sched_state == REC_SCHED_ON) {
-        fprintf(f, "  wake-ups    recorded (sched_switch, sched_waking): %llu events of the thread "
-                "closing frames, %llu lost",
+        fprintf(f, "  wake-ups    recorded (sched_switch, sched_waking): %llu events of the %s "
+                "closing frames, %llu lost; the chain known for %llu of %llu frames",
                 (unsigned long long)(rec->kernel.sched_count - rec->kernel.sched_marks),
-                (unsigned long long)rec->kernel.sched_lost);
+                s->wake_threads > 1 ? "threads" : "thread",
+                (unsigned long long)rec->kernel.sched_lost,
+                (unsigned long long)s->wake_coverage[WAKEUP_KNOWN],
+                (unsigned long long)s->wake_frames);
+        /* Never "recorded" for frames it was not: how many are unknown, and why. */
+        static const char *const unknown_words[WAKEUP_COVERAGE_COUNT] = {
+            [WAKEUP_NOT_FOLLOWED] = "with their thread not followed at the time",
+            [WAKEUP_PAUSED] = "paused",
+        };
+        uint64_t unknown = s->wake_frames - s->wake_coverage[WAKEUP_KNOWN];
+        const char *sep = "; unknown: ";
+        for (unsigned c = WAKEUP_KNOWN + 1; unknown && c < WAKEUP_COVERAGE_COUNT; c++)
+            if (s->wake_coverage[c]) {
+                fprintf(f, "%s%llu %s", sep, (unsigned long long)s->wake_coverage[c],
+                        unknown_words[c]);
+                sep = ", ";
+            }
         if (rec->kernel.sched_pauses)
             fprintf(f, "; paused %u time%s, %.1f s in all, while frames came more than %d a "
                     "second (the kernel's cost of the events is per frame; "
@@ -991,10 +1015,16 @@ void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch
     fprintf(f, ",\n    \"wakeups\": {\"state\": \"%s\", \"why\": ",
             states[rec->kernel.sched_state <= REC_SCHED_OFF ? rec->kernel.sched_state : 0]);
     json_write_string(f, rec->kernel.sched_why);
-    fprintf(f, ", \"events\": %llu, \"lost\": %llu, \"pauses\": %u, \"paused_s\": %.3f}",
+    fprintf(f, ", \"events\": %llu, \"lost\": %llu, \"pauses\": %u, \"paused_s\": %.3f, "
+            "\"threads\": %u, \"frames\": %llu, \"frames_known\": %llu, \"unknown\": "
+            "{\"not_followed\": %llu, \"paused\": %llu}}",
             (unsigned long long)(rec->kernel.sched_count - rec->kernel.sched_marks),
             (unsigned long long)rec->kernel.sched_lost, rec->kernel.sched_pauses,
-            (double)rec->kernel.sched_paused_ms / 1e3);
+            (double)rec->kernel.sched_paused_ms / 1e3, s->wake_threads,
+            (unsigned long long)s->wake_frames,
+            (unsigned long long)s->wake_coverage[WAKEUP_KNOWN],
+            (unsigned long long)s->wake_coverage[WAKEUP_NOT_FOLLOWED],
+            (unsigned long long)s->wake_coverage[WAKEUP_PAUSED]);
     fprintf(f, ",\n    \"animation_error_ms\": {\"samples\": %llu, \"mean\": %.6f, \"p95\": "
             "%.6f, \"p99\": %.6f}},\n", (unsigned long long)s->animation_samples,
             s->animation_error_ms[0], s->animation_error_ms[1], s->animation_error_ms[2]);

@@ -96,6 +96,10 @@ struct hitch_stats {
     uint64_t late_judged, late_frames, late_refreshes, late_shown;
     uint64_t animation_samples;
     double animation_error_ms[3]; /* mean |error|, p95, p99 */
+    /* The wake-up chain, every frame of every log: by why it is unknown ([WAKEUP_KNOWN]: how
+     * many it is known for), and how many threads it followed. */
+    uint64_t wake_frames, wake_coverage[WAKEUP_COVERAGE_COUNT];
+    unsigned wake_threads;
 };
 
 const char *hitch_cause_name(enum hitch_cause c);  /* for JSON: "cpu_work", ... */

@@ -632,8 +632,9 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
     k->sched_marks = 0;
     for (uint64_t i = 0; !e && i < k->sched_count; i++) {
         struct sched_event *s = &k->sched_events[i];
-        k->sched_marks += s->kind == SCHED_EVENT_PAUSED || s->kind == SCHED_EVENT_RESUMED;
-        if (s->kind < SCHED_EVENT_OUT || s->kind > SCHED_EVENT_RESUMED || s->state > SCHED_OUT_OTHER)
+        k->sched_marks += s->kind >= SCHED_EVENT_PAUSED;
+        if (s->kind < SCHED_EVENT_OUT || s->kind > SCHED_EVENT_KIND_LAST ||
+            s->state > SCHED_OUT_OTHER)
             return reader_malformed(r, "sched event %llu is malformed", (unsigned long long)i);
         make_printable(s->other_comm, sizeof(s->other_comm));
     }

@@ -72,7 +72,7 @@ struct recording_kernel {
     char sched_why[224];
     uint64_t sched_lost;
     uint32_t sched_pauses, sched_paused_ms; /* FRAMESCOPE_WAKEUPS=auto paused it (fast frames) */
-    uint64_t sched_marks; /* of sched_count: PAUSED and RESUMED marks, not the thread's events */
+    uint64_t sched_marks; /* of sched_count: marks (PAUSED and later kinds), not threads' events */
     uint64_t sched_count;
     struct sched_event *sched_events; /* per CPU ring, drained in turn: not in time order */
 };

@@ -12,100 +12,169 @@ static int sched_by_time(const void *a, const void *b)
     return x->ticks < y->ticks ? -1 : x->ticks > y->ticks;
 }
 
-static int first_by_tid(const void *a, const void *b)
+static int span_by_thread(const void *a, const void *b)
 {
-    const struct sched_first *x = a, *y = b;
+    const struct sched_span *x = a, *y = b;
     if (x->tid != y->tid)
         return x->tid < y->tid ? -1 : 1;
-    return x->ticks < y->ticks ? -1 : x->ticks > y->ticks;
+    return x->from < y->from ? -1 : x->from > y->from;
+}
+
+/* Appends a span to *spans (growing it); false: out of memory. */
+static bool span_add(struct sched_span **spans, size_t *count, size_t *cap, int tid,
+                     uint64_t from)
+{
+    if (*count == *cap) {
+        size_t grown = *cap ? 2 * *cap : 16;
+        struct sched_span *more = realloc(*spans, grown * sizeof(**spans));
+        if (!more)
+            return false;
+        *spans = more;
+        *cap = grown;
+    }
+    (*spans)[(*count)++] = (struct sched_span){ .tid = tid, .from = from, .to = UINT64_MAX };
+    return true;
+}
+
+/* The stretches each thread was followed and the events paused, from the marks (by time).
+ * A recording without FOLLOWED marks followed one thread from its first event on, and kept no
+ * mark of it: each thread's stretch then starts at its first event (legacy). */
+static bool spans_build(struct sched_index *x, const struct sched_event **marks,
+                        size_t mark_count)
+{
+    size_t followed_cap = 0, paused_cap = 0;
+    bool paused = false;
+    for (size_t k = 0; k < mark_count; k++) {
+        const struct sched_event *m = marks[k];
+        if (m->kind == SCHED_EVENT_PAUSED && !paused) {
+            if (!span_add(&x->paused, &x->paused_count, &paused_cap, 0, m->ticks))
+                return false;
+            paused = true;
+        } else if (m->kind == SCHED_EVENT_RESUMED && paused) {
+            x->paused[x->paused_count - 1].to = m->ticks;
+            paused = false;
+        } else if (m->kind == SCHED_EVENT_FOLLOWED) {
+            x->legacy = false;
+            if (!span_add(&x->followed, &x->followed_count, &followed_cap, m->tid, m->ticks))
+                return false;
+        } else if (m->kind == SCHED_EVENT_UNFOLLOWED) {
+            for (size_t j = x->followed_count; j-- > 0;)
+                if (x->followed[j].tid == m->tid) {
+                    if (x->followed[j].to == UINT64_MAX)
+                        x->followed[j].to = m->ticks;
+                    break;
+                }
+        }
+    }
+    if (x->legacy) {
+        /* The events are by time: each thread's first one opens its stretch. */
+        for (size_t k = 0; k < x->count; k++) {
+            bool seen = false;
+            for (size_t j = 0; j < x->followed_count && !seen; j++)
+                seen = x->followed[j].tid == x->events[k]->tid;
+            if (!seen && !span_add(&x->followed, &x->followed_count, &followed_cap,
+                                   x->events[k]->tid, x->events[k]->ticks))
+                return false;
+        }
+    }
+    if (x->followed_count)
+        qsort(x->followed, x->followed_count, sizeof(*x->followed), span_by_thread);
+    for (size_t j = 0; j < x->followed_count; j++)
+        x->threads += j == 0 || x->followed[j].tid != x->followed[j - 1].tid;
+    return true;
 }
 
 void sched_index_build(const struct recording *rec, struct sched_index *ret)
 {
     memset(ret, 0, sizeof(*ret));
-    ret->events = rec->kernel.sched_count
-                      ? malloc(rec->kernel.sched_count * sizeof(*ret->events)) : NULL;
-    ret->marks = rec->kernel.sched_marks
-                     ? malloc(rec->kernel.sched_marks * sizeof(*ret->marks)) : NULL;
-    ret->firsts = rec->kernel.sched_count
-                      ? malloc(rec->kernel.sched_count * sizeof(*ret->firsts)) : NULL;
-    if (!ret->events || !ret->firsts || (rec->kernel.sched_marks && !ret->marks)) {
+    ret->legacy = true;
+    uint64_t total = rec->kernel.sched_count, marks = rec->kernel.sched_marks;
+    ret->events = total > marks ? malloc((total - marks) * sizeof(*ret->events)) : NULL;
+    const struct sched_event **mark = marks ? malloc(marks * sizeof(*mark)) : NULL;
+    if ((total > marks && !ret->events) || (marks && !mark)) {
+        free(mark);
         sched_index_free(ret);
         return;
     }
-    work_visited(rec->kernel.sched_count);
-    for (uint64_t i = 0; i < rec->kernel.sched_count; i++) {
+    size_t mark_count = 0;
+    work_visited(total);
+    for (uint64_t i = 0; i < total; i++) {
         const struct sched_event *e = &rec->kernel.sched_events[i];
-        if (e->kind == SCHED_EVENT_PAUSED || e->kind == SCHED_EVENT_RESUMED) {
-            ret->marks[ret->mark_count++] = e;
-        } else {
-            ret->firsts[ret->count] = (struct sched_first){ e->tid, e->ticks };
+        if (e->kind >= SCHED_EVENT_PAUSED && mark_count < marks)
+            mark[mark_count++] = e;
+        else if (e->kind < SCHED_EVENT_PAUSED && ret->count < total - marks)
             ret->events[ret->count++] = e;
-        }
     }
-    qsort(ret->events, ret->count, sizeof(*ret->events), sched_by_time);
-    if (ret->mark_count)
-        qsort(ret->marks, ret->mark_count, sizeof(*ret->marks), sched_by_time);
-    /* Each thread's earliest event, the first of its run once sorted by thread and time. */
-    qsort(ret->firsts, ret->count, sizeof(*ret->firsts), first_by_tid);
-    for (size_t k = 0; k < ret->count; k++)
-        if (!ret->first_count || ret->firsts[ret->first_count - 1].tid != ret->firsts[k].tid)
-            ret->firsts[ret->first_count++] = ret->firsts[k];
+    if (ret->count)
+        qsort(ret->events, ret->count, sizeof(*ret->events), sched_by_time);
+    if (mark_count)
+        qsort(mark, mark_count, sizeof(*mark), sched_by_time);
+    bool built = spans_build(ret, mark, mark_count);
+    free(mark);
+    if (!built)
+        sched_index_free(ret);
 }
 
 void sched_index_free(struct sched_index *x)
 {
     free(x->events);
-    free(x->marks);
-    free(x->firsts);
+    free(x->followed);
+    free(x->paused);
     memset(x, 0, sizeof(*x));
 }
 
-/* Whether the events were paused at any time in [from, to]: a mark inside it (turned off or
- * on there: part of it unknown), or the last mark before it a pause. */
-static bool sched_paused_within(const struct sched_index *x, uint64_t from, uint64_t to)
+/* Whether any of spans (by time, apart) meets [from, to]. */
+static bool spans_meet(const struct sched_span *spans, size_t count, uint64_t from, uint64_t to)
 {
     work_visited(1);
-    size_t lo = 0, hi = x->mark_count; /* the first mark at or after from */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (x->marks[mid]->ticks < from)
-            lo = mid + 1;
+    size_t a = 0, b = count;
+    while (a < b) { /* the first span that ends at or after from */
+        size_t m = a + (b - a) / 2;
+        if (spans[m].to < from)
+            a = m + 1;
         else
-            hi = mid;
+            b = m;
     }
-    if (lo < x->mark_count && x->marks[lo]->ticks <= to)
-        return true;
-    return lo > 0 && x->marks[lo - 1]->kind == SCHED_EVENT_PAUSED;
+    return a < count && spans[a].from <= to;
 }
 
-/* Whether thread tid was traced by ticks: an event of it at or before then. */
-static bool sched_traced_by(const struct sched_index *x, int tid, uint64_t ticks)
+/* Whether tid was followed over all of [from, to] (legacy: from its first event, which may
+ * come inside the frame, as those versions read it). */
+static bool followed_over(const struct sched_index *x, int tid, uint64_t from, uint64_t to)
 {
+    uint64_t since = x->legacy ? to : from;
     work_visited(1);
-    size_t lo = 0, hi = x->first_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (x->firsts[mid].tid < tid)
-            lo = mid + 1;
+    size_t a = 0, b = x->followed_count;
+    while (a < b) { /* the first span past (tid, since) */
+        size_t m = a + (b - a) / 2;
+        const struct sched_span *s = &x->followed[m];
+        if (s->tid < tid || (s->tid == tid && s->from <= since))
+            a = m + 1;
         else
-            hi = mid;
+            b = m;
     }
-    return lo < x->first_count && x->firsts[lo].tid == tid && x->firsts[lo].ticks <= ticks;
+    return a > 0 && x->followed[a - 1].tid == tid && x->followed[a - 1].to >= to;
+}
+
+enum wakeup_coverage frame_wakeup_coverage(const struct sched_index *x,
+                                           const struct fscope_frame *f)
+{
+    if (!f->kernel_valid || f->end_ticks <= f->start_ticks ||
+        !followed_over(x, f->kernel_tid, f->start_ticks, f->end_ticks))
+        return WAKEUP_NOT_FOLLOWED;
+    if (spans_meet(x->paused, x->paused_count, f->start_ticks, f->end_ticks))
+        return WAKEUP_PAUSED;
+    return WAKEUP_KNOWN;
 }
 
 void frame_wakeups(const struct recording *rec, const struct sched_index *x,
                    const struct fscope_frame *f, struct wakeup_view *ret)
 {
     memset(ret, 0, sizeof(*ret));
-    if (!x->count || !f->kernel_valid || f->end_ticks <= f->start_ticks ||
-        sched_paused_within(x, f->start_ticks, f->end_ticks))
+    if (frame_wakeup_coverage(x, f) != WAKEUP_KNOWN)
         return;
+    ret->known = true;
     int tid = f->kernel_tid;
-    /* Known: the thread was traced around this frame (an event of it before its end). */
-    ret->known = sched_traced_by(x, tid, f->end_ticks);
-    if (!ret->known)
-        return;
     work_visited(1);
     size_t a = 0, b = x->count;
     while (a < b) {

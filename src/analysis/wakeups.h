@@ -1,13 +1,12 @@
-/* The wake-up chain of the thread that closed each frame, from the recording's scheduler
- * events (src/record/sched_trace.c): what hitches and frames.csv say of it.
+/* The wake-up chain of a frame's closing thread, from the recording's sched events
+ * (record/sched_trace.c): who ran in its place while it was runnable, who woke it from its
+ * longest sleep, and whether the chain was recorded for the frame at all.
  *
- * The events are indexed once per output (sched_index_build: sorted by time, the pause marks
- * apart, each thread's first event), so a frame's view reads only the events inside it and
- * two binary searches: frames x events before (issue 35: a lookup that restarted at the first
- * event for every frame made frames.csv take 122 s for 96,000 frames once the closing thread
- * changed). */
-#ifndef FSCOPE_ANALYSIS_WAKEUPS_H
-#define FSCOPE_ANALYSIS_WAKEUPS_H
+ * A frame's chain is known only where every part of it was recorded: its thread followed
+ * over the whole frame (FOLLOWED to UNFOLLOWED marks) and the events not paused anywhere in
+ * it. Anything else is unknown, never "nothing ran instead, it never slept" (issue 36). */
+#ifndef FSCOPE_WAKEUPS_H
+#define FSCOPE_WAKEUPS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,11 +14,9 @@
 
 #include "recording.h"
 
-/* The wake-up chain of a frame's closing thread (the recording's sched events, where they
- * were recorded): the thread that ran most while it was runnable, and the one that woke it
- * from its longest sleep in the frame. */
+/* The chain of one frame, where known. */
 struct wakeup_view {
-    bool known;          /* events were recorded for this frame's thread */
+    bool known;          /* its thread's events were recorded over the whole frame */
     int ran_tid;         /* 0: it was never preempted in the frame */
     char ran_comm[16];
     int64_t ran_ns;
@@ -29,24 +26,34 @@ struct wakeup_view {
     int64_t io_wait_ns;  /* asleep uninterruptibly (state D: disk and other I/O) in the frame */
 };
 
-/* When each traced thread's first event came. */
-struct sched_first {
+/* Why a frame's chain is unknown. */
+enum wakeup_coverage {
+    WAKEUP_KNOWN = 0,
+    WAKEUP_NOT_FOLLOWED, /* no thread known for it, or its thread not followed all through */
+    WAKEUP_PAUSED,       /* FRAMESCOPE_WAKEUPS=auto paused the events in it */
+    WAKEUP_COVERAGE_COUNT,
+};
+
+/* A stretch of time: a thread followed, or the events paused. */
+struct sched_span {
     int tid;
-    uint64_t ticks;
+    uint64_t from, to; /* ticks; to UINT64_MAX: to the end */
 };
 
 struct sched_index {
-    const struct sched_event **events; /* by time; the pause marks apart */
+    const struct sched_event **events; /* the threads' events by time (marks apart) */
     size_t count;
-    const struct sched_event **marks; /* PAUSED and RESUMED, by time */
-    size_t mark_count;
-    struct sched_first *firsts; /* by tid */
-    size_t first_count;
+    struct sched_span *followed; /* by thread, then time */
+    size_t followed_count;
+    unsigned threads;          /* threads followed at some time */
+    bool legacy;               /* no FOLLOWED marks (before issue 36): see wakeups.c */
+    struct sched_span *paused; /* by time, apart from each other */
+    size_t paused_count;
 };
-/* The index of rec's events; an empty one (no view known) when memory ran out. */
 void sched_index_build(const struct recording *rec, struct sched_index *ret);
 void sched_index_free(struct sched_index *x);
-/* Frame f's view: its own events and two lookups in x. */
+enum wakeup_coverage frame_wakeup_coverage(const struct sched_index *x,
+                                           const struct fscope_frame *f);
 void frame_wakeups(const struct recording *rec, const struct sched_index *x,
                    const struct fscope_frame *f, struct wakeup_view *ret);
 

@@ -548,13 +548,21 @@ struct rec_objects {
  * and its wake-ups, from the kernel's sched_switch and sched_waking tracepoints through perf,
  * where the kernel allows it (root, or CAP_PERFMON). */
 /* PAUSED, RESUMED: FRAMESCOPE_WAKEUPS=auto turned the events off and on again (no other
- * fields); between them the thread's switches and wake-ups are unknown, not absent. */
+ * fields); between them the thread's switches and wake-ups are unknown, not absent.
+ * FOLLOWED, UNFOLLOWED: from this time on (until), tid's switches and wake-ups are recorded;
+ * outside such a stretch they are unknown (a thread starts closing frames before the sampler's
+ * next tick follows it). Recordings without FOLLOWED marks (before issue 36) followed the
+ * thread of their first event from that event on. Every kind from PAUSED on is a mark, not
+ * an event of the thread. */
 enum sched_event_kind {
     SCHED_EVENT_OUT = 1,
     SCHED_EVENT_IN,
     SCHED_EVENT_WOKEN,
     SCHED_EVENT_PAUSED,
     SCHED_EVENT_RESUMED,
+    SCHED_EVENT_FOLLOWED,
+    SCHED_EVENT_UNFOLLOWED,
+    SCHED_EVENT_KIND_LAST = SCHED_EVENT_UNFOLLOWED,
 };
 enum sched_out_state { SCHED_OUT_RUNNABLE = 0, SCHED_OUT_SLEEP, SCHED_OUT_DISK, SCHED_OUT_OTHER };
 struct sched_event {

@@ -4,6 +4,12 @@
  * queued to the sleeper's CPU, fires there from an interrupt, naming no waker), one perf
  * event of each per CPU (a thread moves between CPUs, and the wake-up happens on the
  * waker's), filtered in the kernel to that thread, so the rings carry only its own switches.
+ * The kernel takes an event's filter once (a second PERF_EVENT_IOC_SET_FILTER fails with
+ * EEXIST), so when another thread starts closing frames a new set of events is opened,
+ * filtered to it and to the FOLLOW_MAX - 1 threads that closed frames before it, on this
+ * thread at its next tick; the old set is read to the moment the new one is on, and closed
+ * (issue 36: before, the first thread stayed followed for good and a second one's frames had
+ * no chain). Marks in the recording say from when to when each thread was followed.
  * A sched_switch event attached to the thread instead spares the other threads' switches
  * nothing they pay here, and costs the thread's own more, since its perf context then goes
  * in and out with it (tests/bench-sched-trace.c: about 0.55 us a switch of the thread on
@@ -53,6 +59,12 @@
  * 16-33 us a frame to them (tests/bench_app.py --parts, paired by round), 5-8% of its frame
  * at 2,500 frames a second; the same would be 1.5% at 500 and 0.4% at 144. */
 #define RESUME_FPS 400
+/* Threads followed at once: a renderer that closes frames from two or three threads in turn
+ * (a frame each, or a swapchain each) is followed on all of them by one set of events, not a
+ * new set at every tick. */
+#define FOLLOW_MAX 4
+/* A new set of events the kernel refused (descriptors, memory): not asked again before. */
+#define FOLLOW_RETRY_NS 1000000000LL
 #define PAUSE_WINDOW_NS 250000000LL
 #define RESUME_WINDOW_NS 1000000000LL
 
@@ -62,6 +74,7 @@ struct ring {
     size_t size;
     unsigned pages; /* data pages: a power of two */
     bool kept;      /* the kernel refused a larger one: not asked again */
+    int64_t from_ns; /* its events from this time on are recorded (the set's start) */
 };
 
 struct field {
@@ -84,10 +97,13 @@ struct comm_entry {
 
 struct sched_trace {
     struct rec_kernel *rec;
-    int tid;      /* filtered on; 0: not opened yet */
+    int tids[FOLLOW_MAX]; /* filtered on, the latest to close frames first */
+    unsigned tid_count;   /* 0: not opened yet */
     bool failed;  /* said why; never tried again */
+    int64_t follow_retry_ns; /* a set refused: no new one asked for before this */
     unsigned cpus;
     struct ring rings[2 * SCHED_MAX_CPUS]; /* switch, wakeup per CPU */
+    struct ring next[2 * SCHED_MAX_CPUS];  /* a new set being opened (follow) */
     struct field prev_pid, prev_state, next_comm, next_pid, prev_comm, wake_pid;
     unsigned switch_id, wakeup_id;
     long page;
@@ -98,6 +114,13 @@ struct sched_trace {
     uint64_t window_frames; /* fscope_sched_frames then */
     int64_t paused_from_ns; /* while paused: what is not yet in rec->sched_paused_ms */
 };
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 static void say_off(struct sched_trace *t, const char *why)
 {
@@ -168,35 +191,37 @@ static int open_event(unsigned id, unsigned cpu)
                                        PERF_FLAG_FD_CLOEXEC));
 }
 
-static void close_rings(struct sched_trace *t)
+static void close_ring(struct ring *r)
 {
-    for (unsigned i = 0; i < 2 * t->cpus; i++) {
-        if (t->rings[i].base)
-            munmap(t->rings[i].base, t->rings[i].size);
-        if (t->rings[i].fd >= 0)
-            fscope_fd_close(t->rings[i].fd);
-        t->rings[i].base = NULL;
-        t->rings[i].fd = -1;
-    }
+    if (r->base)
+        munmap(r->base, r->size);
+    if (r->fd >= 0)
+        fscope_fd_close(r->fd);
+    r->base = NULL;
+    r->fd = -1;
 }
 
-/* Ring index's filter: its switches in and out (even index), or its wake-ups (odd). */
-static bool set_filter(int fd, unsigned index, int tid)
-{
-    char filter[96];
-    if (index % 2 == 0)
-        snprintf(filter, sizeof(filter), "prev_pid == %d || next_pid == %d", tid, tid);
-    else
-        snprintf(filter, sizeof(filter), "pid == %d", tid);
-    return ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter) == 0;
-}
-
-static bool set_filters(struct sched_trace *t, int tid)
+static void close_set(struct sched_trace *t, struct ring *set)
 {
     for (unsigned i = 0; i < 2 * t->cpus; i++)
-        if (t->rings[i].fd >= 0 && !set_filter(t->rings[i].fd, i, tid))
-            return false;
-    return true;
+        close_ring(&set[i]);
+}
+
+/* Ring index's filter, set once (the kernel takes no second one): the followed threads'
+ * switches in and out (even index), or their wake-ups (odd). */
+static bool set_filter(int fd, unsigned index, const int *tids, unsigned count)
+{
+    char filter[FOLLOW_MAX * 48];
+    size_t at = 0;
+    for (unsigned k = 0; k < count && at < sizeof(filter); k++) {
+        int w = index % 2 == 0
+                    ? snprintf(filter + at, sizeof(filter) - at, "%sprev_pid == %d || next_pid "
+                               "== %d", k ? " || " : "", tids[k], tids[k])
+                    : snprintf(filter + at, sizeof(filter) - at, "%spid == %d", k ? " || " : "",
+                               tids[k]);
+        at = w < 0 ? sizeof(filter) : at + (size_t)w;
+    }
+    return at < sizeof(filter) && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter) == 0;
 }
 
 /* Maps pages data pages of event fd into r. */
@@ -206,7 +231,8 @@ static bool map_ring(const struct sched_trace *t, struct ring *r, int fd, unsign
     void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED)
         return false;
-    *r = (struct ring){ .fd = fd, .base = base, .size = size, .pages = pages };
+    *r = (struct ring){ .fd = fd, .base = base, .size = size, .pages = pages,
+                        .from_ns = r->from_ns };
     return true;
 }
 
@@ -220,7 +246,7 @@ static void grow_ring(struct sched_trace *t, unsigned index)
         return;
     unsigned pages = old->pages * 4 < RING_PAGES_MAX ? old->pages * 4 : RING_PAGES_MAX;
     int fd = open_event(index % 2 ? t->wakeup_id : t->switch_id, index / 2);
-    struct ring grown;
+    struct ring grown = { .from_ns = old->from_ns };
     if (fd < 0) {
         old->kept = true;
         return;
@@ -230,7 +256,7 @@ static void grow_ring(struct sched_trace *t, unsigned index)
         old->kept = true;
         return;
     }
-    if (!set_filter(fd, index, t->tid) ||
+    if (!set_filter(fd, index, t->tids, t->tid_count) ||
         (!t->paused && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0)) {
         munmap(grown.base, grown.size);
         fscope_fd_close(fd);
@@ -240,6 +266,64 @@ static void grow_ring(struct sched_trace *t, unsigned index)
     munmap(old->base, old->size);
     fscope_fd_close(old->fd);
     *old = grown;
+}
+
+/* Opens a set of events on every online CPU into set, filtered to tids and enabled unless
+ * paused; its events count from the time it returns, set in each ring's from_ns. Rings of the
+ * current set give their size (a ring that grew is opened as large). 0, or the errno of what
+ * failed, with *ret_what naming it; set is left closed. */
+static int open_set(struct sched_trace *t, struct ring *set, const int *tids, unsigned count,
+                    int64_t *ret_from, const char **ret_what)
+{
+    for (unsigned i = 0; i < 2 * t->cpus; i++)
+        set[i] = (struct ring){ .fd = -1 };
+    for (unsigned c = 0; c < t->cpus; c++) {
+        for (unsigned k = 0; k < 2; k++) {
+            unsigned index = 2 * c + k;
+            int fd = open_event(k ? t->wakeup_id : t->switch_id, c);
+            if (fd < 0 && errno == ENODEV)
+                continue; /* an offline CPU */
+            int err = errno;
+            unsigned pages = t->rings[index].base ? t->rings[index].pages : RING_PAGES;
+            *ret_what = "open";
+            if (fd >= 0 && !map_ring(t, &set[index], fd, pages)) {
+                err = errno;
+                *ret_what = "map";
+                fscope_fd_close(fd);
+                fd = -1;
+            }
+            if (fd >= 0 && !set_filter(fd, index, tids, count)) {
+                err = errno;
+                *ret_what = "filter";
+                fd = -1;
+            }
+            if (fd < 0) {
+                close_set(t, set);
+                return err ? err : EINVAL;
+            }
+        }
+    }
+    for (unsigned i = 0; i < 2 * t->cpus; i++)
+        if (set[i].fd >= 0 && !t->paused)
+            ioctl(set[i].fd, PERF_EVENT_IOC_ENABLE, 0);
+    int64_t from = mono_ns();
+    for (unsigned i = 0; i < 2 * t->cpus; i++)
+        set[i].from_ns = from;
+    *ret_from = from;
+    return 0;
+}
+
+/* A mark for readers: the events paused or resumed, or a thread followed from (or no longer
+ * after) now. */
+static void mark(struct sched_trace *t, enum sched_event_kind kind, int tid, int64_t now)
+{
+    struct sched_event *e = chunked_next(&t->rec->sched_events);
+    if (!e)
+        return;
+    e->ticks = fscope_mono_ns_to_ticks(now);
+    e->tid = tid;
+    e->kind = (uint8_t)kind;
+    chunked_publish(&t->rec->sched_events);
 }
 
 static void open_all(struct sched_trace *t, int tid)
@@ -279,60 +363,40 @@ static void open_all(struct sched_trace *t, int tid)
     t->cpus = cpus > 0 && cpus <= SCHED_MAX_CPUS ? (unsigned)cpus : 1;
     t->page = sysconf(_SC_PAGESIZE);
     for (unsigned i = 0; i < 2 * t->cpus; i++)
-        t->rings[i].fd = -1;
-    for (unsigned c = 0; c < t->cpus; c++) {
-        for (unsigned k = 0; k < 2; k++) {
-            struct ring *r = &t->rings[2 * c + k];
-            r->fd = open_event(k ? t->wakeup_id : t->switch_id, c);
-            if (r->fd < 0 && errno == ENODEV)
-                continue; /* an offline CPU */
-            if (r->fd < 0) {
-                int open_errno = errno;
-                char why[224];
-                if (open_errno == EACCES || open_errno == EPERM)
-                    snprintf(why, sizeof(why), "the wake-up chain (who ran instead, who woke "
-                             "the thread) was not recorded: perf tracepoints on every CPU need "
-                             "root or CAP_PERFMON (%s)", strerror(open_errno));
-                else if (open_errno == EMFILE || open_errno == ENFILE)
-                    snprintf(why, sizeof(why), "the wake-up chain was not recorded: no "
-                             "descriptor left for its %u perf events (%s; ulimit -n)",
-                             2 * t->cpus, strerror(open_errno));
-                else
-                    snprintf(why, sizeof(why), "the wake-up chain was not recorded: "
-                             "perf_event_open refused its tracepoint (%s)", strerror(open_errno));
-                close_rings(t);
-                say_off(t, why);
-                return;
-            }
-            if (!map_ring(t, r, r->fd, RING_PAGES)) {
-                close_rings(t);
-                say_off(t, "the wake-up chain was not recorded: its perf rings could not be "
-                           "mapped");
-                return;
-            }
-        }
-    }
-    if (!set_filters(t, tid)) {
-        close_rings(t);
-        say_off(t, "the wake-up chain was not recorded: the kernel refused the events' filter");
+        t->rings[i] = (struct ring){ .fd = -1 };
+    const char *what = "";
+    int64_t from;
+    int open_errno = open_set(t, t->rings, &tid, 1, &from, &what);
+    if (open_errno) {
+        char why[224];
+        if (strcmp(what, "map") == 0)
+            snprintf(why, sizeof(why), "the wake-up chain was not recorded: its perf rings "
+                     "could not be mapped (%s)", strerror(open_errno));
+        else if (strcmp(what, "filter") == 0)
+            snprintf(why, sizeof(why), "the wake-up chain was not recorded: the kernel refused "
+                     "the events' filter (%s)", strerror(open_errno));
+        else if (open_errno == EACCES || open_errno == EPERM)
+            snprintf(why, sizeof(why), "the wake-up chain (who ran instead, who woke "
+                     "the thread) was not recorded: perf tracepoints on every CPU need "
+                     "root or CAP_PERFMON (%s)", strerror(open_errno));
+        else if (open_errno == EMFILE || open_errno == ENFILE)
+            snprintf(why, sizeof(why), "the wake-up chain was not recorded: no "
+                     "descriptor left for its %u perf events (%s; ulimit -n)",
+                     2 * t->cpus, strerror(open_errno));
+        else
+            snprintf(why, sizeof(why), "the wake-up chain was not recorded: "
+                     "perf_event_open refused its tracepoint (%s)", strerror(open_errno));
+        say_off(t, why);
         return;
     }
-    for (unsigned i = 0; i < 2 * t->cpus; i++)
-        if (t->rings[i].fd >= 0)
-            ioctl(t->rings[i].fd, PERF_EVENT_IOC_ENABLE, 0);
-    t->tid = tid;
+    t->tids[0] = tid;
+    t->tid_count = 1;
+    mark(t, SCHED_EVENT_FOLLOWED, tid, from);
     atomic_store(&t->rec->sched_state, REC_SCHED_ON);
 }
 
 _Atomic int fscope_sched_closer_tid;
 _Atomic uint64_t fscope_sched_frames;
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void set_enabled(struct sched_trace *t, bool on)
 {
@@ -348,18 +412,6 @@ static void count_paused(struct sched_trace *t, int64_t now)
         return;
     atomic_fetch_add(&t->rec->sched_paused_ms, (uint32_t)((now - t->paused_from_ns) / 1000000));
     t->paused_from_ns += (now - t->paused_from_ns) / 1000000 * 1000000;
-}
-
-/* Marks when the events went off or on, for readers to tell unknown from absent. */
-static void mark(struct sched_trace *t, enum sched_event_kind kind, int64_t now)
-{
-    struct sched_event *e = chunked_next(&t->rec->sched_events);
-    if (!e)
-        return;
-    e->ticks = fscope_mono_ns_to_ticks(now);
-    e->tid = t->tid;
-    e->kind = (uint8_t)kind;
-    chunked_publish(&t->rec->sched_events);
 }
 
 /* At each tick once the events are open (FRAMESCOPE_WAKEUPS=auto): pauses them by the frame
@@ -386,11 +438,11 @@ static void pace(struct sched_trace *t, bool final)
         t->paused = true;
         t->paused_from_ns = now;
         atomic_fetch_add(&t->rec->sched_pauses, 1);
-        mark(t, SCHED_EVENT_PAUSED, now);
+        mark(t, SCHED_EVENT_PAUSED, t->tids[0], now);
     } else if (t->paused && rate < RESUME_FPS) {
         set_enabled(t, true);
         t->paused = false;
-        mark(t, SCHED_EVENT_RESUMED, mono_ns());
+        mark(t, SCHED_EVENT_RESUMED, t->tids[0], mono_ns());
     }
 }
 
@@ -456,24 +508,47 @@ static void comm_of(struct sched_trace *t, int tid, int64_t now_ns, char out[16]
     memcpy(out, c->comm, 16);
 }
 
-static void record(struct sched_trace *t, bool wakeup, uint32_t waker, uint64_t time_ns,
-                   const unsigned char *raw, uint32_t len)
+static bool followed(const struct sched_trace *t, int tid)
+{
+    for (unsigned k = 0; k < t->tid_count; k++)
+        if (t->tids[k] == tid)
+            return true;
+    return false;
+}
+
+static struct sched_event *event_of(struct sched_trace *t, int tid, enum sched_event_kind kind,
+                                    uint64_t time_ns)
 {
     struct sched_event *e = chunked_next(&t->rec->sched_events);
     if (!e)
-        return;
+        return NULL;
     e->ticks = fscope_mono_ns_to_ticks((int64_t)time_ns);
-    e->tid = t->tid;
+    e->tid = tid;
+    e->kind = (uint8_t)kind;
+    return e;
+}
+
+/* One sample: a followed thread woken, or switched out, in, or both (from one followed thread
+ * to another). The filter passed only the followed threads' samples. */
+static void record(struct sched_trace *t, bool wakeup, uint32_t waker, uint64_t time_ns,
+                   const unsigned char *raw, uint32_t len)
+{
+    struct sched_event *e;
     if (wakeup) {
-        e->kind = SCHED_EVENT_WOKEN;
+        int woken = field_i32(raw, len, t->wake_pid);
+        if (!followed(t, woken) || !(e = event_of(t, woken, SCHED_EVENT_WOKEN, time_ns)))
+            return;
         e->other_tid = (int32_t)waker;
         if (waker == 0)
             snprintf(e->other_comm, sizeof(e->other_comm), "kernel (irq)"); /* from idle */
         else
             comm_of(t, (int)waker, (int64_t)time_ns, e->other_comm);
-    } else if (field_i32(raw, len, t->prev_pid) == t->tid) {
-        e->kind = SCHED_EVENT_OUT;
-        e->other_tid = field_i32(raw, len, t->next_pid);
+        chunked_publish(&t->rec->sched_events);
+        return;
+    }
+    int prev = field_i32(raw, len, t->prev_pid), next = field_i32(raw, len, t->next_pid);
+    if (followed(t, prev) && (e = event_of(t, prev, SCHED_EVENT_OUT, time_ns))) {
+        e->other_tid = next;
         field_comm(raw, len, t->next_comm, e->other_comm);
         int64_t state = 0;
         if (t->prev_state.offset + t->prev_state.size <= len && t->prev_state.size <= 8)
@@ -481,12 +556,13 @@ static void record(struct sched_trace *t, bool wakeup, uint32_t waker, uint64_t 
         e->state = state == 0 ? SCHED_OUT_RUNNABLE : (state & 1) ? SCHED_OUT_SLEEP
                    : (state & 2)                   ? SCHED_OUT_DISK
                                                    : SCHED_OUT_OTHER;
-    } else {
-        e->kind = SCHED_EVENT_IN;
-        e->other_tid = field_i32(raw, len, t->prev_pid);
-        field_comm(raw, len, t->prev_comm, e->other_comm);
+        chunked_publish(&t->rec->sched_events);
     }
-    chunked_publish(&t->rec->sched_events);
+    if (followed(t, next) && (e = event_of(t, next, SCHED_EVENT_IN, time_ns))) {
+        e->other_tid = prev;
+        field_comm(raw, len, t->prev_comm, e->other_comm);
+        chunked_publish(&t->rec->sched_events);
+    }
 }
 
 /* Copies len bytes at offset at of ring r's data (a power-of-two circle) into out: two
@@ -502,7 +578,9 @@ static void ring_copy(const struct sched_trace *t, const struct ring *r, uint64_
     memcpy((unsigned char *)out + first, data, len - first);
 }
 
-static void drain(struct sched_trace *t, unsigned index)
+/* Records what ring index holds from its from_ns to until_ns (INT64_MAX: the current set's
+ * rings, grown where the kernel found them full). */
+static void drain(struct sched_trace *t, unsigned index, int64_t until_ns)
 {
     struct ring *r = &t->rings[index];
     if (!r->base)
@@ -523,7 +601,8 @@ static void drain(struct sched_trace *t, unsigned index)
             ring_copy(t, r, tail + sizeof(h), &s, sizeof(uint32_t) * 2 + 8 + 4);
             uint32_t len = s.size < sizeof(raw) ? s.size : sizeof(raw);
             ring_copy(t, r, tail + sizeof(h) + 20, raw, len);
-            record(t, index % 2 == 1, s.tid, s.time, raw, len);
+            if ((int64_t)s.time >= r->from_ns && (int64_t)s.time < until_ns)
+                record(t, index % 2 == 1, s.tid, s.time, raw, len);
         } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {
             uint64_t lost[2];
             ring_copy(t, r, tail + sizeof(h), lost, sizeof(lost));
@@ -533,27 +612,57 @@ static void drain(struct sched_trace *t, unsigned index)
         tail += h.size;
     }
     __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
-    if (dropped)
+    if (dropped && until_ns == INT64_MAX)
         grow_ring(t, index);
+}
+
+/* Another thread closes frames: a new set of events, filtered to it and the latest threads
+ * followed before it, opened and on before the old set is read for the last time and closed,
+ * so each thread's stretch goes on without a gap and nothing is recorded twice. On this
+ * thread, the sampler's: the app's thread that closed the frame only stored its id. */
+static void follow(struct sched_trace *t, int tid)
+{
+    int64_t now = mono_ns();
+    if (now < t->follow_retry_ns)
+        return;
+    int tids[FOLLOW_MAX];
+    unsigned count = 0;
+    tids[count++] = tid;
+    for (unsigned k = 0; k < t->tid_count && count < FOLLOW_MAX; k++)
+        tids[count++] = t->tids[k];
+    const char *what = "";
+    int64_t from;
+    if (open_set(t, t->next, tids, count, &from, &what) != 0) {
+        t->follow_retry_ns = now + FOLLOW_RETRY_NS; /* its frames read unknown meanwhile */
+        return;
+    }
+    for (unsigned i = 0; i < 2 * t->cpus; i++)
+        drain(t, i, from);
+    close_set(t, t->rings);
+    memcpy(t->rings, t->next, 2 * t->cpus * sizeof(t->rings[0]));
+    if (t->tid_count + 1 > FOLLOW_MAX)
+        mark(t, SCHED_EVENT_UNFOLLOWED, t->tids[t->tid_count - 1], from);
+    mark(t, SCHED_EVENT_FOLLOWED, tid, from);
+    memcpy(t->tids, tids, sizeof(tids));
+    t->tid_count = count;
 }
 
 void sched_trace_tick(struct sched_trace *t, int tid, bool final)
 {
     if (!t)
         return;
-    if (!t->failed && tid > 0 && t->tid == 0)
+    if (!t->failed && tid > 0 && t->tid_count == 0)
         open_all(t, tid);
-    if (t->tid > 0) {
+    if (t->tid_count) {
+        if (tid > 0 && !final && !followed(t, tid))
+            follow(t, tid);
         for (unsigned i = 0; i < 2 * t->cpus; i++)
-            drain(t, i);
-        /* Another thread closes frames now: follow it (what was read is the old one's). */
-        if (tid > 0 && tid != t->tid && set_filters(t, tid))
-            t->tid = tid;
+            drain(t, i, INT64_MAX);
         if (!t->always)
             pace(t, final);
     }
     if (final) {
-        close_rings(t);
+        close_set(t, t->rings);
         free(t);
     }
 }
