@@ -800,7 +800,13 @@ static void evidence_text(const struct recording *rec, const struct hitch *h, ch
                          "sleep)", (double)h->wake.io_wait_ns / 1e6);
         at = w < 0 ? len : at + (size_t)w;
     }
-    if (h->wake.slept_ns >= 100000 && at < len) {
+    if (h->wake.slept_ns >= 100000 && h->wake.waker_tid == 0 && at < len) {
+        /* An interrupt (a timer's, a device's), named by the context the wake-up ran in. */
+        int w = snprintf(buf + at, len - at, "; woken by %s after %.1f ms asleep",
+                         h->wake.waker_comm[0] ? h->wake.waker_comm : "the kernel",
+                         (double)h->wake.slept_ns / 1e6);
+        at = w < 0 ? len : at + (size_t)w;
+    } else if (h->wake.slept_ns >= 100000 && at < len) {
         int w = snprintf(buf + at, len - at, "; woken by %s (tid %d) after %.1f ms asleep",
                          h->wake.waker_comm[0] ? h->wake.waker_comm : "a thread since gone",
                          h->wake.waker_tid, (double)h->wake.slept_ns / 1e6);

@@ -565,12 +565,17 @@ enum sched_event_kind {
     SCHED_EVENT_KIND_LAST = SCHED_EVENT_UNFOLLOWED,
 };
 enum sched_out_state { SCHED_OUT_RUNNABLE = 0, SCHED_OUT_SLEEP, SCHED_OUT_DISK, SCHED_OUT_OTHER };
+/* WOKEN: the context the wake-up ran in. From an interrupt, the thread the interrupt found on
+ * the CPU did not wake it: other_tid is 0 and other_comm names the interrupt. */
+enum sched_wake_context { SCHED_WAKE_TASK = 0, SCHED_WAKE_HARDIRQ, SCHED_WAKE_SOFTIRQ,
+                          SCHED_WAKE_NMI };
 struct sched_event {
     uint64_t ticks;
     int32_t tid;       /* the thread traced */
-    int32_t other_tid; /* OUT: the thread that ran next; IN: the one before; WOKEN: the waker */
+    int32_t other_tid; /* OUT: the thread that ran next; IN: the one before; WOKEN: the waker
+                        * (0: an interrupt, or the idle task) */
     uint8_t kind;      /* enum sched_event_kind */
-    uint8_t state;     /* OUT: enum sched_out_state */
+    uint8_t state;     /* OUT: enum sched_out_state; WOKEN: enum sched_wake_context */
     uint8_t reserved[6];
     char other_comm[16]; /* OUT, IN: from the tracepoint; WOKEN: the waker's, from procfs */
 };
