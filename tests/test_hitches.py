@@ -578,9 +578,117 @@ def test_wakeups_interrupt(build, demo):
     print(f"{len(known)} frames beside a hog on their CPU, woken by {dict(wakers.most_common(4))}")
 
 
+def check_slept(known, sleep_ms):
+    """Every frame of wakeup-app sleeps sleep_ms on a timer: a frame whose chain is known says
+    so (woken after about that long). A few may not (here about 1 in 500: a timer's wake-up
+    from idle with neither its sched_waking nor its switch in the ring, nothing counted lost,
+    with or without hotplug); a missing CPU's events made hundreds read 0.000."""
+    never = [x for x in known if float(x["woken_after_ms"]) < 0.8 * sleep_ms]
+    check(len(never) <= max(2, len(known) // 50), f"{len(never)} of {len(known)} frames known "
+          f"read as not asleep {sleep_ms} ms: "
+          f"{[(x['frame'], x['woken_by'], x['woken_after_ms']) for x in never[:10]]}")
+    return never
+
+
+def test_wakeups_gap(build, demo):
+    """Issue 36: missing data must never read as "never slept". FRAMESCOPE_TEST_WAKEUPS_GAP
+    drops one CPU's events at the sampler's third tick and opens them again three ticks later,
+    as a CPU taken offline and back loses them; tests/wakeup-app runs on that CPU alone, each
+    frame asleep 3 ms. The frames in between have their chain unknown (empty, not 0.000),
+    summary.json counts them as cpu_unwatched and the summary says why; the frames after have
+    their chain again."""
+    cpu = min(os.sched_getaffinity(0))
+    r, s, _ = wakeup_app(build, ["sleep", "1.5", "3000"],
+                         {"FRAMESCOPE_TEST_WAKEUPS_GAP": str(cpu)},
+                         prefix=["taskset", "-c", str(cpu)])
+    rows = r.frames()
+    known = chain_known(rows)
+    w = s["hitches"]["wakeups"]
+    # Three ticks of 100 ms: about 100 frames of 3 ms (fewer on a busy machine).
+    check(w["unknown"]["cpu_unwatched"] >= 30, w)
+    check(len(known) >= len(rows) // 2 and len(chain_known(rows[-len(rows) // 4:])) >=
+          len(rows) // 4 - 5, f"the chain known for {len(known)} of {len(rows)} frames")
+    never = check_slept(known, 3)
+    check("with a CPU whose events were gone" in (r.summary_line("wake-ups") or ""),
+          r.summary_line("wake-ups"))
+    check_wakeup_counts(r, s)
+    print(f"{w['unknown']['cpu_unwatched']} frames unknown while CPU {cpu} had no events; "
+          f"{len(known)} of {len(rows)} known, {len(never)} of them read as not asleep")
+
+
+def set_online(path, value):
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def test_wakeups_hotplug(build, demo):
+    """Issue 36: a CPU taken offline and back lost its events for good (598 frames read "woken
+    after 0.000 ms", nothing lost said). tests/wakeup-app closes frames asleep 3 ms each,
+    moved back to CPU 1 whenever it is online; CPU 1 is taken offline 0.8 s in and brought
+    back 0.5 s later (always, whatever fails): the frames known say they slept, those while
+    CPU 1 had no events are unknown (summary.json's cpu_unwatched), and the frames after it
+    came back have their chain again. Needs root and a kernel that lets CPU 1 go offline."""
+    import threading
+    import time
+    online = "/sys/devices/system/cpu/cpu1/online"
+    if os.geteuid() != 0 or not os.path.exists(online) or 1 not in os.sched_getaffinity(0):
+        print("CPU hotplug needs root and a CPU 1 this process may use (and that the kernel "
+              "lets go offline)")
+        sys.exit(77)
+    if open(online).read().strip() != "1":
+        print("CPU 1 is offline already; not touched")
+        sys.exit(77)
+    try:
+        set_online(online, "1")
+    except OSError as e:
+        print(f"CPU hotplug not permitted here: {e}")
+        sys.exit(77)
+    app = os.path.join(build, "tests", "wakeup-app")
+    runs = []
+    thread = threading.Thread(target=lambda: runs.append(run_app(
+        [app, "sleep", "2.5", "3000", "1"], None, build, {"FRAMESCOPE_WAKEUPS": "on"})))
+    thread.start()
+    try:
+        time.sleep(0.8)
+        set_online(online, "0")
+        time.sleep(0.5)
+    except OSError as e:
+        print(f"CPU 1 could not go offline: {e}")
+    finally:
+        for _ in range(50):
+            try:
+                set_online(online, "1")
+                break
+            except OSError:
+                time.sleep(0.1)
+        thread.join()
+    check(open(online).read().strip() == "1", "CPU 1 did not come back online")
+    r = runs[0]
+    check(r.rc == 0, r.stdout + r.stderr[-2000:])
+    s = r.json()
+    w = s["hitches"]["wakeups"]
+    if w["state"] != "on":
+        print(f"the wake-up chain is not recorded here: {w['why']}")
+        sys.exit(77)
+    rows = r.frames()
+    known = chain_known(rows)
+    never = check_slept(known, 3)
+    check(w["unknown"]["cpu_unwatched"] > 0, w)
+    # The last half second: CPU 1 back for most of a second.
+    tail = rows[-len(rows) // 5:]
+    check(len(chain_known(tail)) >= len(tail) * 3 // 4,
+          f"after CPU 1 came back, the chain known for {len(chain_known(tail))} of "
+          f"{len(tail)} frames")
+    check_wakeup_counts(r, s)
+    print(f"{len(known)} of {len(rows)} frames known ({len(never)} read as not asleep), "
+          f"{w['unknown']['cpu_unwatched']} unknown while CPU 1 had no events; "
+          f"{len(chain_known(tail))} of the last {len(tail)} known")
+
+
 main({"steady": test_steady, "spikes": test_spikes, "pipelines": test_pipelines,
       "faults": test_faults, "gpu_pass": test_gpu_pass, "late_present": test_late_present,
       "late_denominator": test_late_denominator,
       "wakeups": test_wakeups, "wakeups_fast": test_wakeups_fast,
       "wakeups_paced": test_wakeups_paced, "alloc": test_alloc,
-      "wakeups_handoff": test_wakeups_handoff, "wakeups_interrupt": test_wakeups_interrupt})
+      "wakeups_handoff": test_wakeups_handoff, "wakeups_interrupt": test_wakeups_interrupt,
+      "wakeups_gap": test_wakeups_gap, "wakeups_hotplug": test_wakeups_hotplug})

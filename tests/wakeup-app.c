@@ -6,6 +6,8 @@
  *   wakeup-app timer SECONDS SLEEP_US     the main thread closes frames for SECONDS beside a
  *                                          spinning thread (wk-hog), both on one CPU (the
  *                                          first the process may use)
+ *   wakeup-app sleep SECONDS SLEEP_US [CPU]  the main thread closes frames for SECONDS, moved
+ *                                          back to CPU at each frame while it is online
  *
  * Prints the thread ids that closed frames, one line each. */
 #include <pthread.h>
@@ -22,6 +24,7 @@
 
 static double seconds;
 static long sleep_us;
+static int home_cpu = -1; /* sleep: the CPU the frames go back to */
 static atomic_bool done;
 
 static double now_s(void)
@@ -39,6 +42,14 @@ static void frames(void)
     double end = now_s() + seconds;
     FSCOPE_FRAME_MARK();
     while (now_s() < end) {
+        if (home_cpu >= 0 && sched_getcpu() != home_cpu) {
+            /* Refused while the CPU is offline; the kernel's fallback then widened the
+             * thread's affinity, which this narrows again once it is back. */
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(home_cpu, &one);
+            sched_setaffinity(0, sizeof(one), &one);
+        }
         struct timespec pause = { sleep_us / 1000000, (sleep_us % 1000000) * 1000 };
         clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, NULL);
         FSCOPE_FRAME_MARK();
@@ -80,10 +91,18 @@ static bool pin_both(pthread_t other)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4 || (seconds = atof(argv[2])) <= 0 || (sleep_us = atol(argv[3])) <= 0 ||
-        (strcmp(argv[1], "handoff") != 0 && strcmp(argv[1], "timer") != 0)) {
-        fprintf(stderr, "usage: wakeup-app handoff|timer SECONDS SLEEP_US\n");
+    bool sleep_mode = argc >= 2 && strcmp(argv[1], "sleep") == 0;
+    if (argc < 4 || argc > 4 + sleep_mode || (seconds = atof(argv[2])) <= 0 ||
+        (sleep_us = atol(argv[3])) <= 0 ||
+        (!sleep_mode && strcmp(argv[1], "handoff") != 0 && strcmp(argv[1], "timer") != 0)) {
+        fprintf(stderr, "usage: wakeup-app handoff|timer SECONDS SLEEP_US\n"
+                        "       wakeup-app sleep SECONDS SLEEP_US [CPU]\n");
         return 2;
+    }
+    if (sleep_mode) {
+        home_cpu = argc == 5 ? atoi(argv[4]) : -1;
+        frames();
+        return 0;
     }
     pthread_t other;
     if (strcmp(argv[1], "handoff") == 0) {

@@ -876,6 +876,7 @@ void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch
         static const char *const unknown_words[WAKEUP_COVERAGE_COUNT] = {
             [WAKEUP_NOT_FOLLOWED] = "with their thread not followed at the time",
             [WAKEUP_PAUSED] = "paused",
+            [WAKEUP_UNWATCHED] = "with a CPU whose events were gone (CPU hotplug)",
         };
         uint64_t unknown = s->wake_frames - s->wake_coverage[WAKEUP_KNOWN];
         const char *sep = "; unknown: ";
@@ -1023,14 +1024,15 @@ void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch
     json_write_string(f, rec->kernel.sched_why);
     fprintf(f, ", \"events\": %llu, \"lost\": %llu, \"pauses\": %u, \"paused_s\": %.3f, "
             "\"threads\": %u, \"frames\": %llu, \"frames_known\": %llu, \"unknown\": "
-            "{\"not_followed\": %llu, \"paused\": %llu}}",
+            "{\"not_followed\": %llu, \"paused\": %llu, \"cpu_unwatched\": %llu}}",
             (unsigned long long)(rec->kernel.sched_count - rec->kernel.sched_marks),
             (unsigned long long)rec->kernel.sched_lost, rec->kernel.sched_pauses,
             (double)rec->kernel.sched_paused_ms / 1e3, s->wake_threads,
             (unsigned long long)s->wake_frames,
             (unsigned long long)s->wake_coverage[WAKEUP_KNOWN],
             (unsigned long long)s->wake_coverage[WAKEUP_NOT_FOLLOWED],
-            (unsigned long long)s->wake_coverage[WAKEUP_PAUSED]);
+            (unsigned long long)s->wake_coverage[WAKEUP_PAUSED],
+            (unsigned long long)s->wake_coverage[WAKEUP_UNWATCHED]);
     fprintf(f, ",\n    \"animation_error_ms\": {\"samples\": %llu, \"mean\": %.6f, \"p95\": "
             "%.6f, \"p99\": %.6f}},\n", (unsigned long long)s->animation_samples,
             s->animation_error_ms[0], s->animation_error_ms[1], s->animation_error_ms[2]);

@@ -12,6 +12,12 @@ static int sched_by_time(const void *a, const void *b)
     return x->ticks < y->ticks ? -1 : x->ticks > y->ticks;
 }
 
+static int span_by_start(const void *a, const void *b)
+{
+    const struct sched_span *x = a, *y = b;
+    return x->from < y->from ? -1 : x->from > y->from;
+}
+
 static int span_by_thread(const void *a, const void *b)
 {
     const struct sched_span *x = a, *y = b;
@@ -42,7 +48,7 @@ static bool span_add(struct sched_span **spans, size_t *count, size_t *cap, int 
 static bool spans_build(struct sched_index *x, const struct sched_event **marks,
                         size_t mark_count)
 {
-    size_t followed_cap = 0, paused_cap = 0;
+    size_t followed_cap = 0, paused_cap = 0, unwatched_cap = 0;
     bool paused = false;
     for (size_t k = 0; k < mark_count; k++) {
         const struct sched_event *m = marks[k];
@@ -64,7 +70,33 @@ static bool spans_build(struct sched_index *x, const struct sched_event **marks,
                         x->followed[j].to = m->ticks;
                     break;
                 }
+        } else if (m->kind == SCHED_EVENT_CPU_UNWATCHED) {
+            bool open = false; /* the CPU's stretch already open: one mark stands */
+            for (size_t j = 0; j < x->unwatched_count && !open; j++)
+                open = x->unwatched[j].tid == m->tid && x->unwatched[j].to == UINT64_MAX;
+            if (!open && !span_add(&x->unwatched, &x->unwatched_count, &unwatched_cap, m->tid,
+                                   m->ticks))
+                return false;
+        } else if (m->kind == SCHED_EVENT_CPU_WATCHED) {
+            for (size_t j = 0; j < x->unwatched_count; j++)
+                if (x->unwatched[j].tid == m->tid && x->unwatched[j].to == UINT64_MAX)
+                    x->unwatched[j].to = m->ticks;
         }
+    }
+    /* Every CPU's stretches as one list apart from each other, for spans_meet. */
+    if (x->unwatched_count) {
+        qsort(x->unwatched, x->unwatched_count, sizeof(*x->unwatched), span_by_start);
+        size_t merged = 0;
+        for (size_t j = 0; j < x->unwatched_count; j++) {
+            struct sched_span *last = merged ? &x->unwatched[merged - 1] : NULL;
+            if (last && x->unwatched[j].from <= last->to) {
+                if (x->unwatched[j].to > last->to)
+                    last->to = x->unwatched[j].to;
+            } else {
+                x->unwatched[merged++] = x->unwatched[j];
+            }
+        }
+        x->unwatched_count = merged;
     }
     if (x->legacy) {
         /* The events are by time: each thread's first one opens its stretch. */
@@ -120,6 +152,7 @@ void sched_index_free(struct sched_index *x)
     free(x->events);
     free(x->followed);
     free(x->paused);
+    free(x->unwatched);
     memset(x, 0, sizeof(*x));
 }
 
@@ -164,6 +197,8 @@ enum wakeup_coverage frame_wakeup_coverage(const struct sched_index *x,
         return WAKEUP_NOT_FOLLOWED;
     if (spans_meet(x->paused, x->paused_count, f->start_ticks, f->end_ticks))
         return WAKEUP_PAUSED;
+    if (spans_meet(x->unwatched, x->unwatched_count, f->start_ticks, f->end_ticks))
+        return WAKEUP_UNWATCHED;
     return WAKEUP_KNOWN;
 }
 

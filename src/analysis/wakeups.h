@@ -3,8 +3,9 @@
  * longest sleep, and whether the chain was recorded for the frame at all.
  *
  * A frame's chain is known only where every part of it was recorded: its thread followed
- * over the whole frame (FOLLOWED to UNFOLLOWED marks) and the events not paused anywhere in
- * it. Anything else is unknown, never "nothing ran instead, it never slept" (issue 36). */
+ * over the whole frame (FOLLOWED to UNFOLLOWED marks), the events not paused anywhere in
+ * it, and no CPU without its events (CPU_UNWATCHED to CPU_WATCHED) anywhere in it: the thread
+ * may have run there. Anything else is unknown, never "nothing ran instead, it never slept" (issue 36). */
 #ifndef FSCOPE_WAKEUPS_H
 #define FSCOPE_WAKEUPS_H
 
@@ -31,10 +32,11 @@ enum wakeup_coverage {
     WAKEUP_KNOWN = 0,
     WAKEUP_NOT_FOLLOWED, /* no thread known for it, or its thread not followed all through */
     WAKEUP_PAUSED,       /* FRAMESCOPE_WAKEUPS=auto paused the events in it */
+    WAKEUP_UNWATCHED,    /* a CPU had no events in it (hotplug) */
     WAKEUP_COVERAGE_COUNT,
 };
 
-/* A stretch of time: a thread followed, or the events paused. */
+/* A stretch of time: a thread followed, the events paused, or a CPU without them. */
 struct sched_span {
     int tid;
     uint64_t from, to; /* ticks; to UINT64_MAX: to the end */
@@ -49,6 +51,8 @@ struct sched_index {
     bool legacy;               /* no FOLLOWED marks (before issue 36): see wakeups.c */
     struct sched_span *paused; /* by time, apart from each other */
     size_t paused_count;
+    struct sched_span *unwatched; /* any CPU's, merged: by time, apart from each other */
+    size_t unwatched_count;
 };
 void sched_index_build(const struct recording *rec, struct sched_index *ret);
 void sched_index_free(struct sched_index *x);

@@ -552,8 +552,11 @@ struct rec_objects {
  * FOLLOWED, UNFOLLOWED: from this time on (until), tid's switches and wake-ups are recorded;
  * outside such a stretch they are unknown (a thread starts closing frames before the sampler's
  * next tick follows it). Recordings without FOLLOWED marks (before issue 36) followed the
- * thread of their first event from that event on. Every kind from PAUSED on is a mark, not
- * an event of the thread. */
+ * thread of their first event from that event on. CPU_UNWATCHED, CPU_WATCHED: the CPU
+ * numbered tid had no events open from this time (a CPU offline when they were opened and online since,
+ * or one taken offline and back, which ends the kernel's events on it for good) until it had
+ * again: every thread's switches and wake-ups are unknown meanwhile. Every kind from PAUSED
+ * on is a mark, not an event of the thread. */
 enum sched_event_kind {
     SCHED_EVENT_OUT = 1,
     SCHED_EVENT_IN,
@@ -562,7 +565,9 @@ enum sched_event_kind {
     SCHED_EVENT_RESUMED,
     SCHED_EVENT_FOLLOWED,
     SCHED_EVENT_UNFOLLOWED,
-    SCHED_EVENT_KIND_LAST = SCHED_EVENT_UNFOLLOWED,
+    SCHED_EVENT_CPU_UNWATCHED,
+    SCHED_EVENT_CPU_WATCHED,
+    SCHED_EVENT_KIND_LAST = SCHED_EVENT_CPU_WATCHED,
 };
 enum sched_out_state { SCHED_OUT_RUNNABLE = 0, SCHED_OUT_SLEEP, SCHED_OUT_DISK, SCHED_OUT_OTHER };
 /* WOKEN: the context the wake-up ran in. From an interrupt, the thread the interrupt found on

@@ -10,6 +10,14 @@
  * thread at its next tick; the old set is read to the moment the new one is on, and closed
  * (issue 36: before, the first thread stayed followed for good and a second one's frames had
  * no chain). Marks in the recording say from when to when each thread was followed.
+ * A CPU offline when the events are opened gets none, and a CPU taken offline loses its
+ * events for good (the kernel takes them out of its context; enabling them again does
+ * nothing): at each tick the CPUs online are read (/sys/devices/system/cpu/online, one pread)
+ * and each CPU's switch event's time enabled (one read, which the kernel answers with an
+ * interrupt to that CPU: ten a second per CPU; the time stops when the event is gone), and
+ * the events of a CPU online without them are opened again. The stretch a CPU had none is
+ * marked, and every frame in it reads unknown (issue 36: a CPU taken offline and back made
+ * 598 frames read "woken after 0.000 ms" with nothing lost said).
  * A sched_switch event attached to the thread instead spares the other threads' switches
  * nothing they pay here, and costs the thread's own more, since its perf context then goes
  * in and out with it (tests/bench-sched-trace.c: about 0.55 us a switch of the thread on
@@ -86,6 +94,18 @@ struct field {
     unsigned offset, size;
 };
 
+/* What is known of one CPU's events: when they were last seen alive, and since when it had
+ * none while online (or may have). */
+struct cpu_watch {
+    uint64_t enabled_ns;  /* the switch event's time enabled at the last check */
+    int64_t checked_ns;   /* that check's time; 0: none since the events were opened */
+    int64_t prior_ns;     /* the check before it (the events were alive after it) */
+    int64_t alive_ns;     /* when they were opened (alive then) */
+    int64_t offline_ns;   /* without events: the latest time the CPU was seen offline */
+    int64_t unwatched_ns; /* without events while it may have run threads, since; 0: none */
+    unsigned hold_ticks;  /* FRAMESCOPE_TEST_WAKEUPS_GAP: ticks left before they are reopened */
+};
+
 /* Wakers' names, read once a second at most per thread: a frame's wakers are a handful of
  * threads waking it several times a frame (lavapipe's vkcube: about twelve), and a read of
  * /proc/TID/comm for each (open, read, close) cost the sampler's thread more than the rest
@@ -109,6 +129,10 @@ struct sched_trace {
     unsigned cpus;
     struct ring rings[2 * SCHED_MAX_CPUS]; /* switch, wakeup per CPU */
     struct ring next[2 * SCHED_MAX_CPUS];  /* a new set being opened (follow) */
+    struct cpu_watch watch[SCHED_MAX_CPUS];
+    int online_fd;    /* /sys/devices/system/cpu/online; -1: not readable, CPUs not watched */
+    unsigned ticks;   /* since the events were opened */
+    int test_gap_cpu; /* FRAMESCOPE_TEST_WAKEUPS_GAP: the CPU whose events it drops; -1 */
     struct field prev_pid, prev_state, next_comm, next_pid, prev_comm, wake_pid, wake_flags;
     unsigned switch_id, wakeup_id;
     long page;
@@ -191,6 +215,7 @@ static int open_event(unsigned id, unsigned cpu)
     attr.use_clockid = 1;
     attr.clockid = CLOCK_MONOTONIC;
     attr.disabled = 1;
+    attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED; /* stops when the CPU's event is gone */
     attr.wakeup_events = 1000000; /* read at the tick; never woken */
     return fscope_fd_high((int)syscall(SYS_perf_event_open, &attr, -1, (int)cpu, -1,
                                        PERF_FLAG_FD_CLOEXEC));
@@ -241,6 +266,14 @@ static bool map_ring(const struct sched_trace *t, struct ring *r, int fd, unsign
     return true;
 }
 
+/* A CPU's events just opened (at from_ns, which their rings got): alive then, not checked. */
+static void watch_start(struct sched_trace *t, unsigned cpu, int64_t from_ns)
+{
+    struct cpu_watch *w = &t->watch[cpu];
+    w->checked_ns = w->prior_ns = 0;
+    w->alive_ns = from_ns;
+}
+
 /* Ring index found full: the same events opened again with four times the pages, filtered
  * and enabled before the old ring goes (what the old one took after its last read goes with
  * it). Where the kernel refuses (a locked-memory limit), the old ring stays, for good. */
@@ -271,51 +304,8 @@ static void grow_ring(struct sched_trace *t, unsigned index)
     munmap(old->base, old->size);
     fscope_fd_close(old->fd);
     *old = grown;
-}
-
-/* Opens a set of events on every online CPU into set, filtered to tids and enabled unless
- * paused; its events count from the time it returns, set in each ring's from_ns. Rings of the
- * current set give their size (a ring that grew is opened as large). 0, or the errno of what
- * failed, with *ret_what naming it; set is left closed. */
-static int open_set(struct sched_trace *t, struct ring *set, const int *tids, unsigned count,
-                    int64_t *ret_from, const char **ret_what)
-{
-    for (unsigned i = 0; i < 2 * t->cpus; i++)
-        set[i] = (struct ring){ .fd = -1 };
-    for (unsigned c = 0; c < t->cpus; c++) {
-        for (unsigned k = 0; k < 2; k++) {
-            unsigned index = 2 * c + k;
-            int fd = open_event(k ? t->wakeup_id : t->switch_id, c);
-            if (fd < 0 && errno == ENODEV)
-                continue; /* an offline CPU */
-            int err = errno;
-            unsigned pages = t->rings[index].base ? t->rings[index].pages : RING_PAGES;
-            *ret_what = "open";
-            if (fd >= 0 && !map_ring(t, &set[index], fd, pages)) {
-                err = errno;
-                *ret_what = "map";
-                fscope_fd_close(fd);
-                fd = -1;
-            }
-            if (fd >= 0 && !set_filter(fd, index, tids, count)) {
-                err = errno;
-                *ret_what = "filter";
-                fd = -1;
-            }
-            if (fd < 0) {
-                close_set(t, set);
-                return err ? err : EINVAL;
-            }
-        }
-    }
-    for (unsigned i = 0; i < 2 * t->cpus; i++)
-        if (set[i].fd >= 0 && !t->paused)
-            ioctl(set[i].fd, PERF_EVENT_IOC_ENABLE, 0);
-    int64_t from = mono_ns();
-    for (unsigned i = 0; i < 2 * t->cpus; i++)
-        set[i].from_ns = from;
-    *ret_from = from;
-    return 0;
+    if (index % 2 == 0)
+        watch_start(t, index / 2, mono_ns()); /* another event: its own time enabled */
 }
 
 /* A mark for readers: the events paused or resumed, or a thread followed from (or no longer
@@ -329,6 +319,73 @@ static void mark(struct sched_trace *t, enum sched_event_kind kind, int tid, int
     e->tid = tid;
     e->kind = (uint8_t)kind;
     chunked_publish(&t->rec->sched_events);
+}
+
+/* Opens CPU cpu's two events into set, filtered to tids, not yet enabled. 0, ENODEV for an
+ * offline CPU (set left empty), or the errno of what failed, with *ret_what naming it. */
+static int open_pair(struct sched_trace *t, struct ring *set, unsigned cpu, const int *tids,
+                     unsigned count, const char **ret_what)
+{
+    for (unsigned k = 0; k < 2; k++) {
+        unsigned index = 2 * cpu + k;
+        set[index] = (struct ring){ .fd = -1 };
+        int fd = open_event(k ? t->wakeup_id : t->switch_id, cpu);
+        int err = errno;
+        unsigned pages = t->rings[index].base ? t->rings[index].pages : RING_PAGES;
+        *ret_what = "open";
+        if (fd >= 0 && !map_ring(t, &set[index], fd, pages)) {
+            err = errno;
+            *ret_what = "map";
+            fscope_fd_close(fd);
+            fd = -1;
+        }
+        if (fd >= 0 && !set_filter(fd, index, tids, count)) {
+            err = errno;
+            *ret_what = "filter";
+            fd = -1;
+        }
+        if (fd < 0) {
+            close_ring(&set[2 * cpu]);
+            close_ring(&set[2 * cpu + 1]);
+            return err ? err : EINVAL;
+        }
+    }
+    return 0;
+}
+
+/* Opens a set of events on every online CPU into set, filtered to tids and enabled unless
+ * paused; its events count from the time it returns, set in each ring's from_ns. Rings of the
+ * current set give their size (a ring that grew is opened as large). 0, or the errno of what
+ * failed, with *ret_what naming it; set is left closed. */
+static int open_set(struct sched_trace *t, struct ring *set, const int *tids, unsigned count,
+                    int64_t *ret_from, const char **ret_what)
+{
+    for (unsigned i = 0; i < 2 * t->cpus; i++)
+        set[i] = (struct ring){ .fd = -1 };
+    for (unsigned c = 0; c < t->cpus; c++) {
+        int err = open_pair(t, set, c, tids, count, ret_what);
+        if (err && err != ENODEV) {
+            close_set(t, set);
+            return err;
+        }
+    }
+    for (unsigned i = 0; i < 2 * t->cpus; i++)
+        if (set[i].fd >= 0 && !t->paused)
+            ioctl(set[i].fd, PERF_EVENT_IOC_ENABLE, 0);
+    int64_t from = mono_ns();
+    for (unsigned i = 0; i < 2 * t->cpus; i++)
+        set[i].from_ns = from;
+    for (unsigned c = 0; c < t->cpus; c++) {
+        watch_start(t, c, from);
+        if (!set[2 * c].base) {
+            t->watch[c].offline_ns = from; /* offline then (ENODEV) */
+        } else if (t->watch[c].unwatched_ns) {
+            mark(t, SCHED_EVENT_CPU_WATCHED, (int)c, from);
+            t->watch[c].unwatched_ns = t->watch[c].offline_ns = 0;
+        }
+    }
+    *ret_from = from;
+    return 0;
 }
 
 static void open_all(struct sched_trace *t, int tid)
@@ -398,6 +455,8 @@ static void open_all(struct sched_trace *t, int tid)
     t->tids[0] = tid;
     t->tid_count = 1;
     mark(t, SCHED_EVENT_FOLLOWED, tid, from);
+    /* Held: read once a tick, where an open and close would be three system calls. */
+    t->online_fd = fscope_fd_high(open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC));
     atomic_store(&t->rec->sched_state, REC_SCHED_ON);
 }
 
@@ -458,6 +517,19 @@ struct sched_trace *sched_trace_new(struct rec_kernel *rec)
     if (!t)
         return NULL;
     t->rec = rec;
+    t->online_fd = -1;
+    /* Test only: CPU N's events dropped at the third tick and opened again three later, as a
+     * CPU taken offline and back loses them (tests/test_hitches.py, wakeups_gap). */
+    const char *gap = secure_getenv("FRAMESCOPE_TEST_WAKEUPS_GAP");
+    char *gap_end = NULL;
+    long gap_cpu = gap && *gap ? strtol(gap, &gap_end, 10) : -1;
+    t->test_gap_cpu = gap_end && *gap_end == '\0' && gap_cpu >= 0 && gap_cpu < SCHED_MAX_CPUS
+                          ? (int)gap_cpu : -1;
+    if (gap && *gap && t->test_gap_cpu < 0) {
+        char shown[FSCOPE_ESCAPE_SIZE];
+        fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_TEST_WAKEUPS_GAP='%s' is not a CPU number; "
+                   "ignored", fscope_config_escape(gap, shown, sizeof(shown)));
+    }
     /* The kernel builds every sched_switch and sched_waking record of every CPU before the
      * filter drops it: a cost on the whole machine, which this turns off on its own. */
     const char *value = secure_getenv("FRAMESCOPE_WAKEUPS");
@@ -635,6 +707,104 @@ static void drain(struct sched_trace *t, unsigned index, int64_t until_ns)
         grow_ring(t, index);
 }
 
+/* The CPUs online, from the kernel's list ("0-3,5"), into online; false if unreadable. */
+static bool read_online(struct sched_trace *t, bool *online)
+{
+    char text[1024];
+    ssize_t n = t->online_fd >= 0 ? pread(t->online_fd, text, sizeof(text) - 1, 0) : -1;
+    if (n <= 0)
+        return false;
+    text[n] = '\0';
+    memset(online, 0, t->cpus * sizeof(*online));
+    for (char *at = text; *at >= '0' && *at <= '9';) {
+        unsigned long first = strtoul(at, &at, 10), last = first;
+        if (*at == '-')
+            last = strtoul(at + 1, &at, 10);
+        for (unsigned long c = first; c <= last && c < t->cpus; c++)
+            online[c] = true;
+        if (*at != ',')
+            break;
+        at++;
+    }
+    return true;
+}
+
+/* Whether CPU cpu's events are alive: their time enabled moved since the last check (it
+ * stops for good when the CPU goes offline). Not judged while paused (it stops then too);
+ * the check before a pause stands until the first one after. */
+static bool events_alive(struct sched_trace *t, unsigned cpu, int64_t now)
+{
+    struct cpu_watch *w = &t->watch[cpu];
+    uint64_t counts[2]; /* value, time enabled */
+    if (t->paused || read(t->rings[2 * cpu].fd, counts, sizeof(counts)) != sizeof(counts))
+        return true;
+    if (w->checked_ns && counts[1] == w->enabled_ns)
+        return false;
+    w->prior_ns = w->checked_ns;
+    w->checked_ns = now;
+    w->enabled_ns = counts[1];
+    return true;
+}
+
+/* Stretches a CPU had no events while it may have run threads: marked as soon as found (a
+ * killed app's recording keeps the mark), and their end once its events are open again. */
+static void unwatched(struct sched_trace *t, unsigned cpu, int64_t since)
+{
+    if (t->watch[cpu].unwatched_ns)
+        return;
+    t->watch[cpu].unwatched_ns = since;
+    mark(t, SCHED_EVENT_CPU_UNWATCHED, (int)cpu, since);
+}
+
+/* At each tick, after the rings were read: a CPU whose events died is closed, one online
+ * without events gets them (with the followed threads' filter). What a CPU's events missed
+ * is bounded by what was seen: from the check before the last one that saw them alive (they
+ * died after it), or from the latest time the CPU was seen offline (nothing ran there then),
+ * to the moment the new events are on. tick_ns: when this tick's reads of the rings began. */
+static void watch_cpus(struct sched_trace *t, int64_t tick_ns)
+{
+    bool online[SCHED_MAX_CPUS];
+    int64_t now = mono_ns();
+    if (!read_online(t, online))
+        return;
+    t->ticks++;
+    for (unsigned c = 0; c < t->cpus; c++) {
+        struct cpu_watch *w = &t->watch[c];
+        bool dropped = (int)c == t->test_gap_cpu && t->ticks == 3;
+        if (t->rings[2 * c].base && (dropped || !events_alive(t, c, now))) {
+            unwatched(t, c, dropped ? tick_ns : w->prior_ns ? w->prior_ns : w->alive_ns);
+            close_ring(&t->rings[2 * c]);
+            close_ring(&t->rings[2 * c + 1]);
+            w->offline_ns = 0;
+            w->hold_ticks = dropped ? 3 : 0;
+        }
+        if (t->rings[2 * c].base)
+            continue;
+        if (!online[c]) {
+            /* Nothing runs there: a stretch without events ends at the latest time seen. */
+            if (w->unwatched_ns) {
+                mark(t, SCHED_EVENT_CPU_WATCHED, (int)c, now);
+                w->unwatched_ns = 0;
+            }
+            w->offline_ns = now;
+            continue;
+        }
+        unwatched(t, c, w->offline_ns ? w->offline_ns : now);
+        if (w->hold_ticks && w->hold_ticks--)
+            continue;
+        const char *what;
+        if (open_pair(t, t->rings, c, t->tids, t->tid_count, &what) != 0)
+            continue; /* tried again at the next tick; unknown meanwhile */
+        for (unsigned k = 0; k < 2 && !t->paused; k++)
+            ioctl(t->rings[2 * c + k].fd, PERF_EVENT_IOC_ENABLE, 0);
+        int64_t from = mono_ns();
+        t->rings[2 * c].from_ns = t->rings[2 * c + 1].from_ns = from;
+        watch_start(t, c, from);
+        mark(t, SCHED_EVENT_CPU_WATCHED, (int)c, from);
+        w->unwatched_ns = w->offline_ns = 0;
+    }
+}
+
 /* Another thread closes frames: a new set of events, filtered to it and the latest threads
  * followed before it, opened and on before the old set is read for the last time and closed,
  * so each thread's stretch goes on without a gap and nothing is recorded twice. On this
@@ -673,15 +843,21 @@ void sched_trace_tick(struct sched_trace *t, int tid, bool final)
     if (!t->failed && tid > 0 && t->tid_count == 0)
         open_all(t, tid);
     if (t->tid_count) {
-        if (tid > 0 && !final && !followed(t, tid))
-            follow(t, tid);
+        int64_t tick_ns = mono_ns(); /* before the rings are read */
         for (unsigned i = 0; i < 2 * t->cpus; i++)
             drain(t, i, INT64_MAX);
+        /* CPUs first: a set that died unseen would be replaced by follow() unmarked. */
+        if (!final)
+            watch_cpus(t, tick_ns);
+        if (tid > 0 && !final && !followed(t, tid))
+            follow(t, tid);
         if (!t->always)
             pace(t, final);
     }
     if (final) {
         close_set(t, t->rings);
+        if (t->online_fd >= 0)
+            fscope_fd_close(t->online_fd);
         free(t);
     }
 }
