@@ -72,6 +72,21 @@ void display_evidence_compute(const struct recording *rec, const struct recordin
         near += ms >= 0.9 * ret->app_interval_ms && ms <= 1.1 * ret->app_interval_ms;
     }
     ret->steady = count >= 4 && (double)near >= 0.8 * (double)count;
+    /* Where the compositor flags vsync, the refresh it claims is one refresh (else, as Weston
+     * headless, what it shows is all there is to go by). */
+    uint64_t vsync = 0;
+    double *claimed = presented ? malloc(presented * sizeof(*claimed)) : NULL;
+    size_t nclaimed = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        const struct fscope_frame *f = &log->frames[i];
+        if (f->present_state != FRAME_PRESENT_PRESENTED)
+            continue;
+        vsync += (f->present_flags & 0x1) != 0;
+        if (claimed && f->refresh_ns && nclaimed < presented)
+            claimed[nclaimed++] = f->refresh_ns / 1e6;
+    }
+    double refresh_ms = vsync * 2 > presented ? stats_median(claimed, nclaimed) : 0;
+    free(claimed);
     uint64_t decided = presented + discarded;
     if (log->tracked && decided >= 4 && nshown >= 2) {
         ret->confirmed = true;
@@ -84,9 +99,9 @@ void display_evidence_compute(const struct recording *rec, const struct recordin
         char output[64];
         double hz;
         ret->cadence_display = ret->paces && ret->steady &&
-                               ret->app_interval_ms <= 1.15 * ret->shown_interval_ms &&
-                               presentation_pacing_output(rec, ret->app_interval_ms, output,
-                                                          sizeof(output), &hz);
+                               ret->app_interval_ms <= 1.1 * ret->shown_interval_ms &&
+                               ret->app_interval_ms >= 0.9 * ret->shown_interval_ms &&
+                               (refresh_ms <= 0 || ret->shown_interval_ms <= 1.1 * refresh_ms);
         /* FIFO at the refresh of another output than the one showing it: a display paces the
          * app, only not the one it is on (the mixed-refresh trap). Waiting in present is then
          * a display wait, whatever the discards. */
@@ -120,16 +135,6 @@ void display_evidence_compute(const struct recording *rec, const struct recordin
         snprintf(ret->why, sizeof(ret->why), "non-FIFO present mode, no presentation feedback");
 }
 
-static bool app_thread(const struct recording *rec, int tid)
-{
-    if (tid == rec->pid)
-        return true;
-    for (unsigned i = 0; i < rec->kernel.thread_count; i++)
-        if (rec->kernel.threads[i].tid == tid)
-            return true;
-    return false;
-}
-
 void display_evidence_wakes(const struct recording *rec, const struct recording_log *log,
                             const struct sched_index *sched, struct display_evidence *ev)
 {
@@ -145,19 +150,24 @@ void display_evidence_wakes(const struct recording *rec, const struct recording_
         if (sched && sched->count)
             frame_wakeups(rec, sched, &log->frames[i], &w);
         if (!sched || !sched->count || !w.known) {
-            fw->kind = ev->cadence_display ? FRAME_WAKE_DISPLAY : FRAME_WAKE_NONE;
+            fw->cadence_display = ev->cadence_display;
+            fw->cadence_own = !ev->cadence_display && ev->steady;
             continue;
         }
         fw->chain = true;
-        if (!w.slept_ns)
-            continue;
-        fw->slept_ns = w.slept_ns;
-        fw->waker_tid = w.waker_tid;
-        memcpy(fw->waker_comm, w.waker_comm, sizeof(fw->waker_comm));
-        fw->kind = !w.waker_tid                    ? (ev->steady ? FRAME_WAKE_TIMER : FRAME_WAKE_NONE)
-                   : app_thread(rec, w.waker_tid) ? FRAME_WAKE_THREAD
-                   : ev->confirmed                ? FRAME_WAKE_DISPLAY
-                                                  : FRAME_WAKE_NONE;
+        /* Another process woke it where a compositor answers for the surface; the kernel
+         * (its timer) where its cadence is steady; another of its threads always. */
+        static const enum waker_kind kinds[3] = { WAKER_OTHER_PROCESS, WAKER_KERNEL,
+                                                  WAKER_APP_THREAD };
+        const bool allowed[3] = { ev->confirmed, ev->steady, true };
+        int64_t *ns[3] = { &fw->display_ns, &fw->timer_ns, &fw->thread_ns };
+        for (unsigned k = 0; k < 3; k++) {
+            if (!allowed[k] || !w.slept_by_ns[kinds[k]])
+                continue;
+            *ns[k] = w.slept_by_ns[kinds[k]];
+            fw->tid[k] = w.by_tid[kinds[k]];
+            memcpy(fw->comm[k], w.by_comm[kinds[k]], sizeof(fw->comm[k]));
+        }
     }
     ev->wakes = wakes;
     ev->frames = log->frames;
@@ -165,8 +175,9 @@ void display_evidence_wakes(const struct recording *rec, const struct recording_
 }
 
 /* The CPU part's sleep outside Vulkan split by what woke the thread (struct frame_budget_ns):
- * the longest sleep of the frame by its waker where the wake-up chain recorded it, else the
- * whole of it by the cadence. */
+ * by the wakers of the frame's sleeps where the wake-up chain recorded it (the display's
+ * first, then the timer's, then its threads', each at most what is left: its sleeps in
+ * Vulkan calls are not told apart from those outside), else the whole of it by the cadence. */
 static void split_blocked(const struct fscope_frame *f, const struct display_evidence *ev,
                           struct frame_budget_ns *b)
 {
@@ -174,22 +185,24 @@ static void split_blocked(const struct fscope_frame *f, const struct display_evi
         return;
     const struct frame_wake *fw = &ev->wakes[f - ev->frames];
     if (!fw->chain) {
-        if (fw->kind == FRAME_WAKE_DISPLAY) {
+        if (fw->cadence_display || fw->cadence_own)
             b->wake_evidence = WAKE_EVIDENCE_CADENCE;
+        if (fw->cadence_display)
             b->blocked_display = b->cpu_blocked;
-        }
+        else if (fw->cadence_own)
+            b->blocked_timer = b->cpu_blocked;
         return;
     }
     b->wake_evidence = WAKE_EVIDENCE_CHAIN;
-    int64_t part = fw->slept_ns < b->cpu_blocked ? fw->slept_ns : b->cpu_blocked;
-    b->waker_tid = fw->waker_tid;
-    memcpy(b->waker_comm, fw->waker_comm, sizeof(b->waker_comm));
-    if (fw->kind == FRAME_WAKE_TIMER)
-        b->blocked_timer = part;
-    else if (fw->kind == FRAME_WAKE_THREAD)
-        b->blocked_thread = part;
-    else if (fw->kind == FRAME_WAKE_DISPLAY)
-        b->blocked_display = part;
+    int64_t left = b->cpu_blocked;
+    const int64_t ns[3] = { fw->display_ns, fw->timer_ns, fw->thread_ns };
+    int64_t *part[3] = { &b->blocked_display, &b->blocked_timer, &b->blocked_thread };
+    for (unsigned k = 0; k < 3; k++) {
+        *part[k] = ns[k] < left ? ns[k] : left;
+        left -= *part[k];
+        b->waker_tid[k] = fw->tid[k];
+        memcpy(b->waker_comm[k], fw->comm[k], sizeof(b->waker_comm[k]));
+    }
 }
 
 void frame_budget(const struct recording *rec, const struct fscope_frame *f,

@@ -44,8 +44,8 @@ struct display_evidence {
     char why[224];
     /* For the CPU part's sleep outside Vulkan (frame_budget): */
     bool steady;         /* the app's frame intervals: 80% within 10% of their median */
-    /* The app presents at the cadence it is shown, at an output's refresh: without the
-     * wake-up chain, its sleep outside Vulkan is taken as waiting for the display. */
+    /* The app presents at the cadence it is shown (steady, within 10%): without the wake-up
+     * chain, its sleep outside Vulkan is taken as waiting for the display. */
     bool cadence_display;
     /* What woke each of the log's frames' closing thread from its longest sleep
      * (display_evidence_wakes); NULL: not known. */
@@ -54,14 +54,15 @@ struct display_evidence {
     uint64_t frame_count;
 };
 
-/* A frame's longest sleep in the wake-up chain, by what woke it (frame_budget splits the
- * CPU part's sleep outside Vulkan by it). */
+/* A frame's sleeps in the wake-up chain by what woke the thread (frame_budget splits the CPU
+ * part's sleep outside Vulkan by them), each kind with the waker of the most of it. */
 struct frame_wake {
-    int64_t slept_ns;
-    int waker_tid; /* 0: an interrupt */
-    char waker_comm[16];
-    enum { FRAME_WAKE_NONE, FRAME_WAKE_DISPLAY, FRAME_WAKE_TIMER, FRAME_WAKE_THREAD } kind;
+    int64_t display_ns, timer_ns, thread_ns; /* 0 where the evidence does not allow the kind */
+    int tid[3];                              /* display, timer, thread; 0: an interrupt */
+    char comm[3][16];
     bool chain; /* the chain recorded the frame (else the cadence is the evidence) */
+    bool cadence_display;
+    bool cadence_own; /* no chain: steady at a cadence of its own, not the one shown */
 };
 /* Fills ev's wakes for log's frames from the wake-up chain's events (sched: NULL or empty
  * where none were recorded), once per analysis: each frame_budget then reads its own. */
@@ -95,8 +96,8 @@ struct frame_budget_ns {
      * woke it (another of its threads: a lock or a queue) named. */
     int64_t blocked_display, blocked_timer, blocked_thread;
     enum { WAKE_EVIDENCE_NONE, WAKE_EVIDENCE_CHAIN, WAKE_EVIDENCE_CADENCE } wake_evidence;
-    int waker_tid; /* what woke it from its longest sleep in the frame; 0: an interrupt */
-    char waker_comm[16];
+    int waker_tid[3]; /* what woke it most, as a display, a timer, a thread; 0: an interrupt */
+    char waker_comm[3][16];
 };
 
 /* Splits a frame into nanoseconds so that cpu + blocks == frame exactly, and splits its

@@ -69,10 +69,16 @@ static void run_reason(struct run_stats *s)
     case FSCOPE_VERDICT_CAP:
         if (t->blocked_timer > t->block[FSCOPE_BLOCK_CAP])
             snprintf(s->reason, sizeof(s->reason), "the app's own limiter: %.1f%% of the frame "
-                     "asleep outside Vulkan until an interrupt (its timer) woke it, at a steady "
-                     "cadence (every %.2f ms; the wake-up chain), %.1f%% in the frame cap, CPU "
-                     "work %.1f%%, GPU busy %.1f%%", PCT(t->blocked_timer),
-                     ev ? ev->app_interval_ms : 0.0, PCT(t->block[FSCOPE_BLOCK_CAP]),
+                     "asleep outside Vulkan %s, at a steady cadence of its own (every %.2f ms; "
+                     "%s), %.1f%% in the frame cap, CPU work %.1f%%, GPU busy %.1f%%",
+                     PCT(t->blocked_timer),
+                     s->wake_chain_frames >= s->wake_cadence_frames
+                         ? "until an interrupt (its timer) woke it" : "between frames",
+                     ev ? ev->app_interval_ms : 0.0,
+                     s->wake_chain_frames >= s->wake_cadence_frames
+                         ? "the wake-up chain"
+                         : "no wake-up chain: not the cadence it is shown at",
+                     PCT(t->block[FSCOPE_BLOCK_CAP]),
                      PCT(t->cpu - t->blocked_timer - t->blocked_display), PCT(t->gpu_busy));
         else
             snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame waiting in the frame cap",
@@ -85,8 +91,8 @@ static void run_reason(struct run_stats *s)
                 snprintf(by, sizeof(by), "until %s (another process: the compositor) woke it; "
                          "the wake-up chain", s->display_waker[0] ? s->display_waker : "?");
             else
-                snprintf(by, sizeof(by), "no wake-up chain: the app presents at the cadence it "
-                         "is shown, an output's refresh");
+                snprintf(by, sizeof(by), "no wake-up chain: the app presents at the steady "
+                         "cadence it is shown");
             snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame asleep outside Vulkan "
                      "waiting for the display (%s), %.1f%% in acquire/present with the GPU "
                      "idle, GPU busy %.1f%%, CPU work %.1f%%; %s: %s", PCT(t->blocked_display),
@@ -191,15 +197,17 @@ struct waker_tally {
     } top[8];
 };
 
-static void waker_add(struct waker_tally *t, const struct frame_budget_ns *b, int64_t ns)
+static void waker_add(struct waker_tally *t, const struct frame_budget_ns *b, unsigned kind,
+                      int64_t ns)
 {
     if (ns <= 0)
         return;
     for (unsigned i = 0; i < 8; i++) {
-        if (!t->top[i].ns || (t->top[i].tid == b->waker_tid &&
-                               !strncmp(t->top[i].comm, b->waker_comm, sizeof(t->top[i].comm)))) {
-            t->top[i].tid = b->waker_tid;
-            memcpy(t->top[i].comm, b->waker_comm, sizeof(t->top[i].comm));
+        if (!t->top[i].ns || (t->top[i].tid == b->waker_tid[kind] &&
+                               !strncmp(t->top[i].comm, b->waker_comm[kind],
+                                        sizeof(t->top[i].comm)))) {
+            t->top[i].tid = b->waker_tid[kind];
+            memcpy(t->top[i].comm, b->waker_comm[kind], sizeof(t->top[i].comm));
             t->top[i].ns = ns_sum(t->top[i].ns, ns);
             return;
         }
@@ -412,9 +420,9 @@ void run_stats_compute(const struct recording *rec, struct run_stats *s)
             budget_add(total, &b);
             s->wake_chain_frames += b.wake_evidence == WAKE_EVIDENCE_CHAIN;
             s->wake_cadence_frames += b.wake_evidence == WAKE_EVIDENCE_CADENCE;
-            waker_add(&wakers[0], &b, b.blocked_display);
-            waker_add(&wakers[1], &b, b.blocked_timer);
-            waker_add(&wakers[2], &b, b.blocked_thread);
+            waker_add(&wakers[0], &b, 0, b.blocked_display);
+            waker_add(&wakers[1], &b, 1, b.blocked_timer);
+            waker_add(&wakers[2], &b, 2, b.blocked_thread);
             s->verdict_frames[v]++;
             verdict_ns[v] = ns_sum(verdict_ns[v], b.frame);
             if (f->cap_flags & CAP_FLAG_MISSED)

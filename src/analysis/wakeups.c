@@ -202,6 +202,38 @@ enum wakeup_coverage frame_wakeup_coverage(const struct sched_index *x,
     return WAKEUP_KNOWN;
 }
 
+static bool app_thread(const struct recording *rec, int tid)
+{
+    if (tid == rec->pid)
+        return true;
+    for (unsigned i = 0; i < rec->kernel.thread_count; i++)
+        if (rec->kernel.threads[i].tid == tid)
+            return true;
+    return false;
+}
+
+/* A frame's sleeps by one kind of waker: the first four wakers apart, more added to the
+ * fourth (the most of it is what is named). */
+struct waker_sum {
+    int tid;
+    char comm[16];
+    int64_t ns;
+};
+
+static void waker_add(struct waker_sum by[][4], enum waker_kind kind,
+                      const struct sched_event *waker, int64_t ns)
+{
+    unsigned c = 0;
+    while (c < 3 && by[kind][c].ns && (by[kind][c].tid != waker->other_tid ||
+                                       memcmp(by[kind][c].comm, waker->other_comm, 16)))
+        c++;
+    if (!by[kind][c].ns) {
+        by[kind][c].tid = waker->other_tid;
+        memcpy(by[kind][c].comm, waker->other_comm, sizeof(by[kind][c].comm));
+    }
+    by[kind][c].ns += ns;
+}
+
 void frame_wakeups(const struct recording *rec, const struct sched_index *x,
                    const struct fscope_frame *f, struct wakeup_view *ret)
 {
@@ -221,6 +253,8 @@ void frame_wakeups(const struct recording *rec, const struct sched_index *x,
     }
     struct { int tid; char comm[16]; int64_t ns; } ran[8];
     unsigned ran_count = 0;
+    struct waker_sum by[WAKER_KIND_COUNT][4];
+    memset(by, 0, sizeof(by));
     for (size_t k = a; k < x->count && x->events[k]->ticks < f->end_ticks; k++) {
         const struct sched_event *out = x->events[k];
         work_visited(1);
@@ -260,11 +294,27 @@ void frame_wakeups(const struct recording *rec, const struct sched_index *x,
         } else if (out->state == SCHED_OUT_DISK) {
             ret->io_wait_ns += ns;
         }
+        if (out->state != SCHED_OUT_RUNNABLE && waker) {
+            enum waker_kind kind = !waker->other_tid ? WAKER_KERNEL
+                                   : app_thread(rec, waker->other_tid) ? WAKER_APP_THREAD
+                                                                       : WAKER_OTHER_PROCESS;
+            waker_add(by, kind, waker, ns);
+        }
         if (out->state != SCHED_OUT_RUNNABLE && waker && ns > ret->slept_ns) {
             ret->slept_ns = ns;
             ret->waker_tid = waker->other_tid;
             memcpy(ret->waker_comm, waker->other_comm, sizeof(ret->waker_comm));
         }
+    }
+    for (unsigned kind = 0; kind < WAKER_KIND_COUNT; kind++) {
+        ret->slept_by_ns[kind] = 0;
+        for (unsigned c = 0; c < 4; c++) {
+            ret->slept_by_ns[kind] += by[kind][c].ns;
+            if (by[kind][c].ns > by[kind][0].ns)
+                by[kind][0] = by[kind][c];
+        }
+        ret->by_tid[kind] = by[kind][0].tid;
+        memcpy(ret->by_comm[kind], by[kind][0].comm, sizeof(ret->by_comm[kind]));
     }
     for (unsigned c = 0; c < ran_count; c++)
         if (ran[c].ns > ret->ran_ns) {

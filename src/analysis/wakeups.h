@@ -15,6 +15,8 @@
 
 #include "recording.h"
 
+enum waker_kind { WAKER_KERNEL, WAKER_APP_THREAD, WAKER_OTHER_PROCESS, WAKER_KIND_COUNT };
+
 /* The chain of one frame, where known. */
 struct wakeup_view {
     bool known;          /* its thread's events were recorded over the whole frame */
@@ -25,6 +27,12 @@ struct wakeup_view {
     char waker_comm[16];
     int64_t slept_ns;    /* 0: it never slept in the frame (or its waker was not seen) */
     int64_t io_wait_ns;  /* asleep uninterruptibly (state D: disk and other I/O) in the frame */
+    /* Every sleep of the frame with its waker seen, by who woke it: the kernel (an interrupt,
+     * a timer), another of the app's threads, another process; each with the waker of the
+     * most of it. */
+    int64_t slept_by_ns[WAKER_KIND_COUNT];
+    int by_tid[WAKER_KIND_COUNT];
+    char by_comm[WAKER_KIND_COUNT][16];
 };
 
 /* Why a frame's chain is unknown. */
