@@ -98,7 +98,7 @@ void display_evidence_compute(const struct recording *rec, const struct recordin
                  100 * ret->discard_share);
         char output[64];
         double hz;
-        ret->cadence_display = ret->paces && ret->steady &&
+        ret->cadence_display = ret->paces &&
                                ret->app_interval_ms <= 1.1 * ret->shown_interval_ms &&
                                ret->app_interval_ms >= 0.9 * ret->shown_interval_ms &&
                                (refresh_ms <= 0 || ret->shown_interval_ms <= 1.1 * refresh_ms);
@@ -167,6 +167,13 @@ void display_evidence_wakes(const struct recording *rec, const struct recording_
             *ns[k] = w.slept_by_ns[kinds[k]];
             fw->tid[k] = w.by_tid[kinds[k]];
             memcpy(fw->comm[k], w.by_comm[kinds[k]], sizeof(fw->comm[k]));
+        }
+        /* In a frame the compositor woke it in, its timer's sleeps are its timing of that wait
+         * (mpv sleeps to the vsync it expects, then waits for the frame callback): the
+         * display's too, whatever its cadence. */
+        if (fw->display_ns && ev->confirmed) {
+            fw->display_ns += w.slept_by_ns[WAKER_KERNEL];
+            fw->timer_ns = 0;
         }
     }
     ev->wakes = wakes;

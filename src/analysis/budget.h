@@ -44,8 +44,9 @@ struct display_evidence {
     char why[224];
     /* For the CPU part's sleep outside Vulkan (frame_budget): */
     bool steady;         /* the app's frame intervals: 80% within 10% of their median */
-    /* The app presents at the cadence it is shown (steady, within 10%): without the wake-up
-     * chain, its sleep outside Vulkan is taken as waiting for the display. */
+    /* The app presents at the cadence it is shown (within 10%, at every claimed refresh
+     * where the compositor flags vsync): without the wake-up chain, its sleep outside Vulkan
+     * is taken as waiting for the display. */
     bool cadence_display;
     /* What woke each of the log's frames' closing thread from its longest sleep
      * (display_evidence_wakes); NULL: not known. */

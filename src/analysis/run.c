@@ -91,8 +91,8 @@ static void run_reason(struct run_stats *s)
                 snprintf(by, sizeof(by), "until %s (another process: the compositor) woke it; "
                          "the wake-up chain", s->display_waker[0] ? s->display_waker : "?");
             else
-                snprintf(by, sizeof(by), "no wake-up chain: the app presents at the steady "
-                         "cadence it is shown");
+                snprintf(by, sizeof(by), "no wake-up chain: the app presents at the cadence "
+                         "it is shown");
             snprintf(s->reason, sizeof(s->reason), "%.1f%% of the frame asleep outside Vulkan "
                      "waiting for the display (%s), %.1f%% in acquire/present with the GPU "
                      "idle, GPU busy %.1f%%, CPU work %.1f%%; %s: %s", PCT(t->blocked_display),
