@@ -760,6 +760,11 @@ int recording_read(const void *bytes, size_t len, struct recording **ret, char *
     int e = reader_header_copy(&r, &h);
     if (e)
         return e;
+    if (h->layout != REC_LAYOUT_ARENA) {
+        free(h);
+        return reader_malformed(&r, "a packed recording (layout %u), not an arena: "
+                                "recording_read_fd unpacks it", h->layout);
+    }
     uint64_t used = atomic_load(&h->used);
     /* A running app's recording copied while it grew holds a header copied after the size
      * the copy was made for: what lies past that size came after the copy. */
@@ -827,10 +832,27 @@ int recording_read_fd(int fd, struct recording **ret, char *why, size_t why_len)
         snprintf(why, why_len, "not a framescope recording (%lld bytes)", (long long)st.st_size);
         return -EINVAL;
     }
-    /* The header says how much of the (sparse) arena is in use: map only that. */
     struct rec_header h;
     if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
         return -EIO;
+    if (h.layout == REC_LAYOUT_PACKED && memcmp(h.magic, REC_MAGIC, 8) == 0) {
+        /* A capture's (version 10 on): the whole file, unpacked into memory of our own. */
+        size_t file_len = (size_t)st.st_size;
+        void *file = mmap(NULL, file_len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (file == MAP_FAILED)
+            return -errno;
+        void *image;
+        size_t image_len;
+        int e = recording_unpack(file, file_len, &image, &image_len, why, why_len);
+        munmap(file, file_len);
+        if (e)
+            return e;
+        e = recording_read(image, image_len, ret, why, why_len);
+        munmap(image, image_len);
+        return e;
+    }
+    /* An arena (version 9's captures): the header says how much of it is in use (a sparse
+     * file): map only that. */
     uint64_t used = atomic_load(&h.used);
     size_t len = used >= sizeof(h) && used <= (uint64_t)st.st_size ? (size_t)used
                                                                     : (size_t)st.st_size;

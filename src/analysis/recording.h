@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "record/format.h"
 #include "util/system.h"
@@ -152,8 +153,21 @@ struct recording {
  * with recording_free), or -EINVAL (malformed: why says what, in a sentence) or -ENOMEM. */
 int recording_read(const void *bytes, size_t len, struct recording **ret, char *why,
                    size_t why_len);
-/* Reads the recording in fd (a memfd or a capture's recording file) from offset 0. */
+/* Reads the recording in fd from offset 0: a memfd or an arena's image (a version 9
+ * capture), or a packed recording (a capture's since version 10), unpacked first. */
 int recording_read_fd(int fd, struct recording **ret, char *why, size_t why_len);
+
+/* Writes the arena in bytes (len of them; a live one is read once, range by range) to f
+ * packed (format.h, REC_LAYOUT_PACKED): its header, then each range that is not all zeros,
+ * compact (util/compact.h), the chunks of its arrays and the threads' rings as items.
+ * Returns 0, -EINVAL when bytes hold no recording, or -errno. */
+int recording_pack_write(FILE *f, const void *bytes, size_t len);
+/* Unpacks a packed recording of file_len bytes into a private anonymous mapping:
+ * *ret_bytes, *ret_len (munmap them), the arena recording_read reads. Checks every range:
+ * inside the arena, after the one before, decoding to its size; and the arena no longer than
+ * a bounded multiple of the file. Returns 0, -EINVAL (why says what) or -ENOMEM. */
+int recording_unpack(const void *file, size_t file_len, void **ret_bytes, size_t *ret_len,
+                     char *why, size_t why_len);
 void recording_free(struct recording *rec);
 
 /* Makes a recording whole again before it is read or saved: copies the chunks its app

@@ -147,10 +147,41 @@ int reader_check_header(struct reader *r, const struct rec_header *h)
 {
     if (r->len < sizeof(*h) || memcmp(h->magic, REC_MAGIC, 8) != 0)
         return reader_malformed(r, "not a framescope recording");
-    if (h->version != REC_VERSION || h->header_size != sizeof(*h))
-        return reader_malformed(r, "a recording of format %u; this framescope reads format %u",
-                         h->version, REC_VERSION);
+    if (h->version < REC_VERSION_OLDEST || h->version > REC_VERSION ||
+        h->header_size != sizeof(*h))
+        return reader_malformed(r, "a recording of format %u; this framescope reads formats %u "
+                                "to %u", h->version, REC_VERSION_OLDEST, REC_VERSION);
     return 0;
+}
+
+unsigned reader_object_arrays(uint32_t type, void *object, struct chunked *ret[READER_ARRAYS_MAX])
+{
+    unsigned n = 0;
+    if (type == REC_OBJ_FRAME_LOG) {
+        ret[n++] = &((struct rec_frame_log *)object)->frames;
+    } else if (type == REC_OBJ_SPAN_LOG) {
+        ret[n++] = &((struct rec_span_log *)object)->spans;
+    } else if (type == REC_OBJ_CAP) {
+        ret[n++] = &((struct rec_cap *)object)->events;
+    } else if (type == REC_OBJ_GPU_ZONES) {
+        ret[n++] = &((struct rec_gpu_zones *)object)->spans;
+        ret[n++] = &((struct rec_gpu_zones *)object)->stats;
+    } else if (type == REC_OBJ_OBJECTS) {
+        ret[n++] = &((struct rec_objects *)object)->names;
+        ret[n++] = &((struct rec_objects *)object)->pipelines;
+    } else if (type == REC_OBJ_KERNEL) {
+        ret[n++] = &((struct rec_kernel *)object)->samples;
+        ret[n++] = &((struct rec_kernel *)object)->drm_samples;
+        ret[n++] = &((struct rec_kernel *)object)->sched_events;
+    } else if (type == REC_OBJ_ENGINE) {
+        struct rec_engine *g = object;
+        ret[n++] = &g->recordings;
+        ret[n++] = &g->pool_ops;
+        ret[n++] = &g->memory;
+        ret[n++] = &g->budgets;
+        ret[n++] = &g->gauges;
+    }
+    return n;
 }
 
 /* The header, copied once (another process may be writing it) and checked. */

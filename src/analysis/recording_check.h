@@ -61,6 +61,10 @@ int reader_directory_object(struct reader *r, const struct rec_header *h, uint32
 /* The same, with the object's bytes claimed for entry i. */
 int reader_directory_claim(struct reader *r, const struct rec_header *h, uint32_t i,
                            uint32_t *ret_type, void **ret_object);
+/* The chunked arrays of an object of type (enum rec_object_type) at object, into ret: how
+ * many (0 for a type that has none). */
+#define READER_ARRAYS_MAX 8
+unsigned reader_object_arrays(uint32_t type, void *object, struct chunked *ret[READER_ARRAYS_MAX]);
 /* A writer's counters loaded in the order it publishes them, into a copy. */
 void reader_chunked_load(struct chunked *dst, const struct chunked *live);
 

@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include "recording_check.h"
+#include "util/compact.h"
 #include "util/system.h"
 
-/* What recording_unstream brings back: every streamed chunk (its place in the arena is its
- * place in the stream file), and the arrays whose streamed_chunks it then sets to 0. */
+/* What recording_unstream brings back: every streamed chunk (in version 9 its place in the
+ * arena is its place in the stream file; in version 10 a range of the file names it), and
+ * the arrays whose streamed_chunks it then sets to 0. */
 struct unstream_plan {
-    struct { uint64_t offset, bytes; } *chunks;
+    struct { uint64_t offset, bytes; bool read; } *chunks;
     size_t chunk_count, chunk_capacity;
     struct chunked **arrays;
     size_t array_count, array_capacity;
@@ -63,6 +65,7 @@ static int unstream_plan_array(struct reader *r, struct chunked *live, struct un
             e = -ENOMEM;
         if (!e) {
             p->chunks[p->chunk_count].offset = offset;
+            p->chunks[p->chunk_count].read = false;
             p->chunks[p->chunk_count++].bytes = chunk_bytes;
         }
     }
@@ -74,8 +77,9 @@ static int unstream_plan_array(struct reader *r, struct chunked *live, struct un
     return e;
 }
 
-/* Reads the planned chunks from the stream file into bytes, each whole or an error. */
-static int unstream_read(struct reader *r, const struct unstream_plan *p, int stream_fd)
+/* Version 9: reads the planned chunks from the stream file, the arena's image, into bytes,
+ * each whole or an error. */
+static int unstream_read_image(struct reader *r, const struct unstream_plan *p, int stream_fd)
 {
     struct stat st;
     bool sized = fstat(stream_fd, &st) == 0 && S_ISREG(st.st_mode);
@@ -97,9 +101,128 @@ static int unstream_read(struct reader *r, const struct unstream_plan *p, int st
             done += (uint64_t)n;
         }
     }
-    for (size_t i = 0; i < p->array_count; i++)
-        atomic_store(&p->arrays[i]->streamed_chunks, 0);
     return 0;
+}
+
+static int chunk_compare(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* All of len bytes at offset of fd: 0, 1 when the file ends first, or -errno. */
+static int read_all(int fd, void *to, size_t len, uint64_t offset)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t n = pread(fd, (char *)to + done, len - done, (off_t)(offset + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : 1;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* Version 10: walks the stream file's ranges (record/stream.c) from its start and decodes each
+ * planned chunk's into bytes. A range for no planned chunk is passed over unread (its chunk
+ * was written, then the app died before marking it streamed: the arena holds it); one for a
+ * chunk read already, or of another size, is refused; the file may end inside a range the
+ * plan does not need (the app died writing it). Every planned chunk must be found. What is
+ * decoded is the planned chunks, each once: no more than the recording's size. */
+static int unstream_read_ranges(struct reader *r, struct unstream_plan *p, int stream_fd)
+{
+    /* offset first in each planned chunk: sorted by it for the lookups */
+    qsort(p->chunks, p->chunk_count, sizeof(*p->chunks), chunk_compare);
+    size_t found = 0;
+    void *stored = NULL;
+    size_t stored_capacity = 0;
+    struct compact_coder *coder = compact_coder_create();
+    int e = coder ? 0 : -ENOMEM;
+    for (uint64_t at = 0; !e && found < p->chunk_count;) {
+        struct rec_range range;
+        int end = read_all(stream_fd, &range, sizeof(range), at);
+        if (end) {
+            e = end < 0 ? end : 0;
+            break;
+        }
+        if (memcmp(range.magic, REC_RANGE_MAGIC, sizeof(range.magic)) != 0 ||
+            range.raw_bytes > REC_RANGE_RAW_MAX ||
+            range.stored_bytes > compact_bound((size_t)range.raw_bytes)) {
+            e = reader_malformed(r, "the stream file holds no valid range at %llu",
+                                 (unsigned long long)at);
+            break;
+        }
+        uint64_t next = at + sizeof(range) + (range.stored_bytes + 7) / 8 * 8;
+        size_t lo = 0, hi = p->chunk_count;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (p->chunks[mid].offset < range.offset)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == p->chunk_count || p->chunks[lo].offset != range.offset) {
+            at = next;
+            continue;
+        }
+        if (p->chunks[lo].read || p->chunks[lo].bytes != range.raw_bytes) {
+            e = reader_malformed(r, "the stream file's range at %llu (%llu bytes for %llu) is "
+                                 "not the chunk it names, or names it again",
+                                 (unsigned long long)at, (unsigned long long)range.raw_bytes,
+                                 (unsigned long long)range.offset);
+            break;
+        }
+        if (range.stored_bytes > stored_capacity) {
+            void *grown = realloc(stored, (size_t)range.stored_bytes);
+            if (!grown) {
+                e = -ENOMEM;
+                break;
+            }
+            stored = grown;
+            stored_capacity = (size_t)range.stored_bytes;
+        }
+        end = read_all(stream_fd, stored, (size_t)range.stored_bytes, at + sizeof(range));
+        if (end) {
+            e = end < 0 ? end : reader_malformed(r, "the stream file ends inside the range at %llu",
+                                                 (unsigned long long)at);
+            break;
+        }
+        e = compact_decode(coder, range.encoding, stored, (size_t)range.stored_bytes,
+                           range.item_size, (unsigned char *)r->bytes + range.offset,
+                           (size_t)range.raw_bytes);
+        if (e == -EINVAL)
+            e = reader_malformed(r, "the stream file's range at %llu (chunk at %llu, encoding "
+                                 "%u) does not decode to its %llu bytes", (unsigned long long)at,
+                                 (unsigned long long)range.offset, range.encoding,
+                                 (unsigned long long)range.raw_bytes);
+        p->chunks[lo].read = true;
+        found++;
+        at = next;
+    }
+    if (!e && found < p->chunk_count) {
+        for (size_t i = 0; i < p->chunk_count; i++) {
+            if (!p->chunks[i].read) {
+                e = reader_malformed(r, "%zu streamed chunks are not in the stream file (the "
+                                     "first at %llu)", p->chunk_count - found,
+                                     (unsigned long long)p->chunks[i].offset);
+                break;
+            }
+        }
+    }
+    free(stored);
+    compact_coder_destroy(coder);
+    return e;
+}
+
+static int unstream_read(struct reader *r, struct unstream_plan *p, int stream_fd,
+                         uint32_t version)
+{
+    int e = version >= 10 ? unstream_read_ranges(r, p, stream_fd)
+                          : unstream_read_image(r, p, stream_fd);
+    for (size_t i = 0; !e && i < p->array_count; i++)
+        atomic_store(&p->arrays[i]->streamed_chunks, 0);
+    return e;
 }
 
 void recording_system_from(struct rec_system *ret, const struct system_description *machine)
@@ -151,42 +274,16 @@ int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t
         void *object;
         if ((e = reader_directory_claim(&r, h, i, &type, &object)) || !object)
             continue;
-        if (type == REC_OBJ_FRAME_LOG)
-            e = unstream_plan_array(&r, &((struct rec_frame_log *)object)->frames, &plan);
-        else if (type == REC_OBJ_SPAN_LOG)
-            e = unstream_plan_array(&r, &((struct rec_span_log *)object)->spans, &plan);
-        else if (type == REC_OBJ_CAP)
-            e = unstream_plan_array(&r, &((struct rec_cap *)object)->events, &plan);
-        else if (type == REC_OBJ_GPU_ZONES) {
-            e = unstream_plan_array(&r, &((struct rec_gpu_zones *)object)->spans, &plan);
-            if (!e)
-                e = unstream_plan_array(&r, &((struct rec_gpu_zones *)object)->stats, &plan);
-        }
-        else if (type == REC_OBJ_OBJECTS) {
-            e = unstream_plan_array(&r, &((struct rec_objects *)object)->names, &plan);
-            if (!e)
-                e = unstream_plan_array(&r, &((struct rec_objects *)object)->pipelines, &plan);
-        }
-        else if (type == REC_OBJ_ENGINE) {
-            struct rec_engine *g = object;
-            struct chunked *arrays[] = { &g->recordings, &g->pool_ops, &g->memory, &g->budgets,
-                                         &g->gauges };
-            for (unsigned k = 0; !e && k < sizeof(arrays) / sizeof(arrays[0]); k++)
-                e = unstream_plan_array(&r, arrays[k], &plan);
-        }
-        else if (type == REC_OBJ_KERNEL) {
-            e = unstream_plan_array(&r, &((struct rec_kernel *)object)->samples, &plan);
-            if (!e)
-                e = unstream_plan_array(&r, &((struct rec_kernel *)object)->drm_samples, &plan);
-            if (!e)
-                e = unstream_plan_array(&r, &((struct rec_kernel *)object)->sched_events, &plan);
-        }
+        struct chunked *arrays[READER_ARRAYS_MAX];
+        unsigned count = reader_object_arrays(type, object, arrays);
+        for (unsigned k = 0; !e && k < count; k++)
+            e = unstream_plan_array(&r, arrays[k], &plan);
     }
     /* Nothing is written into the recording before every chunk is known to be its own. */
     if (!e)
         e = reader_claims_check(&r);
     if (!e)
-        e = unstream_read(&r, &plan, stream_fd);
+        e = unstream_read(&r, &plan, stream_fd, h->version);
     free(plan.chunks);
     free(plan.arrays);
     reader_finish(&r);

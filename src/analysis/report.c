@@ -281,27 +281,11 @@ struct bytes {
     size_t len;
 };
 
-/* The recording, with holes where it is zero: the arena is sparse (pages never written, a
- * thread's unused ring and tree), and the file stays as small on disk as the data in it. */
+/* The recording, packed (recording_pack_write): its ranges that are not all zeros, compact. */
 static int bytes_writer(FILE *f, const void *arg)
 {
-    enum { BLOCK = 4096 };
-    static const unsigned char zeros[BLOCK];
     const struct bytes *b = arg;
-    const unsigned char *data = b->data;
-    for (size_t at = 0; at < b->len; at += BLOCK) {
-        size_t n = b->len - at < BLOCK ? b->len - at : BLOCK;
-        if (memcmp(data + at, zeros, n) == 0) {
-            if (fseeko(f, (off_t)n, SEEK_CUR) != 0)
-                return -(errno ? errno : EIO);
-        } else if (fwrite(data + at, 1, n, f) != n) {
-            return -(errno ? errno : EIO);
-        }
-    }
-    /* A hole at the end is made by the file's length. */
-    if (fflush(f) != 0 || ftruncate(fileno(f), (off_t)b->len) != 0)
-        return -(errno ? errno : EIO);
-    return 0;
+    return recording_pack_write(f, b->data, b->len);
 }
 
 /* A path the user gave (FRAMESCOPE_OUTPUT, --output, FRAMESCOPE_SUMMARY) as a message shows

@@ -10,7 +10,10 @@
  * zone's location, in zone nodes and ring events) are keys into the location table.
  *
  * Everything here is little-endian x86-64 with natural alignment; REC_VERSION changes with any
- * change of layout, and a reader refuses other versions. */
+ * change of layout, and a reader refuses versions it cannot read (REC_VERSION_OLDEST on).
+ *
+ * Stored, the recording is compact: what the stream file and a capture's recording.fsr hold
+ * are ranges of the arena (struct rec_range), encoded by util/compact.h. */
 #ifndef FSCOPE_RECORD_FORMAT_H
 #define FSCOPE_RECORD_FORMAT_H
 
@@ -19,7 +22,11 @@
 #include <stdint.h>
 
 #define REC_MAGIC "FSCOPREC"
-#define REC_VERSION 9u
+#define REC_VERSION 10u
+/* The oldest version this reader reads. Version 9's arena is version 10's; its stream file was
+ * the arena's image (each chunk, as it was, at its own offset) and its captures the arena as
+ * it was, both of which version 10 still reads (REC_LAYOUT_ARENA). */
+#define REC_VERSION_OLDEST 9u
 /* Objects and chunks start at multiples of this: a cache line, so no two writers share one. */
 #define REC_ALIGN 64u
 /* The arena's size: virtual address space only (a sparse memfd, mapped without reserve), so
@@ -85,12 +92,49 @@ struct rec_header {
     /* The file sealed chunks are streamed to, as a descriptor of the owner (framescope run
      * passes it; the app makes its own otherwise); -1: none, nothing is streamed. */
     int32_t stream_fd;
-    uint32_t reserved32;
-    _Atomic uint64_t streamed_bytes;
-    uint64_t reserved[6];
+    uint32_t layout;        /* enum rec_layout: 0 in memory */
+    _Atomic uint64_t streamed_bytes;        /* the chunks streamed, as they are in the arena */
+    _Atomic uint64_t streamed_stored_bytes; /* what they took in the stream file (version 10) */
+    uint64_t reserved[5];
     _Atomic uint32_t dir_count; /* entries reserved, some maybe not yet published */
     uint32_t dir_capacity;
     struct rec_dir_entry dir[REC_DIR_ENTRIES];
+};
+
+/* How a recording is laid out in its file (rec_header.layout). */
+enum rec_layout {
+    REC_LAYOUT_ARENA = 0, /* the arena itself, byte for byte (a memfd; version 9's captures) */
+    /* A capture's recording.fsr since version 10: the header (its used the arena's length),
+     * then, from the next multiple of 8, struct rec_range after struct rec_range in the
+     * order of their offsets, none overlapping, to the end of the file. Every byte of the
+     * arena no range holds is zero. */
+    REC_LAYOUT_PACKED = 1,
+};
+
+/* How a range's bytes are stored: util/compact.h's encodings. */
+enum rec_encoding {
+    REC_ENCODING_RAW = 0,   /* as they are */
+    REC_ENCODING_ZSTD = 1,  /* one zstd frame (with its content size and checksum) */
+    /* Items of item_size bytes (a multiple of 8 dividing raw_bytes): each 8-byte word less the
+     * same word of the item before (the first item's less 0, modulo 2^64), stored word by word
+     * (every item's word 0, then every item's word 1, ...) and that as one zstd frame. */
+    REC_ENCODING_ITEMS = 2,
+};
+
+/* One range of the arena as stored: in the stream file (version 10), a sealed chunk, in the
+ * order they were streamed; in a packed recording, any range that is not all zeros. The
+ * header is followed by stored_bytes of payload, then zeros to a multiple of 8. */
+#define REC_RANGE_MAGIC "FSRG"
+/* The most bytes a range holds once decoded: a chunk (chunked.h, 256 KiB) fits with room. */
+#define REC_RANGE_RAW_MAX (1u << 20)
+struct rec_range {
+    char magic[4];
+    uint32_t encoding;     /* enum rec_encoding */
+    uint64_t offset;       /* where its bytes lie in the arena */
+    uint64_t raw_bytes;    /* how many, decoded: at most REC_RANGE_RAW_MAX */
+    uint64_t stored_bytes; /* how many follow this header */
+    uint32_t item_size;    /* REC_ENCODING_ITEMS: an item's bytes; else 0 */
+    uint32_t reserved;
 };
 
 /* An append-only array of fixed-size items: chunks of chunk_items reached through a table of
@@ -101,8 +145,9 @@ struct chunked {
     uint64_t dropped;              /* appends lost: the arena was full */
     _Atomic uint64_t table_offset; /* uint64_t[table_capacity] chunk offsets, 0: none yet */
     _Atomic uint64_t table_capacity;
-    /* Chunks [0, streamed_chunks) were written to the stream file at their own arena offsets
-     * and their memory given back: read them from there (src/record/stream.c). */
+    /* Chunks [0, streamed_chunks) were written to the stream file, each a struct rec_range
+     * (version 9: as they were, at their own arena offsets), and their memory given back:
+     * read them from there (src/record/stream.c). */
     _Atomic uint64_t streamed_chunks;
 };
 

@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef FSCOPE_HAVE_LIBURING
 #include <liburing.h>
@@ -12,13 +14,23 @@
 
 #include "recording.h"
 #include "worker.h"
+#include "util/compact.h"
 #include "util/log.h"
 #include "util/private_fd.h"
 
-/* Chunks written (and then holes punched) per io_uring submission. */
+/* Chunks per batch: their ranges go to the stream file in one write, then their memory is
+ * given back in one io_uring submission. */
 #define STREAM_BATCH 32
+/* The batch's ranges, back to back. 32 of the demo's frame chunks take about 300 KiB encoded;
+ * a batch is written early when the next chunk's bound would not fit. */
+#define STREAM_STAGING (2u << 20)
 /* How often the thread looks for sealed chunks: a frame chunk fills in ~10 s at 60 fps. */
 #define STREAM_PERIOD_MS 1000
+
+_Static_assert((int)REC_ENCODING_RAW == (int)COMPACT_RAW &&
+               (int)REC_ENCODING_ZSTD == (int)COMPACT_ZSTD &&
+               (int)REC_ENCODING_ITEMS == (int)COMPACT_ITEMS, "the recording's encodings are util's");
+_Static_assert(sizeof(struct rec_range) % 8 == 0, "ranges follow each other at multiples of 8");
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 
@@ -28,19 +40,14 @@ struct pending {
 };
 
 #ifdef FSCOPE_HAVE_LIBURING
-/* Runs n operations of one kind (writes, then hole punches) in one submission and waits for
- * all of them. Returns 0 or the first -errno. */
-static int uring_batch(struct io_uring *ring, const struct pending *p, unsigned n, bool punch,
-                       int stream_fd, int arena_fd)
+/* Punches n chunks' holes in one submission and waits for all of them. Returns 0 or the
+ * first -errno. */
+static int uring_punch(struct io_uring *ring, const struct pending *p, unsigned n, int arena_fd)
 {
     for (unsigned i = 0; i < n; i++) {
         struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-        if (punch)
-            io_uring_prep_fallocate(sqe, arena_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                                    (off_t)p[i].offset, (off_t)p[i].bytes);
-        else
-            io_uring_prep_write(sqe, stream_fd, recording_at(p[i].offset),
-                                (unsigned)p[i].bytes, p[i].offset);
+        io_uring_prep_fallocate(sqe, arena_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                (off_t)p[i].offset, (off_t)p[i].bytes);
     }
     int e = io_uring_submit_and_wait(ring, n);
     if (e < 0)
@@ -50,29 +57,34 @@ static int uring_batch(struct io_uring *ring, const struct pending *p, unsigned 
         struct io_uring_cqe *cqe;
         if ((e = io_uring_wait_cqe(ring, &cqe)) < 0)
             return e;
-        /* A short write of a regular file is the disk filling up. */
-        if (!first && (cqe->res < 0 || (!punch && (uint64_t)cqe->res != p[i].bytes)))
-            first = cqe->res < 0 ? cqe->res : -ENOSPC;
+        if (!first && cqe->res < 0)
+            first = cqe->res;
         io_uring_cqe_seen(ring, cqe);
     }
     return first;
 }
 #endif
 
-static int plain_batch(const struct pending *p, unsigned n, bool punch, int stream_fd,
-                       int arena_fd)
+static int plain_punch(const struct pending *p, unsigned n, int arena_fd)
 {
-    for (unsigned i = 0; i < n; i++) {
-        if (punch) {
-            if (fallocate(arena_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                          (off_t)p[i].offset, (off_t)p[i].bytes) != 0)
-                return -errno;
-        } else {
-            ssize_t w = pwrite(stream_fd, recording_at(p[i].offset), p[i].bytes,
-                               (off_t)p[i].offset);
-            if (w != (ssize_t)p[i].bytes)
-                return w < 0 ? -errno : -ENOSPC;
-        }
+    for (unsigned i = 0; i < n; i++)
+        if (fallocate(arena_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)p[i].offset,
+                      (off_t)p[i].bytes) != 0)
+            return -errno;
+    return 0;
+}
+
+/* All of len bytes at offset, or -errno (a short write of a regular file is the disk filling
+ * up: -ENOSPC). */
+static int write_all(int fd, const unsigned char *bytes, size_t len, uint64_t offset)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t w = pwrite(fd, bytes + done, len - done, (off_t)(offset + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? -errno : -ENOSPC;
+        done += (size_t)w;
     }
     return 0;
 }
@@ -85,21 +97,42 @@ struct streamer {
 #endif
     bool failed;
     uint64_t prefault_done, prefault_used; /* recording_prefault's */
+    struct compact_coder *coder;
+    unsigned char *staging; /* the batch's ranges, encoded */
+    size_t staged;
+    struct pending batch[STREAM_BATCH];
+    unsigned batched;
+    uint64_t file_end; /* where the next range goes in the stream file */
+    /* What it did, said at exit (FRAMESCOPE_LOG=debug). */
+    uint64_t chunks, raw_bytes, stored_bytes, encode_ns;
 };
 
-static int batch(struct streamer *s, const struct pending *p, unsigned n, bool punch)
+static int punch(struct streamer *s, const struct pending *p, unsigned n)
 {
 #ifdef FSCOPE_HAVE_LIBURING
     if (s->have_ring)
-        return uring_batch(&s->ring, p, n, punch, s->stream_fd, s->arena_fd);
+        return uring_punch(&s->ring, p, n, s->arena_fd);
 #endif
-    return plain_batch(p, n, punch, s->stream_fd, s->arena_fd);
+    return plain_punch(p, n, s->arena_fd);
 }
 
-/* Writes a batch of sealed chunks, marks them streamed, then gives their memory back: in that
- * order, so a reader after a kill at any point finds each chunk in the file or in memory. */
-static void flush(struct streamer *s, struct pending *p, unsigned n)
+static void stream_failed(struct streamer *s, int e)
 {
+    /* The recording still holds everything: it only stops shrinking. */
+    s->failed = true;
+    fscope_log(FSCOPE_LOG_WARN, "cannot stream the recording to disk (%s): it stays in memory "
+               "from here on", strerror(-e));
+}
+
+/* Writes the batch's ranges, marks their chunks streamed, then gives their memory back: in
+ * that order, so a reader after a kill at any point finds each chunk in the file or in
+ * memory (a range written for a chunk never marked is one the reader passes over). */
+static void flush(struct streamer *s)
+{
+    unsigned n = s->batched;
+    s->batched = 0;
+    size_t staged = s->staged;
+    s->staged = 0;
     if (!n || s->failed)
         return;
     if (!recording_fds_ours()) {
@@ -110,27 +143,65 @@ static void flush(struct streamer *s, struct pending *p, unsigned n)
                    "memory from here on, and nothing is written through them");
         return;
     }
-    int e = batch(s, p, n, false);
+    int e = write_all(s->stream_fd, s->staging, staged, s->file_end);
     if (e == 0) {
+        s->file_end += staged;
         struct rec_header *h = recording_header();
+        const struct pending *p = s->batch;
         for (unsigned i = 0; i < n; i++) {
             atomic_store_explicit(&p[i].array->streamed_chunks, p[i].chunk + 1,
                                   memory_order_release);
             atomic_fetch_add_explicit(&h->streamed_bytes, p[i].bytes, memory_order_relaxed);
         }
-        e = batch(s, p, n, true);
+        atomic_fetch_add_explicit(&h->streamed_stored_bytes, staged, memory_order_relaxed);
+        e = punch(s, p, n);
     }
-    if (e != 0) {
-        /* The recording still holds everything: it only stops shrinking. */
-        s->failed = true;
-        fscope_log(FSCOPE_LOG_WARN, "cannot stream the recording to disk (%s): it stays in "
-                   "memory from here on", strerror(-e));
-    }
+    if (e != 0)
+        stream_failed(s, e);
 }
 
-/* Queues the sealed chunks of one array, flushing full batches. */
-static void stream_array(struct streamer *s, struct chunked *a, uint64_t lag_chunks,
-                         struct pending *p, unsigned *n)
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Encodes one sealed chunk into the batch, writing the batch out first when it is full. */
+static void stage(struct streamer *s, struct chunked *a, uint64_t chunk, uint64_t offset)
+{
+    size_t bytes = (size_t)a->chunk_items * a->item_size;
+    size_t room = sizeof(struct rec_range) + compact_bound(bytes) + 8;
+    if (s->batched == STREAM_BATCH || STREAM_STAGING - s->staged < room)
+        flush(s);
+    if (s->failed)
+        return;
+    unsigned char *at = s->staging + s->staged;
+    uint32_t encoding;
+    uint64_t began = thread_cpu_ns();
+    ssize_t stored = compact_encode(s->coder, recording_at(offset), bytes, a->item_size,
+                                    at + sizeof(struct rec_range), compact_bound(bytes), &encoding);
+    s->encode_ns += thread_cpu_ns() - began;
+    if (stored < 0) {
+        stream_failed(s, (int)stored);
+        return;
+    }
+    struct rec_range range = { .encoding = encoding, .offset = offset, .raw_bytes = bytes,
+                               .stored_bytes = (uint64_t)stored,
+                               .item_size = encoding == COMPACT_ITEMS ? a->item_size : 0 };
+    memcpy(range.magic, REC_RANGE_MAGIC, sizeof(range.magic));
+    memcpy(at, &range, sizeof(range));
+    size_t padded = ((size_t)stored + 7) / 8 * 8;
+    memset(at + sizeof(range) + stored, 0, padded - (size_t)stored);
+    s->staged += sizeof(range) + padded;
+    s->batch[s->batched++] = (struct pending){ a, chunk, offset, bytes };
+    s->chunks++;
+    s->raw_bytes += bytes;
+    s->stored_bytes += sizeof(range) + padded;
+}
+
+/* Stages the sealed chunks of one array. */
+static void stream_array(struct streamer *s, struct chunked *a, uint64_t lag_chunks)
 {
     uint64_t count = atomic_load_explicit(&a->count, memory_order_acquire);
     uint64_t sealed = count / a->chunk_items;
@@ -138,53 +209,46 @@ static void stream_array(struct streamer *s, struct chunked *a, uint64_t lag_chu
     uint64_t from = atomic_load_explicit(&a->streamed_chunks, memory_order_relaxed);
     const uint64_t *table = recording_at(atomic_load_explicit(&a->table_offset,
                                                               memory_order_acquire));
-    for (uint64_t c = from; c < sealed && !s->failed; c++) {
-        p[*n] = (struct pending){ a, c, table[c], (uint64_t)a->chunk_items * a->item_size };
-        if (++*n == STREAM_BATCH) {
-            flush(s, p, *n);
-            *n = 0;
-        }
-    }
+    for (uint64_t c = from; c < sealed && !s->failed; c++)
+        stage(s, a, c, table[c]);
 }
 
 static void stream_pass(struct streamer *s)
 {
     struct rec_header *h = recording_header();
-    struct pending p[STREAM_BATCH];
-    unsigned n = 0;
     uint32_t entries = atomic_load(&h->dir_count);
     for (uint32_t i = 0; i < entries && i < h->dir_capacity && !s->failed; i++) {
         uint32_t type = atomic_load_explicit(&h->dir[i].type, memory_order_acquire);
         void *object = recording_at(h->dir[i].offset);
         if (type == REC_OBJ_FRAME_LOG)
-            stream_array(s, &((struct rec_frame_log *)object)->frames, 1, p, &n);
+            stream_array(s, &((struct rec_frame_log *)object)->frames, 1);
         else if (type == REC_OBJ_SPAN_LOG)
-            stream_array(s, &((struct rec_span_log *)object)->spans, 0, p, &n);
+            stream_array(s, &((struct rec_span_log *)object)->spans, 0);
         else if (type == REC_OBJ_CAP)
-            stream_array(s, &((struct rec_cap *)object)->events, 0, p, &n);
+            stream_array(s, &((struct rec_cap *)object)->events, 0);
         else if (type == REC_OBJ_GPU_ZONES) {
-            stream_array(s, &((struct rec_gpu_zones *)object)->spans, 0, p, &n);
-            stream_array(s, &((struct rec_gpu_zones *)object)->stats, 0, p, &n);
+            stream_array(s, &((struct rec_gpu_zones *)object)->spans, 0);
+            stream_array(s, &((struct rec_gpu_zones *)object)->stats, 0);
         }
         else if (type == REC_OBJ_OBJECTS) {
-            stream_array(s, &((struct rec_objects *)object)->names, 0, p, &n);
-            stream_array(s, &((struct rec_objects *)object)->pipelines, 0, p, &n);
+            stream_array(s, &((struct rec_objects *)object)->names, 0);
+            stream_array(s, &((struct rec_objects *)object)->pipelines, 0);
         }
         else if (type == REC_OBJ_KERNEL) {
-            stream_array(s, &((struct rec_kernel *)object)->samples, 0, p, &n);
-            stream_array(s, &((struct rec_kernel *)object)->drm_samples, 0, p, &n);
-            stream_array(s, &((struct rec_kernel *)object)->sched_events, 0, p, &n);
+            stream_array(s, &((struct rec_kernel *)object)->samples, 0);
+            stream_array(s, &((struct rec_kernel *)object)->drm_samples, 0);
+            stream_array(s, &((struct rec_kernel *)object)->sched_events, 0);
         }
         else if (type == REC_OBJ_ENGINE) {
             struct rec_engine *e = object;
-            stream_array(s, &e->recordings, 0, p, &n);
-            stream_array(s, &e->pool_ops, 0, p, &n);
-            stream_array(s, &e->memory, 0, p, &n);
-            stream_array(s, &e->budgets, 0, p, &n);
-            stream_array(s, &e->gauges, 0, p, &n);
+            stream_array(s, &e->recordings, 0);
+            stream_array(s, &e->pool_ops, 0);
+            stream_array(s, &e->memory, 0);
+            stream_array(s, &e->budgets, 0);
+            stream_array(s, &e->gauges, 0);
         }
     }
-    flush(s, p, n);
+    flush(s);
 }
 
 /* The stream thread's tick: the ring is made on its first one, on that thread. */
@@ -208,11 +272,27 @@ static void stream_tick(void *arg, bool final)
         io_uring_queue_exit(&s->ring);
     }
 #endif
+    if (!s->coder && !s->failed) {
+        s->coder = compact_coder_create();
+        s->staging = malloc(STREAM_STAGING);
+        if (!s->coder || !s->staging)
+            stream_failed(s, -ENOMEM);
+    }
     /* At exit what is still in memory stays there: whoever analyses reads it in place. */
     if (!final) {
         recording_prefault(&s->prefault_done, &s->prefault_used);
         stream_pass(s);
+        return;
     }
+    fscope_log(FSCOPE_LOG_DEBUG, "the stream thread moved %llu chunks, %llu KiB stored in %llu "
+               "KiB; %.1f ms of its CPU time, %.1f ms of it encoding",
+               (unsigned long long)s->chunks, (unsigned long long)s->raw_bytes / 1024,
+               (unsigned long long)s->stored_bytes / 1024, thread_cpu_ns() / 1e6,
+               s->encode_ns / 1e6);
+    compact_coder_destroy(s->coder);
+    free(s->staging);
+    s->coder = NULL;
+    s->staging = NULL;
 }
 
 static struct streamer streamer;

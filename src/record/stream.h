@@ -1,7 +1,8 @@
 /* Keeps the recording's memory bounded on long runs: a writer thread moves sealed chunks of
- * frames, GPU spans and cap events to the stream file (at their own arena offsets, so the file
- * is the arena's image) in batched io_uring writes, then gives their memory back (a hole
- * punched in the memfd). Never I/O on an app thread: the thread wakes once a second.
+ * frames, GPU spans, cap events and the other arrays to the stream file, each encoded
+ * compactly (util/compact.h) as a struct rec_range appended to the file, a batch in one write,
+ * then gives their memory back (holes punched in the memfd, in one io_uring submission).
+ * Never I/O, encoding or allocation on an app thread: the thread wakes once a second.
  *
  * A chunk is sealed when it is full; a frame chunk only once a further chunk of frames has
  * followed it, so presentation feedback (which arrives within a few frames) has landed. */
