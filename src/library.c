@@ -187,8 +187,9 @@ FSCOPE_EXPORT void fscope_report_finish(void)
                    why[0] ? why : strerror(-e));
         return;
     }
-    fscope_log(FSCOPE_LOG_DEBUG, "read back %llu KiB of the recording streamed to disk",
-               (unsigned long long)atomic_load(&h->streamed_bytes) / 1024);
+    fscope_log(FSCOPE_LOG_DEBUG, "read back %llu KiB of the recording streamed to disk (%llu "
+               "KiB there)", (unsigned long long)atomic_load(&h->streamed_bytes) / 1024,
+               (unsigned long long)atomic_load(&h->streamed_stored_bytes) / 1024);
     size_t len;
     struct recording *rec = read_own(&len);
     if (!rec)

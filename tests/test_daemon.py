@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vkharness import (SKIP, TestFailure, Weston, check, iters_for, layer_env,
-                       light_frame_gpu_ms, main)
+                       light_frame_gpu_ms, main, unpack_recording)
 
 MAGIC = b"FSCOPED1"
 REQUEST = struct.Struct("=8sIIiI64s256s")  # struct fscoped_request
@@ -499,7 +499,7 @@ def real_recording(build, weston):
                          timeout=120)
     check(run.returncode == 0, f"framescope run: {run.returncode} {run.stderr[-800:]}")
     with open(os.path.join(out, "c", "recording.fsr"), "rb") as f:
-        data = f.read()
+        data = unpack_recording(f.read())  # an app's is its arena
     shutil.rmtree(out)
     return data
 

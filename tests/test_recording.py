@@ -4,6 +4,7 @@ capture keeps it, `framescope report` recomputes every output from it, a bad one
 
 usage: test_recording.py TEST BUILD_DIR"""
 import json
+import lzma
 import os
 import random
 import re
@@ -16,7 +17,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vkharness import (Result, Weston, check, check_capture_consistent, layer_env, main,
-                       run_bounded)
+                       run_bounded, unpack_recording)
 
 # A bound on how long a run may take, so a broken build fails instead of hanging.
 PATIENCE_S = 240
@@ -270,6 +271,89 @@ def test_self_streamed(build):
     print(f"{frames} frames, {m.group(1)} KiB streamed and read back at exit; report reproduces")
 
 
+def test_compact(build):
+    """A long run at a high frame rate keeps a compact recording (issue 35, item 3): the demo
+    at 16x16 offscreen, under the layer alone, runs long enough that its stream thread moves
+    sealed chunks to disk; the capture's recording.fsr and the stream file each hold at most
+    200 bytes a frame, and report reproduces summary.json from the capture byte for byte.
+    True by the encoding, not the machine's speed: a frame's record (792 bytes) and GPU span
+    are stored as their differences from the frame before, which take the same bytes at any
+    rate; what is recorded a second rather than a frame (the kernel's samples, 10 a second a
+    thread) is a few bytes a frame above 1,000 fps, and the run is at least 10,000 frames, so
+    the header and tables recorded once (~30 KiB packed) are a few bytes a frame too."""
+    _, demo = tools(build)
+    base = tempfile.mkdtemp(prefix="fscope-compact-")
+    args = [demo, "--output", "offscreen", "--width", "16", "--height", "16"]
+
+    def run(frames, out):
+        env = clean_env(dict(layer_env(build), FRAMESCOPE_OUTPUT=out, FRAMESCOPE_SUMMARY="off",
+                             FRAMESCOPE_LOG="debug"))
+        proc = run_bounded(args + ["--frames", str(frames)], PATIENCE_S, env=env)
+        check(proc.returncode == 0, proc.stderr[-1500:])
+        return proc
+
+    # The rate, measured here, sizes the run: three seconds of frames (the stream thread
+    # wakes each second and a frame chunk is streamed once the next is full).
+    proc = run(2000, os.path.join(base, "probe"))
+    fps = float(re.search(r"([\d.]+) fps", proc.stdout).group(1))
+    frames = max(int(fps * 3), 10000)
+    out = os.path.join(base, "capture")
+    proc = run(frames, out)
+    m = re.search(r"the stream thread moved (\d+) chunks \((\d+) frames\), (\d+) KiB stored "
+                  r"in (\d+) KiB; ([\d.]+) ms of its CPU time", proc.stderr)
+    check(m, f"no stream figures:\n{proc.stderr[-1500:]}")
+    chunks, streamed_frames, raw_kib, stored_kib = (int(m.group(i)) for i in range(1, 5))
+    check(chunks > 0 and streamed_frames > 0, f"nothing was streamed:\n{proc.stderr[-1500:]}")
+    summary_path = os.path.join(out, "summary.json")
+    summary = json.load(open(summary_path))
+    # The first present opens the first frame: N presents are N - 1 frames.
+    check(summary["frames"] == frames - 1, f"{summary['frames']} frames of {frames}")
+    capture_bytes = os.path.getsize(os.path.join(out, "recording.fsr"))
+    per_frame = capture_bytes / frames
+    stream_per_frame = stored_kib * 1024 / streamed_frames
+    check(per_frame <= 200, f"recording.fsr: {capture_bytes} bytes, {per_frame:.0f} a frame")
+    check(stream_per_frame <= 200, f"the stream file: {stored_kib} KiB for {streamed_frames} "
+          f"frames streamed, {stream_per_frame:.0f} bytes a frame")
+    r = report(build, out, "json")
+    check(r.returncode == 0 and r.stdout == open(summary_path, "rb").read(),
+          f"report --format json differs from summary.json: {r.stderr.decode()[-500:]}")
+    print(f"{frames} frames at {fps:.0f} fps: recording.fsr {capture_bytes} bytes "
+          f"({per_frame:.1f} a frame); {chunks} chunks ({streamed_frames} frames, {raw_kib} KiB) "
+          f"streamed in {stored_kib} KiB ({stream_per_frame:.1f} a frame) in {m.group(5)} ms of "
+          f"the stream thread's CPU; report reproduces summary.json")
+
+
+def test_previous_version(build):
+    """A recording of the previous format (9: tests/golden/recording.fsr.xz, an arena as the
+    captures of then kept it) is read: report reproduces the committed summary.json from it.
+    One of a format this framescope does not read, older or newer, is refused with one line
+    naming its format and those this one reads."""
+    exe, _ = tools(build)
+    golden = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
+    with lzma.open(os.path.join(golden, "recording.fsr.xz")) as f:
+        data = f.read()
+    version = u32(data, 8)
+    check(version == 9, f"the golden recording is of format {version}, not the previous one")
+    out = os.path.join(tempfile.mkdtemp(prefix="fscope-old-"), "capture")
+    os.mkdir(out)
+    path = os.path.join(out, "recording.fsr")
+    with open(path, "wb") as f:
+        f.write(data)
+    r = report(build, out, "json")
+    with lzma.open(os.path.join(golden, "json.xz")) as f:
+        check(r.returncode == 0 and r.stdout == f.read(),
+              f"format 9 not reproduced: {r.returncode} {r.stderr.decode()[-500:]}")
+    for other in (8, 11):
+        with open(path, "wb") as f:
+            f.write(data[:8] + struct.pack("<I", other) + data[12:])
+        r = report(build, out)
+        lines = r.stderr.decode().strip().splitlines()
+        says = f"a recording of format {other}; this framescope reads formats 9 to 10"
+        check(r.returncode == 2 and len(lines) == 1 and says in lines[0],
+              f"format {other}: {r.returncode} {lines}")
+    print("format 9 read as before; formats 8 and 11 refused, naming the formats read")
+
+
 def mutations(data, rng):
     """Recordings broken the ways a reader must survive: cut, wrong magic or version, sizes
     and offsets that point outside, and random bytes changed."""
@@ -475,7 +559,11 @@ def test_amplified(build):
     r = framescope_run(build, out, "--frames", "20", summary="off")
     check(r.rc == 0, r.stderr[-1500:])
     path = os.path.join(out, "recording.fsr")
-    data = open(path, "rb").read()
+    # The arena the capture packs, written back as the recording: its objects are mutated in
+    # place (the reader reads an arena as it reads version 9's captures).
+    data = unpack_recording(open(path, "rb").read())
+    with open(path, "wb") as f:
+        f.write(data)
     # The yardstick: the real recording's report, measured here, in the same build.
     rc, err, base_s, base_rss = measured_report(build, out, None, 0)
     check(rc == 0, f"report of the real recording failed: {err}")
@@ -560,7 +648,7 @@ def test_live_copy(build):
     out = os.path.join(tempfile.mkdtemp(prefix="fscope-live-"), "capture")
     r = framescope_run(build, out, "--frames", "1000", "--output", "offscreen", summary="off")
     check(r.rc == 0, r.stderr[-1500:])
-    data = open(os.path.join(out, "recording.fsr"), "rb").read()
+    data = unpack_recording(open(os.path.join(out, "recording.fsr"), "rb").read())
     # struct rec_header: used at 24, state at 36, the directory's count at 216 and its entries
     # (type, reserved, offset, size) from 224; struct rec_frame_log's chunked frames at 328.
     entries = struct.unpack_from("<I", data, 216)[0]
@@ -597,6 +685,8 @@ def test_live_copy(build):
 
 
 main({
+    "compact": test_compact,
+    "previous_version": test_previous_version,
     "live_copy": test_live_copy,
     "death_kill": lambda b: test_death(b, "kill"),
     "death_term": lambda b: test_death(b, "term"),

@@ -1,11 +1,13 @@
 """Shared pieces of the end-to-end tests: a private headless Weston, running an app under the
 layer, and parsing what framescope wrote (summary text, summary.json, frames.csv, trace.json).
 """
+import array
 import csv
 import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -192,6 +194,56 @@ class Result:
     def validation_errors(self):
         text = self.stdout + self.stderr
         return [l for l in text.splitlines() if "Validation Error" in l or "VUID-" in l]
+
+
+# A packed recording (framescope-capture(5), RECORDING): struct rec_header's fields and
+# struct rec_range (src/record/format.h, little-endian x86-64).
+HEADER_SIZE_AT, HEADER_USED_AT, HEADER_LAYOUT_AT = 12, 24, 156
+LAYOUT_ARENA, LAYOUT_PACKED = 0, 1
+RANGE = struct.Struct("<4sIQQQII")  # magic, encoding, offset, raw, stored, item_size, reserved
+ENCODING_RAW, ENCODING_ZSTD, ENCODING_ITEMS = 0, 1, 2
+
+
+def recording_layout(data):
+    return struct.unpack_from("<I", data, HEADER_LAYOUT_AT)[0]
+
+
+def unpack_recording(data):
+    """The arena a packed recording.fsr holds, as bytes whose header says so (a recording that
+    is its arena, which `framescope report` reads as it reads version 9's): decoded here from
+    the format as framescope-capture(5) describes it, with the zstd command for zstd, so that
+    the description is checked too. A recording that is an arena already is returned as is."""
+    if recording_layout(data) != LAYOUT_PACKED:
+        return data
+    header_size = struct.unpack_from("<I", data, HEADER_SIZE_AT)[0]
+    used = struct.unpack_from("<Q", data, HEADER_USED_AT)[0]
+    arena = bytearray(used)
+    arena[:header_size] = data[:header_size]
+    struct.pack_into("<I", arena, HEADER_LAYOUT_AT, LAYOUT_ARENA)
+    at = header_size
+    while at < len(data):
+        magic, encoding, offset, raw, stored, item, _ = RANGE.unpack_from(data, at)
+        check(magic == b"FSRG", f"no range at {at}")
+        at += RANGE.size
+        payload = data[at:at + stored]
+        at += (stored + 7) // 8 * 8
+        if encoding != ENCODING_RAW:
+            payload = subprocess.run(["zstd", "-d", "-c"], input=payload, capture_output=True,
+                                     check=True).stdout
+        check(len(payload) == raw, f"the range at {offset} decodes to {len(payload)} bytes, "
+              f"not {raw}")
+        if encoding == ENCODING_ITEMS:
+            words, count = item // 8, raw // item
+            planes = array.array("Q", payload)
+            out = array.array("Q", bytes(raw))
+            for j in range(words):
+                total = 0
+                for k in range(count):
+                    total = (total + planes[j * count + k]) & 0xFFFFFFFFFFFFFFFF
+                    out[k * words + j] = total
+            payload = out.tobytes()
+        arena[offset:offset + raw] = payload
+    return bytes(arena)
 
 
 def layer_env(build_dir, layers="VK_LAYER_FRAMESCOPE"):

@@ -126,10 +126,14 @@ static int read_whole(const struct app *a, struct copy *c, struct recording **re
     int e = copy_recording(a->memfd, c, why, why_len);
     if (e)
         return e;
-    struct stat st;
     struct copy bound = *c;
-    if (a->stream_fd >= 0 && fstat(a->stream_fd, &st) == 0 && st.st_size > 0)
-        bound.data += (size_t)st.st_size; /* its chunks come back into the copy */
+    if (a->stream_fd >= 0) {
+        /* Its chunks come back into the copy, decoded: as many bytes as the header says were
+         * streamed (the stream file holds them compact), never more than the copy's length. */
+        uint64_t streamed = atomic_load(&((const struct rec_header *)c->bytes)->streamed_bytes);
+        uint64_t room = c->len > c->data ? c->len - c->data : 0;
+        bound.data += (size_t)(streamed < room ? streamed : room);
+    }
     job_bound_memory(&bound);
     struct system_description machine;
     system_describe(&machine);

@@ -111,8 +111,9 @@ int observed_recording_analyse(struct observed_recording *r, int exit_status, in
     if (fstat(r->fd, &memory) == 0 && r->stream_fd >= 0 && fstat(r->stream_fd, &streamed) == 0) {
         long long ahead = resident_after(r->fd, used);
         fscope_log(FSCOPE_LOG_DEBUG, "the recording held %lld KiB in memory at the end (%lld KiB "
-                   "of it made resident ahead of use), %lld KiB streamed to disk",
+                   "of it made resident ahead of use), %llu KiB streamed to disk (in %lld KiB)",
                    (long long)memory.st_blocks / 2, ahead < 0 ? -1 : ahead / 1024,
+                   (unsigned long long)atomic_load(&h->streamed_bytes) / 1024,
                    (long long)streamed.st_blocks / 2);
     }
     struct recording *rec = NULL;

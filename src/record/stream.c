@@ -104,7 +104,7 @@ struct streamer {
     unsigned batched;
     uint64_t file_end; /* where the next range goes in the stream file */
     /* What it did, said at exit (FRAMESCOPE_LOG=debug). */
-    uint64_t chunks, raw_bytes, stored_bytes, encode_ns;
+    uint64_t chunks, frames, raw_bytes, stored_bytes, encode_ns;
 };
 
 static int punch(struct streamer *s, const struct pending *p, unsigned n)
@@ -200,9 +200,11 @@ static void stage(struct streamer *s, struct chunked *a, uint64_t chunk, uint64_
     s->stored_bytes += sizeof(range) + padded;
 }
 
-/* Stages the sealed chunks of one array. */
-static void stream_array(struct streamer *s, struct chunked *a, uint64_t lag_chunks)
+/* Stages the sealed chunks of one array. A frame log's chunk waits for the next to fill
+ * (presentation feedback lands in its frames meanwhile). */
+static void stream_array(struct streamer *s, struct chunked *a, bool frames)
 {
+    uint64_t lag_chunks = frames ? 1 : 0, chunks = s->chunks;
     uint64_t count = atomic_load_explicit(&a->count, memory_order_acquire);
     uint64_t sealed = count / a->chunk_items;
     sealed = sealed > lag_chunks ? sealed - lag_chunks : 0;
@@ -211,6 +213,8 @@ static void stream_array(struct streamer *s, struct chunked *a, uint64_t lag_chu
                                                               memory_order_acquire));
     for (uint64_t c = from; c < sealed && !s->failed; c++)
         stage(s, a, c, table[c]);
+    if (frames)
+        s->frames += (s->chunks - chunks) * a->chunk_items;
 }
 
 static void stream_pass(struct streamer *s)
@@ -221,31 +225,31 @@ static void stream_pass(struct streamer *s)
         uint32_t type = atomic_load_explicit(&h->dir[i].type, memory_order_acquire);
         void *object = recording_at(h->dir[i].offset);
         if (type == REC_OBJ_FRAME_LOG)
-            stream_array(s, &((struct rec_frame_log *)object)->frames, 1);
+            stream_array(s, &((struct rec_frame_log *)object)->frames, true);
         else if (type == REC_OBJ_SPAN_LOG)
-            stream_array(s, &((struct rec_span_log *)object)->spans, 0);
+            stream_array(s, &((struct rec_span_log *)object)->spans, false);
         else if (type == REC_OBJ_CAP)
-            stream_array(s, &((struct rec_cap *)object)->events, 0);
+            stream_array(s, &((struct rec_cap *)object)->events, false);
         else if (type == REC_OBJ_GPU_ZONES) {
-            stream_array(s, &((struct rec_gpu_zones *)object)->spans, 0);
-            stream_array(s, &((struct rec_gpu_zones *)object)->stats, 0);
+            stream_array(s, &((struct rec_gpu_zones *)object)->spans, false);
+            stream_array(s, &((struct rec_gpu_zones *)object)->stats, false);
         }
         else if (type == REC_OBJ_OBJECTS) {
-            stream_array(s, &((struct rec_objects *)object)->names, 0);
-            stream_array(s, &((struct rec_objects *)object)->pipelines, 0);
+            stream_array(s, &((struct rec_objects *)object)->names, false);
+            stream_array(s, &((struct rec_objects *)object)->pipelines, false);
         }
         else if (type == REC_OBJ_KERNEL) {
-            stream_array(s, &((struct rec_kernel *)object)->samples, 0);
-            stream_array(s, &((struct rec_kernel *)object)->drm_samples, 0);
-            stream_array(s, &((struct rec_kernel *)object)->sched_events, 0);
+            stream_array(s, &((struct rec_kernel *)object)->samples, false);
+            stream_array(s, &((struct rec_kernel *)object)->drm_samples, false);
+            stream_array(s, &((struct rec_kernel *)object)->sched_events, false);
         }
         else if (type == REC_OBJ_ENGINE) {
             struct rec_engine *e = object;
-            stream_array(s, &e->recordings, 0);
-            stream_array(s, &e->pool_ops, 0);
-            stream_array(s, &e->memory, 0);
-            stream_array(s, &e->budgets, 0);
-            stream_array(s, &e->gauges, 0);
+            stream_array(s, &e->recordings, false);
+            stream_array(s, &e->pool_ops, false);
+            stream_array(s, &e->memory, false);
+            stream_array(s, &e->budgets, false);
+            stream_array(s, &e->gauges, false);
         }
     }
     flush(s);
@@ -284,9 +288,10 @@ static void stream_tick(void *arg, bool final)
         stream_pass(s);
         return;
     }
-    fscope_log(FSCOPE_LOG_DEBUG, "the stream thread moved %llu chunks, %llu KiB stored in %llu "
-               "KiB; %.1f ms of its CPU time, %.1f ms of it encoding",
-               (unsigned long long)s->chunks, (unsigned long long)s->raw_bytes / 1024,
+    fscope_log(FSCOPE_LOG_DEBUG, "the stream thread moved %llu chunks (%llu frames), %llu KiB "
+               "stored in %llu KiB; %.1f ms of its CPU time, %.1f ms of it encoding",
+               (unsigned long long)s->chunks, (unsigned long long)s->frames,
+               (unsigned long long)s->raw_bytes / 1024,
                (unsigned long long)s->stored_bytes / 1024, thread_cpu_ns() / 1e6,
                s->encode_ns / 1e6);
     compact_coder_destroy(s->coder);
