@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
+#include "analysis/recording.h"
 #include "record/format.h"
 
 #if defined(__has_feature)
@@ -139,6 +141,36 @@ static unsigned char *fuzz_file_read(const char *path, size_t *ret_len)
     fclose(f);
     *ret_len = len;
     return bytes;
+}
+
+/* The arena a recording file holds, malloc'd: a packed one (a capture's since format 10,
+ * record/format.h) unpacked with the reader's own function, an arena as it is. NULL when it
+ * cannot be read. */
+static unsigned char *fuzz_recording_arena(const char *path, size_t *ret_len)
+{
+    size_t len;
+    unsigned char *bytes = fuzz_file_read(path, &len);
+    if (!bytes || len < sizeof(struct rec_header) ||
+        ((const struct rec_header *)bytes)->layout != REC_LAYOUT_PACKED) {
+        *ret_len = len;
+        return bytes;
+    }
+    /* fuzz_file_read's buffer is malloc's: aligned as the reader wants it. */
+    void *image;
+    size_t image_len;
+    char why[256];
+    unsigned char *arena = NULL;
+    if (recording_unpack(bytes, len, &image, &image_len, why, sizeof(why)) == 0) {
+        arena = malloc(image_len);
+        if (arena)
+            memcpy(arena, image, image_len);
+        munmap(image, image_len);
+        *ret_len = image_len;
+    } else {
+        fprintf(stderr, "%s: %s\n", path, why);
+    }
+    free(bytes);
+    return arena;
 }
 
 #endif

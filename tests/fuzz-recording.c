@@ -4,9 +4,12 @@
  * and every report format of a recording read is written without a crash, a leak or undefined
  * behaviour, and no bigger than a small multiple of the recording (it is counted).
  *
- * The input is an arena with its zeros as counts (tests/fuzz-arena.h);
- * `fuzz-recording --encode RECORDING SEED` writes a recording that way, for a seed, and
- * `fuzz-recording --check SEED` says whether it is read. */
+ * The input is a recording file with its zeros as counts (tests/fuzz-arena.h): an arena, or
+ * a packed recording (a capture's since format 10: its header says so), which goes through
+ * recording_unpack first, the decoder of its compact ranges. `fuzz-recording --encode
+ * RECORDING SEED` writes a recording that way for a seed (`--encode-arena` its arena,
+ * unpacked), and `fuzz-recording --check SEED` says whether it is read. */
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +39,23 @@ static bool run(const uint8_t *data, size_t size, char *why, size_t why_len)
         return false;
     const unsigned char *bytes = arena.bytes;
     size_t len = arena.len;
+    void *image = NULL;
+    if (len >= sizeof(struct rec_header) &&
+        ((const struct rec_header *)bytes)->layout == REC_LAYOUT_PACKED) {
+        /* What the reader may unpack is bounded by the file (recording_unpack); an input
+         * that claims more than FUZZ_ARENA_MAX is a bigger recording, not another path. */
+        if (atomic_load(&((const struct rec_header *)bytes)->used) > FUZZ_ARENA_MAX) {
+            snprintf(why, why_len, "more than the fuzzer unpacks");
+            return false;
+        }
+        if (recording_unpack(bytes, len, &image, &len, why, why_len) != 0)
+            return false;
+        bytes = image;
+    }
     struct recording *rec = NULL;
     bool read = recording_read(bytes, len, &rec, why, why_len) == 0;
+    if (image)
+        munmap(image, len);
     if (read) {
         struct report *report = report_create(rec);
         size_t written = 0;
@@ -71,9 +89,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    if (*argc == 4 && strcmp((*argv)[1], "--encode") == 0) {
+    if (*argc == 4 && (strcmp((*argv)[1], "--encode") == 0 ||
+                       strcmp((*argv)[1], "--encode-arena") == 0)) {
         size_t len;
-        unsigned char *bytes = fuzz_file_read((*argv)[2], &len);
+        unsigned char *bytes = strcmp((*argv)[1], "--encode") == 0
+                                   ? fuzz_file_read((*argv)[2], &len)
+                                   : fuzz_recording_arena((*argv)[2], &len);
         FILE *out = fopen((*argv)[3], "wb");
         if (!bytes || !out)
             exit(1);

@@ -20,7 +20,7 @@ clang-14 -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
     $(pkg-config --cflags jansson) \
     "$src/tests/fuzz-compare.c" "$src"/tools/compare.c "$src"/tools/diff.c "$src"/tools/compare_rows.c \
     "$src"/tools/capture_files.c "$src/tools/cli.c" "$src/tools/child.c" \
-    "$src"/src/util/*.c $(pkg-config --libs jansson) -lm -o "$work/fuzz-compare"
+    "$src"/src/util/*.c $(pkg-config --libs jansson) -lzstd -lm -o "$work/fuzz-compare"
 # The seed: a real capture of the demo, its three files as A and again as B.
 mkdir "$work/corpus"
 mkdir -m 700 "$work/runtime"

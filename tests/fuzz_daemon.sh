@@ -15,7 +15,7 @@ work=$(mktemp -d /tmp/fscope-fuzz-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 clang-14 -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -I "$src/include" -I "$src/src" -I "$src/tests" \
-    "$src/tests/fuzz-daemon.c" "$src"/src/analysis/*.c "$src"/src/util/*.c -lm \
+    "$src/tests/fuzz-daemon.c" "$src"/src/analysis/*.c "$src"/src/util/*.c -lzstd -lm \
     -o "$work/fuzz-daemon"
 # Captures are written and removed at every input: in memory where there is a tmpfs.
 captures=$(mktemp -d "$( [ -d /dev/shm ] && echo /dev/shm || echo /tmp )/fscope-fuzz-XXXXXX")

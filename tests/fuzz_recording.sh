@@ -14,17 +14,20 @@ work=$(mktemp -d /tmp/fscope-fuzz-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 clang-14 -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -I "$src/include" -I "$src/src" -I "$src/tests" \
-    "$src/tests/fuzz-recording.c" "$src"/src/analysis/*.c "$src"/src/util/*.c -lm \
+    "$src/tests/fuzz-recording.c" "$src"/src/analysis/*.c "$src"/src/util/*.c -lzstd -lm \
     -o "$work/fuzz-recording"
-# The seed: a small real recording (a short ring keeps it small), from framescope run.
+# The seeds: a small real recording (a short ring keeps it small), from framescope run, as
+# the capture packs it (its ranges compact: the decoder's input) and as its arena.
 mkdir "$work/corpus"
 mkdir -m 700 "$work/runtime"
 XDG_RUNTIME_DIR="$work/runtime" FRAMESCOPE_RING_EVENTS=64 \
     "$build/tools/framescope" run --summary off --output "$work/seed" -- \
     "$build/tools/demo/framescope-demo" --quiet --frames 8 >/dev/null
-"$work/fuzz-recording" --encode "$work/seed/recording.fsr" "$work/corpus/demo"
+"$work/fuzz-recording" --encode "$work/seed/recording.fsr" "$work/corpus/demo-packed"
+"$work/fuzz-recording" --encode-arena "$work/seed/recording.fsr" "$work/corpus/demo"
+"$work/fuzz-recording" --check "$work/corpus/demo-packed"
 "$work/fuzz-recording" --check "$work/corpus/demo"
-# Room for mutations to add objects and bytes: four times the seed.
+# Room for mutations to add objects and bytes: four times the larger seed.
 size=$(($(stat -c %s "$work/corpus/demo") * 4))
 status=0
 "$work/fuzz-recording" -max_total_time="$seconds" -max_len="$size" -rss_limit_mb=4096 \
