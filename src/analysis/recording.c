@@ -761,9 +761,10 @@ int recording_read(const void *bytes, size_t len, struct recording **ret, char *
     if (e)
         return e;
     if (h->layout != REC_LAYOUT_ARENA) {
+        uint32_t layout = h->layout;
         free(h);
-        return reader_malformed(&r, "a packed recording (layout %u), not an arena: "
-                                "recording_read_fd unpacks it", h->layout);
+        return reader_malformed(&r, "a recording laid out as %u (1: packed, which "
+                                "recording_read_fd unpacks), not as its arena", layout);
     }
     uint64_t used = atomic_load(&h->used);
     /* A running app's recording copied while it grew holds a header copied after the size

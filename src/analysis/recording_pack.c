@@ -125,7 +125,7 @@ static int items_find(struct packer *p, const struct rec_header *h)
         if (!e && type == REC_OBJ_THREAD)
             e = items_of_thread(p, object, h->header_size);
     }
-    if (e)
+    if (e || !p->item_count)
         return e;
     qsort(p->items, p->item_count, sizeof(*p->items), item_compare);
     size_t kept = 0;

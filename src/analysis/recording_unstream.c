@@ -132,6 +132,8 @@ static int read_all(int fd, void *to, size_t len, uint64_t offset)
  * decoded is the planned chunks, each once: no more than the recording's size. */
 static int unstream_read_ranges(struct reader *r, struct unstream_plan *p, int stream_fd)
 {
+    if (!p->chunk_count)
+        return 0;
     /* offset first in each planned chunk: sorted by it for the lookups */
     qsort(p->chunks, p->chunk_count, sizeof(*p->chunks), chunk_compare);
     size_t found = 0;
