@@ -15,16 +15,18 @@
 
 _Static_assert((int)REC_ENCODING_RAW == (int)COMPACT_RAW &&
                (int)REC_ENCODING_ZSTD == (int)COMPACT_ZSTD &&
-               (int)REC_ENCODING_ITEMS == (int)COMPACT_ITEMS, "the recording's encodings are util's");
+               (int)REC_ENCODING_ITEMS == (int)COMPACT_ITEMS, "the encodings are util's");
 
-/* What a packed recording may unpack to, beyond its own size times this: the arena's length
- * bounds what reading it copies and analyses, and a file of a few KiB must not claim GiB.
- * Measured ratios of the arena's length to the packed file's: 30 for a long run of the demo,
- * ~300 for 20 frames (its header and fixed tables, mostly zeros); an app with a hundred idle
- * threads adds 1 MiB of arena (their rings) and a few hundred bytes of file each. */
+/* The longest arena a packed recording may unpack to: its file's length times
+ * PACK_EXPANSION_MAX, plus PACK_EXPANSION_FLOOR. The arena's length bounds what reading it
+ * copies and analyses, so a file of a few KiB must not claim GiB. Measured ratios of arena to
+ * file: 30 for 100,000 frames of the demo, 200 for 20 frames (the header and fixed tables,
+ * mostly zeros, 32 KiB packed); each idle thread adds its ring (1 MiB of arena) and a few
+ * hundred bytes of file. */
 #define PACK_EXPANSION_MAX 4096u
 #define PACK_EXPANSION_FLOOR (64ull << 20)
-/* Ranges of bytes that are not items are cut at pages of zeros, and hold at most this. */
+/* Bytes that are not items are packed in runs between the pages of this size that are all
+ * zeros (the arena's pages never written). */
 #define PACK_PAGE 4096u
 
 struct item_range {

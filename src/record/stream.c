@@ -29,7 +29,7 @@
 
 _Static_assert((int)REC_ENCODING_RAW == (int)COMPACT_RAW &&
                (int)REC_ENCODING_ZSTD == (int)COMPACT_ZSTD &&
-               (int)REC_ENCODING_ITEMS == (int)COMPACT_ITEMS, "the recording's encodings are util's");
+               (int)REC_ENCODING_ITEMS == (int)COMPACT_ITEMS, "the encodings are util's");
 _Static_assert(sizeof(struct rec_range) % 8 == 0, "ranges follow each other at multiples of 8");
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
