@@ -16,8 +16,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vkharness import (Result, Weston, check, check_capture_consistent, layer_env, main,
-                       run_bounded, unpack_recording)
+from vkharness import (LAYOUT_PACKED, Result, Weston, check, check_capture_consistent,
+                       layer_env, main, recording_layout, run_bounded, unpack_recording)
 
 # A bound on how long a run may take, so a broken build fails instead of hanging.
 PATIENCE_S = 240
@@ -389,8 +389,19 @@ def test_malformed(build):
     refused = 0
     must_refuse = {"empty": "not a framescope recording", "bad magic": "not a framescope recording",
                    "truncated header": "not a framescope recording", "next version": "this framescope reads",
-                   "used beyond the file": "holds"}
-    for name, broken in mutations(data, rng):
+                   "used beyond the file": "holds", "cut in a range": "is cut inside the range",
+                   "a range's payload changed": "does not decode to its"}
+    check(recording_layout(data) == LAYOUT_PACKED, "the capture's recording is not packed")
+    # The packed recording's own damage (framescope-capture(5)): cut inside its first range,
+    # and a byte of that range's payload changed (zstd's checksum, or its frame, says so).
+    first = (u32(data, 12) + 7) // 8 * 8
+    stored = u64(data, first + 24)
+    check(u32(data, first + 4) != 0 and stored > 16, "the first range is not compressed")
+    middle = first + 40 + stored // 2
+    payload = data[:middle] + bytes([data[middle] ^ 0x5A]) + data[middle + 1:]
+    extra = [("cut in a range", data[:first + 40 + stored // 2]),
+             ("a range's payload changed", payload)]
+    for name, broken in extra + list(mutations(data, rng)):
         with open(os.path.join(out, "recording.fsr"), "wb") as f:
             f.write(broken)
         for fmt in (None, "html"):

@@ -293,8 +293,16 @@ int recording_unpack(const void *file, size_t file_len, void **ret_bytes, size_t
         }
         memcpy(&range, bytes + at, sizeof(range));
         at += sizeof(range);
-        if (memcmp(range.magic, REC_RANGE_MAGIC, sizeof(range.magic)) != 0 ||
-            !range.raw_bytes || range.raw_bytes > REC_RANGE_RAW_MAX ||
+        bool valid = memcmp(range.magic, REC_RANGE_MAGIC, sizeof(range.magic)) == 0;
+        if (valid && range.stored_bytes > file_len - at) {
+            e = reader_malformed(&r, "the packed recording is cut inside the range at %llu "
+                                 "(%llu bytes stored, %llu left)",
+                                 (unsigned long long)(at - sizeof(range)),
+                                 (unsigned long long)range.stored_bytes,
+                                 (unsigned long long)(file_len - at));
+            break;
+        }
+        if (!valid || !range.raw_bytes || range.raw_bytes > REC_RANGE_RAW_MAX ||
             range.offset < end || range.offset > used || range.raw_bytes > used - range.offset ||
             range.stored_bytes > file_len - at) {
             e = reader_malformed(&r, "the packed recording holds no valid range at %llu (%llu "
