@@ -269,7 +269,8 @@ static void stream_tick(void *arg, bool final)
             s->ring.ring_fd = s->ring.enter_ring_fd = fscope_fd_high(s->ring.ring_fd);
         }
         if (!s->have_ring)
-            fscope_log(FSCOPE_LOG_INFO, "io_uring unavailable: the recording streams with pwrite");
+            fscope_log(FSCOPE_LOG_INFO, "io_uring unavailable: the streamed chunks' memory is "
+                       "given back one fallocate at a time");
     }
     if (final && s->have_ring) {
         fscope_fd_forget(s->ring.ring_fd); /* io_uring_queue_exit closes it */
