@@ -25,6 +25,7 @@ struct demo_window {
     struct xdg_surface *xdg_surface;
     struct xdg_toplevel *toplevel;
     struct wl_callback *frame_callback; /* asked for and not come yet */
+    bool frame_done;                    /* the last one asked for came */
     bool configured;
     bool close_requested;
 };
@@ -207,7 +208,10 @@ bool demo_window_create_surface(struct demo_window *window, VkInstance instance,
                          "vkCreateWaylandSurfaceKHR");
 }
 
-bool demo_window_dispatch(struct demo_window *window)
+/* Dispatches what is queued, then reads and dispatches what arrives within timeout_ms (0:
+ * only what is there already; -1: until something comes, unless *done is true once the
+ * queued events are dispatched). False: the connection is lost. */
+static bool dispatch_within(struct demo_window *window, int timeout_ms, const bool *done)
 {
     struct wl_display *display = window->display;
 
@@ -216,12 +220,20 @@ bool demo_window_dispatch(struct demo_window *window)
         if (wl_display_dispatch_pending(display) < 0)
             goto error;
     }
+    if (done && *done) {
+        wl_display_cancel_read(display);
+        return true;
+    }
     if (wl_display_flush(display) < 0 && errno != EAGAIN) {
         wl_display_cancel_read(display);
         goto error;
     }
     struct pollfd pollfd = { .fd = wl_display_get_fd(display), .events = POLLIN };
-    if (poll(&pollfd, 1, 0) > 0 && (pollfd.revents & POLLIN)) {
+    if (poll(&pollfd, 1, timeout_ms) < 0 && errno != EINTR) {
+        wl_display_cancel_read(display);
+        goto error;
+    }
+    if (pollfd.revents & POLLIN) {
         if (wl_display_read_events(display) < 0)
             goto error;
     } else {
@@ -236,12 +248,19 @@ error:
     return false;
 }
 
+bool demo_window_dispatch(struct demo_window *window)
+{
+    return dispatch_within(window, 0, NULL);
+}
+
 static void frame_done(void *data, struct wl_callback *callback, uint32_t time)
 {
     struct demo_window *window = data;
     wl_callback_destroy(callback);
-    if (window->frame_callback == callback)
+    if (window->frame_callback == callback) {
         window->frame_callback = NULL;
+        window->frame_done = true;
+    }
 }
 
 static const struct wl_callback_listener frame_listener = { .done = frame_done };
@@ -250,6 +269,7 @@ bool demo_window_request_frame(struct demo_window *window)
 {
     if (window->frame_callback)
         return true; /* the last one has not come: wait for that */
+    window->frame_done = false;
     window->frame_callback = wl_surface_frame(window->surface);
     if (!window->frame_callback) {
         fprintf(stderr, DEMO_NAME ": wl_surface.frame failed\n");
@@ -261,39 +281,12 @@ bool demo_window_request_frame(struct demo_window *window)
 
 bool demo_window_wait_frame(struct demo_window *window)
 {
-    struct wl_display *display = window->display;
-    while (window->frame_callback && !window->close_requested) {
-        while (wl_display_prepare_read(display) != 0) {
-            if (wl_display_dispatch_pending(display) < 0)
-                goto error;
-        }
-        if (!window->frame_callback) {
-            wl_display_cancel_read(display);
-            break;
-        }
-        if (wl_display_flush(display) < 0 && errno != EAGAIN) {
-            wl_display_cancel_read(display);
-            goto error;
-        }
-        struct pollfd pollfd = { .fd = wl_display_get_fd(display), .events = POLLIN };
-        if (poll(&pollfd, 1, -1) < 0 && errno != EINTR) {
-            wl_display_cancel_read(display);
-            goto error;
-        }
-        if (pollfd.revents & POLLIN) {
-            if (wl_display_read_events(display) < 0)
-                goto error;
-        } else {
-            wl_display_cancel_read(display);
-        }
-        if (wl_display_dispatch_pending(display) < 0)
-            goto error;
-    }
+    /* The callback may be queued already: dispatch_within dispatches that first, and waits
+     * only while it has not come. */
+    while (!window->frame_done && !window->close_requested)
+        if (!dispatch_within(window, -1, &window->frame_done))
+            return false;
     return true;
-
-error:
-    fprintf(stderr, DEMO_NAME ": lost the Wayland connection: %s\n", strerror(errno));
-    return false;
 }
 
 bool demo_window_close_requested(const struct demo_window *window)
