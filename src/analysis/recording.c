@@ -753,11 +753,9 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
 int recording_read(const void *bytes, size_t len, struct recording **ret, char *why,
                    size_t why_len)
 {
-    struct reader r = { .bytes = bytes, .len = len, .why = why, .why_len = why_len };
-    if (why_len)
-        why[0] = '\0';
+    struct reader r;
     struct rec_header *h;
-    int e = reader_header_copy(&r, &h);
+    int e = reader_open(&r, bytes, len, why, why_len, &h);
     if (e)
         return e;
     if (h->layout != REC_LAYOUT_ARENA) {

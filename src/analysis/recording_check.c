@@ -184,6 +184,15 @@ unsigned reader_object_arrays(uint32_t type, void *object, struct chunked *ret[R
     return n;
 }
 
+int reader_open(struct reader *r, const void *bytes, size_t len, char *why, size_t why_len,
+                struct rec_header **ret)
+{
+    *r = (struct reader){ .bytes = bytes, .len = len, .why = why, .why_len = why_len };
+    if (why_len)
+        why[0] = '\0';
+    return reader_header_copy(r, ret);
+}
+
 /* The header, copied once (another process may be writing it) and checked. */
 int reader_header_copy(struct reader *r, struct rec_header **ret)
 {

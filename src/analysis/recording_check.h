@@ -53,6 +53,10 @@ extern const uint64_t reader_object_sizes[REC_OBJ_TYPE_COUNT];
 int reader_check_header(struct reader *r, const struct rec_header *h);
 /* The header, copied once (another process may be writing it) and checked; *ret malloc'd. */
 int reader_header_copy(struct reader *r, struct rec_header **ret);
+/* A reader of bytes (why emptied first, where there is room) and its header, copied and
+ * checked as reader_header_copy does. */
+int reader_open(struct reader *r, const void *bytes, size_t len, char *why, size_t why_len,
+                struct rec_header **ret);
 /* The directory's entries, within its capacity. */
 uint32_t reader_directory_entries(const struct rec_header *h);
 /* Entry i's object in the arena and its type (NULL: reserved, never published). */

@@ -253,11 +253,9 @@ int recording_pack_write(FILE *f, const void *bytes, size_t len)
 int recording_unpack(const void *file, size_t file_len, void **ret_bytes, size_t *ret_len,
                      char *why, size_t why_len)
 {
-    struct reader r = { .bytes = file, .len = file_len, .why = why, .why_len = why_len };
-    if (why_len)
-        why[0] = '\0';
+    struct reader r;
     struct rec_header *h;
-    int e = reader_header_copy(&r, &h);
+    int e = reader_open(&r, file, file_len, why, why_len, &h);
     if (e)
         return e;
     uint64_t used = atomic_load(&h->used);

@@ -254,11 +254,9 @@ int recording_read_ended(void *bytes, size_t len, int stream_fd,
 
 int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t why_len)
 {
-    struct reader r = { .bytes = bytes, .len = len, .why = why, .why_len = why_len };
-    if (why_len)
-        why[0] = '\0';
+    struct reader r;
     struct rec_header *h;
-    int e = reader_header_copy(&r, &h);
+    int e = reader_open(&r, bytes, len, why, why_len, &h);
     if (e)
         return e;
     uint64_t used = atomic_load(&h->used);
