@@ -355,7 +355,7 @@ static int run_analyse(struct observed_recording *recording, int status, int com
                     "to then, is in %s\n", command_signal, strsignal(command_signal),
                     out->output);
         else
-            fprintf(stderr, "framescope: capture in %s (open trace.json in ui.perfetto.dev, "
+            fprintf(stderr, "framescope: capture in %s (open trace.perfetto-trace in ui.perfetto.dev, "
                     "report.html in a browser)\n", out->output);
     }
     return status;
