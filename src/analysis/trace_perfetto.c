@@ -661,7 +661,8 @@ static void engine_intervals(struct perfetto_writer *w)
         w->failed = true;
         goto done;
     }
-    qsort(c.all, c.count, sizeof(*c.all), by_group_begin);
+    if (c.count) /* c.all is NULL without intervals: qsort takes no NULL, even for none */
+        qsort(c.all, c.count, sizeof(*c.all), by_group_begin);
     for (size_t i = 0; i < c.count; i++) {
         if (i == 0 || c.all[i].group != c.all[i - 1].group) {
             for (unsigned k = 0; i && k < l->count; k++)
