@@ -195,8 +195,10 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     if (!rec)
         return;
     struct report *r = report_create(rec);
-    if (r)
+    if (r) {
         report_set_trace_window_from(r, secure_getenv("FRAMESCOPE_TRACE_WINDOW"));
+        report_set_keep_window_from(r, secure_getenv("FRAMESCOPE_KEEP_MINUTES"));
+    }
     int capture_error;
     FILE *err = summary_stream();
     if (r && (report_has_frames(r) || rec->enabled))

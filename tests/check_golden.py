@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
-FORMATS = ["text", "full", "json", "csv", "zones", "trace", "threads", "presentmon",
+FORMATS = ["text", "full", "json", "csv", "seconds", "zones", "trace", "threads", "presentmon",
            "mangohud", "html"]
 
 

@@ -158,6 +158,7 @@ int write_capture(const struct app *a, uint32_t last_ms, const char *path,
         e = -ENOMEM;
     } else {
         report_set_trace_window_from(report, getenv("FRAMESCOPE_TRACE_WINDOW"));
+        report_set_keep_window_from(report, getenv("FRAMESCOPE_KEEP_MINUTES"));
         e = report_write_capture(report, c.bytes, c.len, path, NULL);
         if (e)
             snprintf(why, why_len, "cannot write %s: %s", path, strerror(-e));

@@ -130,8 +130,10 @@ int observed_recording_analyse(struct observed_recording *r, int exit_status, in
         status = 1;
     } else {
         struct report *report = report_create(rec);
-        if (report)
+        if (report) {
             report_set_trace_window_from(report, getenv("FRAMESCOPE_TRACE_WINDOW"));
+            report_set_keep_window_from(report, getenv("FRAMESCOPE_KEEP_MINUTES"));
+        }
         if (!report)
             status = 1;
         else if (!report_has_frames(report) && !rec->enabled)

@@ -11,18 +11,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/keep.h"
 #include "analysis/recording.h"
 #include "analysis/report.h"
 #include "util/config.h"
 
 static const char report_usage[] =
-    "usage: framescope report [--full | --format text|full|json|csv|zones|trace|threads|\n"
-    "                          presentmon|mangohud|html] DIR\n"
+    "usage: framescope report [--full | --format text|full|json|csv|seconds|zones|trace|\n"
+    "                          threads|presentmon|mangohud|html] [--keep-minutes N|all] DIR\n"
     "Recomputes an output of the capture in DIR from its recording (recording.fsr): text (the\n"
     "default) is the one-screen summary as printed when the run ended, byte for byte; full\n"
-    "(--full) is every line of the summary (FRAMESCOPE_SUMMARY=full); json, csv, zones,\n"
-    "trace, threads, presentmon, mangohud and html are summary.json, frames.csv, zones.csv,\n"
-    "trace.json, threads.csv, presentmon.csv, mangohud.csv and report.html. Written to stdout.\n"
+    "(--full) is every line of the summary (FRAMESCOPE_SUMMARY=full); json, csv, seconds,\n"
+    "zones, trace, threads, presentmon, mangohud and html are summary.json, frames.csv,\n"
+    "seconds.csv, zones.csv, trace.json, threads.csv, presentmon.csv, mangohud.csv and\n"
+    "report.html. Written to stdout. --keep-minutes: the rows of frames kept, as run's\n"
+    "(default: the capture's own, keep.json, else FRAMESCOPE_KEEP_MINUTES, else 5 minutes).\n"
     "Exit status 0, 1 when the output could not be written, 2 for a bad argument or an\n"
     "unreadable recording.\n";
 
@@ -31,10 +34,13 @@ int cmd_report(int argc, char **argv)
     static const struct option options[] = {
         { "format", required_argument, NULL, 'f' },
         { "full", no_argument, NULL, 'F' },
+        { "keep-minutes", required_argument, NULL, 'k' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     enum report_format format = REPORT_TEXT;
+    const char *keep_option = NULL;
+    uint32_t keep_ms = 0;
     char shown[FSCOPE_ESCAPE_SIZE];
     int opt;
     opterr = 0;
@@ -42,14 +48,23 @@ int cmd_report(int argc, char **argv)
         switch (opt) {
         case 'f':
             if (!report_format_parse(optarg, &format)) {
-                fprintf(stderr, "framescope: --format takes text, full, json, csv, zones, "
-                        "trace, threads, presentmon, mangohud or html (got '%s')\n",
+                fprintf(stderr, "framescope: --format takes text, full, json, csv, seconds, "
+                        "zones, trace, threads, presentmon, mangohud or html (got '%s')\n",
                         fscope_config_escape(optarg, shown, sizeof(shown)));
                 return 2;
             }
             break;
         case 'F':
             format = REPORT_TEXT_FULL;
+            break;
+        case 'k':
+            if (!report_keep_parse(optarg, &keep_ms)) {
+                fprintf(stderr, "framescope: --keep-minutes takes minutes from %g to %u or all "
+                        "(got '%s')\n", KEEP_MIN_MS / 60000.0, KEEP_MAX_MS / 60000,
+                        fscope_config_escape(optarg, shown, sizeof(shown)));
+                return 2;
+            }
+            keep_option = optarg;
             break;
         case 'h':
             fputs(report_usage, stdout);
@@ -75,8 +90,19 @@ int cmd_report(int argc, char **argv)
     char window_why[128] = "";
     int64_t window_ms = dir_fd < 0 || fd < 0 ? 0 : report_read_window(dir_fd, window_why,
                                                                        sizeof(window_why));
+    char keep_why[128] = "";
+    uint32_t capture_keep_ms = 0;
+    int capture_keep = dir_fd < 0 || fd < 0 || window_ms < 0
+                           ? 0 : report_read_keep(dir_fd, &capture_keep_ms, keep_why,
+                                                  sizeof(keep_why));
     if (dir_fd >= 0)
         close(dir_fd);
+    if (capture_keep < 0) {
+        fprintf(stderr, "framescope: %s/%s\n", fscope_config_escape(dir, shown, sizeof(shown)),
+                keep_why);
+        close(fd);
+        return 2;
+    }
     if (window_ms < 0) {
         fprintf(stderr, "framescope: %s/%s\n", fscope_config_escape(dir, shown, sizeof(shown)),
                 window_why);
@@ -112,6 +138,12 @@ int cmd_report(int argc, char **argv)
     int status = 1;
     if (report) {
         report_set_trace_window_from(report, getenv("FRAMESCOPE_TRACE_WINDOW"));
+        /* The rows the capture kept, unless asked for others. */
+        report_set_keep_window_from(report, getenv("FRAMESCOPE_KEEP_MINUTES"));
+        if (capture_keep > 0)
+            report_set_keep_window(report, capture_keep_ms);
+        if (keep_option)
+            report_set_keep_window(report, keep_ms);
         e = report_write(stdout, report, format);
         /* The summary as printed at the end of the run names the capture it was written to. */
         if (e == 0 && (format == REPORT_TEXT || format == REPORT_TEXT_FULL))

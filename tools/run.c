@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/keep.h"
 #include "analysis/report.h"
 #include "child.h"
 #include "cli.h"
@@ -149,13 +150,14 @@ struct run_options {
  * (said on stderr). */
 static int run_parse_options(int argc, char **argv, struct run_options *o)
 {
-    enum { OPT_NO_CAPTURE = 256, OPT_SUMMARY, OPT_COMPOSITOR, OPT_CAP };
+    enum { OPT_NO_CAPTURE = 256, OPT_SUMMARY, OPT_COMPOSITOR, OPT_CAP, OPT_KEEP };
     static const struct option options[] = {
         { "output", required_argument, NULL, 'o' },
         { "no-capture", no_argument, NULL, OPT_NO_CAPTURE },
         { "summary", required_argument, NULL, OPT_SUMMARY },
         { "compositor", required_argument, NULL, OPT_COMPOSITOR },
         { "cap", required_argument, NULL, OPT_CAP },
+        { "keep-minutes", required_argument, NULL, OPT_KEEP },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -223,6 +225,19 @@ static int run_parse_options(int argc, char **argv, struct run_options *o)
                 return 2;
             }
             setenv("FRAMESCOPE_CAP", cap, 1);
+            break;
+        }
+        case OPT_KEEP: {
+            /* Read where the analysis reads it: here and in the app (its own exit). */
+            uint32_t keep_ms;
+            if (!report_keep_parse(optarg, &keep_ms)) {
+                char shown[FSCOPE_ESCAPE_SIZE];
+                fprintf(stderr, "framescope: --keep-minutes takes minutes from %g to %u or all "
+                        "(got '%s')\n", KEEP_MIN_MS / 60000.0, KEEP_MAX_MS / 60000,
+                        fscope_config_escape(optarg, shown, sizeof(shown)));
+                return 2;
+            }
+            setenv("FRAMESCOPE_KEEP_MINUTES", optarg, 1);
             break;
         }
         case 'h':

@@ -48,6 +48,12 @@ int formats_write_presentmon(FILE *f, const void *arg)
         uint64_t next_shown = 0; /* the first shown frame after the current one, or count */
         for (uint64_t i = 0; i < count; i++) {
             const struct fscope_frame *fr = &log->frames[i];
+            /* A row left out still counts as the previous shown frame of the next. */
+            if (!keep_frame(run->keep, l, i)) {
+                if (frame_shown(fr, origin))
+                    previous_shown = fr;
+                continue;
+            }
             struct frame_budget_ns b;
             frame_budget(rec, fr, log_evidence(run, l), &b);
             /* There is no swapchain address to give: the surface's number and the swapchain's
@@ -160,6 +166,8 @@ int formats_write_mangohud(FILE *f, const void *arg)
     size_t cpu_count = threads_process_cpu(rec, &cpu_points), cpu_at = 0, rss_at = 0;
     for (uint64_t i = 0; i < count; i++) {
         const struct fscope_frame *fr = &log->frames[i];
+        if (!keep_frame(run->keep, run->primary_log, i))
+            continue;
         struct frame_budget_ns b;
         frame_budget(rec, fr, log_evidence(run, run->primary_log), &b);
         long long gpu_load = b.gpu_timed && b.frame > 0

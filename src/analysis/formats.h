@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "keep.h"
 #include "report.h"
 
 struct hitch_stats;
@@ -32,6 +33,7 @@ struct formats_run {
     double budget_ms[2 + FSCOPE_BLOCK_COUNT]; /* means: cpu, gpu busy, blocks in enum order */
     const struct hitch_stats *hitches;        /* NULL: none judged */
     const struct engine_stats *engine; /* report.html's device memory gauge; NULL: none */
+    const struct frame_keep *keep;     /* the frames whose rows are written (keep.h) */
 };
 
 /* The frame logs as formats.c and html.c both read them. */

@@ -7,6 +7,7 @@
 #include "emit.h"
 #include "engine.h"
 #include "hitches.h"
+#include "keep.h"
 
 static void write_header(FILE *f, const struct recording *rec)
 {
@@ -227,6 +228,8 @@ void frames_write_csv(FILE *f, const struct run_stats *s)
         if (late)
             hitches_late_refreshes(rec, &spans, l, s->evidence ? &s->evidence[l] : NULL, late);
         for (uint64_t i = 0; i < count; i++) {
+            if (!keep_frame(&s->keep, l, i))
+                continue;
             struct row r = { .s = s, .rec = rec, .log = log, .fr = &log->frames[i], .index = i,
                              .origin = origin };
             frame_budget(rec, r.fr, s->evidence ? &s->evidence[l] : NULL, &r.b);

@@ -552,7 +552,9 @@ static int write_report_data(FILE *f, const struct formats_run *run)
         const struct fscope_frame *fr = &log->frames[i];
         if (!frame_shown(fr, origin))
             continue;
-        if (last_shown && fr->presented_ticks > last_shown) {
+        /* An interval is kept with the frame that ends it (keep.h). */
+        if (last_shown && fr->presented_ticks > last_shown &&
+            keep_frame(run->keep, run->primary_log, i)) {
             fprintf(f, "%s%.4f", first ? "" : ",",
                     recording_ns(rec, fr->presented_ticks - last_shown) / 1e6);
             first = false;

@@ -44,6 +44,11 @@ static int csv_writer(FILE *f, const void *arg)
     return 0;
 }
 
+static int seconds_writer(FILE *f, const void *arg)
+{
+    return seconds_write_csv(f, arg);
+}
+
 static int zones_writer(FILE *f, const void *arg)
 {
     const struct run_stats *s = arg;
@@ -71,7 +76,7 @@ static int perfetto_writer(FILE *f, const void *arg)
 static int threads_writer(FILE *f, const void *arg)
 {
     const struct run_stats *s = arg;
-    return threads_write_csv(f, s->rec);
+    return threads_write_csv(f, s->rec, &s->keep);
 }
 
 static int text_writer(FILE *f, const void *arg)
@@ -120,6 +125,7 @@ static void formats_run_fill(const struct run_stats *s, struct formats_run *ret)
     memcpy(ret->budget_ms, s->budget_ms, sizeof(ret->budget_ms));
     ret->hitches = &s->hitches;
     ret->engine = &s->engine;
+    ret->keep = &s->keep;
 }
 
 struct report *report_create(struct recording *rec)
@@ -131,6 +137,7 @@ struct report *report_create(struct recording *rec)
     run_stats_compute(rec, &r->stats);
     engine_compute(rec, r->stats.frames, &r->stats.engine);
     r->stats.trace_window_ns = (int64_t)TRACE_WINDOW_DEFAULT_S * 1000000000;
+    keep_compute(rec, &r->stats.hitches, KEEP_DEFAULT_MS, &r->stats.keep);
     formats_run_fill(&r->stats, &r->run);
     return r;
 }
@@ -225,6 +232,78 @@ void report_set_trace_window_from(struct report *r, const char *text)
                sizeof(shown)), TRACE_WINDOW_MAX_S, TRACE_WINDOW_DEFAULT_S);
 }
 
+void report_set_keep_window(struct report *r, uint32_t window_ms)
+{
+    if (window_ms == r->stats.keep.window_ms)
+        return;
+    keep_finish(&r->stats.keep);
+    keep_compute(r->stats.rec, &r->stats.hitches, window_ms, &r->stats.keep);
+}
+
+bool report_keep_parse(const char *text, uint32_t *ret_ms)
+{
+    double minutes;
+    if (fscope_config_keyword(text, "all")) {
+        *ret_ms = 0;
+        return true;
+    }
+    if (!fscope_config_parse_double(text, KEEP_MIN_MS / 60000.0, KEEP_MAX_MS / 60000.0, &minutes))
+        return false;
+    *ret_ms = (uint32_t)llround(minutes * 60000.0);
+    return true;
+}
+
+void report_set_keep_window_from(struct report *r, const char *text)
+{
+    uint32_t window_ms;
+    if (!text || !*text)
+        return;
+    if (report_keep_parse(text, &window_ms)) {
+        report_set_keep_window(r, window_ms);
+        return;
+    }
+    char shown[FSCOPE_ESCAPE_SIZE];
+    fscope_log(FSCOPE_LOG_WARN, "FRAMESCOPE_KEEP_MINUTES='%s' is not a number of minutes from "
+               "%g to %u or all; ignored (the default: every frame's row of the last %u minutes)",
+               fscope_config_escape(text, shown, sizeof(shown)), KEEP_MIN_MS / 60000.0,
+               KEEP_MAX_MS / 60000, KEEP_DEFAULT_MS / 60000);
+}
+
+int report_read_keep(int dir_fd, uint32_t *ret_ms, char *why, size_t why_len)
+{
+    int fd = openat(dir_fd, REPORT_KEEP_FILE, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(why, why_len, "%s: %s", REPORT_KEEP_FILE, strerror(errno));
+        return -1;
+    }
+    char text[128];
+    ssize_t n = read(fd, text, sizeof(text) - 1);
+    close(fd);
+    unsigned long long ms = UINT64_MAX;
+    int end = 0;
+    if (n > 0) {
+        text[n] = '\0';
+        if (sscanf(text, " {\"keep_ms\": %llu}%n", &ms, &end) != 1 || !end)
+            ms = UINT64_MAX;
+    }
+    if (n <= 0 || (ms && (ms < KEEP_MIN_MS || ms > KEEP_MAX_MS)) ||
+        strspn(text + end, " \n") != strlen(text + end)) {
+        snprintf(why, why_len, "%s: not a capture's keep window ({\"keep_ms\": N}, N 0 or in "
+                 "%u..%u)", REPORT_KEEP_FILE, KEEP_MIN_MS, KEEP_MAX_MS);
+        return -1;
+    }
+    *ret_ms = (uint32_t)ms;
+    return 1;
+}
+
+static int keep_writer(FILE *f, const void *arg)
+{
+    fprintf(f, "{\"keep_ms\": %u}\n", *(const uint32_t *)arg);
+    return 0;
+}
+
 bool report_has_frames(const struct report *r)
 {
     return r->stats.frames > 0;
@@ -240,6 +319,7 @@ static const struct {
     [REPORT_TEXT_FULL] = { "full", NULL, full_writer, false },
     [REPORT_JSON] = { "json", "summary.json", summary_writer, false },
     [REPORT_CSV] = { "csv", "frames.csv", csv_writer, false },
+    [REPORT_SECONDS] = { "seconds", "seconds.csv", seconds_writer, false },
     [REPORT_ZONES] = { "zones", "zones.csv", zones_writer, false },
     [REPORT_TRACE] = { "trace", "trace.json", trace_writer, false },
     [REPORT_PERFETTO] = { "perfetto", "trace.perfetto-trace", perfetto_writer, false },
@@ -323,6 +403,11 @@ void report_write_capture_line(FILE *f, const struct report *r, const char *dir,
             fprintf(f, " (the last %.0f s of the run; trace.perfetto-trace has all of it)",
                     (double)r->stats.trace_window_ns / 1e9);
     }
+    if (r->stats.keep.cut)
+        fprintf(f, "; frames.csv, presentmon.csv, mangohud.csv, report.html and threads.csv "
+                "keep %llu of %llu frames (see kept), seconds.csv every second",
+                (unsigned long long)r->stats.keep.kept_frames,
+                (unsigned long long)r->stats.keep.frames);
     fputs(")\n", f);
 }
 
@@ -343,6 +428,14 @@ static int write_capture(const struct report *r, const void *recording, size_t r
         e = capture_dir_write(&dir, REPORT_WINDOW_FILE, window_writer, &r->window_ms);
         if (e != 0)
             failed = REPORT_WINDOW_FILE;
+    }
+    /* A window other than the default is kept beside the recording, so that `framescope
+     * report` recomputes the same rows from it. */
+    uint32_t keep_ms = r->stats.keep.window_ms;
+    if (e == 0 && keep_ms != KEEP_DEFAULT_MS) {
+        e = capture_dir_write(&dir, REPORT_KEEP_FILE, keep_writer, &keep_ms);
+        if (e != 0)
+            failed = REPORT_KEEP_FILE;
     }
     for (unsigned i = 0; e == 0 && i < REPORT_FORMAT_COUNT; i++) {
         if (!formats[i].file)

@@ -21,12 +21,16 @@
  * frames that ended in the last N ms before the newest one), so that `framescope report`
  * recomputes the same outputs from the whole recording kept beside it. */
 #define REPORT_WINDOW_FILE "snapshot.json"
+/* In a capture whose keep window (keep.h) is not the default: {"keep_ms": N} (0: every
+ * frame), so that `framescope report` keeps the same rows. */
+#define REPORT_KEEP_FILE "keep.json"
 
 enum report_format {
     REPORT_TEXT,  /* the one-screen summary printed at exit */
     REPORT_TEXT_FULL, /* every line of the summary */
     REPORT_JSON,  /* summary.json */
     REPORT_CSV,   /* frames.csv */
+    REPORT_SECONDS, /* seconds.csv */
     REPORT_ZONES, /* zones.csv */
     REPORT_TRACE, /* trace.json */
     REPORT_PERFETTO, /* trace.perfetto-trace */
@@ -61,6 +65,18 @@ bool report_trace_window_parse(const char *text, int64_t *ret_ns);
 /* report_set_trace_window from FRAMESCOPE_TRACE_WINDOW's value (NULL or "": the default is
  * kept); a malformed one is said in a warning, and the default kept. */
 void report_set_trace_window_from(struct report *r, const char *text);
+/* The per-frame outputs keep the frames of the last window_ms of the run (0: all of them)
+ * and those around its hitches (keep.h); KEEP_DEFAULT_MS unless set. */
+void report_set_keep_window(struct report *r, uint32_t window_ms);
+/* FRAMESCOPE_KEEP_MINUTES's value and --keep-minutes': minutes, a fraction allowed, from
+ * KEEP_MIN_MS to KEEP_MAX_MS, or "all" (any case; 0). ret_ms is written only on success. */
+bool report_keep_parse(const char *text, uint32_t *ret_ms);
+/* report_set_keep_window from FRAMESCOPE_KEEP_MINUTES's value (NULL or "": the window is
+ * kept); a malformed one is said in a warning, and the window kept. */
+void report_set_keep_window_from(struct report *r, const char *text);
+/* REPORT_KEEP_FILE's window, from the capture directory dir_fd: 1 with *ret_ms, 0 when there
+ * is none, or -1 with why when it is there and unreadable or malformed. */
+int report_read_keep(int dir_fd, uint32_t *ret_ms, char *why, size_t why_len);
 
 /* Writes one format. Returns 0 or -errno. */
 int report_write(FILE *f, const struct report *r, enum report_format format);

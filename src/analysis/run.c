@@ -535,4 +535,5 @@ void run_stats_finish(struct run_stats *s)
     sched_index_free(&s->sched);
     hitches_free(&s->hitches);
     engine_stats_finish(&s->engine);
+    keep_finish(&s->keep);
 }

@@ -11,6 +11,7 @@
 #include "counters.h"
 #include "engine.h"
 #include "hitches.h"
+#include "keep.h"
 #include "presentation.h"
 #include "wakeups.h"
 #include "recording.h"
@@ -79,6 +80,9 @@ struct run_stats {
     /* trace.json's window (trace_run.window_ns): set by report_create, changed by
      * report_set_trace_window. */
     int64_t trace_window_ns;
+    /* The frames whose rows the per-frame outputs keep (keep.h): set by report_create,
+     * changed by report_set_keep_window. */
+    struct frame_keep keep;
 };
 
 /* Fills s from rec (frames' GPU fields computed already: recording_compute_gpu_busy). */

@@ -175,6 +175,17 @@ void summary_write_json(FILE *f, const struct run_stats *s)
     kms_write_json(f, rec);
     gpu_zones_write_json(f, rec, s->zone_frames);
     write_caps_json(f, s);
+    /* Only when rows were left out: a run shorter than the window reads as it always did. */
+    const struct frame_keep *k = &s->keep;
+    if (k->cut)
+        fprintf(f, "  \"kept\": {\"files\": [\"frames.csv\", \"presentmon.csv\", "
+                "\"mangohud.csv\", \"report.html\", \"threads.csv\"], \"window_minutes\": %g, "
+                "\"frames\": %llu, \"of\": %llu, \"in_window\": %llu, \"around_hitches\": %llu, "
+                "\"frames_each_side\": %u, \"hitches\": %llu, \"hitches_total\": %llu},\n",
+                k->window_ms / 60000.0, (unsigned long long)k->kept_frames,
+                (unsigned long long)k->frames, (unsigned long long)k->window_frames,
+                (unsigned long long)k->hitch_frames, KEEP_AROUND_HITCH,
+                (unsigned long long)k->hitches_kept, (unsigned long long)k->hitches);
     fputs("  \"surfaces\": [", f);
     unsigned logs = rec->log_count;
     for (unsigned l = 0; l < logs; l++) {

@@ -197,6 +197,15 @@ void summary_write_text_full(FILE *f, const struct run_stats *s)
     }
     presentation_write_text(rec, f, &s->presentation);
     hitches_write_text(f, rec, &s->hitches);
+    const struct frame_keep *k = &s->keep;
+    if (k->cut)
+        fprintf(f, "  kept        rows of %llu of %llu frames in frames.csv, presentmon.csv, "
+                "mangohud.csv, report.html and threads.csv: the last %g min (%llu frames) and %u "
+                "either side of %llu of %llu hitches (%llu more); seconds.csv has every second\n",
+                (unsigned long long)k->kept_frames, (unsigned long long)k->frames,
+                k->window_ms / 60000.0, (unsigned long long)k->window_frames, KEEP_AROUND_HITCH,
+                (unsigned long long)k->hitches_kept, (unsigned long long)k->hitches,
+                (unsigned long long)k->hitch_frames);
     write_caps_text(f, s);
     write_recording_notes(f, rec);
     for (unsigned i = 0; i < rec->note_count; i++)

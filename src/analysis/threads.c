@@ -6,6 +6,7 @@
 
 #include "report.h"
 #include "emit.h"
+#include "keep.h"
 
 /* Threads shown in the summary; summary.json and threads.csv have them all. */
 #define THREADS_IN_SUMMARY 5
@@ -191,9 +192,8 @@ void threads_write_json(FILE *f, const struct recording *rec)
     table_free(&table);
 }
 
-int threads_write_csv(FILE *f, const void *arg)
+int threads_write_csv(FILE *f, const struct recording *rec, const struct frame_keep *keep)
 {
-    const struct recording *rec = arg;
     fputs("thread_id,thread,start_ms,end_ms,oncpu_ms,runnable_ms,asleep_ms,runs,"
           "context_switches,migrations,minor_faults,major_faults\n", f);
     uint64_t origin = frames_origin_ticks(rec);
@@ -211,6 +211,8 @@ int threads_write_csv(FILE *f, const void *arg)
         t->last = s;
         if (s->ticks <= prev->ticks)
             continue; /* its first sample (or a torn one) */
+        if (!keep_time(keep, prev->ticks, s->ticks))
+            continue;
         struct thread_delta d;
         thread_delta(prev, s, &d);
         /* The kernel's counts as the recording has them: anything, so clamped as spans are. */

@@ -11,8 +11,10 @@
 void threads_write_text(FILE *f, const struct recording *rec);
 /* The "threads" member of summary.json (with its trailing ",\n"). */
 void threads_write_json(FILE *f, const struct recording *rec);
-/* threads.csv: one row per thread per sampler tick. Returns 0. */
-int threads_write_csv(FILE *f, const void *rec);
+/* threads.csv: one row per thread per sampler tick, those that overlap the time of the frames
+ * kept (keep.h; NULL: all). Returns 0 or -ENOMEM. */
+struct frame_keep;
+int threads_write_csv(FILE *f, const struct recording *rec, const struct frame_keep *keep);
 
 /* The whole process's time on a CPU at each tick of the kernel sampler: every thread's since
  * its first sample, summed, so the difference between two points over their time apart is the
