@@ -840,6 +840,128 @@ def test_trace_window(build, demo):
     print(f"trace.json: the last second ({presents} present marks), the window said; "
           f"the whole run in trace.perfetto-trace: {dict(counted)}")
 
+
+# Every file of a capture `framescope report` recomputes, by --format.
+CAPTURE_FORMATS = {"json": "summary.json", "csv": "frames.csv", "seconds": "seconds.csv",
+                   "zones": "zones.csv", "trace": "trace.json", "threads": "threads.csv",
+                   "presentmon": "presentmon.csv", "mangohud": "mangohud.csv",
+                   "html": "report.html"}
+
+
+def framescope_report(build, directory, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FRAMESCOPE")}
+    return subprocess.run([os.path.join(build, "tools", "framescope"), "report"] + list(args) +
+                          [directory], env=env, capture_output=True, timeout=120)
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_keep_window(build, demo):
+    """FRAMESCOPE_KEEP_MINUTES=0.02 on a FIFO run of 300 frames (about 8 s) with a CPU spike at
+    frame 100: frames.csv, presentmon.csv and mangohud.csv hold exactly the frames that ended in
+    the last 1.2 s and the 60 either side of each hitch, with the run's frame index; summary.json
+    and the full summary say so, over the whole run; seconds.csv covers every second and adds up
+    to summary.json; `framescope report` reproduces every file from the capture alone."""
+    frames, spike, keep_s, around = 300, 100, 1.2, 60
+    with Weston() as w:
+        r = run_app([demo, "--quiet", "--frames", str(frames), "--cpu-spike", f"{spike}:80"],
+                    w, build, extra_env={"FRAMESCOPE_KEEP_MINUTES": "0.02"})
+    check(r.rc == 0, f"demo exited {r.rc}: {r.stderr[-2000:]}")
+    summary = r.json()
+    check(summary["frames"] == frames, f"summary.json: {summary['frames']} frames of {frames}")
+    # The whole run's rows, as the same recording gives them with every frame kept.
+    whole = framescope_report(build, r.capture_dir, "--keep-minutes", "all", "--format", "csv")
+    check(whole.returncode == 0, f"report --keep-minutes all: {whole.stderr.decode()[-800:]}")
+    all_rows = list(csv.DictReader(whole.stdout.decode().splitlines()))
+    check(len(all_rows) == frames, f"--keep-minutes all: {len(all_rows)} rows of {frames}")
+    end = {int(row["frame"]): ns(row["start_ms"]) + ns(row["frame_ms"]) for row in all_rows}
+    cut = max(end.values()) - int(keep_s * 1e9)
+    hitches = [h["frame"] for h in summary["hitches"]["all"] if h["surface"] == 0]
+    check(any(abs(h - spike) <= 1 for h in hitches), f"no hitch at the spike: {hitches}")
+    around_hitches = {i for h in hitches for i in range(max(0, h - around),
+                                                       min(frames, h + around + 1))}
+    # A frame that ended within 2 us of the cut may fall either side (ticks against ms).
+    unsure = {i for i, e in end.items() if abs(e - cut) <= 2000}
+    expected = {i for i, e in end.items() if e >= cut} | around_hitches
+    rows = read_csv(os.path.join(r.capture_dir, "frames.csv"))
+    kept = [int(row["frame"]) for row in rows]
+    check(kept == sorted(set(kept)), "frames.csv's frames are not in order, once each")
+    check(set(kept) ^ expected <= unsure,
+          f"frames.csv keeps {sorted(set(kept) - expected)} beyond and misses "
+          f"{sorted(expected - set(kept))} of the window and the frames around hitches")
+    check(all(h in kept for h in hitches) and 0 < len(kept) < frames,
+          f"frames.csv: {len(kept)} rows, hitches {hitches}")
+    check(all(row == all_rows[int(row["frame"])] for row in rows),
+          "a kept row differs from the same frame's row with every frame kept")
+    k = summary.get("kept")
+    check(k and k["frames"] == len(kept) and k["of"] == frames and
+          k["window_minutes"] == 0.02 and k["frames_each_side"] == around and
+          k["hitches"] == k["hitches_total"] == summary["hitches"]["count"] and
+          k["in_window"] + k["around_hitches"] == len(kept) and
+          "frames.csv" in k["files"], f"summary.json's kept: {k}")
+    line = r.summary_line("kept") or ""
+    check(line.startswith(f"rows of {len(kept)} of {frames} frames") and "0.02 min" in line,
+          f"the full summary's kept line: {line!r}")
+    # The other per-frame files keep the same frames, in the same order.
+    presentmon = read_csv(os.path.join(r.capture_dir, "presentmon.csv"))
+    check([seconds_ns(p["CPUStartTime"]) for p in presentmon] ==
+          [ns(row["start_ms"]) for row in rows], "presentmon.csv keeps other frames")
+    mangohud = read_lines(r, "mangohud.csv")[3:-1]
+    check(len(mangohud) == len(kept), f"mangohud.csv: {len(mangohud)} rows, {len(kept)} kept")
+    # threads.csv: the samples that overlap the time of the frames kept (within 2 us).
+    spans = [(cut, max(end.values()))] + [
+        (ns(all_rows[max(0, h - around)]["start_ms"]), end[min(frames - 1, h + around)])
+        for h in hitches]
+    threads = read_csv(os.path.join(r.capture_dir, "threads.csv"))
+    whole_threads = framescope_report(build, r.capture_dir, "--keep-minutes", "all",
+                                      "--format", "threads").stdout.decode().count("\n") - 1
+    check(0 < len(threads) < whole_threads and
+          all(any(ns(t["start_ms"]) <= b + 2000 and ns(t["end_ms"]) >= a - 2000
+                  for a, b in spans) for t in threads),
+          f"threads.csv keeps {len(threads)} of {whole_threads} samples, not those of the kept "
+          f"frames' time")
+    # seconds.csv: every second of the whole run, adding up to summary.json.
+    seconds = read_csv(os.path.join(r.capture_dir, "seconds.csv"))
+    starts = [int(s["start_s"]) for s in seconds]
+    check(starts == sorted(set(starts)) and len(seconds) >= 6, f"seconds.csv rows: {starts}")
+    check(sum(int(s["frames"]) for s in seconds) == summary["frames"],
+          "seconds.csv's frames do not sum to summary.json's")
+    check(sum(int(s["hitches"]) for s in seconds) == summary["hitches"]["count"],
+          "seconds.csv's hitches do not sum to summary.json's")
+    presented = sum(s["presented"] for s in summary["surfaces"])
+    check(sum(int(s["shown"]) for s in seconds) == presented,
+          f"seconds.csv's shown do not sum to the {presented} presented")
+    per_second = collections.Counter(ns(row["start_ms"]) // 1000000000 for row in all_rows)
+    check({int(s["start_s"]): int(s["frames"]) for s in seconds} == dict(per_second),
+          "seconds.csv counts other frames in its seconds than frames.csv starts there")
+    spike_second = ns(all_rows[spike]["start_ms"]) // 1000000000
+    row = next(s for s in seconds if int(s["start_s"]) == spike_second)
+    check(int(row["hitches"]) >= 1 and ns(row["frame_max_ms"]) >= 80000000,
+          f"the spike's second: {row}")
+    # The capture says its window (keep.json); report reads it back and reproduces every file.
+    with open(os.path.join(r.capture_dir, "keep.json")) as f:
+        check(json.load(f) == {"keep_ms": 1200}, "keep.json does not hold the window")
+    for fmt, name in CAPTURE_FORMATS.items():
+        out = framescope_report(build, r.capture_dir, "--format", fmt)
+        check(out.returncode == 0, f"report --format {fmt}: {out.stderr.decode()[-800:]}")
+        with open(os.path.join(r.capture_dir, name), "rb") as f:
+            check(out.stdout == f.read(), f"report --format {fmt} differs from {name}")
+    # Bad values: one line naming the option, exit 2.
+    exe = os.path.join(build, "tools", "framescope")
+    for args in (["report", "--keep-minutes", "0", r.capture_dir],
+                 ["run", "--keep-minutes", "10m", "--", "true"]):
+        bad = subprocess.run([exe] + args, capture_output=True, text=True, timeout=60)
+        check(bad.returncode == 2 and "--keep-minutes takes minutes from 0.001 to 10080 or all"
+              in bad.stderr, f"{args}: {bad.returncode} {bad.stderr}")
+    print(f"kept {len(kept)} of {frames} rows ({k['in_window']} in the last {keep_s} s, "
+          f"{k['around_hitches']} more around hitches {hitches}); seconds.csv: {len(seconds)} "
+          f"rows adding up; every file reproduced by report")
+
+
 if __name__ == "__main__":
     main({"csv": test_csv, "html": test_html, "html-data": test_html_data,
-          "perfetto": test_perfetto, "trace_window": test_trace_window})
+          "perfetto": test_perfetto, "trace_window": test_trace_window,
+          "keep_window": test_keep_window})

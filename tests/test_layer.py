@@ -882,6 +882,7 @@ def test_bad_input(build, demo):
         "FRAMESCOPE_DETAIL": detail,
         "FRAMESCOPE_CAP": " 60",
         "FRAMESCOPE_TRACE_WINDOW": "10m",
+        "FRAMESCOPE_KEEP_MINUTES": "0",
         "FRAMESCOPE_TEST_FAULT": "everything",
         "FRAMESCOPE_TYPO": "1",
         # Not a descriptor: the app records on its own (the capture below is whole).
@@ -904,6 +905,9 @@ def test_bad_input(build, demo):
     check(any("FRAMESCOPE_TRACE_WINDOW='10m' is not a number of seconds from 1 to 604800 or all; "
               "trace.json keeps the last 600 s" in l for l in warnings),
           "FRAMESCOPE_TRACE_WINDOW=10m not refused")
+    check(any("FRAMESCOPE_KEEP_MINUTES='0' is not a number of minutes from 0.001 to 10080 or "
+              "all; ignored (the default: every frame's row of the last 5 minutes)" in l
+              for l in warnings), "FRAMESCOPE_KEEP_MINUTES=0 not refused")
     check(any("FRAMESCOPE_GPU_ZONES='hosted' is not on, off or host; using on" in l
               for l in warnings), "FRAMESCOPE_GPU_ZONES=hosted not refused")
     # The summary fell back to stderr's one screen: GPU timing's note is in summary.json.
