@@ -33,9 +33,11 @@ class Daemon:
     """framescoped behind systemd-socket-activate on the socket path apps look for: the daemon
     starts on the first connection, as under systemd's framescoped.socket."""
 
-    def __init__(self, build, runtime, state, keep=20, limit_files=None, args=(), group=False):
+    def __init__(self, build, runtime, state, keep=20, limit_files=None, args=(), group=False,
+                 setenv=()):
         self.build, self.runtime, self.state, self.keep = build, runtime, state, keep
         self.limit_files, self.args = limit_files, list(args)
+        self.setenv = [a for pair in setenv for a in ("-E", pair)]  # its own environment
         self.group = group  # a process group of its own, as systemd's unit has
         self.dir = os.path.join(runtime, "framescope")
         self.path = os.path.join(self.dir, "framescoped.sock")
@@ -56,6 +58,7 @@ class Daemon:
                  if self.limit_files else [])
         self.proc = subprocess.Popen(
             [activate, "--seqpacket", "-l", self.path, "-E", f"XDG_STATE_HOME={self.state}"] +
+            self.setenv +
             limit + [os.path.join(self.build, "tools", "framescoped"), "--keep", str(self.keep)] +
             self.args,
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=self.group)
@@ -208,6 +211,71 @@ def test_crash(build, demo):
     check(len(lines) == 1 and f"{summary['frames']} frames" in lines[0], lines)
     print(f"killed after {summary['frames']} frames: captured; the snapshot held "
           f"{capture_frames(snapshot)['frames']} frames of its last second")
+
+
+def test_snapshot_keep(build, demo):
+    """A running app whose rows of frames are kept for its last 0.6 s (FRAMESCOPE_KEEP_MINUTES
+    =0.01, in the app's environment and the daemon's): a snapshot of all it holds is a whole
+    capture, every file there, frames.csv keeping the window and the frames around the hitch
+    of a CPU spike, seconds.csv the whole run, and `report` reproduces every file."""
+    state = tempfile.mkdtemp(prefix="fscope-state-")
+    keep = "FRAMESCOPE_KEEP_MINUTES=0.01"
+    with Weston() as w:
+        d = Daemon(build, w.runtime, state, setenv=[keep]).start()
+        try:
+            app = subprocess.Popen([demo, "--quiet", "--frames", "1000000", "--cpu-spike",
+                                    "20:80"], env=app_env(build, w, dict([keep.split("=")])),
+                                   stderr=subprocess.PIPE, text=True)
+            d.wait_for("registered")
+            wait_listed(build, w, app.pid, frames=10)
+            # Some seconds of frames (top's frames are the last second's): the spike's
+            # frames around it lie well before the last 0.6 s.
+            deadline = time.time() + 60
+            while next(a for a in top(build, w) if a["pid"] == app.pid)["seconds"] < 4:
+                check(time.time() < deadline, "the app never ran for 4 s")
+                time.sleep(0.2)
+            snap = cli(build, w, "snapshot", str(app.pid))
+            check(snap.returncode == 0 and snap.stdout.strip().endswith("-snapshot.capture"),
+                  f"snapshot: {snap.returncode} {snap.stdout} {snap.stderr}")
+            check(app.poll() is None, "the snapshot stopped the app")
+        finally:
+            if app.poll() is None:
+                app.kill()
+                app.wait(30)
+            d.stop()
+    capture = snap.stdout.strip()
+    files = sorted(os.listdir(capture))
+    check(files == sorted(["recording.fsr", "keep.json", "summary.json", "frames.csv",
+                           "seconds.csv", "zones.csv", "trace.json", "trace.perfetto-trace",
+                           "threads.csv", "presentmon.csv", "mangohud.csv", "report.html"]),
+          f"the snapshot's files: {files}")
+    with open(os.path.join(capture, "summary.json")) as f:
+        summary = json.load(f)
+    with open(os.path.join(capture, "frames.csv")) as f:
+        kept = [int(line.split(",", 1)[0]) for line in f.readlines()[1:]]
+    k = summary.get("kept")
+    check(k and k["frames"] == len(kept) < summary["frames"] == k["of"] and
+          k["window_minutes"] == 0.01 and k["hitches"] >= 1,
+          f"{summary['frames']} frames, {len(kept)} rows kept: {k}")
+    check(any(h["frame"] in kept for h in summary["hitches"]["all"]), "no hitch's row kept")
+    with open(os.path.join(capture, "seconds.csv")) as f:
+        seconds = [line.split(",") for line in f.readlines()[1:]]
+    check(sum(int(s[1]) for s in seconds) == summary["frames"] and
+          sum(int(s[-1]) for s in seconds) == summary["hitches"]["count"],
+          "seconds.csv does not add up to summary.json")
+    exe = os.path.join(build, "tools", "framescope")
+    for fmt, name in [("json", "summary.json"), ("csv", "frames.csv"), ("seconds", "seconds.csv"),
+                      ("zones", "zones.csv"), ("trace", "trace.json"), ("threads", "threads.csv"),
+                      ("presentmon", "presentmon.csv"), ("mangohud", "mangohud.csv"),
+                      ("html", "report.html")]:
+        out = subprocess.run([exe, "report", "--format", fmt, capture], capture_output=True,
+                             timeout=120, env={k: v for k, v in os.environ.items()
+                                               if not k.startswith("FRAMESCOPE")})
+        with open(os.path.join(capture, name), "rb") as f:
+            check(out.returncode == 0 and out.stdout == f.read(),
+                  f"report --format {fmt} differs from {name}: {out.stderr[-500:]}")
+    print(f"snapshot of {summary['frames']} frames: {len(kept)} rows kept, "
+          f"{len(seconds)} seconds, every file reproduced by report")
 
 
 def test_restart(build, demo):
@@ -1251,7 +1319,8 @@ def test_agree(build, demo):
 
 
 if __name__ == "__main__":  # test_guide.py imports Daemon from here
-    main({"crash": test_crash, "restart": test_restart, "no_daemon": test_no_daemon,
+    main({"crash": test_crash, "snapshot_keep": test_snapshot_keep, "restart": test_restart,
+          "no_daemon": test_no_daemon,
           "hostile": test_hostile, "other_user": test_other_user, "many": test_many,
           "units": test_units, "args": test_args, "hostile_memory": test_hostile_memory,
           "hostile_clients": test_hostile_clients, "long_reply": test_long_reply,

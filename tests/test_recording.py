@@ -21,7 +21,8 @@ from vkharness import (LAYOUT_PACKED, Result, Weston, check, check_capture_consi
 
 # A bound on how long a run may take, so a broken build fails instead of hanging.
 PATIENCE_S = 240
-FORMATS = {"json": "summary.json", "csv": "frames.csv", "zones": "zones.csv",
+FORMATS = {"json": "summary.json", "csv": "frames.csv", "seconds": "seconds.csv",
+           "zones": "zones.csv",
            "trace": "trace.json", "perfetto": "trace.perfetto-trace", "threads": "threads.csv",
            "presentmon": "presentmon.csv",
            "mangohud": "mangohud.csv",
@@ -41,10 +42,10 @@ def clean_env(extra=None):
     return env
 
 
-def framescope_run(build, out, *demo_args, summary=None):
+def framescope_run(build, out, *demo_args, summary=None, run_args=()):
     """The demo under `framescope run`, captured to out."""
     exe, demo = tools(build)
-    args = [exe, "run", "--output", out]
+    args = [exe, "run", "--output", out] + list(run_args)
     if summary:
         args += ["--summary", summary]
     # In a sanitizer build a crash is the crash, not AddressSanitizer's report of it.
@@ -159,7 +160,19 @@ def test_reproduce(build):
     r = framescope_run(build, out, "--frames", "30", summary=summary_file)
     check(r.rc == 0, r.stderr[-1500:])
     check_report_reproduces(build, out, open(summary_file).read())
-    print("report reproduces the exit summary and every file, with and without an observer")
+    # With rows of frames kept for the last 0.3 s of the run only: the capture's keep.json
+    # gives report the same rows.
+    out = os.path.join(base, "kept")
+    summary_file = os.path.join(base, "kept.txt")
+    r = framescope_run(build, out, "--frames", "30", summary=summary_file,
+                       run_args=["--keep-minutes", "0.005"])
+    check(r.rc == 0, r.stderr[-1500:])
+    kept = r.json().get("kept")
+    check(kept and kept["frames"] < 30 and os.path.exists(os.path.join(out, "keep.json")),
+          f"--keep-minutes 0.005 kept {kept}")
+    check_report_reproduces(build, out, open(summary_file).read())
+    print("report reproduces the exit summary and every file, with and without an observer, "
+          f"and with {kept['frames']} of 30 rows of frames kept")
 
 
 def test_fork_and_launch(build):
