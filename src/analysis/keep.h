@@ -17,11 +17,11 @@
 struct hitch_stats;
 
 /* The window unless FRAMESCOPE_KEEP_MINUTES says otherwise: 5 minutes. A kept frame costs
- * ~675 B in frames.csv, presentmon.csv, mangohud.csv and report.html, so 5 minutes at 144
- * fps is 29 MB; with the files over the whole run (recording.fsr 123 B a frame, the Perfetto
- * trace 97 B, at 144 fps) and trace.json's ten minutes, 3 hours at 144 fps make ~480 MB, under
- * issue 35's 500 MB (the demo on the 2-core VM, tests/bench/README.md, 2026-12-06; the sum is
- * in framescope-capture(5), SIZE). Ten minutes would make ~510 MB. */
+ * ~680 B in frames.csv, presentmon.csv, mangohud.csv and report.html, so 5 minutes at 144
+ * fps is 29 MB; with the files over the whole run (recording.fsr up to 123 B a frame, the
+ * Perfetto trace 97 B, at 144 fps) and trace.json's ten minutes, 3 hours at 144 fps make
+ * ~482 MB, under issue 35's 500 MB (the demo on the 2-core VM, tests/bench/README.md,
+ * 2026-12-06; the sum is in framescope-capture(5), SIZE). Ten minutes would make ~511 MB. */
 #define KEEP_DEFAULT_MS (5u * 60 * 1000)
 /* The longest window a value may ask for (a week, as FRAMESCOPE_TRACE_WINDOW's) and the
  * shortest (60 ms: 0.001 minutes), in ms. */
@@ -30,7 +30,7 @@ struct hitch_stats;
 /* Frames kept either side of a hitch: twice the neighbours it was judged against
  * (HITCH_WINDOW), a second at 60 fps. */
 #define KEEP_AROUND_HITCH 60
-/* At most this many frames around hitches outside the window (14 MB of rows at 675 B, the
+/* At most this many frames around hitches outside the window (14 MB of rows at 680 B, the
  * neighbourhoods of 165 hitches or more): a run that hitches every second would otherwise
  * keep most of its rows. The latest hitches come first; the summary says how many were
  * kept. */
