@@ -107,11 +107,16 @@ static bool second_add(struct second *sec, const struct frame_budget_ns *b,
 static unsigned next_log(const struct recording *rec, const uint64_t *next)
 {
     unsigned best = rec->log_count;
-    for (unsigned l = 0; l < rec->log_count; l++)
-        if (next[l] < rec->logs[l].frame_count &&
-            (best == rec->log_count ||
-             rec->logs[l].frames[next[l]].start_ticks < rec->logs[best].frames[next[best]].start_ticks))
+    uint64_t best_start = 0;
+    for (unsigned l = 0; l < rec->log_count; l++) {
+        if (next[l] >= rec->logs[l].frame_count)
+            continue;
+        uint64_t start = rec->logs[l].frames[next[l]].start_ticks;
+        if (best == rec->log_count || start < best_start) {
             best = l;
+            best_start = start;
+        }
+    }
     return best;
 }
 
