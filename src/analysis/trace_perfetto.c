@@ -195,7 +195,7 @@ static void batch_flush(struct perfetto_writer *w)
     uLongf packed_len = compressBound((uLong)b->len);
     unsigned char *packed = malloc(packed_len);
     struct proto_buf outer = { 0 };
-    if (packed && compress2(packed, &packed_len, b->data, (uLong)b->len, 9) == Z_OK) {
+    if (packed && compress2(packed, &packed_len, b->data, (uLong)b->len, 6) == Z_OK) {
         size_t packet = proto_begin(&outer, TRACE_PACKET);
         proto_bytes(&outer, PACKET_COMPRESSED, packed, packed_len);
         proto_end(&outer, packet);
