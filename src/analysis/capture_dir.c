@@ -19,7 +19,8 @@
 static const char *const capture_files[] = { "recording.fsr", "summary.json", "frames.csv",
                                              "zones.csv", "trace.json", "presentmon.csv",
                                              "mangohud.csv", "report.html", "threads.csv",
-                                             "snapshot.json", "trace.perfetto-trace" };
+                                             "snapshot.json", "trace.perfetto-trace",
+                                             "seconds.csv", "keep.json" };
 
 bool capture_is_file_name(const char *name)
 {
