@@ -166,8 +166,8 @@ FSCOPE_EXPORT void fscope_report_finish(void)
                    "not read back");
         return;
     }
-    /* What the stream thread moved to disk comes back for the analysis (at exit, memory the
-     * run no longer needs for anything else). */
+    /* What the stream thread moved to disk is read from there as the analysis copies the
+     * recording out: the arena is not made whole again. */
     char why[256];
     int fd = recording_stream_fd();
     if (fd >= 0 && !recording_fds_ours()) {
@@ -180,20 +180,17 @@ FSCOPE_EXPORT void fscope_report_finish(void)
         }
         fd = -1;
     }
-    int e = fd >= 0 ? recording_unstream(h, (size_t)atomic_load(&h->used), fd, why, sizeof(why))
-                    : 0;
+    size_t len = (size_t)atomic_load(&h->used);
+    struct recording *rec = NULL;
+    int e = recording_read_ended(h, len, fd, NULL, &rec, why, sizeof(why));
     if (e) {
-        fscope_log(FSCOPE_LOG_ERROR, "cannot read back the recording streamed to disk: %s",
+        fscope_log(FSCOPE_LOG_ERROR, "cannot read this run's recording back: %s",
                    why[0] ? why : strerror(-e));
         return;
     }
     fscope_log(FSCOPE_LOG_DEBUG, "read back %llu KiB of the recording streamed to disk (%llu "
-               "KiB there)", (unsigned long long)atomic_load(&h->streamed_bytes) / 1024,
+               "KiB there), each chunk into the analysis, none into the arena", (unsigned long long)atomic_load(&h->streamed_bytes) / 1024,
                (unsigned long long)atomic_load(&h->streamed_stored_bytes) / 1024);
-    size_t len;
-    struct recording *rec = read_own(&len);
-    if (!rec)
-        return;
     struct report *r = report_create(rec);
     if (r) {
         report_set_trace_window_from(r, secure_getenv("FRAMESCOPE_TRACE_WINDOW"));

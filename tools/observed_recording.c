@@ -146,6 +146,11 @@ int observed_recording_analyse(struct observed_recording *r, int exit_status, in
                     strerror(-capture_error));
         report_destroy(report);
     }
+    /* The streamed chunks went from the stream file into the analysis, not back into the
+     * recording's memory: what it holds now is what it held at the end. */
+    if (fstat(r->fd, &memory) == 0)
+        fscope_log(FSCOPE_LOG_DEBUG, "after the analysis the recording held %lld KiB in memory",
+                   (long long)memory.st_blocks / 2);
     recording_free(rec);
     munmap(bytes, (size_t)used);
     return status;

@@ -32,6 +32,19 @@ static void make_printable(char *s, size_t len)
     copy_string(s, len, raw, len);
 }
 
+/* Gives back the whole pages of [offset, offset + bytes) of a private image once copied out
+ * (reader.release_chunks): a packed capture unpacked for reading is held once, not twice. */
+static void release_pages(const struct reader *r, uint64_t offset, uint64_t bytes)
+{
+    if (!r->release_chunks)
+        return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t from = ((uintptr_t)r->bytes + offset + page - 1) & ~(page - 1);
+    uintptr_t to = ((uintptr_t)r->bytes + offset + bytes) & ~(page - 1);
+    if (to > from)
+        madvise((void *)from, to - from, MADV_DONTNEED);
+}
+
 /* Copies a chunked array's count items out into *ret (malloc'd; NULL for none). a is the
  * reader's copy of the array's header (object_copy). Its chunk table and every chunk are
  * claimed, streamed ones too (they hold that place in the arena), before anything is
@@ -86,24 +99,38 @@ static int read_chunked(struct reader *r, struct recording *rec, const struct ch
         }
         e = reader_claim(r, table[c], chunk_bytes, REC_ALIGN, "chunk", c);
     }
-    /* Chunks still in the stream file (a recording read while its app runs, for a trace) are
-     * not here: the items start after them. */
+    /* Chunks in the stream file are read from there; without it (a recording read while its
+     * app runs, for a trace) they are left out: the items start after them. */
     uint64_t streamed = atomic_load(&a->streamed_chunks);
     if (streamed > chunks)
         streamed = chunks;
-    uint64_t skipped = streamed * chunk_items;
-    unsigned char *items = NULL;
+    uint64_t skipped = r->stream ? 0 : streamed * chunk_items;
+    unsigned char *items = NULL, *partial = NULL;
     if (!e && skipped < count) {
         count -= skipped;
         items = malloc(count * item_size);
         if (!items)
             e = -ENOMEM;
-        for (uint64_t c = streamed; !e && c < chunks; c++) {
+        for (uint64_t c = skipped / chunk_items; !e && c < chunks; c++) {
             uint64_t first = c * chunk_items - skipped;
             uint64_t n = count - first < chunk_items ? count - first : chunk_items;
-            memcpy(items + first * item_size, r->bytes + table[c], n * item_size);
+            unsigned char *to = items + first * item_size;
+            if (c >= streamed) {
+                memcpy(to, r->bytes + table[c], n * item_size);
+                release_pages(r, table[c], n * item_size);
+                continue;
+            }
+            /* A chunk decodes whole: a count that ends inside one takes its first items. */
+            if (n < chunk_items && !partial && !(partial = malloc(chunk_bytes)))
+                e = -ENOMEM;
+            if (!e)
+                e = stream_source_chunk(r, r->stream, table[c], chunk_bytes,
+                                        n < chunk_items ? partial : to);
+            if (!e && n < chunk_items)
+                memcpy(to, partial, n * item_size);
         }
     }
+    free(partial);
     free(table);
     if (e) {
         free(items);
@@ -750,14 +777,21 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
     return 0;
 }
 
-int recording_read(const void *bytes, size_t len, struct recording **ret, char *why,
-                   size_t why_len)
+/* recording_read, chunks streamed to stream_fd (-1: none) read from there, and with
+ * release_chunks the pages of each chunk given back once copied (bytes is our own image). */
+static int read_from(const void *bytes, size_t len, int stream_fd, bool release_chunks,
+                     struct recording **ret, char *why, size_t why_len)
 {
     struct reader r;
     struct rec_header *h;
     int e = reader_open(&r, bytes, len, why, why_len, &h);
     if (e)
         return e;
+    r.release_chunks = release_chunks;
+    if (stream_fd >= 0 && (e = stream_source_open(&r, stream_fd, h->version, &r.stream))) {
+        free(h);
+        return e;
+    }
     if (h->layout != REC_LAYOUT_ARENA) {
         uint32_t layout = h->layout;
         free(h);
@@ -808,11 +842,25 @@ int recording_read(const void *bytes, size_t len, struct recording **ret, char *
     reader_finish(&r);
     free(h);
     if (e) {
+        stream_source_free(r.stream);
         recording_free(rec);
         return e;
     }
+    rec->stream = r.stream;
     *ret = rec;
     return 0;
+}
+
+int recording_read(const void *bytes, size_t len, struct recording **ret, char *why,
+                   size_t why_len)
+{
+    return read_from(bytes, len, -1, false, ret, why, why_len);
+}
+
+int recording_read_streamed(const void *bytes, size_t len, int stream_fd,
+                            struct recording **ret, char *why, size_t why_len)
+{
+    return read_from(bytes, len, stream_fd, false, ret, why, why_len);
 }
 
 int recording_read_fd(int fd, struct recording **ret, char *why, size_t why_len)
@@ -846,7 +894,7 @@ int recording_read_fd(int fd, struct recording **ret, char *why, size_t why_len)
         munmap(file, file_len);
         if (e)
             return e;
-        e = recording_read(image, image_len, ret, why, why_len);
+        e = read_from(image, image_len, -1, true, ret, why, why_len);
         munmap(image, image_len);
         return e;
     }
@@ -896,5 +944,6 @@ void recording_free(struct recording *rec)
     free(rec->engine.gauges);
     free(rec->engine.sites);
     free(rec->engine.descriptor_pools);
+    stream_source_free(rec->stream);
     free(rec);
 }

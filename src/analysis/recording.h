@@ -143,6 +143,9 @@ struct recording {
     const struct object_name **object_name_index;
     struct pipeline_created *pipelines;
     struct recording_engine engine;
+    /* Where the streamed chunks it holds were read from (recording_read_ended), for the
+     * capture's packed recording; NULL when none were. */
+    struct stream_source *stream;
     uint64_t items_dropped;  /* frames, spans and cap events the full arena refused */
     uint64_t alloc_failures; /* the arena refused an allocation */
     uint64_t locs_dropped;
@@ -159,9 +162,10 @@ int recording_read_fd(int fd, struct recording **ret, char *why, size_t why_len)
 
 /* Writes the arena in bytes (len of them; a live one is read once, range by range) to f
  * packed (format.h, REC_LAYOUT_PACKED): its header, then each range that is not all zeros,
- * compact (util/compact.h), the chunks of its arrays and the threads' rings as items.
+ * compact (util/compact.h), the chunks of its arrays and the threads' rings as items; the
+ * chunks rec read from the stream file (rec NULL: none) copied from there as they are.
  * Returns 0, -EINVAL when bytes hold no recording, or -errno. */
-int recording_pack_write(FILE *f, const void *bytes, size_t len);
+int recording_pack_write(FILE *f, const void *bytes, size_t len, const struct recording *rec);
 /* Unpacks a packed recording of file_len bytes into a private anonymous mapping:
  * *ret_bytes, *ret_len (munmap them), the arena recording_read reads. Checks every range:
  * inside the arena, after the one before, decoding to its size; and the arena no longer than
@@ -170,16 +174,17 @@ int recording_unpack(const void *file, size_t file_len, void **ret_bytes, size_t
                      char *why, size_t why_len);
 void recording_free(struct recording *rec);
 
-/* Makes a recording whole again before it is read or saved: copies the chunks its app
- * streamed to stream_fd (src/record/stream.c) back into bytes, len of them, writable. Checks
- * what it follows as recording_read does, each streamed chunk its own range (so no byte of the
- * stream file is read twice, and no more of it than the recording's size) and inside the
- * stream file, before anything is written. Returns 0, -EINVAL (why says what) or -errno. */
-int recording_unstream(void *bytes, size_t len, int stream_fd, char *why, size_t why_len);
-/* An ended run's recording, whole and read, as an observer (framescope run, framescoped)
- * makes it: its streamed chunks read back from stream_fd (-1: none), machine (the one the run
- * ended on, as the caller described it: analysis reads no machine; NULL: none) recorded, then
- * recording_read. bytes is writable. */
+/* recording_read of an app's recording whose sealed chunks went to the stream file stream_fd
+ * (src/record/stream.c; -1: none): each streamed chunk is decoded from there into the items
+ * as the reader copies them out (never back into bytes), checked as the arena's are: claimed
+ * once, its range in the file naming it and decoding to its size, each range read once. */
+int recording_read_streamed(const void *bytes, size_t len, int stream_fd,
+                            struct recording **ret, char *why, size_t why_len);
+/* An ended run's recording read, as an observer (framescope run, framescoped) or the app at
+ * its exit reads it: machine (the one the run ended on, as the caller described it: analysis
+ * reads no machine; NULL: none) recorded, then recording_read_streamed, and the arena marked
+ * as holding every chunk (*ret copies the streamed ones into a capture). bytes is writable;
+ * it is not read again. */
 int recording_read_ended(void *bytes, size_t len, int stream_fd,
                          const struct system_description *machine, struct recording **ret,
                          char *why, size_t why_len);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "recording.h"
 
@@ -34,6 +35,12 @@ struct reader {
     uint32_t entry, type; /* the directory entry being read */
     /* Room in rec's arrays that every object of a kind appends to. */
     uint64_t span_capacity, gpu_zone_capacity, pass_stats_capacity;
+    /* Where chunks the app streamed are read from (NULL: nowhere; they are left out, as of a
+     * running app's recording read for a trace). */
+    struct stream_source *stream;
+    /* The bytes are a private image of ours: each chunk's pages are given back once copied
+     * out, so that reading holds the recording once, not twice. */
+    bool release_chunks;
 };
 
 /* Sets r's why and returns -EINVAL. */
@@ -71,5 +78,22 @@ int reader_directory_claim(struct reader *r, const struct rec_header *h, uint32_
 unsigned reader_object_arrays(uint32_t type, void *object, struct chunked *ret[READER_ARRAYS_MAX]);
 /* A writer's counters loaded in the order it publishes them, into a copy. */
 void reader_chunked_load(struct chunked *dst, const struct chunked *live);
+
+/* The stream file fd (duplicated; version: the recording's) as a source of streamed chunks:
+ * its ranges found in one walk (recording_unstream.c). Returns 0 and *ret, or -EINVAL (r's
+ * why says what) or -errno. */
+int stream_source_open(struct reader *r, int fd, uint32_t version, struct stream_source **ret);
+void stream_source_free(struct stream_source *s);
+/* Decodes the streamed chunk at offset (bytes long) into to: from the range that names it,
+ * whole, each range once. Returns 0, -EINVAL (why says what) or -errno. */
+int stream_source_chunk(struct reader *r, struct stream_source *s, uint64_t offset,
+                        uint64_t bytes, void *to);
+/* Writes the range a recording read for the chunk at offset (bytes long) to f as the stream
+ * file holds it (a packed recording's range is the same): 1, 0 when no chunk was read from
+ * there, or -errno. */
+int stream_source_copy(struct stream_source *s, uint64_t offset, uint64_t bytes, FILE *f);
+/* Marks the arena's arrays as holding every chunk (none streamed), once their streamed chunks
+ * were read: a capture packed from it says so (recording_pack_write copies them). */
+void stream_mark_whole(void *bytes, size_t len);
 
 #endif

@@ -209,7 +209,7 @@ static uint64_t items_trimmed(const struct packer *p, const struct item_range *r
     return n * r->item_size;
 }
 
-int recording_pack_write(FILE *f, const void *bytes, size_t len)
+int recording_pack_write(FILE *f, const void *bytes, size_t len, const struct recording *rec)
 {
     struct packer p = { .f = f, .bytes = bytes };
     struct reader r = { .bytes = bytes, .len = len };
@@ -236,7 +236,13 @@ int recording_pack_write(FILE *f, const void *bytes, size_t len)
     for (size_t i = 0; !e && i < p.item_count; i++) {
         const struct item_range *item = &p.items[i];
         e = bytes_write(&p, at, item->offset);
-        uint64_t kept = e ? 0 : items_trimmed(&p, item);
+        /* A chunk read from the stream file is copied from there: the arena holds nothing
+         * of it (its pages were given back when it was streamed). */
+        int copied = e ? 0 : stream_source_copy(rec ? rec->stream : NULL, item->offset,
+                                                item->bytes, f);
+        if (copied < 0)
+            e = copied;
+        uint64_t kept = e || copied ? 0 : items_trimmed(&p, item);
         if (!e && kept)
             e = range_write(&p, item->offset, kept, item->item_size);
         at = item->offset + item->bytes;

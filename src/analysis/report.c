@@ -359,13 +359,14 @@ int report_write(FILE *f, const struct report *r, enum report_format format)
 struct bytes {
     const void *data;
     size_t len;
+    const struct recording *rec; /* its streamed chunks' source */
 };
 
 /* The recording, packed (recording_pack_write): its ranges that are not all zeros, compact. */
 static int bytes_writer(FILE *f, const void *arg)
 {
     const struct bytes *b = arg;
-    return recording_pack_write(f, b->data, b->len);
+    return recording_pack_write(f, b->data, b->len, b->rec);
 }
 
 /* A path the user gave (FRAMESCOPE_OUTPUT, --output, FRAMESCOPE_SUMMARY) as a message shows
@@ -417,7 +418,7 @@ static int write_capture(const struct report *r, const void *recording, size_t r
     struct capture_dir dir;
     const char *why = "";
     const char *failed = NULL;
-    struct bytes raw = { recording, recording_len };
+    struct bytes raw = { recording, recording_len, r->stats.rec };
     int e = capture_dir_begin(&dir, output_dir, &why);
     if (e == 0) {
         e = capture_dir_write(&dir, REPORT_RECORDING_FILE, bytes_writer, &raw);
