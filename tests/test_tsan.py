@@ -9,6 +9,7 @@ usage: test_tsan.py BUILD_DIR DEMO STRESS_EXE SANITIZE"""
 import os
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vkharness import SKIP, check, layer_env, main
@@ -49,9 +50,12 @@ def test_threads(build, demo, stress, sanitize):
     # A command buffer recorded once and submitted again at once: the zones' generation
     # moves on the submitting thread while the reader reads the copy.
     runs += [[os.path.join(build, "tests", "layer-probe"), "resubmit", "200"]]
+    # framescope run writes its capture: the files are written side by side, on threads of
+    # their own, from one report.
+    capture = os.path.join(tempfile.mkdtemp(prefix="fscope-tsan-"), "capture")
     runs += [[demo, "--quiet", "--output", "offscreen"] + streaming,
-             [framescope, "run", "--compositor", "never", "--no-capture", "--summary", "off",
-              "--", demo, "--quiet", "--output", "offscreen"] + streaming]
+             [framescope, "run", "--compositor", "never", "--output", capture, "--summary",
+              "off", "--", demo, "--quiet", "--output", "offscreen"] + streaming]
     for argv in runs:
         what = " ".join(os.path.basename(a) for a in argv)
         out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
@@ -66,6 +70,9 @@ def test_threads(build, demo, stress, sanitize):
         check(out.returncode == 0 and "ThreadSanitizer" not in out.stderr,
               f"{what}: rc {out.returncode}\n{out.stderr[-4000:]}")
         print(f"{what}: no ThreadSanitizer report")
+    written = sorted(os.listdir(capture))
+    check("frames.csv" in written and "recording.fsr" in written,
+          f"framescope run's capture holds {written}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 /* The recording reader's checks: every range it reads claimed once, inside the bytes and
  * aligned, the header and the directory validated. Shared by the reader (recording.c) and by
- * bringing a streamed recording back (recording_unstream.c). */
+ * reading an ended recording whose chunks were streamed (recording_ended.c, recording_stream.c). */
 #include "recording_check.h"
 
 #include <errno.h>

@@ -80,7 +80,7 @@ unsigned reader_object_arrays(uint32_t type, void *object, struct chunked *ret[R
 void reader_chunked_load(struct chunked *dst, const struct chunked *live);
 
 /* The stream file fd (duplicated; version: the recording's) as a source of streamed chunks:
- * its ranges found in one walk (recording_unstream.c). Returns 0 and *ret, or -EINVAL (r's
+ * its ranges found in one walk (recording_stream.c). Returns 0 and *ret, or -EINVAL (r's
  * why says what) or -errno. */
 int stream_source_open(struct reader *r, int fd, uint32_t version, struct stream_source **ret);
 void stream_source_free(struct stream_source *s);
@@ -92,8 +92,5 @@ int stream_source_chunk(struct reader *r, struct stream_source *s, uint64_t offs
  * file holds it (a packed recording's range is the same): 1, 0 when no chunk was read from
  * there, or -errno. */
 int stream_source_copy(struct stream_source *s, uint64_t offset, uint64_t bytes, FILE *f);
-/* Marks the arena's arrays as holding every chunk (none streamed), once their streamed chunks
- * were read: a capture packed from it says so (recording_pack_write copies them). */
-void stream_mark_whole(void *bytes, size_t len);
 
 #endif

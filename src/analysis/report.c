@@ -3,7 +3,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,6 +415,66 @@ void report_write_capture_line(FILE *f, const struct report *r, const char *dir,
     fputs(")\n", f);
 }
 
+/* A capture's files, written side by side: each is written from the report alone (read,
+ * never changed) into a file of its own, so the run's end waits for the longest of them, not
+ * their sum. */
+#define CAPTURE_FILES_MAX (REPORT_FORMAT_COUNT + 3)
+#define CAPTURE_WRITERS_MAX 4
+
+struct capture_job {
+    const char *file;
+    capture_writer writer;
+    const void *arg;
+    int error;
+};
+
+struct capture_jobs {
+    struct capture_dir *dir;
+    struct capture_job job[CAPTURE_FILES_MAX];
+    unsigned count;
+    _Atomic unsigned next;
+};
+
+static void *capture_worker(void *arg)
+{
+    struct capture_jobs *jobs = arg;
+    for (unsigned i; (i = atomic_fetch_add(&jobs->next, 1)) < jobs->count;) {
+        struct capture_job *j = &jobs->job[i];
+        j->error = capture_dir_write(jobs->dir, j->file, j->writer, j->arg);
+    }
+    return NULL;
+}
+
+/* Runs every job, on up to CAPTURE_WRITERS_MAX threads where the machine has the CPUs (this
+ * thread one of them; a thread that cannot be made leaves its share to the others). Returns
+ * the first job in order that failed, or -1. */
+static int capture_jobs_run(struct capture_jobs *jobs)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned writers = cpus < 1 ? 1 : cpus < CAPTURE_WRITERS_MAX ? (unsigned)cpus
+                                                                  : CAPTURE_WRITERS_MAX;
+    unsigned helpers = writers - 1;
+    pthread_t threads[CAPTURE_WRITERS_MAX];
+    unsigned started = 0;
+    for (; started < helpers && started < jobs->count; started++) {
+        /* Every signal blocked: the app's handlers run on its own threads, never on ours. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int e = pthread_create(&threads[started], NULL, capture_worker, jobs);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (e)
+            break;
+    }
+    capture_worker(jobs);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
+    for (unsigned i = 0; i < jobs->count; i++)
+        if (jobs->job[i].error)
+            return (int)i;
+    return -1;
+}
+
 static int write_capture(const struct report *r, const void *recording, size_t recording_len,
                          const char *output_dir, FILE *summary, bool full)
 {
@@ -419,33 +482,28 @@ static int write_capture(const struct report *r, const void *recording, size_t r
     const char *why = "";
     const char *failed = NULL;
     struct bytes raw = { recording, recording_len, r->stats.rec };
-    int e = capture_dir_begin(&dir, output_dir, &why);
-    if (e == 0) {
-        e = capture_dir_write(&dir, REPORT_RECORDING_FILE, bytes_writer, &raw);
-        if (e != 0)
-            failed = REPORT_RECORDING_FILE;
-    }
-    if (e == 0 && r->window_ms) {
-        e = capture_dir_write(&dir, REPORT_WINDOW_FILE, window_writer, &r->window_ms);
-        if (e != 0)
-            failed = REPORT_WINDOW_FILE;
-    }
     /* A window other than the default is kept beside the recording, so that `framescope
      * report` recomputes the same rows from it. */
     uint32_t keep_ms = r->stats.keep.window_ms;
-    if (e == 0 && keep_ms != KEEP_DEFAULT_MS) {
-        e = capture_dir_write(&dir, REPORT_KEEP_FILE, keep_writer, &keep_ms);
-        if (e != 0)
-            failed = REPORT_KEEP_FILE;
-    }
-    for (unsigned i = 0; e == 0 && i < REPORT_FORMAT_COUNT; i++) {
-        if (!formats[i].file)
-            continue;
-        e = capture_dir_write(&dir, formats[i].file, formats[i].writer,
-                              formats[i].uses_run ? (const void *)&r->run
-                                                  : (const void *)&r->stats);
-        if (e != 0)
-            failed = formats[i].file;
+    struct capture_jobs jobs = { .dir = &dir };
+    jobs.job[jobs.count++] = (struct capture_job){ REPORT_RECORDING_FILE, bytes_writer, &raw };
+    if (r->window_ms)
+        jobs.job[jobs.count++] = (struct capture_job){ REPORT_WINDOW_FILE, window_writer,
+                                                       &r->window_ms };
+    if (keep_ms != KEEP_DEFAULT_MS)
+        jobs.job[jobs.count++] = (struct capture_job){ REPORT_KEEP_FILE, keep_writer, &keep_ms };
+    for (unsigned i = 0; i < REPORT_FORMAT_COUNT; i++)
+        if (formats[i].file)
+            jobs.job[jobs.count++] = (struct capture_job){
+                formats[i].file, formats[i].writer,
+                formats[i].uses_run ? (const void *)&r->run : (const void *)&r->stats };
+    int e = capture_dir_begin(&dir, output_dir, &why);
+    if (e == 0) {
+        int first = capture_jobs_run(&jobs);
+        if (first >= 0) {
+            e = jobs.job[first].error;
+            failed = jobs.job[first].file;
+        }
     }
     if (e == 0)
         e = capture_dir_commit(&dir);

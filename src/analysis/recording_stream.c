@@ -1,9 +1,6 @@
-/* A recording whose app streamed sealed chunks to a file (record/stream.c): the chunks read
- * from there as the reader copies them out, never brought back into the arena; and the
- * machine's description written into an ended recording: the steps between a run's end and
- * its analysis, over the reader's checks. */
-#include "recording.h"
-
+/* The stream file an app streamed sealed chunks to (record/stream.c) as a source of those
+ * chunks for the reader: its ranges indexed in one walk, each decoded at most once into the
+ * items the reader copies out, and copied as they are into a capture's packed recording. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,7 +11,6 @@
 
 #include "recording_check.h"
 #include "util/compact.h"
-#include "util/system.h"
 
 /* The stream file's ranges, by the arena offset each names (version 10), or the file as the
  * arena's image (version 9: a chunk lies at its own offset). Built by one walk of the file;
@@ -201,71 +197,3 @@ int stream_source_copy(struct stream_source *s, uint64_t offset, uint64_t bytes,
         return -(errno ? errno : EIO);
     return 1;
 }
-
-void recording_system_from(struct rec_system *ret, const struct system_description *machine)
-{
-    memset(ret, 0, sizeof(*ret));
-    snprintf(ret->os, sizeof(ret->os), "%s", machine->os);
-    snprintf(ret->cpu, sizeof(ret->cpu), "%s", machine->cpu);
-    snprintf(ret->ram_kib, sizeof(ret->ram_kib), "%s", machine->ram_kib);
-    snprintf(ret->kernel, sizeof(ret->kernel), "%s", machine->kernel);
-    snprintf(ret->scheduler, sizeof(ret->scheduler), "%s", machine->scheduler);
-}
-
-int recording_read_ended(void *bytes, size_t len, int stream_fd,
-                         const struct system_description *machine, struct recording **ret,
-                         char *why, size_t why_len)
-{
-    int e = 0;
-    if (machine) {
-        struct rec_system system;
-        recording_system_from(&system, machine);
-        e = recording_set_system(bytes, len, &system, why, why_len);
-    }
-    if (e == 0)
-        e = recording_read_streamed(bytes, len, stream_fd, ret, why, why_len);
-    if (e == 0 && (*ret)->stream)
-        stream_mark_whole(bytes, len);
-    return e;
-}
-
-void stream_mark_whole(void *bytes, size_t len)
-{
-    struct reader r = { .bytes = bytes, .len = len };
-    const struct rec_header *h = bytes;
-    if (reader_check_header(&r, h))
-        return;
-    for (uint32_t i = 0; i < reader_directory_entries(h); i++) {
-        uint32_t type;
-        void *object;
-        if (reader_directory_object(&r, h, i, &type, &object) || !object)
-            continue;
-        struct chunked *arrays[READER_ARRAYS_MAX];
-        unsigned count = reader_object_arrays(type, object, arrays);
-        for (unsigned k = 0; k < count; k++)
-            atomic_store(&arrays[k]->streamed_chunks, 0);
-    }
-}
-
-int recording_set_system(void *bytes, size_t len, const struct rec_system *sys, char *why,
-                         size_t why_len)
-{
-    struct reader r = { .bytes = bytes, .len = len, .why = why, .why_len = why_len };
-    if (why_len)
-        why[0] = '\0';
-    const struct rec_header *h = bytes;
-    int e = reader_check_header(&r, h);
-    for (uint32_t i = 0; !e && i < reader_directory_entries(h); i++) {
-        uint32_t type;
-        struct rec_meta *m;
-        if ((e = reader_directory_object(&r, h, i, &type, (void **)&m)) || type != REC_OBJ_META)
-            continue;
-        if (!atomic_load(&m->system_known)) {
-            m->system = *sys;
-            atomic_store(&m->system_known, 1);
-        }
-        break;
-    }
-    return e;
-}
-
