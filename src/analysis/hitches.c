@@ -74,6 +74,58 @@ static void window_of(uint64_t i, uint64_t n, uint64_t *ret_lo, uint64_t *ret_hi
     *ret_hi = (uint64_t)hi;
 }
 
+/* The frames' times of a window, kept sorted as it slides forward (window_of's bounds only
+ * grow): one insertion and one removal a frame, where sorting each frame's neighbours again
+ * was a tenth of the analysis. */
+struct sorted_window {
+    int64_t v[HITCH_WINDOW + 1];
+    unsigned count;
+    uint64_t lo, end; /* the frames [lo, end) it holds */
+};
+
+/* Where x is, or would go, among the window's values. */
+static unsigned window_find(const struct sorted_window *w, int64_t x)
+{
+    unsigned lo = 0, hi = w->count;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (w->v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Moves the window to the frames [lo, hi] of times. */
+static void window_slide(struct sorted_window *w, const int64_t *times, uint64_t lo, uint64_t hi)
+{
+    for (; w->lo < lo; w->lo++) {
+        unsigned at = window_find(w, times[w->lo]);
+        memmove(&w->v[at], &w->v[at + 1], (w->count - at - 1) * sizeof(w->v[0]));
+        w->count--;
+    }
+    for (; w->end <= hi; w->end++) {
+        unsigned at = window_find(w, times[w->end]);
+        memmove(&w->v[at + 1], &w->v[at], (w->count - at) * sizeof(w->v[0]));
+        w->v[at] = times[w->end];
+        w->count++;
+    }
+}
+
+/* The median of the window's values less one of them equal to x (the frame itself): what
+ * stats_median_i64 gives for its neighbours. */
+static int64_t window_median_without(const struct sorted_window *w, int64_t x)
+{
+    unsigned skip = window_find(w, x), m = w->count - 1;
+    if (!m)
+        return 0;
+#define AT(k) w->v[(k) < skip ? (k) : (k) + 1]
+    int64_t median = m % 2 ? AT(m / 2) : AT(m / 2 - 1) + (AT(m / 2) - AT(m / 2 - 1)) / 2;
+#undef AT
+    return median;
+}
+
 /* GPU zone spans of one device ordered by their end, to find those that ended in a frame. */
 struct zone_index {
     uint32_t device_id;
@@ -560,14 +612,12 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
         timed[i] = b.gpu_timed;
         frame_parts(&b, parts[i]);
     }
+    struct sorted_window window = { .count = 0 };
     for (uint64_t i = 0; i < n; i++) {
         uint64_t lo, hi;
         window_of(i, n, &lo, &hi);
-        size_t m = 0;
-        for (uint64_t j = lo; j <= hi; j++)
-            if (j != i)
-                scratch[m++] = times[j];
-        int64_t median = stats_median_i64(scratch, m);
+        window_slide(&window, times, lo, hi);
+        int64_t median = window_median_without(&window, times[i]);
         s->frames_judged++;
         if ((double)times[i] < HITCH_RATIO * (double)median ||
             (double)(times[i] - median) < HITCH_FLOOR_MS * 1e6)

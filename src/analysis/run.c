@@ -280,8 +280,8 @@ static void sampling_compare(struct run_stats *s, int64_t *timed_ns, uint64_t ti
     sb->untimed_frames = untimed;
     if (timed < SAMPLING_GROUP_MIN || untimed < SAMPLING_GROUP_MIN)
         return;
-    qsort(timed_ns, timed, sizeof(*timed_ns), stats_compare_i64);
-    qsort(untimed_ns, untimed, sizeof(*untimed_ns), stats_compare_i64);
+    stats_sort_i64(timed_ns, timed);
+    stats_sort_i64(untimed_ns, untimed);
     sb->timed_median_ms = (double)stats_median_i64(timed_ns, timed) / 1e6;
     sb->untimed_median_ms = (double)stats_median_i64(untimed_ns, untimed) / 1e6;
     sb->difference_ms = sb->timed_median_ms - sb->untimed_median_ms;
@@ -438,7 +438,7 @@ void run_stats_compute(const struct recording *rec, struct run_stats *s)
     s->fps = s->duration_s > 0 ? frames / s->duration_s : 0;
     s->mean_ms = sum_ms / frames;
     if (times) {
-        qsort(times, n, sizeof(*times), stats_compare_i64);
+        stats_sort_i64(times, n);
         s->p50_ms = percentile_ms(times, n, 0.50);
         s->p95_ms = percentile_ms(times, n, 0.95);
         s->p99_ms = percentile_ms(times, n, 0.99);

@@ -42,7 +42,7 @@ static void write_row(FILE *f, struct second *sec, int64_t run_end_ns)
     if (covered > 1 || covered <= 0)
         covered = 1;
     uint64_t n = sec->frames;
-    qsort(sec->times, n, sizeof(*sec->times), stats_compare_i64);
+    stats_sort_i64(sec->times, n);
     fprintf(f, "%llu,%llu,%.3f", (unsigned long long)sec->index, (unsigned long long)n,
             (double)n / covered);
     csv_write_ms(f, sec->times[stats_rank(n, 0.5)]);
