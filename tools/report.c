@@ -18,14 +18,16 @@
 
 static const char report_usage[] =
     "usage: framescope report [--full | --format text|full|json|csv|seconds|zones|trace|\n"
-    "                          threads|presentmon|mangohud|html] [--keep-minutes N|all] DIR\n"
+    "                          perfetto|threads|presentmon|mangohud|html]\n"
+    "                         [--keep-minutes N|all] DIR\n"
     "Recomputes an output of the capture in DIR from its recording (recording.fsr): text (the\n"
     "default) is the one-screen summary as printed when the run ended, byte for byte; full\n"
     "(--full) is every line of the summary (FRAMESCOPE_SUMMARY=full); json, csv, seconds,\n"
-    "zones, trace, threads, presentmon, mangohud and html are summary.json, frames.csv,\n"
-    "seconds.csv, zones.csv, trace.json, threads.csv, presentmon.csv, mangohud.csv and\n"
-    "report.html. Written to stdout. --keep-minutes: the rows of frames kept, as run's\n"
-    "(default: the capture's own, keep.json, else FRAMESCOPE_KEEP_MINUTES, else 5 minutes).\n"
+    "zones, trace, perfetto, threads, presentmon, mangohud and html are summary.json,\n"
+    "frames.csv, seconds.csv, zones.csv, trace.json, trace.perfetto-trace, threads.csv,\n"
+    "presentmon.csv, mangohud.csv and report.html. Written to stdout. --keep-minutes: the\n"
+    "rows of frames kept, as run's (default: the capture's own, keep.json, else\n"
+    "FRAMESCOPE_KEEP_MINUTES, else 5 minutes).\n"
     "Exit status 0, 1 when the output could not be written, 2 for a bad argument or an\n"
     "unreadable recording.\n";
 
