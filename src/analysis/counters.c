@@ -118,12 +118,12 @@ void counters_write_csv_header(FILE *f, const struct recording *rec)
         fprintf(f, ",counter:%s", rec->counters.names[k]);
 }
 
-void counters_write_csv_row(FILE *f, const struct recording *rec, const struct fscope_frame *fr)
+void counters_emit_csv_row(struct emit *e, const struct recording *rec,
+                           const struct fscope_frame *fr)
 {
     for (unsigned k = 0; k < rec->counters.count; k++) {
+        emit_char(e, ',');
         if (fr->counters_valid & (1u << k))
-            fprintf(f, ",%llu", (unsigned long long)fr->counter_values[k]);
-        else
-            fputc(',', f);
+            emit_u64(e, fr->counter_values[k]);
     }
 }

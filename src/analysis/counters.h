@@ -8,6 +8,8 @@
 
 #include "recording.h"
 
+struct emit;
+
 struct counter_stats {
     uint64_t frames;                /* frames with any count */
     uint64_t counted[FRAME_COUNTERS]; /* frames with each event's count */
@@ -23,6 +25,7 @@ void counters_write_text(FILE *f, const struct recording *rec, const struct coun
 void counters_write_json(FILE *f, const struct recording *rec, const struct counter_stats *s);
 /* frames.csv: a column per counted event, named "counter:NAME"; and a frame's values. */
 void counters_write_csv_header(FILE *f, const struct recording *rec);
-void counters_write_csv_row(FILE *f, const struct recording *rec, const struct fscope_frame *fr);
+void counters_emit_csv_row(struct emit *e, const struct recording *rec,
+                           const struct fscope_frame *fr);
 
 #endif

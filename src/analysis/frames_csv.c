@@ -43,146 +43,177 @@ struct row {
     bool outside; /* GPU timing sampled it out */
 };
 
+/* ",N": a count. */
+static void emit_csv_count(struct emit *e, uint64_t count)
+{
+    emit_char(e, ',');
+    emit_u64(e, count);
+}
+
 /* frame .. verdict, cap: the frame's budget. */
-static void row_budget(FILE *f, const struct row *r)
+static void row_budget(struct emit *e, const struct row *r)
 {
     const struct recording *rec = r->rec;
     const struct fscope_frame *fr = r->fr;
     const struct frame_budget_ns *b = &r->b;
-    uint64_t i = r->index, origin = r->origin;
     unsigned l = (unsigned)(r->log - rec->logs);
     bool outside = r->outside;
-    fprintf(f, "%llu,%u,%u,%.6f", (unsigned long long)i, l, fr->swapchain_serial,
-            recording_ns(rec, fr->start_ticks - origin) / 1e6);
-    csv_write_ms(f, b->frame);
-    csv_write_ms(f, b->cpu);
+    emit_u64(e, r->index);
+    emit_char(e, ',');
+    emit_u64(e, l);
+    emit_char(e, ',');
+    emit_u64(e, fr->swapchain_serial);
+    emit_char(e, ',');
+    emit_scaled(e, recording_ns(rec, fr->start_ticks - r->origin), 6);
+    emit_csv_ms(e, b->frame);
+    emit_csv_ms(e, b->cpu);
     /* A frame GPU timing sampled out has no GPU busy and no verdict (the run's are
      * its GPU-timed frames'): empty, never 0. */
     if (outside)
-        fputc(',', f);
+        emit_char(e, ',');
     else
-        csv_write_ms(f, b->gpu_busy);
+        emit_csv_ms(e, b->gpu_busy);
     for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
-        csv_write_ms(f, b->block[k]);
-    csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_RECORD_TICKS]));
-    fprintf(f, ",%llu,%llu,%llu,%llu,%llu,%s,",
-            (unsigned long long)fr->counts[FSCOPE_COUNT_SUBMITS],
-            (unsigned long long)fr->counts[FSCOPE_COUNT_COMMAND_BUFFERS],
-            (unsigned long long)fr->counts[FSCOPE_COUNT_DRAWS],
-            (unsigned long long)fr->counts[FSCOPE_COUNT_DISPATCHES],
-            (unsigned long long)fr->counts[FSCOPE_COUNT_RENDER_PASSES],
-            outside ? "" : verdict_name(frame_verdict(b)));
-    fputs(fr->cap_flags & CAP_FLAG_RESYNC   ? "resync,"
-          : fr->cap_flags & CAP_FLAG_MISSED ? "missed,"
-          : fr->cap_flags & CAP_FLAG_CAPPED ? "capped,"
-                                            : ",", f);
+        emit_csv_ms(e, b->block[k]);
+    emit_csv_ms(e, ticks_ns(rec, fr->counts[FSCOPE_COUNT_RECORD_TICKS]));
+    emit_csv_count(e, fr->counts[FSCOPE_COUNT_SUBMITS]);
+    emit_csv_count(e, fr->counts[FSCOPE_COUNT_COMMAND_BUFFERS]);
+    emit_csv_count(e, fr->counts[FSCOPE_COUNT_DRAWS]);
+    emit_csv_count(e, fr->counts[FSCOPE_COUNT_DISPATCHES]);
+    emit_csv_count(e, fr->counts[FSCOPE_COUNT_RENDER_PASSES]);
+    emit_char(e, ',');
+    emit_str(e, outside ? "" : verdict_name(frame_verdict(b)));
+    emit_char(e, ',');
+    emit_str(e, fr->cap_flags & CAP_FLAG_RESYNC   ? "resync,"
+                : fr->cap_flags & CAP_FLAG_MISSED ? "missed,"
+                : fr->cap_flags & CAP_FLAG_CAPPED ? "capped,"
+                                                  : ",");
 }
 
 /* present .. output: what became of the frame on the display. */
-static void row_presentation(FILE *f, const struct row *r)
+static void row_presentation(struct emit *e, const struct row *r)
 {
     const struct recording *rec = r->rec;
     const struct fscope_frame *fr = r->fr;
     const struct recording_log *log = r->log;
     uint64_t origin = r->origin;
-    fputs(frame_present_state_name(fr, log), f);
+    emit_str(e, frame_present_state_name(fr, log));
     if (fr->present_state == FRAME_PRESENT_PRESENTED && fr->presented_ticks > origin) {
+        /* In ns, negated before the division to ms, as -(ns / 1e6) is (-ns) / 1e6 exactly. */
         double latency = fr->presented_ticks > fr->end_ticks
-                             ? recording_ns(rec, fr->presented_ticks - fr->end_ticks) / 1e6
-                             : -recording_ns(rec, fr->end_ticks - fr->presented_ticks) / 1e6;
+                             ? recording_ns(rec, fr->presented_ticks - fr->end_ticks)
+                             : -recording_ns(rec, fr->end_ticks - fr->presented_ticks);
         double from_return = fr->presented_ticks > fr->present_return_ticks
                                  ? recording_ns(rec, fr->presented_ticks -
-                                                      fr->present_return_ticks) / 1e6
+                                                      fr->present_return_ticks)
                                  : -recording_ns(rec, fr->present_return_ticks -
-                                                       fr->presented_ticks) / 1e6;
-        fprintf(f, ",%.6f,%.6f,%.6f,%.6f,%llu,%u,%d",
-                recording_ns(rec, fr->presented_ticks - origin) / 1e6, latency,
-                from_return, fr->refresh_ns / 1e6, (unsigned long long)fr->present_seq,
-                fr->present_flags, fr->output_index);
+                                                       fr->presented_ticks);
+        const double ms[] = { recording_ns(rec, fr->presented_ticks - origin), latency,
+                              from_return, fr->refresh_ns };
+        for (unsigned k = 0; k < 4; k++) {
+            emit_char(e, ',');
+            emit_scaled(e, ms[k], 6);
+        }
+        emit_char(e, ',');
+        emit_u64(e, fr->present_seq);
+        emit_char(e, ',');
+        emit_u64(e, fr->present_flags);
+        emit_char(e, ',');
+        emit_i64(e, fr->output_index);
     } else {
-        fputs(",,,,,,,", f);
+        emit_str(e, ",,,,,,,");
     }
 }
 
 /* device .. kernel_tid: how the blocks split, and the kernel's view of the frame. */
-static void row_blocks(FILE *f, const struct row *r)
+static void row_blocks(struct emit *e, const struct row *r)
 {
     const struct fscope_frame *fr = r->fr;
     const struct frame_budget_ns *b = &r->b;
-    fprintf(f, ",%u", fr->device_id);
-    csv_write_ms(f, b->block_gpu[FSCOPE_BLOCK_ACQUIRE] + b->block_gpu[FSCOPE_BLOCK_PRESENT] +
-                    b->block_gpu[FSCOPE_BLOCK_PRESENT_WAIT]);
-    csv_write_ms(f, b->display_wait);
-    csv_write_ms(f, b->present_overhead);
-    csv_write_ms(f, b->gpu_in_waits);
-    csv_write_ms(f, b->gpu_idle_in_waits);
+    emit_char(e, ',');
+    emit_u64(e, fr->device_id);
+    emit_csv_ms(e, b->block_gpu[FSCOPE_BLOCK_ACQUIRE] + b->block_gpu[FSCOPE_BLOCK_PRESENT] +
+                       b->block_gpu[FSCOPE_BLOCK_PRESENT_WAIT]);
+    emit_csv_ms(e, b->display_wait);
+    emit_csv_ms(e, b->present_overhead);
+    emit_csv_ms(e, b->gpu_in_waits);
+    emit_csv_ms(e, b->gpu_idle_in_waits);
     for (unsigned k = 0; k < 3; k++)
-        csv_write_ms(f, b->other_wait[k]);
+        emit_csv_ms(e, b->other_wait[k]);
     if (b->kernel) {
         const int64_t kernel[] = { b->cpu_busy, b->cpu_starved, b->cpu_blocked, b->oncpu,
                                    b->runnable, b->asleep };
         for (unsigned k = 0; k < 6; k++)
-            csv_write_ms(f, kernel[k]);
-        fprintf(f, ",%d", fr->kernel_tid);
+            emit_csv_ms(e, kernel[k]);
+        emit_char(e, ',');
+        emit_i64(e, fr->kernel_tid);
     } else {
-        fputs(",,,,,,,", f);
+        emit_str(e, ",,,,,,,");
     }
 }
 
 /* pipelines .. pipeline_driver_ms: the calls that stall a frame, and when it was shown. */
-static void row_calls(FILE *f, const struct row *r, int late)
+static void row_calls(struct emit *e, const struct row *r, int late)
 {
     const struct recording *rec = r->rec;
     const struct fscope_frame *fr = r->fr;
-    fprintf(f, ",%llu", (unsigned long long)fr->counts[FSCOPE_COUNT_PIPELINES]);
-    csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_PIPELINE_TICKS]));
-    fprintf(f, ",%llu", (unsigned long long)fr->counts[FSCOPE_COUNT_SHADERS]);
-    csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_SHADER_TICKS]));
-    fprintf(f, ",%llu", (unsigned long long)fr->counts[FSCOPE_COUNT_MEMORY_CALLS]);
-    csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_MEMORY_TICKS]));
-    csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_SWAPCHAIN_TICKS]));
-    csv_write_ms(f, ticks_ns(rec, fr->counts[FSCOPE_COUNT_SUBMIT_TICKS]));
-    if (fr->kernel_valid)
-        fprintf(f, ",%u,%u,%u,%u", fr->kernel_major_faults, fr->kernel_block_reads,
-                fr->kernel_preempted, fr->kernel_waits);
-    else
-        fputs(",,,,", f);
+    emit_csv_count(e, fr->counts[FSCOPE_COUNT_PIPELINES]);
+    emit_csv_ms(e, ticks_ns(rec, fr->counts[FSCOPE_COUNT_PIPELINE_TICKS]));
+    emit_csv_count(e, fr->counts[FSCOPE_COUNT_SHADERS]);
+    emit_csv_ms(e, ticks_ns(rec, fr->counts[FSCOPE_COUNT_SHADER_TICKS]));
+    emit_csv_count(e, fr->counts[FSCOPE_COUNT_MEMORY_CALLS]);
+    emit_csv_ms(e, ticks_ns(rec, fr->counts[FSCOPE_COUNT_MEMORY_TICKS]));
+    emit_csv_ms(e, ticks_ns(rec, fr->counts[FSCOPE_COUNT_SWAPCHAIN_TICKS]));
+    emit_csv_ms(e, ticks_ns(rec, fr->counts[FSCOPE_COUNT_SUBMIT_TICKS]));
+    if (fr->kernel_valid) {
+        emit_csv_count(e, fr->kernel_major_faults);
+        emit_csv_count(e, fr->kernel_block_reads);
+        emit_csv_count(e, fr->kernel_preempted);
+        emit_csv_count(e, fr->kernel_waits);
+    } else {
+        emit_str(e, ",,,,");
+    }
+    emit_char(e, ',');
     if (late >= 0)
-        fprintf(f, ",%d", late);
-    else
-        fputc(',', f);
-    fprintf(f, ",%llu,%llu",
-            (unsigned long long)fr->counts[FSCOPE_COUNT_PIPELINES_FEEDBACK],
-            (unsigned long long)fr->counts[FSCOPE_COUNT_PIPELINE_CACHE_HITS]);
-    csv_write_ms(f, fr->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS] < (uint64_t)INT64_MAX
-                        ? (int64_t)fr->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS]
-                        : INT64_MAX);
+        emit_i64(e, late);
+    emit_csv_count(e, fr->counts[FSCOPE_COUNT_PIPELINES_FEEDBACK]);
+    emit_csv_count(e, fr->counts[FSCOPE_COUNT_PIPELINE_CACHE_HITS]);
+    emit_csv_ms(e, fr->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS] < (uint64_t)INT64_MAX
+                       ? (int64_t)fr->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS]
+                       : INT64_MAX);
+}
+
+/* A thread's name as a field of its own: commas and quotes made spaces. */
+static void emit_comm(struct emit *e, const char *comm)
+{
+    for (const char *c = comm; *c; c++)
+        emit_char(e, *c == ',' || *c == '"' ? ' ' : *c);
 }
 
 /* ran_instead .. io_wait_ms: the wake-up chain. */
-static void row_wakeups(FILE *f, const struct row *r, const struct sched_index *sched)
+static void row_wakeups(struct emit *e, const struct row *r, const struct sched_index *sched)
 {
     /* The wake-up chain: empty where it was not recorded for the frame's thread; a
      * name, or empty with 0 ms, where nothing preempted or woke it. */
     struct wakeup_view wake;
     frame_wakeups(r->rec, sched, r->fr, &wake);
     if (wake.known) {
-        fputc(',', f);
-        for (const char *c = wake.ran_comm; wake.ran_tid && *c; c++)
-            fputc(*c == ',' || *c == '"' ? ' ' : *c, f);
-        csv_write_ms(f, wake.ran_ns);
-        fputc(',', f);
-        for (const char *c = wake.waker_comm; wake.slept_ns && *c; c++)
-            fputc(*c == ',' || *c == '"' ? ' ' : *c, f);
-        csv_write_ms(f, wake.slept_ns);
-        csv_write_ms(f, wake.io_wait_ns);
+        emit_char(e, ',');
+        if (wake.ran_tid)
+            emit_comm(e, wake.ran_comm);
+        emit_csv_ms(e, wake.ran_ns);
+        emit_char(e, ',');
+        if (wake.slept_ns)
+            emit_comm(e, wake.waker_comm);
+        emit_csv_ms(e, wake.slept_ns);
+        emit_csv_ms(e, wake.io_wait_ns);
     } else {
-        fputs(",,,,,", f);
+        emit_str(e, ",,,,,");
     }
 }
 
 /* recordings .. descriptor_sets: the engine's view of the frame. */
-static void row_engine(FILE *f, const struct row *r)
+static void row_engine(struct emit *e, const struct row *r)
 {
     const struct recording *rec = r->rec;
     const struct fscope_frame *fr = r->fr;
@@ -191,23 +222,24 @@ static void row_engine(FILE *f, const struct row *r)
     uint64_t busiest;
     engine_frame_recording(&r->s->engine, rec, fr->start_ticks, fr->end_ticks, &threads,
                            &busiest);
-    fprintf(f, ",%llu", (unsigned long long)n[FSCOPE_COUNT_RECORDINGS]);
-    csv_write_ms(f, ticks_ns(rec, n[FSCOPE_COUNT_RECORD_SECONDARY_TICKS]));
-    fprintf(f, ",%u", threads);
-    csv_write_ms(f, ticks_ns(rec, busiest));
-    fprintf(f, ",%llu", (unsigned long long)n[FSCOPE_COUNT_RECORD_COMMANDS]);
-    csv_write_ms(f, ticks_ns(rec, n[FSCOPE_COUNT_POOL_TICKS]));
-    fprintf(f, ",%llu,%llu,%llu,%llu", (unsigned long long)n[FSCOPE_COUNT_VERTICES],
-            (unsigned long long)n[FSCOPE_COUNT_INDICES],
-            (unsigned long long)n[FSCOPE_COUNT_INSTANCES],
-            (unsigned long long)n[FSCOPE_COUNT_INDIRECT_DRAWS]);
-    for (unsigned k = 0; k < BIND_KINDS; k++)
-        fprintf(f, ",%llu,%llu", (unsigned long long)n[FSCOPE_COUNT_BINDS + k],
-                (unsigned long long)n[FSCOPE_COUNT_REDUNDANT + k]);
-    fprintf(f, ",%llu,%llu,%llu,%llu", (unsigned long long)n[FSCOPE_COUNT_MEMORY_ALLOCS],
-            (unsigned long long)n[FSCOPE_COUNT_MEMORY_ALLOC_BYTES],
-            (unsigned long long)n[FSCOPE_COUNT_MEMORY_FREES],
-            (unsigned long long)n[FSCOPE_COUNT_DESCRIPTOR_SETS]);
+    emit_csv_count(e, n[FSCOPE_COUNT_RECORDINGS]);
+    emit_csv_ms(e, ticks_ns(rec, n[FSCOPE_COUNT_RECORD_SECONDARY_TICKS]));
+    emit_csv_count(e, threads);
+    emit_csv_ms(e, ticks_ns(rec, busiest));
+    emit_csv_count(e, n[FSCOPE_COUNT_RECORD_COMMANDS]);
+    emit_csv_ms(e, ticks_ns(rec, n[FSCOPE_COUNT_POOL_TICKS]));
+    emit_csv_count(e, n[FSCOPE_COUNT_VERTICES]);
+    emit_csv_count(e, n[FSCOPE_COUNT_INDICES]);
+    emit_csv_count(e, n[FSCOPE_COUNT_INSTANCES]);
+    emit_csv_count(e, n[FSCOPE_COUNT_INDIRECT_DRAWS]);
+    for (unsigned k = 0; k < BIND_KINDS; k++) {
+        emit_csv_count(e, n[FSCOPE_COUNT_BINDS + k]);
+        emit_csv_count(e, n[FSCOPE_COUNT_REDUNDANT + k]);
+    }
+    emit_csv_count(e, n[FSCOPE_COUNT_MEMORY_ALLOCS]);
+    emit_csv_count(e, n[FSCOPE_COUNT_MEMORY_ALLOC_BYTES]);
+    emit_csv_count(e, n[FSCOPE_COUNT_MEMORY_FREES]);
+    emit_csv_count(e, n[FSCOPE_COUNT_DESCRIPTOR_SETS]);
 }
 
 void frames_write_csv(FILE *f, const struct run_stats *s)
@@ -221,6 +253,8 @@ void frames_write_csv(FILE *f, const struct run_stats *s)
     struct span_index spans;
     sched_index_build(rec, &sched);
     span_index_build(rec, &spans);
+    struct emit e;
+    emit_init(&e, f);
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
         uint64_t count = log->frame_count;
@@ -234,17 +268,18 @@ void frames_write_csv(FILE *f, const struct run_stats *s)
                              .origin = origin };
             frame_budget(rec, r.fr, s->evidence ? &s->evidence[l] : NULL, &r.b);
             r.outside = s->basis_frames < s->frames && r.fr->gpu_unsampled;
-            row_budget(f, &r);
-            row_presentation(f, &r);
-            row_blocks(f, &r);
-            row_calls(f, &r, late ? late[i] : -1);
-            row_wakeups(f, &r, &sched);
-            row_engine(f, &r);
-            counters_write_csv_row(f, rec, r.fr);
-            fputc('\n', f);
+            row_budget(&e, &r);
+            row_presentation(&e, &r);
+            row_blocks(&e, &r);
+            row_calls(&e, &r, late ? late[i] : -1);
+            row_wakeups(&e, &r, &sched);
+            row_engine(&e, &r);
+            counters_emit_csv_row(&e, rec, r.fr);
+            emit_char(&e, '\n');
         }
         free(late);
     }
+    emit_flush(&e);
     sched_index_free(&sched);
     span_index_free(&spans);
 }

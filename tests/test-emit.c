@@ -1,0 +1,180 @@
+/* emit.c's numbers against printf, which the outputs wrote them with before (their goldens
+ * hold printf's digits), and its buffer against the same text written straight to the FILE. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/emit.h"
+#include "analysis/recording.h"
+#include "check.h"
+
+static void check_text(const char *got, size_t len, const char *want)
+{
+    if (len != strlen(want) || memcmp(got, want, len) != 0) {
+        fprintf(stderr, "got \"%.*s\", want \"%s\"\n", (int)len, got, want);
+        CHECK(!"the same text as printf");
+    }
+}
+
+static void check_integer(int64_t value)
+{
+    char got[EMIT_NUMBER_SIZE], want[64];
+    snprintf(want, sizeof(want), "%lld", (long long)value);
+    check_text(got, emit_format_i64(got, value), want);
+    snprintf(want, sizeof(want), "%llu", (unsigned long long)value);
+    check_text(got, emit_format_u64(got, (uint64_t)value), want);
+    /* csv_write_ms's number as it was written before: sign, whole ms, six decimals. */
+    uint64_t magnitude = value < 0 ? 0 - (uint64_t)value : (uint64_t)value;
+    snprintf(want, sizeof(want), "%s%llu.%06llu", value < 0 ? "-" : "",
+             (unsigned long long)(magnitude / 1000000), (unsigned long long)(magnitude % 1000000));
+    check_text(got, emit_format_ms(got, value), want);
+}
+
+/* A whole number under 2^52: exactly what printf writes of its quotient, in ms and in us. */
+static void check_scaled(double value)
+{
+    char got[EMIT_NUMBER_SIZE], want[400];
+    snprintf(want, sizeof(want), "%.6f", value / 1e6);
+    check_text(got, emit_format_scaled(got, value, 6), want);
+    snprintf(want, sizeof(want), "%.3f", value / 1e3);
+    check_text(got, emit_format_scaled(got, value, 3), want);
+}
+
+/* xorshift64*: the same values on every run. */
+static uint64_t next_random(uint64_t *state)
+{
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return *state * 2685821657736338717ull;
+}
+
+static void check_numbers(void)
+{
+    const int64_t edges[] = {
+        0, 1, -1, 9, 10, 99, 100, 999999, 1000000, 1000001, -999999, -1000000, -1000001,
+        1500000, 10000000, 120000000000, -120000000000, 16666667, 1234567890123,
+        REPORT_NS_MAX, REPORT_NS_MAX - 1, -REPORT_NS_MAX, -REPORT_NS_MAX + 1,
+        INT64_MAX, INT64_MIN, INT64_MIN + 1, INT64_MAX - 1,
+    };
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+        check_integer(edges[i]);
+    for (int64_t power = 1; power <= INT64_MAX / 10; power *= 10)
+        for (int64_t d = -1; d <= 1; d++) {
+            check_integer(power + d);
+            check_integer(-power - d);
+        }
+    uint64_t state = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 200000; i++) {
+        uint64_t r = next_random(&state);
+        check_integer((int64_t)(r >> (r % 64)));
+        check_integer(-(int64_t)(r >> (r % 64 + 1)));
+    }
+
+    /* Every power of two up to the bound and either side of it, and random values at every
+     * magnitude: where the quotient's double is furthest from the exact one. */
+    const double bound = 0x1p52;
+    for (double power = 1; power < bound; power *= 2)
+        for (double d = -3; d <= 3; d++)
+            if (power + d < bound) {
+                check_scaled(power + d);
+                check_scaled(-(power + d));
+            }
+    check_scaled(bound - 1);
+    check_scaled(-(bound - 1));
+    check_scaled((double)REPORT_NS_MAX / 2 - 1);
+    for (int64_t power = 1; power < (int64_t)bound; power *= 10)
+        for (int64_t d = -2; d <= 2; d++) {
+            check_scaled((double)(power + d));
+            if (power * 7 + d < (int64_t)bound) /* trailing zeros: 7000000 is "7.000000" */
+                check_scaled((double)(power * 7 + d));
+        }
+    for (int i = 0; i < 300000; i++) {
+        uint64_t r = next_random(&state);
+        double value = (double)(r >> (12 + r % 52)); /* under 2^52 */
+        check_scaled(i % 2 ? -value : value);
+    }
+    char got[EMIT_NUMBER_SIZE];
+    /* -0.0 / 1e6 is printf's "-0.000000", as a latency of no time computed negated is. */
+    check_text(got, emit_format_scaled(got, -0.0, 6), "-0.000000");
+    check_text(got, emit_format_scaled(got, 0.0, 6), "0.000000");
+    check_text(got, emit_format_scaled(got, -0.0, 3), "-0.000");
+    /* Not provably printf's: left to it. */
+    CHECK(emit_format_scaled(got, bound, 6) == 0);
+    CHECK(emit_format_scaled(got, -bound, 3) == 0);
+    CHECK(emit_format_scaled(got, (double)REPORT_NS_MAX, 6) == 0);
+    CHECK(emit_format_scaled(got, 0.5, 6) == 0);
+    CHECK(emit_format_scaled(got, -1234.25, 3) == 0);
+    CHECK(emit_format_scaled(got, NAN, 6) == 0);
+    CHECK(emit_format_scaled(got, INFINITY, 6) == 0);
+    CHECK(emit_format_scaled(got, 1000, 4) == 0);
+}
+
+/* The buffer: a text many times its size, of every kind of call, as fprintf writes it. */
+static void check_buffer(void)
+{
+    char *got = NULL, *want = NULL;
+    size_t got_len = 0, want_len = 0;
+    FILE *g = open_memstream(&got, &got_len), *w = open_memstream(&want, &want_len);
+    CHECK(g && w);
+    static char long_text[3 * EMIT_BUFFER_SIZE + 7];
+    memset(long_text, 'x', sizeof(long_text) - 1);
+    struct emit e;
+    emit_init(&e, g);
+    for (int i = 0; i < 5000; i++) {
+        int64_t ns = (int64_t)i * 1000003 - 2500000000;
+        emit_u64(&e, (uint64_t)i);
+        emit_csv_ms(&e, ns);
+        emit_char(&e, ',');
+        emit_i64(&e, -i);
+        emit_char(&e, ',');
+        emit_scaled(&e, (double)ns, 3);
+        emit_char(&e, ',');
+        emit_scaled(&e, (double)ns + 0.5, 6); /* not whole: through printf */
+        emit_printf(&e, ",%g,", 1e9 / (i + 1));
+        emit_json_string(&e, i % 7 ? "zone" : "a \"b\"\\c\n\t\x01<>&");
+        if (i % 997 == 0)
+            emit_str(&e, long_text);
+        if (i % 1999 == 0)
+            emit_printf(&e, "%s", long_text);
+        emit_char(&e, '\n');
+
+        fprintf(w, "%d,%s%lld.%06lld,%d,%.3f,%.6f,%g,", i, ns < 0 ? "-" : "",
+                llabs(ns) / 1000000, llabs(ns) % 1000000, -i, (double)ns / 1e3,
+                ((double)ns + 0.5) / 1e6, 1e9 / (i + 1));
+        fputs(i % 7 ? "\"zone\"" : "\"a \\\"b\\\"\\\\c\\n\\t\\u0001<>&\"", w);
+        if (i % 997 == 0)
+            fputs(long_text, w);
+        if (i % 1999 == 0)
+            fputs(long_text, w);
+        fputc('\n', w);
+    }
+    emit_flush(&e);
+    CHECK(fclose(g) == 0 && fclose(w) == 0);
+    CHECK(got_len == want_len && memcmp(got, want, got_len) == 0);
+    free(got);
+    free(want);
+
+    /* The escapers on a FILE: the script one escapes what could end an HTML element. */
+    FILE *s = open_memstream(&got, &got_len);
+    CHECK(s);
+    json_write_string(s, "\x1f<\"\\\n");
+    json_write_script_string(s, "\x1f<\"\\\n&>");
+    json_write_string(s, NULL);
+    csv_write_ms(s, -1);
+    csv_write_ms(s, 16666667);
+    CHECK(fclose(s) == 0);
+    check_text(got, got_len,
+               "\"\\u001f<\\\"\\\\\\n\"\"\\u001f\\u003c\\\"\\\\\\u000a\\u0026\\u003e\"\"\""
+               ",-0.000001,16.666667");
+    free(got);
+}
+
+int main(void)
+{
+    check_numbers();
+    check_buffer();
+    return 0;
+}
