@@ -30,15 +30,41 @@ static int allows_tearing(int32_t present_mode)
     return present_mode == PRESENT_IMMEDIATE || present_mode == PRESENT_FIFO_RELAXED;
 }
 
+/* "0x%llX". */
+static void emit_hex(struct emit *e, uint64_t value)
+{
+    char digits[16];
+    unsigned len = 0;
+    do {
+        digits[len++] = "0123456789ABCDEF"[value & 15];
+        value >>= 4;
+    } while (value);
+    emit_bytes(e, "0x", 2);
+    while (len)
+        emit_char(e, digits[--len]);
+}
+
+/* ",ms", or ",NA" where there is none. */
+static void emit_ms_or_na(struct emit *e, bool known, int64_t ns)
+{
+    if (known)
+        emit_csv_ms(e, ns);
+    else
+        emit_bytes(e, ",NA", 3);
+}
+
 int formats_write_presentmon(FILE *f, const void *arg)
 {
     const struct formats_run *run = arg;
     const struct recording *rec = run->rec;
     char app[64];
     csv_plain(run->app, app, sizeof(app));
-    fputs("Application,ProcessID,SwapChainAddress,PresentRuntime,SyncInterval,PresentFlags,"
-          "AllowsTearing,PresentMode,CPUStartTime,FrameTime,CPUBusy,CPUWait,GPULatency,GPUTime,"
-          "GPUBusy,GPUWait,DisplayLatency,DisplayedTime,AnimationError\n", f);
+    struct emit e;
+    emit_init(&e, f);
+    emit_str(&e, "Application,ProcessID,SwapChainAddress,PresentRuntime,SyncInterval,"
+                 "PresentFlags,AllowsTearing,PresentMode,CPUStartTime,FrameTime,CPUBusy,CPUWait,"
+                 "GPULatency,GPUTime,GPUBusy,GPUWait,DisplayLatency,DisplayedTime,"
+                 "AnimationError\n");
     uint64_t origin = frames_origin_ticks(rec);
     unsigned logs = rec->log_count;
     for (unsigned l = 0; l < logs; l++) {
@@ -61,53 +87,62 @@ int formats_write_presentmon(FILE *f, const void *arg)
             uint64_t swapchain = (uint64_t)(l + 1) << 32 | fr->swapchain_serial;
             /* PresentMon's own word for a mode it cannot classify: what the compositor did
              * with a Vulkan swapchain (flip, copy, overlay) is not known here. */
-            fprintf(f, "%s,%d,0x%llX,Vulkan,%d,0,%d,Other", app, run->pid,
-                    (unsigned long long)swapchain, sync_interval(fr->present_mode),
-                    allows_tearing(fr->present_mode));
+            emit_str(&e, app);
+            emit_char(&e, ',');
+            emit_i64(&e, run->pid);
+            emit_char(&e, ',');
+            emit_hex(&e, swapchain);
+            emit_bytes(&e, ",Vulkan,", 8);
+            emit_i64(&e, sync_interval(fr->present_mode));
+            emit_bytes(&e, ",0,", 3);
+            emit_i64(&e, allows_tearing(fr->present_mode));
+            emit_bytes(&e, ",Other,", 7);
             /* Seconds since the first frame, as PresentMon's CPUStartTime by default. */
             int64_t start_ns = ticks_ns(rec, fr->start_ticks - origin);
-            fprintf(f, ",%lld.%09lld", (long long)(start_ns / 1000000000),
-                    (long long)(start_ns % 1000000000));
-            csv_write_ms(f, b.frame);
-            csv_write_ms(f, b.cpu);
-            csv_write_ms(f, b.frame - b.cpu);
+            if (start_ns >= 0)
+                e.len += emit_format_fixed(emit_room(&e, EMIT_NUMBER_SIZE), (uint64_t)start_ns,
+                                           false, 9);
+            else
+                emit_printf(&e, "%lld.%09lld", (long long)(start_ns / 1000000000),
+                            (long long)(start_ns % 1000000000));
+            emit_csv_ms(&e, b.frame);
+            emit_csv_ms(&e, b.cpu);
+            emit_csv_ms(&e, b.frame - b.cpu);
             /* When the GPU started on the frame is not measured, only how long it was busy
              * within it; PresentMon's GPUTime is GPUBusy + GPUWait. */
-            fputs(",NA", f);
-            if (b.gpu_timed) {
-                csv_write_ms(f, b.frame);
-                csv_write_ms(f, b.gpu_busy);
-                csv_write_ms(f, b.frame - b.gpu_busy);
-            } else {
-                fputs(",NA,NA,NA", f);
-            }
+            emit_bytes(&e, ",NA", 3);
+            emit_ms_or_na(&e, b.gpu_timed, b.frame);
+            emit_ms_or_na(&e, b.gpu_timed, b.gpu_busy);
+            emit_ms_or_na(&e, b.gpu_timed, b.frame - b.gpu_busy);
             if (!frame_shown(fr, origin)) {
-                fputs(",NA,NA,NA\n", f);
+                emit_str(&e, ",NA,NA,NA\n");
                 continue;
             }
-            csv_write_ms(f, ticks_between_ns(rec, fr->start_ticks, fr->presented_ticks));
+            emit_csv_ms(&e, ticks_between_ns(rec, fr->start_ticks, fr->presented_ticks));
             if (next_shown <= i)
                 for (next_shown = i + 1; next_shown < count &&
                                          !frame_shown(&log->frames[next_shown], origin);
                      next_shown++)
                     ;
-            if (next_shown < count)
-                csv_write_ms(f, ticks_between_ns(rec, fr->presented_ticks,
-                                             log->frames[next_shown].presented_ticks));
-            else
-                fputs(",NA", f);
+            emit_ms_or_na(&e, next_shown < count,
+                          next_shown < count
+                              ? ticks_between_ns(rec, fr->presented_ticks,
+                                                 log->frames[next_shown].presented_ticks)
+                              : 0);
             /* How far the time the frame was made for (its CPU start) moved, against how far
              * the display moved, since the previous frame shown. */
-            if (previous_shown)
-                csv_write_ms(f, ticks_between_ns(rec, previous_shown->start_ticks, fr->start_ticks) -
-                                ticks_between_ns(rec, previous_shown->presented_ticks,
-                                                 fr->presented_ticks));
-            else
-                fputs(",NA", f);
-            fputc('\n', f);
+            emit_ms_or_na(&e, previous_shown,
+                          previous_shown
+                              ? ticks_between_ns(rec, previous_shown->start_ticks,
+                                                 fr->start_ticks) -
+                                    ticks_between_ns(rec, previous_shown->presented_ticks,
+                                                     fr->presented_ticks)
+                              : 0);
+            emit_char(&e, '\n');
             previous_shown = fr;
         }
     }
+    emit_flush(&e);
     return 0;
 }
 
@@ -164,6 +199,8 @@ int formats_write_mangohud(FILE *f, const void *arg)
     uint64_t count = log->frame_count;
     struct process_cpu_point *cpu_points;
     size_t cpu_count = threads_process_cpu(rec, &cpu_points), cpu_at = 0, rss_at = 0;
+    struct emit e;
+    emit_init(&e, f);
     for (uint64_t i = 0; i < count; i++) {
         const struct fscope_frame *fr = &log->frames[i];
         if (!keep_frame(run->keep, run->primary_log, i))
@@ -183,11 +220,20 @@ int formats_write_mangohud(FILE *f, const void *arg)
          * keeps its nanoseconds. What is not measured (the GPU's temperature, clocks, memory
          * and power, the CPU's temperature) is 0, as MangoHud writes a sensor it cannot
          * read. */
-        fprintf(f, "%g,%lld.%03lld,%.2f,%lld,0,0,0,0,0,0,%.6f,%lld\n",
-                b.frame > 0 ? 1e9 / (double)b.frame : 0.0, (long long)(b.frame / 1000),
-                (long long)(b.frame % 1000), cpu_load, gpu_load, ram_gib,
-                (long long)ticks_ns(rec, fr->end_ticks - origin));
+        emit_printf(&e, "%g,", b.frame > 0 ? 1e9 / (double)b.frame : 0.0);
+        if (b.frame >= 0)
+            e.len += emit_format_fixed(emit_room(&e, EMIT_NUMBER_SIZE), (uint64_t)b.frame, false,
+                                       3);
+        else
+            emit_printf(&e, "%lld.%03lld", (long long)(b.frame / 1000),
+                        (long long)(b.frame % 1000));
+        emit_printf(&e, ",%.2f,", cpu_load);
+        emit_i64(&e, gpu_load);
+        emit_printf(&e, ",0,0,0,0,0,0,%.6f,", ram_gib);
+        emit_i64(&e, ticks_ns(rec, fr->end_ticks - origin));
+        emit_char(&e, '\n');
     }
+    emit_flush(&e);
     free(cpu_points);
     return 0;
 }

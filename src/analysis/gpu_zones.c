@@ -266,7 +266,7 @@ void gpu_zones_write_csv(FILE *f, const struct recording *rec)
     free(t);
 }
 
-void gpu_zones_write_trace(FILE *f, const struct recording *rec, int pid, int64_t base_ns,
+void gpu_zones_write_trace(struct emit *e, const struct recording *rec, int pid, int64_t base_ns,
                            uint64_t from_ticks, bool *first)
 {
     uint32_t named[REC_MAX_DEVICES + 1] = { 0 };
@@ -277,21 +277,27 @@ void gpu_zones_write_trace(FILE *f, const struct recording *rec, int pid, int64_
         long long tid = GPU_ZONE_TID + (long long)s->device_id; /* any uint32_t */
         if (s->device_id <= REC_MAX_DEVICES && !named[s->device_id]) {
             named[s->device_id] = 1;
-            fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%lld,\"name\":\"thread_name\","
-                    "\"args\":{\"name\":\"gpu zones (device %u)\"}}", *first ? "" : ",", pid,
-                    tid, s->device_id);
+            emit_printf(e, "%s\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%lld,\"name\":\"thread_name\","
+                        "\"args\":{\"name\":\"gpu zones (device %u)\"}}", *first ? "" : ",", pid,
+                        tid, s->device_id);
             *first = false;
         }
-        double ts = (double)(recording_mono_ns(rec, s->begin) - base_ns) / 1000.0;
-        double dur = recording_ns(rec, s->end - s->begin) / 1000.0;
-        fprintf(f, "%s\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f,\"name\":",
-                *first ? "" : ",", pid, tid, ts, dur);
+        emit_str(e, *first ? "\n{\"ph\":\"X\",\"pid\":" : ",\n{\"ph\":\"X\",\"pid\":");
+        emit_i64(e, pid);
+        emit_str(e, ",\"tid\":");
+        emit_i64(e, tid);
+        /* Microseconds as "%.3f" of ns / 1000.0 wrote them. */
+        emit_str(e, ",\"ts\":");
+        emit_scaled(e, (double)(recording_mono_ns(rec, s->begin) - base_ns), 3);
+        emit_str(e, ",\"dur\":");
+        emit_scaled(e, recording_ns(rec, s->end - s->begin), 3);
+        emit_str(e, ",\"name\":");
         const char *path = rec->gpu_zone_names[s->name];
         const char *leaf = strrchr(path, '/');
-        json_write_string(f, leaf ? leaf + 1 : path);
-        fputs(",\"args\":{\"path\":", f);
-        json_write_string(f, path);
-        fputs("}}", f);
+        emit_json_string(e, leaf ? leaf + 1 : path);
+        emit_str(e, ",\"args\":{\"path\":");
+        emit_json_string(e, path);
+        emit_str(e, "}}");
         *first = false;
     }
 }

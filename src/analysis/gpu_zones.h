@@ -8,6 +8,8 @@
 
 #include "recording.h"
 
+struct emit;
+
 /* Per path, over the run. */
 struct gpu_zone_total {
     const char *path;
@@ -26,7 +28,7 @@ void gpu_zones_write_json(FILE *f, const struct recording *rec, uint64_t frames)
 void gpu_zones_write_csv(FILE *f, const struct recording *rec);
 /* The trace's events: a track per device, "X" events that nest by containment; those that
  * begin before from_ticks are left out. */
-void gpu_zones_write_trace(FILE *f, const struct recording *rec, int pid, int64_t base_ns,
+void gpu_zones_write_trace(struct emit *e, const struct recording *rec, int pid, int64_t base_ns,
                            uint64_t from_ticks, bool *first);
 
 #endif

@@ -25,7 +25,7 @@
 
 struct trace_writer {
     const struct recording *rec;
-    FILE *f;
+    struct emit *e;
     int pid;
     int64_t base_ns;
     bool first;
@@ -37,12 +37,26 @@ static bool in_window(const struct trace_writer *w, uint64_t ticks)
     return ticks >= w->window_from;
 }
 
+/* An event's opening: every one but the first follows a comma. */
+static void event_open(struct trace_writer *w)
+{
+    emit_str(w->e, w->first ? "\n{" : ",\n{");
+    w->first = false;
+}
+
 static void event_prefix(struct trace_writer *w, const char *ph, int tid, uint64_t ticks)
 {
-    double us = (double)(recording_mono_ns(w->rec, ticks) - w->base_ns) / 1000.0;
-    fprintf(w->f, "%s\n{\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f", w->first ? "" : ",",
-            ph, w->pid, tid, us);
-    w->first = false;
+    struct emit *e = w->e;
+    event_open(w);
+    emit_str(e, "\"ph\":\"");
+    emit_str(e, ph);
+    emit_str(e, "\",\"pid\":");
+    emit_i64(e, w->pid);
+    emit_str(e, ",\"tid\":");
+    emit_i64(e, tid);
+    emit_str(e, ",\"ts\":");
+    /* Microseconds as "%.3f" of (double)ns / 1000.0 wrote them. */
+    emit_scaled(e, (double)(recording_mono_ns(w->rec, ticks) - w->base_ns), 3);
 }
 
 int trace_thread_replay(const struct recording *rec, const struct recording_thread *t,
@@ -106,35 +120,35 @@ static void json_zone(void *ctx, const struct trace_zone_event *e)
         if (!in_window(w, e->ticks))
             return;
         event_prefix(w, "i", j->tid, e->ticks);
-        fputs(",\"s\":\"t\",\"name\":", w->f);
-        json_write_string(w->f, e->name);
-        fputc('}', w->f);
+        emit_str(w->e, ",\"s\":\"t\",\"name\":");
+        emit_json_string(w->e, e->name);
+        emit_char(w->e, '}');
         break;
     case TRACE_ZONE_BEGIN:
         j->dropped[e->depth] = !in_window(w, e->ticks);
         if (j->dropped[e->depth])
             return;
         event_prefix(w, "B", j->tid, e->ticks);
-        fputs(",\"name\":", w->f);
-        json_write_string(w->f, e->name);
-        fputc('}', w->f);
+        emit_str(w->e, ",\"name\":");
+        emit_json_string(w->e, e->name);
+        emit_char(w->e, '}');
         break;
     case TRACE_ZONE_END:
         if (j->dropped[e->depth])
             return;
         event_prefix(w, "E", j->tid, e->ticks);
-        fputs(e->open_at_dump ? ",\"args\":{\"open_at_dump\":true}}" : "}", w->f);
+        emit_str(w->e, e->open_at_dump ? ",\"args\":{\"open_at_dump\":true}}" : "}");
         break;
     }
 }
 
 static int write_thread(struct trace_writer *w, const struct recording_thread *t)
 {
-    fprintf(w->f, "%s\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
-            "\"args\":{\"name\":", w->first ? "" : ",", w->pid, t->tid);
-    json_write_string(w->f, t->name[0] ? t->name : "thread");
-    fputs("}}", w->f);
-    w->first = false;
+    event_open(w);
+    emit_printf(w->e, "\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\","
+                "\"args\":{\"name\":", w->pid, t->tid);
+    emit_json_string(w->e, t->name[0] ? t->name : "thread");
+    emit_str(w->e, "}}");
     struct json_thread j = { .w = w, .tid = t->tid };
     return trace_thread_replay(w->rec, t, json_zone, &j);
 }
@@ -149,9 +163,9 @@ static void write_hitches(struct trace_writer *w, const struct hitch_stats *hitc
             continue;
         char name[TRACE_HITCH_NAME_SIZE];
         event_prefix(w, "i", h->tid ? h->tid : w->pid, h->end_ticks);
-        fputs(",\"s\":\"t\",\"name\":", w->f);
-        json_write_string(w->f, trace_hitch_name(h, name));
-        fprintf(w->f, ",\"args\":{\"frame\":%llu,\"surface\":%u,\"frame_ms\":%.3f,"
+        emit_str(w->e, ",\"s\":\"t\",\"name\":");
+        emit_json_string(w->e, trace_hitch_name(h, name));
+        emit_printf(w->e, ",\"args\":{\"frame\":%llu,\"surface\":%u,\"frame_ms\":%.3f,"
                 "\"median_ms\":%.3f}}", (unsigned long long)h->frame, h->log,
                 (double)h->frame_ns / 1e6, (double)h->median_ns / 1e6);
     }
@@ -214,10 +228,11 @@ static void interval_prefix(struct trace_writer *w, int tid, uint64_t begin, uin
                             const char *name)
 {
     event_prefix(w, "X", tid, begin);
-    double dur = (double)(recording_mono_ns(w->rec, end) - recording_mono_ns(w->rec, begin)) /
-                 1000.0;
-    fprintf(w->f, ",\"dur\":%.3f,\"name\":", dur);
-    json_write_string(w->f, name);
+    emit_str(w->e, ",\"dur\":");
+    emit_scaled(w->e,
+                (double)(recording_mono_ns(w->rec, end) - recording_mono_ns(w->rec, begin)), 3);
+    emit_str(w->e, ",\"name\":");
+    emit_json_string(w->e, name);
 }
 
 static void json_interval(void *ctx, const struct trace_interval *iv)
@@ -228,23 +243,30 @@ static void json_interval(void *ctx, const struct trace_interval *iv)
     interval_prefix(w, iv->tid, iv->begin_ticks, iv->end_ticks, iv->name);
     if (iv->recording) {
         const struct cmd_recording *r = iv->recording;
-        fprintf(w->f, ",\"args\":{\"commands\":%u,\"draws\":%u,\"binds\":%u,\"redundant\":%u,"
-                "\"secondary\":%s,\"pool\":", r->commands, r->draws, r->binds, r->redundant,
-                r->flags & CMD_RECORDING_SECONDARY ? "true" : "false");
-        json_write_string(w->f, iv->pool);
+        emit_str(w->e, ",\"args\":{\"commands\":");
+        emit_u64(w->e, r->commands);
+        emit_str(w->e, ",\"draws\":");
+        emit_u64(w->e, r->draws);
+        emit_str(w->e, ",\"binds\":");
+        emit_u64(w->e, r->binds);
+        emit_str(w->e, ",\"redundant\":");
+        emit_u64(w->e, r->redundant);
+        emit_str(w->e, r->flags & CMD_RECORDING_SECONDARY ? ",\"secondary\":true,\"pool\":"
+                                                          : ",\"secondary\":false,\"pool\":");
+        emit_json_string(w->e, iv->pool);
         if (r->flags & CMD_RECORDING_FAILED)
-            fputs(",\"failed\":true", w->f);
+            emit_str(w->e, ",\"failed\":true");
     } else {
-        fputs(",\"args\":{\"pool\":", w->f);
-        json_write_string(w->f, iv->pool);
+        emit_str(w->e, ",\"args\":{\"pool\":");
+        emit_json_string(w->e, iv->pool);
         if (iv->command_buffer) {
-            fputs(",\"command_buffer\":", w->f);
-            json_write_string(w->f, iv->command_buffer);
+            emit_str(w->e, ",\"command_buffer\":");
+            emit_json_string(w->e, iv->command_buffer);
         }
         if (iv->pool_op->kind == POOL_OP_FREE)
-            fprintf(w->f, ",\"count\":%u", iv->pool_op->count);
+            emit_printf(w->e, ",\"count\":%u", iv->pool_op->count);
     }
-    fputs("}}", w->f);
+    emit_str(w->e, "}}");
 }
 
 static double mib(uint64_t bytes)
@@ -345,17 +367,22 @@ static void json_counter(void *ctx, const struct trace_counter *c)
     if (!in_window(w, c->ticks))
         return;
     event_prefix(w, "C", w->pid, c->ticks);
-    fputs(",\"name\":", w->f);
-    json_write_string(w->f, c->name);
-    fputs(",\"args\":{", w->f);
+    emit_str(w->e, ",\"name\":");
+    emit_json_string(w->e, c->name);
+    emit_str(w->e, ",\"args\":{");
     for (unsigned k = 0; k < c->count; k++) {
         double value = isfinite(c->values[k]) ? c->values[k] : 0.0;
+        emit_str(w->e, k ? ",\"" : "\"");
+        emit_str(w->e, c->keys[k]);
+        emit_str(w->e, "\":");
         if (c->integer)
-            fprintf(w->f, "%s\"%s\":%llu", k ? "," : "", c->keys[k], (unsigned long long)value);
+            emit_u64(w->e, (unsigned long long)value);
+        else if (c->duration && k == 0 && value == (double)c->ns / 1e6)
+            emit_scaled(w->e, (double)c->ns, 6); /* "%.6f" of value, without printf */
         else
-            fprintf(w->f, "%s\"%s\":%.6f", k ? "," : "", c->keys[k], value);
+            emit_printf(w->e, "%.6f", value);
     }
-    fputs("}}", w->f);
+    emit_str(w->e, "}}");
 }
 
 /* The latest moment anything of the trace happened at: where its window ends. */
@@ -408,7 +435,8 @@ bool trace_time_range(const struct recording *rec, const struct trace_run *run,
 
 int trace_write_run(FILE *f, const struct recording *rec, const struct trace_run *run)
 {
-    struct trace_writer w = { .rec = rec, .f = f, .pid = rec->pid, .first = true };
+    struct emit out;
+    struct trace_writer w = { .rec = rec, .e = &out, .pid = rec->pid, .first = true };
     uint64_t first, last;
     int64_t window_ns = run ? run->window_ns : 0;
     bool windowed = false;
@@ -426,16 +454,20 @@ int trace_write_run(FILE *f, const struct recording *rec, const struct trace_run
                 "out; trace.perfetto-trace holds them all\"", (double)window_ns / 1e9,
                 (double)recording_mono_ns(rec, w.window_from) / 1000.0);
     fputs("},\"traceEvents\":[", f);
+    emit_init(&out, f);
     for (unsigned i = 0; i < rec->thread_count; i++) {
         int e = write_thread(&w, &rec->threads[i]);
-        if (e)
+        if (e) {
+            emit_flush(&out);
             return e;
+        }
     }
-    gpu_zones_write_trace(f, rec, w.pid, w.base_ns, w.window_from, &w.first);
+    gpu_zones_write_trace(&out, rec, w.pid, w.base_ns, w.window_from, &w.first);
     write_hitches(&w, run ? run->hitches : NULL);
     trace_engine_intervals(rec, json_interval, &w);
     trace_counters(rec, run, json_counter, &w);
-    fputs("\n]}\n", f);
+    emit_str(&out, "\n]}\n");
+    emit_flush(&out);
     return 0;
 }
 
