@@ -747,6 +747,22 @@ static void counter_ns(struct perfetto_writer *w, uint64_t ticks, const char *na
     event_end(w, m);
 }
 
+/* snprintf(buf, size, "%.*s%s%s", head_len, head, middle, tail), without printf: every
+ * counter event names its track, four a frame (snprintf was 6% of the Perfetto trace's time
+ * on 100,000 frames: perf, the 2-core VM, 2026-12-06). */
+static void name_join(char *buf, size_t size, const char *head, size_t head_len,
+                      const char *middle, const char *tail)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < head_len && head[i] && len + 1 < size; i++)
+        buf[len++] = head[i];
+    for (const char *p = middle; *p && len + 1 < size; p++)
+        buf[len++] = *p;
+    for (const char *p = tail; *p && len + 1 < size; p++)
+        buf[len++] = *p;
+    buf[len] = '\0';
+}
+
 /* A counter with one value is the track of its name; with several, one track per value,
  * "name key", as Perfetto names trace.json's. A duration's track is named without its " ms"
  * ("cpu", "gpu busy surface 1"), its values in nanoseconds. */
@@ -756,20 +772,20 @@ static void counter_event(void *ctx, const struct trace_counter *c)
     char name[112];
     if (c->duration) {
         const char *ms = strstr(c->name, " ms");
-        int head = ms ? (int)(ms - c->name) : (int)strlen(c->name);
-        snprintf(name, sizeof(name), "%.*s%s", head, c->name, ms ? ms + 3 : "");
+        size_t head = ms ? (size_t)(ms - c->name) : strlen(c->name);
+        name_join(name, sizeof(name), c->name, head, ms ? ms + 3 : "", "");
         counter_ns(w, c->ticks, name, c->ns);
         return;
     }
     for (unsigned k = 0; k < c->count; k++) {
         if (c->count > 1)
-            snprintf(name, sizeof(name), "%s %s", c->name, c->keys[k]);
+            name_join(name, sizeof(name), c->name, SIZE_MAX, " ", c->keys[k]);
         else
-            snprintf(name, sizeof(name), "%s", c->name);
+            name_join(name, sizeof(name), c->name, SIZE_MAX, "", "");
         counter_value(w, c->ticks, name, c->values[k]);
     }
     if (c->frame_ns) {
-        snprintf(name, sizeof(name), "frame time%s", c->name + strlen("fps"));
+        name_join(name, sizeof(name), "frame time", SIZE_MAX, c->name + strlen("fps"), "");
         counter_ns(w, c->ticks, name, c->frame_ns);
     }
 }
