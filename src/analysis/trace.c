@@ -166,8 +166,8 @@ static void write_hitches(struct trace_writer *w, const struct hitch_stats *hitc
         emit_str(w->e, ",\"s\":\"t\",\"name\":");
         emit_json_string(w->e, trace_hitch_name(h, name));
         emit_printf(w->e, ",\"args\":{\"frame\":%llu,\"surface\":%u,\"frame_ms\":%.3f,"
-                "\"median_ms\":%.3f}}", (unsigned long long)h->frame, h->log,
-                (double)h->frame_ns / 1e6, (double)h->median_ns / 1e6);
+                    "\"median_ms\":%.3f}}", (unsigned long long)h->frame, h->log,
+                    (double)h->frame_ns / 1e6, (double)h->median_ns / 1e6);
     }
 }
 
