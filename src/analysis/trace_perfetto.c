@@ -181,6 +181,11 @@ static uint64_t intern(struct perfetto_writer *w, const char *name, bool *ret_ne
     return w->name_count;
 }
 
+/* Deflate's level: 2 (measured on 1,000,000 frames of the demo, tests/bench/README.md): 3.6%
+ * more bytes than 6 in 43% of its time, 3.7% fewer than 1 in the same time. The trace is on
+ * the run's exit path. */
+#define DEFLATE_LEVEL 2
+
 /* Writes the batch out, compressed where zlib is, and empties it. */
 static void batch_flush(struct perfetto_writer *w)
 {
@@ -195,7 +200,7 @@ static void batch_flush(struct perfetto_writer *w)
     uLongf packed_len = compressBound((uLong)b->len);
     unsigned char *packed = malloc(packed_len);
     struct proto_buf outer = { 0 };
-    if (packed && compress2(packed, &packed_len, b->data, (uLong)b->len, 6) == Z_OK) {
+    if (packed && compress2(packed, &packed_len, b->data, (uLong)b->len, DEFLATE_LEVEL) == Z_OK) {
         size_t packet = proto_begin(&outer, TRACE_PACKET);
         proto_bytes(&outer, PACKET_COMPRESSED, packed, packed_len);
         proto_end(&outer, packet);
