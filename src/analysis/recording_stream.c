@@ -97,7 +97,8 @@ static int stream_index(struct reader *r, struct stream_source *s)
             .item_size = range.item_size };
         at += sizeof(range) + padded;
     }
-    qsort(s->ranges, s->count, sizeof(*s->ranges), range_compare);
+    if (s->count)
+        qsort(s->ranges, s->count, sizeof(*s->ranges), range_compare);
     for (size_t i = 1; i < s->count; i++)
         if (s->ranges[i].offset == s->ranges[i - 1].offset)
             return reader_malformed(r, "the stream file holds two ranges for the chunk at %llu",

@@ -580,7 +580,7 @@ static void gpu_zones(struct perfetto_writer *w)
     if (!rec->gpu_zone_count)
         return;
     struct interval *all = calloc(rec->gpu_zone_count, sizeof(*all));
-    struct lanes *l = malloc(sizeof(*l));
+    struct lanes *l = calloc(1, sizeof(*l)); /* no lanes until a zone has a name */
     if (!all || !l) {
         w->failed = true;
         goto done;
@@ -661,7 +661,7 @@ static void engine_intervals(struct perfetto_writer *w)
 {
     struct engine_ctx c = { .w = w };
     trace_engine_intervals(w->rec, engine_collect, &c);
-    struct lanes *l = c.count ? malloc(sizeof(*l)) : NULL;
+    struct lanes *l = c.count ? calloc(1, sizeof(*l)) : NULL;
     if (c.failed || (c.count && !l)) {
         w->failed = true;
         goto done;
