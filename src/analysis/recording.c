@@ -788,10 +788,6 @@ static int read_from(const void *bytes, size_t len, int stream_fd, bool release_
     if (e)
         return e;
     r.release_chunks = release_chunks;
-    if (stream_fd >= 0 && (e = stream_source_open(&r, stream_fd, h->version, &r.stream))) {
-        free(h);
-        return e;
-    }
     if (h->layout != REC_LAYOUT_ARENA) {
         uint32_t layout = h->layout;
         free(h);
@@ -829,6 +825,8 @@ static int read_from(const void *bytes, size_t len, int stream_fd, bool release_
     rec->gpu_timing = true;
     if (!isfinite(rec->ns_per_tick) || rec->ns_per_tick <= 0 || rec->ns_per_tick > 1e6)
         e = reader_malformed(&r, "the recording's clock rate is not a rate");
+    if (!e && stream_fd >= 0)
+        e = stream_source_open(&r, stream_fd, h->version, &r.stream);
     r.entry = CLAIM_HEADER;
     if (!e)
         e = reader_claim(&r, 0, h->header_size, 1, NULL, 0);
