@@ -40,7 +40,15 @@ def test_lock_wait(build, demo):
     check(blocked >= 0.8 * hold_ms, f"blocked outside Vulkan {blocked:.3f} ms, the lock is "
           f"held {hold_ms} ms")
     check(blocked > 2 * mean_ms(rows, "cpu_busy_ms"), "the lock wait was counted as CPU work")
-    check("blocked outside Vulkan" in summary["verdict"]["reason"], summary["verdict"]["reason"])
+    # Who woke the thread (a worker: CPU, named) comes from the wake-up chain; without tracefs
+    # a sleep at a steady cadence reads as the app's own limiter, as framescope(1) says.
+    wakeups = summary["hitches"]["wakeups"]
+    if wakeups["state"] != "on" and "no tracefs" in wakeups["why"]:
+        print(f"no tracefs mounted here (tools/setup.sh test mounts it as root): the verdict's "
+              f"reason is not checked: {wakeups['why']}")
+    else:
+        check("blocked outside Vulkan" in summary["verdict"]["reason"],
+              summary["verdict"]["reason"])
     check(abs(kernel["cpu_blocked_ms"] - blocked) < 1e-3 * max(1, blocked),
           f"summary.json {kernel['cpu_blocked_ms']} != frames.csv {blocked}")
     print(f"lock held {hold_ms} ms a frame: blocked outside Vulkan {blocked:.3f} ms, busy "
