@@ -70,7 +70,7 @@ static void check_numbers(void)
     for (int i = 0; i < 200000; i++) {
         uint64_t r = next_random(&state);
         check_integer((int64_t)(r >> (r % 64)));
-        check_integer(-(int64_t)(r >> (r % 64 + 1)));
+        check_integer(-(int64_t)(r >> (r % 63 + 1))); /* at most 2^63 - 1: negated exactly */
     }
 
     /* Every power of two up to the bound and either side of it, and random values at every
