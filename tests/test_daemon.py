@@ -1318,6 +1318,47 @@ def test_agree(build, demo):
     print("; ".join(seen))
 
 
+def test_streamed_exit(build, demo):
+    """An app that streamed its recording to disk, judged at its own exit (its summary on)
+    and captured by the daemon once it is gone: both read the streamed chunks from the stream
+    file, and neither changes the recording for the other (issue 35: the app's exit no longer
+    brings the chunks back into the recording's memory, and must not leave it claiming them).
+    The daemon's capture holds every frame, as the app's summary counted them."""
+    state = tempfile.mkdtemp(prefix="fscope-state-")
+    with Weston() as w:
+        env = app_env(build, w)
+        # The rate, measured here, sizes the run: three seconds of frames (the stream thread
+        # wakes each second) and at least four chunks of them.
+        args = [demo, "--output", "offscreen", "--width", "16", "--height", "16"]
+        probe = subprocess.run(args + ["--frames", "600"], env=env, capture_output=True,
+                               text=True, timeout=120)
+        check(probe.returncode == 0, probe.stderr[-1500:])
+        fps = float(re.search(r"([\d.]+) fps", probe.stdout).group(1))
+        frames = max(int(fps * 3), 4 * 600)
+        d = Daemon(build, w.runtime, state).start()
+        try:
+            app = subprocess.run(args + ["--frames", str(frames)],
+                                 env=dict(env, FRAMESCOPE_LOG="debug"), capture_output=True,
+                                 text=True, timeout=300)
+            check(app.returncode == 0, app.stderr[-1500:])
+            d.wait_for("; capture ", timeout=120)
+        finally:
+            d.stop()
+    streamed = re.search(r"read back (\d+) KiB of the recording streamed", app.stderr)
+    check(streamed and int(streamed.group(1)) > 0, f"nothing was streamed:\n{app.stderr[-1500:]}")
+    # The first present opens the first frame: N presents close N - 1.
+    said = re.search(r"^  frames +(\d+) ", app.stderr, re.M)
+    check(said and int(said.group(1)) == frames - 1, f"the app's summary: {app.stderr[-1500:]}")
+    made = captures(state)
+    check(len(made) == 1, f"{len(made)} captures")
+    summary = capture_frames(made[0])
+    check(summary["frames"] == frames - 1, f"the daemon's capture holds {summary['frames']} "
+          f"frames, the app's summary {frames - 1}")
+    reproduce(build, made[0])
+    print(f"{frames} frames, {streamed.group(1)} KiB streamed: the app's summary and the "
+          f"daemon's capture both hold every frame")
+
+
 if __name__ == "__main__":  # test_guide.py imports Daemon from here
     main({"crash": test_crash, "snapshot_keep": test_snapshot_keep, "restart": test_restart,
           "no_daemon": test_no_daemon,
@@ -1327,4 +1368,4 @@ if __name__ == "__main__":  # test_guide.py imports Daemon from here
           "escapes": test_escapes, "hung_analysis": test_hung_analysis,
           "sparse_claims": test_sparse_claims, "stop_cleanup": test_stop_cleanup,
           "deadline_cleanup": test_deadline_cleanup, "keep_claims": test_keep_claims,
-          "queue": test_queue, "agree": test_agree})
+          "queue": test_queue, "agree": test_agree, "streamed_exit": test_streamed_exit})

@@ -182,9 +182,9 @@ int recording_read_streamed(const void *bytes, size_t len, int stream_fd,
                             struct recording **ret, char *why, size_t why_len);
 /* An ended run's recording read, as an observer (framescope run, framescoped) or the app at
  * its exit reads it: machine (the one the run ended on, as the caller described it: analysis
- * reads no machine; NULL: none) recorded, then recording_read_streamed, and the arena marked
- * as holding every chunk (*ret copies the streamed ones into a capture). bytes is writable;
- * it is not read again. */
+ * reads no machine; NULL: none) recorded, then recording_read_streamed. bytes is writable;
+ * nothing else of it changes, so another reader (framescoped after the app's own exit) reads
+ * the same recording. */
 int recording_read_ended(void *bytes, size_t len, int stream_fd,
                          const struct system_description *machine, struct recording **ret,
                          char *why, size_t why_len);

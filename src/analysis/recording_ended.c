@@ -23,26 +23,6 @@ void recording_system_from(struct rec_system *ret, const struct system_descripti
     snprintf(ret->scheduler, sizeof(ret->scheduler), "%s", machine->scheduler);
 }
 
-/* Marks the arena's arrays as holding every chunk (none streamed), once their streamed chunks
- * were read: a capture packed from it says so (recording_pack_write copies them). */
-static void stream_mark_whole(void *bytes, size_t len)
-{
-    struct reader r = { .bytes = bytes, .len = len };
-    const struct rec_header *h = bytes;
-    if (reader_check_header(&r, h))
-        return;
-    for (uint32_t i = 0; i < reader_directory_entries(h); i++) {
-        uint32_t type;
-        void *object;
-        if (reader_directory_object(&r, h, i, &type, &object) || !object)
-            continue;
-        struct chunked *arrays[READER_ARRAYS_MAX];
-        unsigned count = reader_object_arrays(type, object, arrays);
-        for (unsigned k = 0; k < count; k++)
-            atomic_store(&arrays[k]->streamed_chunks, 0);
-    }
-}
-
 int recording_read_ended(void *bytes, size_t len, int stream_fd,
                          const struct system_description *machine, struct recording **ret,
                          char *why, size_t why_len)
@@ -55,8 +35,6 @@ int recording_read_ended(void *bytes, size_t len, int stream_fd,
     }
     if (e == 0)
         e = recording_read_streamed(bytes, len, stream_fd, ret, why, why_len);
-    if (e == 0 && (*ret)->stream)
-        stream_mark_whole(bytes, len);
     return e;
 }
 

@@ -256,6 +256,24 @@ int recording_pack_write(FILE *f, const void *bytes, size_t len, const struct re
     return e;
 }
 
+/* A packed recording holds every chunk of its arrays, those its app had streamed copied from
+ * the stream file (recording_pack_write): none is left to read from elsewhere. */
+static void unpacked_whole(void *image, size_t len)
+{
+    struct reader r = { .bytes = image, .len = len };
+    const struct rec_header *h = image;
+    for (uint32_t i = 0; i < reader_directory_entries(h); i++) {
+        uint32_t type;
+        void *object;
+        if (reader_directory_object(&r, h, i, &type, &object) || !object)
+            continue;
+        struct chunked *arrays[READER_ARRAYS_MAX];
+        unsigned count = reader_object_arrays(type, object, arrays);
+        for (unsigned k = 0; k < count; k++)
+            atomic_store(&arrays[k]->streamed_chunks, 0);
+    }
+}
+
 int recording_unpack(const void *file, size_t file_len, void **ret_bytes, size_t *ret_len,
                      char *why, size_t why_len)
 {
@@ -331,6 +349,8 @@ int recording_unpack(const void *file, size_t file_len, void **ret_bytes, size_t
     compact_coder_destroy(coder);
     if (e && image != MAP_FAILED)
         munmap(image, (size_t)used);
+    if (!e)
+        unpacked_whole(image, (size_t)used);
     if (!e) {
         *ret_bytes = image;
         *ret_len = (size_t)used;

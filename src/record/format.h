@@ -107,7 +107,8 @@ enum rec_layout {
     /* A capture's recording.fsr since version 10: the header (its used the arena's length),
      * then, from the next multiple of 8, struct rec_range after struct rec_range in the
      * order of their offsets, none overlapping, to the end of the file. Every byte of the
-     * arena no range holds is zero. */
+     * arena no range holds is zero. It holds every chunk of its arrays, those streamed too
+     * (their ranges copied from the stream file): a reader takes streamed_chunks as 0. */
     REC_LAYOUT_PACKED = 1,
 };
 
