@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/frames.h"
 #include "analysis/live.h"
 #include "analysis/recording.h"
 #include "analysis/report.h"
@@ -85,10 +86,10 @@ static inline struct recording *synth_recording(uint64_t frames)
     snprintf(log->label, sizeof(log->label), "synthetic surface");
     log->surface = FRAME_SURFACE_WAYLAND;
     log->tracked = true;
-    log->frames = calloc(frames, sizeof(*log->frames));
-    if (!log->frames)
+    /* The frames built here, then kept as analysis keeps them (frames.h). */
+    struct fscope_frame *built = calloc(frames ? frames : 1, sizeof(*built));
+    if (!built)
         goto error;
-    log->frame_count = frames;
     snprintf(rec->gpu_zone_names[0], sizeof(rec->gpu_zone_names[0]), "frame");
     snprintf(rec->gpu_zone_names[1], sizeof(rec->gpu_zone_names[1]), "frame/draw");
     rec->engine.present = true;
@@ -98,10 +99,12 @@ static inline struct recording *synth_recording(uint64_t frames)
     /* The events of even frames first, then odd frames': two CPUs' rings drained in turn. */
     struct sched_event *odd = calloc(frames * SYNTH_SCHED_PER_FRAME + 1, sizeof(*odd));
     uint64_t odd_count = 0;
-    if (!odd)
+    if (!odd) {
+        free(built);
         goto error;
+    }
     for (uint64_t i = 0; i < frames; i++) {
-        struct fscope_frame *f = &log->frames[i];
+        struct fscope_frame *f = &built[i];
         bool hitch = i % 50 == 25;
         uint64_t length = hitch ? SYNTH_HITCH_NS : SYNTH_FRAME_NS;
         int tid = i < frames / 2 ? SYNTH_FIRST_TID : SYNTH_SECOND_TID;
@@ -168,6 +171,10 @@ static inline struct recording *synth_recording(uint64_t frames)
     }
     memcpy(&rec->kernel.sched_events[sched], odd, odd_count * sizeof(*odd));
     free(odd);
+    int stored = frame_store_set(log, built, frames);
+    free(built);
+    if (stored)
+        goto error;
     rec->kernel.sched_count = sched + odd_count;
     for (uint64_t i = 0; i < rec->kernel.sched_count; i++)
         rec->kernel.sched_marks += rec->kernel.sched_events[i].kind == SCHED_EVENT_PAUSED ||

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frames.h"
 #include "presentation.h"
 #include "stats.h"
 #include "wakeups.h"
@@ -24,11 +25,6 @@ const char *block_name(enum fscope_block kind)
     return kind < FSCOPE_BLOCK_COUNT ? block_names[kind] : "unknown";
 }
 
-static bool mode_is_fifo(int32_t mode)
-{
-    return mode == PRESENT_FIFO || mode == PRESENT_FIFO_RELAXED;
-}
-
 /* Modes in which the app never waits for the display: it outruns it. */
 static bool mode_is_mailbox_like(int32_t mode)
 {
@@ -39,7 +35,7 @@ static bool mode_is_mailbox_like(int32_t mode)
  * the app's own cadence without discards (presentation feedback), or, without feedback, a
  * FIFO swapchain on a surface a display shows. An app that outruns the display never is. */
 void display_evidence_compute(const struct recording *rec, const struct recording_log *log,
-                              struct display_evidence *ret)
+                              const struct presentation_log *facts, struct display_evidence *ret)
 {
     memset(ret, 0, sizeof(*ret));
     uint64_t count = log->frame_count;
@@ -50,43 +46,22 @@ void display_evidence_compute(const struct recording *rec, const struct recordin
                                                    : "no swapchain: no display shows these frames");
         return;
     }
-    uint64_t presented = 0, discarded = 0, fifo = 0;
-    for (uint64_t i = 0; i < count; i++) {
-        const struct fscope_frame *f = &log->frames[i];
-        fifo += mode_is_fifo(f->present_mode);
-        if (f->present_state == FRAME_PRESENT_PRESENTED)
-            presented++;
-        else if (f->present_state == FRAME_PRESENT_DISCARDED && !frame_recreation_discard(log, i))
-            discarded++;
+    if (!facts || !facts->ok) {
+        snprintf(ret->why, sizeof(ret->why), "out of memory");
+        return;
     }
+    uint64_t presented = facts->account.presented;
+    uint64_t discarded = facts->account.discarded - facts->account.discarded_recreation;
+    uint64_t fifo = facts->fifo;
     /* The cadences as the presentation lines state them: one computation for both. */
-    struct presentation_cadence cadence = { 0 };
-    presentation_cadence(rec, log, &cadence);
-    ret->app_interval_ms = cadence.app_ms;
-    ret->shown_interval_ms = cadence.shown_ms;
-    size_t nshown = cadence.shown_intervals;
+    ret->app_interval_ms = facts->cadence.app_ms;
+    ret->shown_interval_ms = facts->cadence.shown_ms;
+    size_t nshown = facts->cadence.shown_intervals;
     /* Steady: 80% of the frames within 10% of the median interval. */
-    uint64_t near = 0;
-    for (uint64_t i = 0; i < count; i++) {
-        double ms = recording_ns(rec, log->frames[i].end_ticks - log->frames[i].start_ticks) / 1e6;
-        near += ms >= 0.9 * ret->app_interval_ms && ms <= 1.1 * ret->app_interval_ms;
-    }
-    ret->steady = count >= 4 && (double)near >= 0.8 * (double)count;
+    ret->steady = count >= 4 && (double)facts->near_cadence >= 0.8 * (double)count;
     /* Where the compositor flags vsync, the refresh it claims is one refresh (else, as Weston
      * headless, what it shows is all there is to go by). */
-    uint64_t vsync = 0;
-    double *claimed = presented ? malloc(presented * sizeof(*claimed)) : NULL;
-    size_t nclaimed = 0;
-    for (uint64_t i = 0; i < count; i++) {
-        const struct fscope_frame *f = &log->frames[i];
-        if (f->present_state != FRAME_PRESENT_PRESENTED)
-            continue;
-        vsync += (f->present_flags & 0x1) != 0;
-        if (claimed && f->refresh_ns && nclaimed < presented)
-            claimed[nclaimed++] = f->refresh_ns / 1e6;
-    }
-    double refresh_ms = vsync * 2 > presented ? stats_median(claimed, nclaimed) : 0;
-    free(claimed);
+    double refresh_ms = facts->vsync * 2 > presented ? facts->claimed_ms : 0;
     uint64_t decided = presented + discarded;
     if (log->tracked && decided >= 4 && nshown >= 2) {
         ret->confirmed = true;
@@ -142,13 +117,16 @@ void display_evidence_wakes(const struct recording *rec, const struct recording_
     if (!rec->kernel.present || !log->frame_count)
         return;
     struct frame_wake *wakes = calloc(log->frame_count, sizeof(*wakes));
-    if (!wakes)
+    struct frame_cursor c;
+    if (!wakes || !frame_cursor_open(&c, rec, log)) {
+        free(wakes);
         return;
+    }
     for (uint64_t i = 0; i < log->frame_count; i++) {
         struct frame_wake *fw = &wakes[i];
         struct wakeup_view w;
         if (sched && sched->count)
-            frame_wakeups(rec, sched, &log->frames[i], &w);
+            frame_wakeups(rec, sched, frame_at(&c, i), &w);
         if (!sched || !sched->count || !w.known) {
             fw->cadence_display = ev->cadence_display;
             fw->cadence_own = !ev->cadence_display && ev->steady;
@@ -176,8 +154,8 @@ void display_evidence_wakes(const struct recording *rec, const struct recording_
             fw->timer_ns = 0;
         }
     }
+    frame_cursor_close(&c);
     ev->wakes = wakes;
-    ev->frames = log->frames;
     ev->frame_count = log->frame_count;
 }
 
@@ -185,12 +163,12 @@ void display_evidence_wakes(const struct recording *rec, const struct recording_
  * by the wakers of the frame's sleeps where the wake-up chain recorded it (the display's
  * first, then the timer's, then its threads', each at most what is left: its sleeps in
  * Vulkan calls are not told apart from those outside), else the whole of it by the cadence. */
-static void split_blocked(const struct fscope_frame *f, const struct display_evidence *ev,
+static void split_blocked(uint64_t index, const struct display_evidence *ev,
                           struct frame_budget_ns *b)
 {
-    if (!ev->wakes || f < ev->frames || f >= ev->frames + ev->frame_count)
+    if (!ev->wakes || index >= ev->frame_count)
         return;
-    const struct frame_wake *fw = &ev->wakes[f - ev->frames];
+    const struct frame_wake *fw = &ev->wakes[index];
     if (!fw->chain) {
         if (fw->cadence_display || fw->cadence_own)
             b->wake_evidence = WAKE_EVIDENCE_CADENCE;
@@ -212,7 +190,7 @@ static void split_blocked(const struct fscope_frame *f, const struct display_evi
     }
 }
 
-void frame_budget(const struct recording *rec, const struct fscope_frame *f,
+void frame_budget(const struct recording *rec, const struct fscope_frame *f, uint64_t index,
                   const struct display_evidence *ev, struct frame_budget_ns *ret)
 {
     memset(ret, 0, sizeof(*ret));
@@ -269,7 +247,7 @@ void frame_budget(const struct recording *rec, const struct fscope_frame *f,
         ret->cpu_starved = ret->runnable < left ? ret->runnable : left;
         ret->cpu_busy = left - ret->cpu_starved;
         if (ev && ret->cpu_blocked > 0)
-            split_blocked(f, ev, ret);
+            split_blocked(index, ev, ret);
     }
 }
 

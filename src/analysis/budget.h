@@ -34,7 +34,13 @@ enum fscope_verdict {
 /* VkPresentModeKHR values (analysis does not include Vulkan). */
 enum { PRESENT_IMMEDIATE = 0, PRESENT_MAILBOX = 1, PRESENT_FIFO = 2, PRESENT_FIFO_RELAXED = 3 };
 
+static inline bool present_mode_fifo(int32_t mode)
+{
+    return mode == PRESENT_FIFO || mode == PRESENT_FIFO_RELAXED;
+}
+
 struct sched_index;
+struct presentation_log;
 
 /* Whether a surface's display paces its frames: evidence, not assumption. */
 struct display_evidence {
@@ -50,8 +56,7 @@ struct display_evidence {
     bool cadence_display;
     /* What woke each of the log's frames' closing thread from its longest sleep
      * (display_evidence_wakes); NULL: not known. */
-    struct frame_wake *wakes;
-    const struct fscope_frame *frames; /* the log's, which wakes follows */
+    struct frame_wake *wakes; /* by the frame's place in its log */
     uint64_t frame_count;
 };
 
@@ -70,7 +75,7 @@ struct frame_wake {
 void display_evidence_wakes(const struct recording *rec, const struct recording_log *log,
                             const struct sched_index *sched, struct display_evidence *ev);
 void display_evidence_compute(const struct recording *rec, const struct recording_log *log,
-                              struct display_evidence *ret);
+                              const struct presentation_log *facts, struct display_evidence *ret);
 
 struct frame_budget_ns {
     int64_t frame, cpu, gpu_busy;
@@ -102,8 +107,9 @@ struct frame_budget_ns {
 };
 
 /* Splits a frame into nanoseconds so that cpu + blocks == frame exactly, and splits its
- * blocks by GPU activity and by what the display evidence allows. */
-void frame_budget(const struct recording *rec, const struct fscope_frame *f,
+ * blocks by GPU activity and by what the display evidence allows (ev: its log's; index: the
+ * frame's place in that log). */
+void frame_budget(const struct recording *rec, const struct fscope_frame *f, uint64_t index,
                   const struct display_evidence *ev, struct frame_budget_ns *ret);
 enum fscope_verdict frame_verdict(const struct frame_budget_ns *b);
 const char *verdict_name(enum fscope_verdict v);

@@ -1,6 +1,7 @@
 #include "counters.h"
 
 #include "emit.h"
+#include "frames.h"
 
 static const char *state_name(enum rec_counter_state state)
 {
@@ -19,8 +20,11 @@ void counters_compute(const struct recording *rec, struct counter_stats *ret)
     double sum[FRAME_COUNTERS] = { 0 };
     for (unsigned l = 0; l < rec->log_count; l++) {
         const struct recording_log *log = &rec->logs[l];
+        struct frame_cursor fc;
+        if (!frame_cursor_open(&fc, rec, log))
+            continue;
         for (uint64_t i = 0; i < log->frame_count; i++) {
-            const struct fscope_frame *f = &log->frames[i];
+            const struct fscope_frame *f = frame_at(&fc, i);
             if (!(f->counters_valid & ((1u << c->count) - 1)))
                 continue;
             ret->frames++;
@@ -31,6 +35,7 @@ void counters_compute(const struct recording *rec, struct counter_stats *ret)
                 }
             }
         }
+        frame_cursor_close(&fc);
     }
     if (!ret->frames)
         return;

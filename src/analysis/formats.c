@@ -1,9 +1,11 @@
 #include "formats.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 
 #include "emit.h"
+#include "frames.h"
 #include "threads.h"
 
 /* A value for a CSV that neither quotes nor escapes (both tools' logs): no commas, quotes or
@@ -70,18 +72,31 @@ int formats_write_presentmon(FILE *f, const void *arg)
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
         uint64_t count = log->frame_count;
-        const struct fscope_frame *previous_shown = NULL;
+        /* The last frame shown before the current one. */
+        bool previous_shown = false;
+        uint64_t previous_start = 0, previous_presented = 0;
         uint64_t next_shown = 0; /* the first shown frame after the current one, or count */
+        uint64_t next_presented_ticks = 0;
+        struct frame_cursor c, ahead; /* the current frame, and the search for the next shown */
+        if (!frame_cursor_open(&c, rec, log))
+            return -ENOMEM;
+        if (!frame_cursor_open(&ahead, rec, log)) {
+            frame_cursor_close(&c);
+            return -ENOMEM;
+        }
         for (uint64_t i = 0; i < count; i++) {
-            const struct fscope_frame *fr = &log->frames[i];
+            const struct fscope_frame *fr = frame_at(&c, i);
             /* A row left out still counts as the previous shown frame of the next. */
             if (!keep_frame(run->keep, l, i)) {
-                if (frame_shown(fr, origin))
-                    previous_shown = fr;
+                if (frame_shown(fr, origin)) {
+                    previous_shown = true;
+                    previous_start = fr->start_ticks;
+                    previous_presented = fr->presented_ticks;
+                }
                 continue;
             }
             struct frame_budget_ns b;
-            frame_budget(rec, fr, log_evidence(run, l), &b);
+            frame_budget(rec, fr, i, log_evidence(run, l), &b);
             /* There is no swapchain address to give: the surface's number and the swapchain's
              * serial (recreations) name it instead. */
             uint64_t swapchain = (uint64_t)(l + 1) << 32 | fr->swapchain_serial;
@@ -119,28 +134,33 @@ int formats_write_presentmon(FILE *f, const void *arg)
                 continue;
             }
             emit_csv_ms(&e, ticks_between_ns(rec, fr->start_ticks, fr->presented_ticks));
-            if (next_shown <= i)
+            if (next_shown <= i) {
                 for (next_shown = i + 1; next_shown < count &&
-                                         !frame_shown(&log->frames[next_shown], origin);
+                                         !frame_shown(frame_at(&ahead, next_shown), origin);
                      next_shown++)
                     ;
+                if (next_shown < count)
+                    next_presented_ticks = frame_at(&ahead, next_shown)->presented_ticks;
+            }
             emit_ms_or_na(&e, next_shown < count,
                           next_shown < count
-                              ? ticks_between_ns(rec, fr->presented_ticks,
-                                                 log->frames[next_shown].presented_ticks)
+                              ? ticks_between_ns(rec, fr->presented_ticks, next_presented_ticks)
                               : 0);
             /* How far the time the frame was made for (its CPU start) moved, against how far
              * the display moved, since the previous frame shown. */
             emit_ms_or_na(&e, previous_shown,
                           previous_shown
-                              ? ticks_between_ns(rec, previous_shown->start_ticks,
-                                                 fr->start_ticks) -
-                                    ticks_between_ns(rec, previous_shown->presented_ticks,
+                              ? ticks_between_ns(rec, previous_start, fr->start_ticks) -
+                                    ticks_between_ns(rec, previous_presented,
                                                      fr->presented_ticks)
                               : 0);
             emit_char(&e, '\n');
-            previous_shown = fr;
+            previous_shown = true;
+            previous_start = fr->start_ticks;
+            previous_presented = fr->presented_ticks;
         }
+        frame_cursor_close(&ahead);
+        frame_cursor_close(&c);
     }
     emit_flush(&e);
     return 0;
@@ -199,14 +219,19 @@ int formats_write_mangohud(FILE *f, const void *arg)
     uint64_t count = log->frame_count;
     struct process_cpu_point *cpu_points;
     size_t cpu_count = threads_process_cpu(rec, &cpu_points), cpu_at = 0, rss_at = 0;
+    struct frame_cursor c;
+    if (!frame_cursor_open(&c, rec, log)) {
+        free(cpu_points);
+        return -ENOMEM;
+    }
     struct emit e;
     emit_init(&e, f);
     for (uint64_t i = 0; i < count; i++) {
-        const struct fscope_frame *fr = &log->frames[i];
         if (!keep_frame(run->keep, run->primary_log, i))
             continue;
+        const struct fscope_frame *fr = frame_at(&c, i);
         struct frame_budget_ns b;
-        frame_budget(rec, fr, log_evidence(run, run->primary_log), &b);
+        frame_budget(rec, fr, i, log_evidence(run, run->primary_log), &b);
         long long gpu_load = b.gpu_timed && b.frame > 0
                                  ? llround(100.0 * (double)b.gpu_busy / (double)b.frame) : 0;
         /* The app's own CPU load and resident set where the frame ended, from the kernel
@@ -233,6 +258,7 @@ int formats_write_mangohud(FILE *f, const void *arg)
         emit_i64(&e, ticks_ns(rec, fr->end_ticks - origin));
         emit_char(&e, '\n');
     }
+    frame_cursor_close(&c);
     emit_flush(&e);
     free(cpu_points);
     return 0;

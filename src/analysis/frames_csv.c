@@ -1,11 +1,13 @@
 /* frames.csv: one row per frame, every number the analysis has of it. */
 #include "summary.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "emit.h"
 #include "engine.h"
+#include "frames.h"
 #include "hitches.h"
 #include "keep.h"
 
@@ -37,6 +39,7 @@ struct row {
     const struct run_stats *s;
     const struct recording *rec;
     const struct recording_log *log;
+    struct frame_cursor *cursor; /* over the log's frames, at fr */
     const struct fscope_frame *fr;
     uint64_t index, origin;
     struct frame_budget_ns b;
@@ -95,9 +98,8 @@ static void row_presentation(struct emit *e, const struct row *r)
 {
     const struct recording *rec = r->rec;
     const struct fscope_frame *fr = r->fr;
-    const struct recording_log *log = r->log;
     uint64_t origin = r->origin;
-    emit_str(e, frame_present_state_name(fr, log));
+    emit_str(e, frame_present_state_name(r->cursor, r->index));
     if (fr->present_state == FRAME_PRESENT_PRESENTED && fr->presented_ticks > origin) {
         /* In ns, negated before the division to ms, as -(ns / 1e6) is (-ns) / 1e6 exactly. */
         double latency = fr->presented_ticks > fr->end_ticks
@@ -242,31 +244,33 @@ static void row_engine(struct emit *e, const struct row *r)
     emit_csv_count(e, n[FSCOPE_COUNT_DESCRIPTOR_SETS]);
 }
 
-void frames_write_csv(FILE *f, const struct run_stats *s)
+int frames_write_csv(FILE *f, const struct run_stats *s)
 {
+    int error = 0;
     const struct recording *rec = s->rec;
     write_header(f, rec);
     unsigned logs = rec->log_count;
     uint64_t origin = frames_origin_ticks(rec);
     /* Indexed once for every surface: each frame reads only its own events. */
     struct sched_index sched;
-    struct span_index spans;
     sched_index_build(rec, &sched);
-    span_index_build(rec, &spans);
     struct emit e;
     emit_init(&e, f);
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
         uint64_t count = log->frame_count;
-        int *late = count ? malloc(count * sizeof(*late)) : NULL;
-        if (late)
-            hitches_late_refreshes(rec, &spans, l, s->evidence ? &s->evidence[l] : NULL, late);
+        struct frame_cursor c;
+        if (!frame_cursor_open(&c, rec, log)) {
+            error = -ENOMEM;
+            break;
+        }
+        const int *late = l < s->hitches.late_logs ? s->hitches.late[l] : NULL;
         for (uint64_t i = 0; i < count; i++) {
             if (!keep_frame(&s->keep, l, i))
                 continue;
-            struct row r = { .s = s, .rec = rec, .log = log, .fr = &log->frames[i], .index = i,
-                             .origin = origin };
-            frame_budget(rec, r.fr, s->evidence ? &s->evidence[l] : NULL, &r.b);
+            struct row r = { .s = s, .rec = rec, .log = log, .cursor = &c, .fr = frame_at(&c, i),
+                             .index = i, .origin = origin };
+            frame_budget(rec, r.fr, i, s->evidence ? &s->evidence[l] : NULL, &r.b);
             r.outside = s->basis_frames < s->frames && r.fr->gpu_unsampled;
             row_budget(&e, &r);
             row_presentation(&e, &r);
@@ -277,9 +281,9 @@ void frames_write_csv(FILE *f, const struct run_stats *s)
             counters_emit_csv_row(&e, rec, r.fr);
             emit_char(&e, '\n');
         }
-        free(late);
+        frame_cursor_close(&c);
     }
     emit_flush(&e);
     sched_index_free(&sched);
-    span_index_free(&spans);
+    return error;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frames.h"
 #include "work.h"
 
 /* One device's spans (every device's for id 0) merged: sorted, disjoint, and before[i] the
@@ -214,47 +215,55 @@ static uint64_t busy_within(const struct busy_union *u, uint64_t begin, uint64_t
 size_t device_gpu_totals(const struct recording *rec, struct device_gpu_total **ret)
 {
     *ret = NULL;
-    struct busy_index x;
-    if (!busy_index_build(rec, &x) || !x.device_count) {
-        busy_index_free(&x);
+    if (!rec->gpu_total_count)
         return 0;
+    *ret = malloc(rec->gpu_total_count * sizeof(**ret));
+    if (!*ret)
+        return 0;
+    memcpy(*ret, rec->gpu_totals, rec->gpu_total_count * sizeof(**ret));
+    return rec->gpu_total_count;
+}
+
+/* A frame's GPU fields from the union of its device's spans (x NULL: 0). */
+static void frame_fill(void *ctx, struct fscope_frame *frame)
+{
+    const struct busy_index *x = ctx;
+    const struct busy_union *u = x ? busy_index_find(x, frame->device_id) : NULL;
+    /* Sampled timing: a frame outside every run is unmeasured, as is one whose device has no
+     * span at all while others were sampled. */
+    frame->gpu_unsampled = x && x->all.sampled &&
+                           (!u || !union_covers(u, frame->start_ticks, frame->end_ticks));
+    frame->gpu_busy_ticks = busy_within(u, frame->start_ticks, frame->end_ticks);
+    memset(frame->block_gpu_ticks, 0, sizeof(frame->block_gpu_ticks));
+    if (!u)
+        return;
+    for (unsigned i = 0; i < frame->block_span_count; i++) {
+        unsigned kind = frame->block_span_kind[i];
+        frame->block_gpu_ticks[kind] +=
+            busy_within(u, frame->block_span_start[i], frame->block_span_end[i]);
     }
-    struct device_gpu_total *totals = calloc(x.device_count, sizeof(*totals));
-    for (size_t d = 0; totals && d < x.device_count; d++) {
-        const struct busy_union *u = &x.devices[d];
-        totals[d] = (struct device_gpu_total){ u->device_id, u->before[u->count], u->raw };
-    }
-    size_t count = totals ? x.device_count : 0;
-    busy_index_free(&x);
-    *ret = totals;
-    return count;
+    for (unsigned b = 0; b < FSCOPE_BLOCK_COUNT; b++)
+        if (frame->block_gpu_ticks[b] > frame->block_ticks[b])
+            frame->block_gpu_ticks[b] = frame->block_ticks[b];
 }
 
 void recording_compute_gpu_busy(struct recording *rec)
 {
     struct busy_index x;
     bool indexed = busy_index_build(rec, &x);
-    bool sampled = indexed && x.all.sampled;
-    for (unsigned l = 0; l < rec->log_count; l++) {
-        struct recording_log *log = &rec->logs[l];
-        for (uint64_t f = 0; f < log->frame_count; f++) {
-            struct fscope_frame *frame = &log->frames[f];
-            const struct busy_union *u = indexed ? busy_index_find(&x, frame->device_id) : NULL;
-            /* Sampled timing: a frame outside every run is unmeasured, as is one whose
-             * device has no span at all while others were sampled. */
-            frame->gpu_unsampled = sampled && (!u || !union_covers(u, frame->start_ticks,
-                                                                    frame->end_ticks));
-            frame->gpu_busy_ticks = busy_within(u, frame->start_ticks, frame->end_ticks);
-            memset(frame->block_gpu_ticks, 0, sizeof(frame->block_gpu_ticks));
-            for (unsigned i = 0; i < frame->block_span_count; i++) {
-                unsigned kind = frame->block_span_kind[i];
-                frame->block_gpu_ticks[kind] +=
-                    busy_within(u, frame->block_span_start[i], frame->block_span_end[i]);
-            }
-            for (unsigned b = 0; b < FSCOPE_BLOCK_COUNT; b++)
-                if (frame->block_gpu_ticks[b] > frame->block_ticks[b])
-                    frame->block_gpu_ticks[b] = frame->block_ticks[b];
+    free(rec->gpu_totals);
+    rec->gpu_totals = NULL;
+    rec->gpu_total_count = 0;
+    if (indexed && x.device_count &&
+        (rec->gpu_totals = calloc(x.device_count, sizeof(*rec->gpu_totals)))) {
+        for (size_t d = 0; d < x.device_count; d++) {
+            const struct busy_union *u = &x.devices[d];
+            rec->gpu_totals[d] = (struct device_gpu_total){ u->device_id, u->before[u->count],
+                                                            u->raw };
         }
+        rec->gpu_total_count = (unsigned)x.device_count;
     }
+    for (unsigned l = 0; l < rec->log_count; l++)
+        frame_store_update(&rec->logs[l], frame_fill, indexed ? &x : NULL);
     busy_index_free(&x);
 }

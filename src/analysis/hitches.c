@@ -6,6 +6,7 @@
 
 #include "stats.h"
 #include "emit.h"
+#include "frames.h"
 #include "work.h"
 
 static const char *const cause_names[HITCH_CAUSE_COUNT] = {
@@ -207,7 +208,7 @@ static void zone_index_of(const struct gpu_zone_span **all, size_t count, uint32
 /* Which GPU zone grew in hitch h's frame against the same zone in its GPU-timed neighbours
  * lo..hi (timed[j]: frame j's GPU time is known). A zone's value in a frame is the time of
  * its spans that ended inside the frame. */
-static void zone_growth(const struct recording *rec, const struct recording_log *log,
+static void zone_growth(const struct recording *rec, struct frame_cursor *frames,
                         const bool *timed, uint64_t lo, uint64_t hi, const struct zone_index *z,
                         struct hitch *h)
 {
@@ -221,7 +222,7 @@ static void zone_growth(const struct recording *rec, const struct recording_log 
     int64_t *scratch = malloc(n * sizeof(*scratch));
     if (!sums || !scratch)
         goto out;
-    uint64_t from = log->frames[lo].start_ticks, to = log->frames[hi].end_ticks;
+    uint64_t from = frame_at(frames, lo)->start_ticks, to = frame_at(frames, hi)->end_ticks;
     size_t a = 0, b = z->count;
     while (a < b) { /* the first span ending after the window's start */
         size_t m = a + (b - a) / 2;
@@ -235,9 +236,10 @@ static void zone_growth(const struct recording *rec, const struct recording_log 
     for (size_t k = a; k < z->count && z->spans[k]->end <= to; k++) {
         const struct gpu_zone_span *s = z->spans[k];
         work_visited(1);
-        while (j < hi && log->frames[j].end_ticks < s->end)
+        while (j < hi && frame_at(frames, j)->end_ticks < s->end)
             j++;
-        if (s->end <= log->frames[j].start_ticks || s->end > log->frames[j].end_ticks)
+        const struct fscope_frame *fj = frame_at(frames, j);
+        if (s->end <= fj->start_ticks || s->end > fj->end_ticks)
             continue;
         unsigned c = 0;
         while (c < name_count && names[c] != s->name)
@@ -324,76 +326,6 @@ static void split_excess(struct hitch *h, int64_t (*parts)[HITCH_CAUSE_COUNT], u
     h->cause = (enum hitch_cause)largest;
 }
 
-static int span_by_begin(const void *a, const void *b)
-{
-    const struct gpu_span *x = *(const struct gpu_span *const *)a;
-    const struct gpu_span *y = *(const struct gpu_span *const *)b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin;
-}
-
-/* By device, then as recorded (the pointers are into one array). */
-static int span_by_device(const void *a, const void *b)
-{
-    const struct gpu_span *x = *(const struct gpu_span *const *)a;
-    const struct gpu_span *y = *(const struct gpu_span *const *)b;
-    if (x->device_id != y->device_id)
-        return x->device_id < y->device_id ? -1 : 1;
-    return x < y ? -1 : x > y;
-}
-
-void span_index_build(const struct recording *rec, struct span_index *ret)
-{
-    memset(ret, 0, sizeof(*ret));
-    ret->spans = malloc((rec->span_count ? rec->span_count : 1) * sizeof(*ret->spans));
-    if (!ret->spans)
-        return;
-    work_visited(rec->span_count);
-    for (uint64_t k = 0; k < rec->span_count; k++)
-        if (rec->spans[k].end > rec->spans[k].begin)
-            ret->spans[ret->count++] = &rec->spans[k];
-    /* Each device's spans as recorded, then by begin: as hitches_late_refreshes once sorted
-     * them for every change of device. */
-    qsort(ret->spans, ret->count, sizeof(*ret->spans), span_by_device);
-    for (size_t from = 0, to; from < ret->count; from = to) {
-        for (to = from + 1; to < ret->count && ret->spans[to]->device_id ==
-                                                   ret->spans[from]->device_id; to++)
-            ;
-        qsort(ret->spans + from, to - from, sizeof(*ret->spans), span_by_begin);
-    }
-    ret->ok = true;
-}
-
-void span_index_free(struct span_index *x)
-{
-    free(x->spans);
-    memset(x, 0, sizeof(*x));
-}
-
-/* device_id's spans in x, by begin (*ret_count 0: none). */
-static const struct gpu_span *const *span_index_of(const struct span_index *x,
-                                                   uint32_t device_id, size_t *ret_count)
-{
-    work_visited(1);
-    size_t lo = 0, hi = x->count; /* the device's first span */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (x->spans[mid]->device_id < device_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    size_t first = lo;
-    for (hi = x->count; lo < hi;) { /* the first span of a later device */
-        size_t mid = lo + (hi - lo) / 2;
-        if (x->spans[mid]->device_id <= device_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *ret_count = lo - first;
-    return x->spans + first;
-}
-
 /* Pipelines by the end of their create call, then as recorded. */
 static int pipeline_by_end(const void *a, const void *b)
 {
@@ -476,89 +408,6 @@ static void slowest_pipeline(const struct recording *rec, const struct hitch_ind
     snprintf(h->slowest_name, sizeof(h->slowest_name), "%s", name ? name : "");
 }
 
-/* ns as the recording's ticks. */
-static uint64_t ns_to_ticks(const struct recording *rec, double ns)
-{
-    double per_second = recording_ns(rec, 1000000000u);
-    return per_second > 0 ? (uint64_t)(ns * 1e9 / per_second) : 0;
-}
-
-void hitches_late_refreshes(const struct recording *rec, const struct span_index *x,
-                            unsigned l, const struct display_evidence *ev, int *late)
-{
-    const struct recording_log *log = &rec->logs[l];
-    uint64_t n = log->frame_count;
-    for (uint64_t i = 0; i < n; i++)
-        late[i] = -1;
-    if (!x->ok)
-        return;
-    /* The refresh: the claim, or the shortest shown interval when that is longer. */
-    uint64_t unit = 0, shortest = UINT64_MAX, prev = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        const struct fscope_frame *f = &log->frames[i];
-        if (f->present_state != FRAME_PRESENT_PRESENTED || !f->presented_ticks)
-            continue;
-        if (!unit && f->refresh_ns)
-            unit = ns_to_ticks(rec, f->refresh_ns);
-        if (prev && f->presented_ticks > prev && f->presented_ticks - prev < shortest)
-            shortest = f->presented_ticks - prev;
-        prev = f->presented_ticks;
-    }
-    if (shortest != UINT64_MAX && shortest > unit)
-        unit = shortest;
-    uint32_t device = UINT32_MAX;
-    size_t count = 0;
-    const struct gpu_span *const *spans = NULL;
-    const struct fscope_frame *shown = NULL;
-    for (uint64_t i = 0; unit && i < n; i++) {
-        const struct fscope_frame *f = &log->frames[i];
-        if (f->present_state != FRAME_PRESENT_PRESENTED || !f->presented_ticks ||
-            !f->present_return_ticks)
-            continue;
-        const struct fscope_frame *before = shown;
-        shown = f;
-        struct frame_budget_ns b;
-        frame_budget(rec, f, ev, &b);
-        if (!before || !b.gpu_timed || f->presented_ticks <= before->presented_ticks)
-            continue;
-        if (f->device_id != device) {
-            device = f->device_id;
-            spans = span_index_of(x, device, &count);
-        }
-        /* Ready: the present returned, and the GPU work begun by then ended (and the work
-         * that followed it back to back, queued behind it). */
-        uint64_t ready = f->present_return_ticks, gap = ns_to_ticks(rec, 50000);
-        size_t a = 0, z = count;
-        while (a < z) { /* the first span beginning after the return */
-            size_t m = a + (z - a) / 2;
-            if (spans[m]->begin < f->present_return_ticks)
-                a = m + 1;
-            else
-                z = m;
-        }
-        work_visited(1);
-        for (size_t k = a; k-- > 0 && spans[k]->end + unit > f->present_return_ticks;) {
-            work_visited(1);
-            if (spans[k]->end > ready)
-                ready = spans[k]->end;
-        }
-        for (size_t k = a; k < count && spans[k]->begin <= ready + gap &&
-                           spans[k]->begin < f->presented_ticks; k++) {
-            work_visited(1);
-            if (spans[k]->end > ready)
-                ready = spans[k]->end;
-        }
-        /* The first refresh after the frame shown before it that comes a quarter refresh
-         * after the frame was ready (the compositor's own time to take it), on the grid of
-         * refreshes that frame was shown on; late by the whole refreshes after that. */
-        uint64_t prev_shown = before->presented_ticks, taken = ready + unit / 4;
-        uint64_t k = taken > prev_shown ? (taken - prev_shown + unit - 1) / unit : 1;
-        uint64_t first = prev_shown + (k ? k : 1) * unit;
-        late[i] = f->presented_ticks > first ? (int)((f->presented_ticks - first + unit / 2) / unit)
-                                             : 0;
-    }
-}
-
 static void keep_worst(struct hitch_stats *s, const struct hitch *h)
 {
     int64_t excess = h->frame_ns - h->median_ns;
@@ -580,11 +429,18 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
 {
     const struct recording_log *log = &rec->logs[l];
     uint64_t n = log->frame_count;
+    struct frame_cursor frames, window_frames;
+    if (!frame_cursor_open(&frames, rec, log))
+        return;
+    if (!frame_cursor_open(&window_frames, rec, log)) {
+        frame_cursor_close(&frames);
+        return;
+    }
     int *late = n ? malloc(n * sizeof(*late)) : NULL;
     if (late) {
-        hitches_late_refreshes(rec, &x->spans, l, ev, late);
+        late_refreshes(rec, &x->spans, l, ev, late);
         for (uint64_t i = 0; i < n; i++) {
-            const struct fscope_frame *f = &log->frames[i];
+            const struct fscope_frame *f = frame_at(&frames, i);
             s->late_shown += f->present_state == FRAME_PRESENT_PRESENTED && f->presented_ticks;
             if (late[i] >= 0) {
                 s->late_judged++;
@@ -594,7 +450,12 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
         }
     }
     if (n < 9) {
-        free(late);
+        if (s->late)
+            s->late[l] = late;
+        else
+            free(late);
+        frame_cursor_close(&window_frames);
+        frame_cursor_close(&frames);
         return; /* too few neighbours to call any frame a spike */
     }
     int64_t (*parts)[HITCH_CAUSE_COUNT] = malloc(n * sizeof(*parts));
@@ -607,7 +468,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
         goto out;
     for (uint64_t i = 0; i < n; i++) {
         struct frame_budget_ns b;
-        frame_budget(rec, &log->frames[i], ev, &b);
+        frame_budget(rec, frame_at(&frames, i), i, ev, &b);
         times[i] = b.frame;
         timed[i] = b.gpu_timed;
         frame_parts(&b, parts[i]);
@@ -622,7 +483,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
         if ((double)times[i] < HITCH_RATIO * (double)median ||
             (double)(times[i] - median) < HITCH_FLOOR_MS * 1e6)
             continue;
-        const struct fscope_frame *f = &log->frames[i];
+        const struct fscope_frame *f = frame_at(&frames, i);
         struct hitch h = {
             .log = l,
             .frame = i,
@@ -666,7 +527,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
             zones_found = true;
         }
         if (zones_found)
-            zone_growth(rec, log, timed, lo, hi, &zones, &h);
+            zone_growth(rec, &window_frames, timed, lo, hi, &zones, &h);
         if (s->count == *cap) {
             size_t grown = *cap ? 2 * *cap : 64;
             struct hitch *more = realloc(s->hitches, grown * sizeof(*more));
@@ -686,7 +547,12 @@ out:
     free(times);
     free(scratch);
     free(timed);
-    free(late);
+    if (s->late)
+        s->late[l] = late; /* for frames.csv */
+    else
+        free(late);
+    frame_cursor_close(&window_frames);
+    frame_cursor_close(&frames);
 }
 
 static int compare_double(const void *a, const void *b)
@@ -708,20 +574,26 @@ static void animation_error(const struct recording *rec, struct hitch_stats *s)
     double sum = 0;
     for (unsigned l = 0; l < rec->log_count; l++) {
         const struct recording_log *log = &rec->logs[l];
-        const struct fscope_frame *prev = NULL;
+        struct frame_cursor c;
+        if (!frame_cursor_open(&c, rec, log))
+            continue;
+        bool have_prev = false;
+        uint64_t prev_presented = 0, prev_start = 0; /* of the frame shown before */
         for (uint64_t i = 0; i < log->frame_count; i++) {
-            const struct fscope_frame *f = &log->frames[i];
+            const struct fscope_frame *f = frame_at(&c, i);
             if (f->present_state != FRAME_PRESENT_PRESENTED || !f->presented_ticks)
                 continue;
-            if (prev && f->presented_ticks > prev->presented_ticks &&
-                f->start_ticks > prev->start_ticks) {
-                double shown = recording_ns(rec, f->presented_ticks - prev->presented_ticks);
-                double simulated = recording_ns(rec, f->start_ticks - prev->start_ticks);
+            if (have_prev && f->presented_ticks > prev_presented && f->start_ticks > prev_start) {
+                double shown = recording_ns(rec, f->presented_ticks - prev_presented);
+                double simulated = recording_ns(rec, f->start_ticks - prev_start);
                 err[n] = fabs(shown - simulated) / 1e6;
                 sum += err[n++];
             }
-            prev = f;
+            have_prev = true;
+            prev_presented = f->presented_ticks;
+            prev_start = f->start_ticks;
         }
+        frame_cursor_close(&c);
     }
     if (n) {
         qsort(err, n, sizeof(*err), compare_double);
@@ -739,17 +611,24 @@ void hitches_compute(const struct recording *rec, const struct display_evidence 
     memset(ret, 0, sizeof(*ret));
     uint64_t origin = UINT64_MAX;
     for (unsigned l = 0; l < rec->log_count; l++)
-        if (rec->logs[l].frame_count && rec->logs[l].frames[0].start_ticks < origin)
-            origin = rec->logs[l].frames[0].start_ticks;
+        if (rec->logs[l].frame_count && rec->logs[l].first_start_ticks < origin)
+            origin = rec->logs[l].first_start_ticks;
     size_t cap = 0;
+    ret->late = calloc(rec->log_count ? rec->log_count : 1, sizeof(*ret->late));
+    ret->late_logs = rec->log_count;
     struct hitch_indexes x;
     hitch_indexes_build(rec, &x);
     for (unsigned l = 0; l < rec->log_count; l++)
         log_hitches(rec, l, ev ? &ev[l] : NULL, origin, &x, ret, &cap);
     if (rec->kernel.sched_state == REC_SCHED_ON) {
-        for (unsigned l = 0; l < rec->log_count; l++)
+        for (unsigned l = 0; l < rec->log_count; l++) {
+            struct frame_cursor c;
+            if (!frame_cursor_open(&c, rec, &rec->logs[l]))
+                continue;
             for (uint64_t i = 0; i < rec->logs[l].frame_count; i++)
-                ret->wake_coverage[frame_wakeup_coverage(&x.sched, &rec->logs[l].frames[i])]++;
+                ret->wake_coverage[frame_wakeup_coverage(&x.sched, frame_at(&c, i))]++;
+            frame_cursor_close(&c);
+        }
         ret->wake_threads = x.sched.threads;
     }
     for (unsigned l = 0; l < rec->log_count; l++)
@@ -762,6 +641,10 @@ void hitches_free(struct hitch_stats *s)
 {
     free(s->hitches);
     s->hitches = NULL;
+    for (unsigned l = 0; s->late && l < s->late_logs; l++)
+        free(s->late[l]);
+    free(s->late);
+    s->late = NULL;
 }
 
 /* "CPU work +79.1 ms, asleep outside Vulkan +3.0 ms": the parts of a hitch's excess of at

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "late.h"
 #include "recording.h"
 #include "report.h"
 #include "wakeups.h"
@@ -100,6 +101,10 @@ struct hitch_stats {
      * many it is known for), and how many threads it followed. */
     uint64_t wake_frames, wake_coverage[WAKEUP_COVERAGE_COUNT];
     unsigned wake_threads;
+    /* Each log's frames' late refreshes (late_refreshes), for frames.csv; NULL entries
+     * where memory ran out. */
+    int **late;
+    unsigned late_logs;
 };
 
 const char *hitch_cause_name(enum hitch_cause c);  /* for JSON: "cpu_work", ... */
@@ -109,25 +114,6 @@ void hitches_compute(const struct recording *rec, const struct display_evidence 
                      struct hitch_stats *ret);
 void hitches_free(struct hitch_stats *s);
 
-/* The recording's GPU spans by device, then begin, built once for hitches_late_refreshes
- * (ok false: memory ran out, and no frame can be judged late). */
-struct span_index {
-    bool ok;
-    size_t count;
-    const struct gpu_span **spans;
-};
-void span_index_build(const struct recording *rec, struct span_index *ret);
-void span_index_free(struct span_index *x);
-/* For each frame of log l (x: rec's spans): how many refreshes after it was ready it was shown, or -1 where
- * that cannot be judged (not presented, no GPU time for it, no earlier shown frame). Ready:
- * its present call returned and the GPU work begun before that ended (with what followed
- * it back to back). The first refresh it could be shown at: on the grid of the frame shown
- * before it, the first one a quarter refresh after it was ready (the compositor's own time);
- * it is late by the refreshes between that one and the one it was shown at. The refresh: the
- * compositor's claim, or the shortest interval it ever showed frames at when longer.
- * late: n entries. */
-void hitches_late_refreshes(const struct recording *rec, const struct span_index *x,
-                            unsigned l, const struct display_evidence *ev, int *late);
 void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch_stats *s);
 void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch_stats *s);
 

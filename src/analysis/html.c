@@ -7,6 +7,7 @@
 
 #include "emit.h"
 #include "engine.h"
+#include "frames.h"
 #include "hitches.h"
 #include "html_page.h"
 #include "stats.h"
@@ -63,12 +64,16 @@ static struct report_column *report_columns(const struct formats_run *run, uint6
     uint64_t per_column = (frames + REPORT_MAX_COLUMNS - 1) / REPORT_MAX_COLUMNS;
     size_t count = per_column ? (size_t)((frames + per_column - 1) / per_column) : 0;
     struct report_column *columns = calloc(count ? count : 1, sizeof(*columns));
-    if (!columns)
+    struct frame_cursor c;
+    bool open = frames && columns && frame_cursor_open(&c, rec, log);
+    if (!columns || (frames && !open)) {
+        free(columns);
         return NULL;
+    }
     for (uint64_t i = 0; i < frames; i++) {
-        const struct fscope_frame *fr = &log->frames[i];
+        const struct fscope_frame *fr = frame_at(&c, i);
         struct frame_budget_ns b;
-        frame_budget(rec, fr, log_evidence(run, run->primary_log), &b);
+        frame_budget(rec, fr, i, log_evidence(run, run->primary_log), &b);
         struct report_column *column = &columns[i / per_column];
         if (!column->frames_in_it)
             column->start_ns = ticks_ns(rec, fr->start_ticks - origin);
@@ -92,6 +97,8 @@ static struct report_column *report_columns(const struct formats_run *run, uint6
                 column->gpu_share_max = (double)b.gpu_busy / frame;
         }
     }
+    if (open)
+        frame_cursor_close(&c);
     *ret_count = count;
     return columns;
 }
@@ -207,9 +214,15 @@ static double gauge_refresh_hz(const struct formats_run *run)
     const struct recording_log *log = &rec->logs[run->primary_log];
     double *claimed = log->frame_count ? malloc(log->frame_count * sizeof(*claimed)) : NULL;
     size_t count = 0;
-    for (uint64_t i = 0; claimed && i < log->frame_count; i++)
-        if (log->frames[i].refresh_ns)
-            claimed[count++] = log->frames[i].refresh_ns;
+    struct frame_cursor c;
+    if (claimed && frame_cursor_open(&c, rec, log)) {
+        for (uint64_t i = 0; i < log->frame_count; i++) {
+            const struct fscope_frame *fr = frame_at(&c, i);
+            if (fr->refresh_ns)
+                claimed[count++] = fr->refresh_ns;
+        }
+        frame_cursor_close(&c);
+    }
     double hz = 0;
     if (count)
         hz = 1e9 / stats_median(claimed, count);
@@ -548,8 +561,11 @@ static int write_report_data(FILE *f, const struct formats_run *run)
     uint64_t frames = log ? log->frame_count : 0;
     uint64_t last_shown = 0;
     bool first = true;
+    struct frame_cursor shown;
+    if (frames && !frame_cursor_open(&shown, rec, log))
+        frames = 0;
     for (uint64_t i = 0; i < frames; i++) {
-        const struct fscope_frame *fr = &log->frames[i];
+        const struct fscope_frame *fr = frame_at(&shown, i);
         if (!frame_shown(fr, origin))
             continue;
         /* An interval is kept with the frame that ends it (keep.h). */
@@ -561,6 +577,8 @@ static int write_report_data(FILE *f, const struct formats_run *run)
         }
         last_shown = fr->presented_ticks;
     }
+    if (frames)
+        frame_cursor_close(&shown);
     fputs("],\n\"hitches\": [", f);
     /* Every hitch, as the summary lists the worst: when, how long, and the evidence. */
     const struct hitch_stats *hs = run->hitches;

@@ -1,7 +1,9 @@
 #include "keep.h"
 
+#include <limits.h>
 #include <stdlib.h>
 
+#include "frames.h"
 #include "hitches.h"
 #include "work.h"
 
@@ -54,9 +56,13 @@ static bool window_find(const struct recording *rec, uint64_t from, uint64_t *wi
     bool cut = false;
     for (unsigned l = 0; l < rec->log_count; l++) {
         const struct recording_log *log = &rec->logs[l];
+        struct frame_cursor c;
         uint64_t i = 0;
-        while (i < log->frame_count && log->frames[i].end_ticks < from)
-            i++;
+        if (frame_cursor_open(&c, rec, log)) { /* else every frame is kept */
+            while (i < log->frame_count && frame_at(&c, i)->end_ticks < from)
+                i++;
+            frame_cursor_close(&c);
+        }
         window_first[l] = i;
         cut = cut || i > 0;
     }
@@ -70,11 +76,21 @@ static bool window_find(const struct recording *rec, uint64_t from, uint64_t *wi
 static void hitches_keep(const struct recording *rec, const struct hitch_stats *h, uint64_t *floor,
                          struct frame_keep *k)
 {
+    struct frame_cursor c; /* over the frames of log open (a log's hitches come together) */
+    unsigned open = UINT_MAX;
     for (uint64_t n = k->hitches; n-- > 0;) {
         const struct hitch *x = &h->hitches[n];
         if (x->log >= k->logs || x->frame >= rec->logs[x->log].frame_count)
             continue;
         const struct recording_log *log = &rec->logs[x->log];
+        if (x->log != open) {
+            if (open != UINT_MAX)
+                frame_cursor_close(&c);
+            open = UINT_MAX;
+            if (!frame_cursor_open(&c, rec, log))
+                break; /* no memory: the hitches before are not kept */
+            open = x->log;
+        }
         uint64_t first = x->frame > KEEP_AROUND_HITCH ? x->frame - KEEP_AROUND_HITCH : 0;
         uint64_t last = x->frame + KEEP_AROUND_HITCH < log->frame_count
                             ? x->frame + KEEP_AROUND_HITCH : log->frame_count - 1;
@@ -91,9 +107,11 @@ static void hitches_keep(const struct recording *rec, const struct hitch_stats *
         }
         k->hitch_frames += added;
         k->hitches_kept++;
-        k->spans[k->span_count++] = (struct keep_span){ log->frames[first].start_ticks,
-                                                        log->frames[last].end_ticks };
+        uint64_t from = frame_at(&c, first)->start_ticks;
+        k->spans[k->span_count++] = (struct keep_span){ from, frame_at(&c, last)->end_ticks };
     }
+    if (open != UINT_MAX)
+        frame_cursor_close(&c);
 }
 
 void keep_compute(const struct recording *rec, const struct hitch_stats *h, uint32_t window_ms,
@@ -106,8 +124,8 @@ void keep_compute(const struct recording *rec, const struct hitch_stats *h, uint
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
         ret->frames += log->frame_count;
-        if (log->frame_count && log->frames[log->frame_count - 1].end_ticks > newest)
-            newest = log->frames[log->frame_count - 1].end_ticks;
+        if (log->frame_count && log->last_end_ticks > newest)
+            newest = log->last_end_ticks;
     }
     ret->kept_frames = ret->window_frames = ret->frames;
     ret->hitches_kept = ret->hitches;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "budget.h"
+#include "frames.h"
 #include "gpu_busy.h"
 #include "run.h"
 
@@ -13,8 +14,8 @@ static uint64_t newest_end(const struct recording *rec)
     uint64_t newest = 0;
     for (unsigned l = 0; l < rec->log_count; l++) {
         const struct recording_log *log = &rec->logs[l];
-        if (log->frame_count && log->frames[log->frame_count - 1].end_ticks > newest)
-            newest = log->frames[log->frame_count - 1].end_ticks;
+        if (log->frame_count && log->last_end_ticks > newest)
+            newest = log->last_end_ticks;
     }
     return newest;
 }
@@ -64,12 +65,13 @@ void recording_keep_recent(struct recording *rec, double seconds)
     uint64_t from = span < newest ? newest - span : 0;
     for (unsigned l = 0; l < rec->log_count; l++) {
         struct recording_log *log = &rec->logs[l];
+        struct frame_cursor c;
+        if (!frame_cursor_open(&c, rec, log))
+            continue; /* no memory to say which: every frame kept */
         uint64_t skip = 0;
-        while (skip < log->frame_count && log->frames[skip].end_ticks < from)
+        while (skip < log->frame_count && frame_at(&c, skip)->end_ticks < from)
             skip++;
-        if (!skip)
-            continue;
-        memmove(log->frames, log->frames + skip, (log->frame_count - skip) * sizeof(*log->frames));
-        log->frame_count -= skip;
+        frame_cursor_close(&c);
+        frame_store_drop(log, skip);
     }
 }

@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
+#include "budget.h"
 #include "emit.h"
+#include "stats.h"
 
 #define MAX_OUTPUTS REC_MAX_OUTPUTS
 
@@ -29,22 +30,21 @@ static unsigned outputs_known(const struct recording *rec, struct output *out)
     return rec->output_count;
 }
 
-bool frame_recreation_discard(const struct recording_log *log, uint64_t index)
+bool frame_recreation_discard(struct frame_cursor *c, uint64_t index)
 {
-    const struct fscope_frame *f = &log->frames[index];
-    if (f->present_state != FRAME_PRESENT_DISCARDED || index + 1 >= log->frame_count)
+    const struct fscope_frame *f = frame_at(c, index);
+    if (f->present_state != FRAME_PRESENT_DISCARDED || index + 1 >= c->log->frame_count)
         return false;
-    return log->frames[index + 1].swapchain_serial != f->swapchain_serial;
+    return frame_at(c, index + 1)->swapchain_serial != f->swapchain_serial;
 }
 
-const char *frame_present_state_name(const struct fscope_frame *f, const struct recording_log *log)
+const char *frame_present_state_name(struct frame_cursor *c, uint64_t index)
 {
-    switch (f->present_state) {
+    switch (frame_at(c, index)->present_state) {
     case FRAME_PRESENT_PENDING: return "pending";
     case FRAME_PRESENT_PRESENTED: return "presented";
     case FRAME_PRESENT_DISCARDED:
-        return frame_recreation_discard(log, (uint64_t)(f - log->frames)) ? "discarded-recreation"
-                                                                          : "discarded";
+        return frame_recreation_discard(c, index) ? "discarded-recreation" : "discarded";
     case FRAME_PRESENT_REQUEST_FAILED: return "request-failed";
     case FRAME_PRESENT_CALL_FAILED: return "present-failed";
     default: return "untracked";
@@ -110,39 +110,6 @@ bool presentation_pacing_output(const struct recording *rec, double period_ms, c
     return true;
 }
 
-bool presentation_cadence(const struct recording *rec, const struct recording_log *log,
-                          struct presentation_cadence *ret)
-{
-    memset(ret, 0, sizeof(*ret));
-    uint64_t count = log->frame_count;
-    double *app = malloc((count + 1) * sizeof(double));
-    double *shown = malloc((count + 1) * sizeof(double));
-    if (!app || !shown) {
-        free(app);
-        free(shown);
-        return false;
-    }
-    size_t napp = 0, nshown = 0;
-    uint64_t last_shown = 0;
-    for (uint64_t i = 0; i < count; i++) {
-        const struct fscope_frame *f = &log->frames[i];
-        app[napp++] = recording_ns(rec, f->end_ticks - f->start_ticks) / 1e6;
-        if (f->present_state != FRAME_PRESENT_PRESENTED)
-            continue;
-        /* Two frames shown at the same refresh are one presentation (the later replaces). */
-        if (last_shown && f->presented_ticks > last_shown)
-            shown[nshown++] = recording_ns(rec, f->presented_ticks - last_shown) / 1e6;
-        if (f->presented_ticks > last_shown)
-            last_shown = f->presented_ticks;
-    }
-    ret->app_ms = stats_median(app, napp);
-    ret->shown_ms = stats_median(shown, nshown);
-    ret->shown_intervals = nshown;
-    free(app);
-    free(shown);
-    return true;
-}
-
 unsigned presentation_primary_log(const struct recording *rec)
 {
     unsigned primary = 0;
@@ -158,36 +125,81 @@ unsigned presentation_primary_log(const struct recording *rec)
     return primary;
 }
 
-static void analyse_primary(const struct recording *rec, struct presentation_stats *s,
-                            const struct recording_log *log)
+/* What the primary surface's analysis reads besides its facts, from the same pass. */
+struct primary_arrays {
+    double *shown; /* intervals between presentations, in the frames' order */
+    double *lat, *lat_ret;
+    size_t nlat;
+    int output_votes[MAX_OUTPUTS + 1];
+    bool ambiguous;
+};
+
+static void account_frame(struct presentation_accounting *a, struct frame_cursor *c,
+                          uint64_t i, const struct fscope_frame *f)
 {
+    switch (f->present_state) {
+    case FRAME_PRESENT_PENDING: a->requested++; a->pending++; break;
+    case FRAME_PRESENT_PRESENTED: a->requested++; a->presented++; break;
+    case FRAME_PRESENT_DISCARDED:
+        a->requested++;
+        a->discarded++;
+        a->discarded_recreation += frame_recreation_discard(c, i);
+        break;
+    case FRAME_PRESENT_REQUEST_FAILED: a->failed++; break;
+    case FRAME_PRESENT_CALL_FAILED: a->present_failed++; break;
+    default: a->untracked++;
+    }
+}
+
+/* One pass over a surface's frames: its facts (ret), and with p the primary surface's arrays
+ * (p->shown and the latencies; freed by the caller). False when memory ran out (ret then
+ * holds what was counted before). */
+static bool log_pass(const struct recording *rec, const struct recording_log *log,
+                     struct presentation_log *ret, struct primary_arrays *p)
+{
+    memset(ret, 0, sizeof(*ret));
     uint64_t count = log->frame_count;
-    double *shown = calloc(count + 1, sizeof(double));
-    double *claimed = calloc(count + 1, sizeof(double));
-    double *lat = calloc(count + 1, sizeof(double));
-    double *lat_ret = calloc(count + 1, sizeof(double));
-    if (!shown || !claimed || !lat || !lat_ret)
-        goto out;
-    size_t nshown = 0, nclaimed = 0, nlat = 0, vsync = 0, npresented = 0;
-    int output_votes[MAX_OUTPUTS + 1] = { 0 };
+    size_t room = (size_t)count + 1;
+    double *app = malloc(room * sizeof(double));
+    double *shown = malloc(room * sizeof(double));
+    double *claimed = malloc(room * sizeof(double));
+    bool ok = app && shown && claimed;
+    if (p) {
+        p->lat = malloc(room * sizeof(double));
+        p->lat_ret = malloc(room * sizeof(double));
+        ok = ok && p->lat && p->lat_ret;
+    }
+    struct frame_cursor c;
+    if (!ok || !frame_cursor_open(&c, rec, log)) {
+        free(app);
+        free(shown);
+        free(claimed);
+        return false;
+    }
+    size_t napp = 0, nshown = 0, nclaimed = 0;
     uint64_t last_shown = 0;
     for (uint64_t i = 0; i < count; i++) {
-        const struct fscope_frame *f = &log->frames[i];
+        const struct fscope_frame *f = frame_at(&c, i);
+        app[napp++] = recording_ns(rec, f->end_ticks - f->start_ticks) / 1e6;
+        ret->fifo += present_mode_fifo(f->present_mode);
+        account_frame(&ret->account, &c, i, f);
         if (f->present_state != FRAME_PRESENT_PRESENTED)
             continue;
-        npresented++;
         if (f->refresh_ns)
             claimed[nclaimed++] = f->refresh_ns / 1e6;
-        vsync += (f->present_flags & 0x1) != 0;
-        if (f->output_index >= 0 && f->output_index < MAX_OUTPUTS)
-            output_votes[f->output_index]++;
-        if (f->output_ambiguous)
-            s->shown_output_ambiguous = true;
-        if (f->presented_ticks > f->end_ticks) {
-            lat[nlat] = recording_ns(rec, f->presented_ticks - f->end_ticks) / 1e6;
-            lat_ret[nlat++] = f->present_return_ticks && f->presented_ticks > f->present_return_ticks
-                                  ? recording_ns(rec, f->presented_ticks - f->present_return_ticks) / 1e6
-                                  : 0;
+        ret->vsync += (f->present_flags & 0x1) != 0;
+        if (p) {
+            if (f->output_index >= 0 && f->output_index < MAX_OUTPUTS)
+                p->output_votes[f->output_index]++;
+            if (f->output_ambiguous)
+                p->ambiguous = true;
+            if (f->presented_ticks > f->end_ticks) {
+                p->lat[p->nlat] = recording_ns(rec, f->presented_ticks - f->end_ticks) / 1e6;
+                p->lat_ret[p->nlat++] =
+                    f->present_return_ticks && f->presented_ticks > f->present_return_ticks
+                        ? recording_ns(rec, f->presented_ticks - f->present_return_ticks) / 1e6
+                        : 0;
+            }
         }
         /* Two frames shown at the same refresh are one presentation (the later replaces). */
         if (last_shown && f->presented_ticks > last_shown)
@@ -195,13 +207,42 @@ static void analyse_primary(const struct recording *rec, struct presentation_sta
         if (f->presented_ticks > last_shown)
             last_shown = f->presented_ticks;
     }
-    /* The cadences as every line that states them reads them (presentation_cadence), not
+    frame_cursor_close(&c);
+    ret->cadence.app_ms = stats_median(app, napp);
+    for (size_t i = 0; i < napp; i++)
+        ret->near_cadence += app[i] >= 0.9 * ret->cadence.app_ms &&
+                             app[i] <= 1.1 * ret->cadence.app_ms;
+    ret->cadence.shown_intervals = nshown;
+    if (p) {
+        /* The primary's analysis reads them in order: the median from a copy (in app's room,
+         * read already). */
+        p->shown = shown;
+        shown = memcpy(app, p->shown, nshown * sizeof(double));
+    } else {
+        free(app);
+    }
+    ret->cadence.shown_ms = stats_median(shown, nshown);
+    ret->claimed_ms = stats_median(claimed, nclaimed);
+    ret->ok = true;
+    free(shown);
+    free(claimed);
+    return true;
+}
+
+static void analyse_primary(const struct recording *rec, struct presentation_stats *s,
+                            const struct presentation_log *facts, struct primary_arrays *p)
+{
+    double *shown = p->shown;
+    size_t nshown = facts->cadence.shown_intervals, nlat = p->nlat;
+    uint64_t npresented = facts->account.presented, vsync = facts->vsync;
+    int *output_votes = p->output_votes;
+    s->shown_output_ambiguous = p->ambiguous;
+    double *lat = p->lat, *lat_ret = p->lat_ret;
+    /* The cadences as every line that states them reads them (the surface's facts), not
      * the medians of the arrays here, which only judder and the refresh units use. */
-    struct presentation_cadence cadence;
-    if (!presentation_cadence(rec, log, &cadence))
-        goto out;
+    const struct presentation_cadence cadence = facts->cadence;
     s->app_interval_ms = cadence.app_ms;
-    s->claimed_refresh_ms = stats_median(claimed, nclaimed);
+    s->claimed_refresh_ms = facts->claimed_ms;
     s->vsync = npresented && vsync * 2 > npresented;
     s->latency_samples = nlat;
     distribution(lat, nlat, s->latency_ms);
@@ -242,11 +283,6 @@ static void analyse_primary(const struct recording *rec, struct presentation_sta
         if (output_votes[i] && (best < 0 || output_votes[i] > output_votes[best]))
             best = i;
     s->shown_output = best;
-out:
-    free(shown);
-    free(claimed);
-    free(lat);
-    free(lat_ret);
 }
 
 static void write_diagnoses(const struct recording *rec, struct presentation_stats *s)
@@ -295,26 +331,6 @@ static void write_diagnoses(const struct recording *rec, struct presentation_sta
     }
 }
 
-void presentation_account(const struct recording_log *log, struct presentation_accounting *a)
-{
-    uint64_t count = log->frame_count;
-    for (uint64_t i = 0; i < count; i++) {
-        const struct fscope_frame *f = &log->frames[i];
-        switch (f->present_state) {
-        case FRAME_PRESENT_PENDING: a->requested++; a->pending++; break;
-        case FRAME_PRESENT_PRESENTED: a->requested++; a->presented++; break;
-        case FRAME_PRESENT_DISCARDED:
-            a->requested++;
-            a->discarded++;
-            a->discarded_recreation += frame_recreation_discard(log, i);
-            break;
-        case FRAME_PRESENT_REQUEST_FAILED: a->failed++; break;
-        case FRAME_PRESENT_CALL_FAILED: a->present_failed++; break;
-        default: a->untracked++;
-        }
-    }
-}
-
 void presentation_compute(const struct recording *rec, struct presentation_stats *s)
 {
     memset(s, 0, sizeof(*s));
@@ -325,12 +341,32 @@ void presentation_compute(const struct recording *rec, struct presentation_stats
     if (primary && !primary->tracked)
         primary = NULL;
     struct frame_log_tracker_counts tracker_total = { 0 };
-    bool any_counts = false;
+    bool any_counts = false, analysed = false;
+    s->logs = calloc(logs ? logs : 1, sizeof(*s->logs));
+    if (!s->logs)
+        return;
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
         if (log->tracked)
             s->tracked = true;
-        presentation_account(log, &s->total);
+        struct primary_arrays p = { .shown = NULL };
+        bool ok = log_pass(rec, log, &s->logs[l], log == primary ? &p : NULL);
+        if (ok && log == primary) {
+            analyse_primary(rec, s, &s->logs[l], &p);
+            analysed = true;
+        }
+        free(p.shown);
+        free(p.lat);
+        free(p.lat_ret);
+        const struct presentation_accounting *a = &s->logs[l].account;
+        s->total.requested += a->requested;
+        s->total.presented += a->presented;
+        s->total.discarded += a->discarded;
+        s->total.discarded_recreation += a->discarded_recreation;
+        s->total.pending += a->pending;
+        s->total.failed += a->failed;
+        s->total.untracked += a->untracked;
+        s->total.present_failed += a->present_failed;
         /* The tracker's tally is final only when the app reached its exit: a killed app's last
          * snapshot may lag its frames. */
         if (log->tracked && log->have_counts && rec->state == REC_STATE_ENDED) {
@@ -361,10 +397,14 @@ void presentation_compute(const struct recording *rec, struct presentation_stats
                  (unsigned long long)tracker_total.presented,
                  (unsigned long long)tracker_total.discarded);
     }
-    if (primary) {
-        analyse_primary(rec, s, primary);
+    if (analysed)
         write_diagnoses(rec, s);
-    }
+}
+
+void presentation_finish(struct presentation_stats *s)
+{
+    free(s->logs);
+    s->logs = NULL;
 }
 
 void presentation_write_text(const struct recording *rec, FILE *f,

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "frames.h"
 #include "recording.h"
 
 #define MAX_DIAGNOSES 4
@@ -16,7 +17,28 @@ struct presentation_accounting {
     uint64_t present_failed; /* the present call itself failed: nothing to show */
 };
 
+/* A surface's cadences, the one computation every line that states them reads: the median
+ * interval between the app's presents (its frames) and between successive presentations (two
+ * frames shown at one refresh are one). */
+struct presentation_cadence {
+    double app_ms, shown_ms; /* 0: no frame, or no two presentations */
+    size_t shown_intervals;
+};
+
+/* What one pass over a surface's frames gives every analysis that needs no evidence (the
+ * display evidence, the summary's surfaces). */
+struct presentation_log {
+    bool ok; /* memory sufficed: else all 0 */
+    struct presentation_accounting account;
+    struct presentation_cadence cadence;
+    uint64_t fifo;         /* frames presented FIFO or FIFO relaxed */
+    uint64_t vsync;        /* presented frames the compositor flagged vsync */
+    double claimed_ms;     /* the median refresh claimed for its presented frames; 0: none */
+    uint64_t near_cadence; /* frames within 10% of cadence.app_ms */
+};
+
 struct presentation_stats {
+    struct presentation_log *logs; /* each surface's, in log order; NULL: no memory */
     bool tracked; /* feedback was tracked for at least one surface */
     struct presentation_accounting total;
     bool mismatch; /* the frames' tally and the tracker's own disagree: a bug, said loudly */
@@ -42,9 +64,9 @@ struct presentation_stats {
     unsigned diagnosis_count;
 };
 
+/* Fills ret from one pass over each surface's frames (free with presentation_finish). */
 void presentation_compute(const struct recording *rec, struct presentation_stats *ret);
-/* Adds one surface's frames to ret. */
-void presentation_account(const struct recording_log *log, struct presentation_accounting *ret);
+void presentation_finish(struct presentation_stats *s);
 void presentation_write_text(const struct recording *rec, FILE *f,
                              const struct presentation_stats *s);
 void presentation_write_json(const struct recording *rec, FILE *f,
@@ -55,23 +77,15 @@ void presentation_write_json(const struct recording *rec, FILE *f,
 bool presentation_pacing_output(const struct recording *rec, double period_ms, char *ret_name, size_t name_len,
                                 double *ret_hz);
 
-/* A surface's cadences, the one computation every line that states them reads: the median
- * interval between the app's presents (its frames) and between successive presentations (two
- * frames shown at one refresh are one). */
-struct presentation_cadence {
-    double app_ms, shown_ms; /* 0: no frame, or no two presentations */
-    size_t shown_intervals;
-};
-/* False when memory ran out. */
-bool presentation_cadence(const struct recording *rec, const struct recording_log *log,
-                          struct presentation_cadence *ret);
+
 /* The surface the summary's cadences, verdict and presentation lines are of: the tracked one
  * with the most frames, else the one with the most frames (the first of equals); 0 without
  * any. */
 unsigned presentation_primary_log(const struct recording *rec);
 
-/* A discarded frame that was the last present of a swapchain replaced by recreation. */
-bool frame_recreation_discard(const struct recording_log *log, uint64_t index);
-const char *frame_present_state_name(const struct fscope_frame *f, const struct recording_log *log);
+/* A discarded frame (index, of c's log) that was the last present of a swapchain replaced by
+ * recreation. A frame c gave before stays valid (it reads the next). */
+bool frame_recreation_discard(struct frame_cursor *c, uint64_t index);
+const char *frame_present_state_name(struct frame_cursor *c, uint64_t index);
 
 #endif

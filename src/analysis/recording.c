@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "frames.h"
 #include "recording_check.h"
 #include "util/text.h"
 
@@ -45,15 +46,20 @@ static void release_pages(const struct reader *r, uint64_t offset, uint64_t byte
         madvise((void *)from, to - from, MADV_DONTNEED);
 }
 
-/* Copies a chunked array's count items out into *ret (malloc'd; NULL for none). a is the
- * reader's copy of the array's header (object_copy). Its chunk table and every chunk are
- * claimed, streamed ones too (they hold that place in the arena), before anything is
- * allocated for the items. */
-static int read_chunked(struct reader *r, struct recording *rec, const struct chunked *a,
-                        uint32_t item_size, const char *what, void **ret, uint64_t *ret_count)
+/* What reading a chunked array does with its chunks, in order: take gets n items at items (the
+ * arena's or one decoded from the stream file, to be copied before they are checked), the
+ * first of them item first of those read; begin, before the first, how many will come. */
+struct chunk_sink {
+    int (*begin)(struct chunk_sink *sink, uint64_t count, uint64_t chunk_items);
+    int (*take)(struct chunk_sink *sink, const unsigned char *items, uint64_t first, uint64_t n);
+};
+
+/* Reads a chunked array's items chunk by chunk into sink. a is the reader's copy of the array's
+ * header (object_copy). Its chunk table and every chunk are claimed, streamed ones too (they
+ * hold that place in the arena), before anything is allocated for the items. */
+static int read_chunks(struct reader *r, struct recording *rec, const struct chunked *a,
+                       uint32_t item_size, const char *what, struct chunk_sink *sink)
 {
-    *ret = NULL;
-    *ret_count = 0;
     rec->items_dropped += a->dropped; /* appends the full arena refused */
     uint64_t count = atomic_load(&a->count);
     if (!count)
@@ -105,40 +111,70 @@ static int read_chunked(struct reader *r, struct recording *rec, const struct ch
     if (streamed > chunks)
         streamed = chunks;
     uint64_t skipped = r->stream ? 0 : streamed * chunk_items;
-    unsigned char *items = NULL, *partial = NULL;
+    unsigned char *decoded = NULL;
     if (!e && skipped < count) {
         count -= skipped;
-        items = malloc(count * item_size);
-        if (!items)
-            e = -ENOMEM;
+        e = sink->begin(sink, count, chunk_items);
         for (uint64_t c = skipped / chunk_items; !e && c < chunks; c++) {
             uint64_t first = c * chunk_items - skipped;
             uint64_t n = count - first < chunk_items ? count - first : chunk_items;
-            unsigned char *to = items + first * item_size;
             if (c >= streamed) {
-                memcpy(to, r->bytes + table[c], n * item_size);
+                e = sink->take(sink, r->bytes + table[c], first, n);
                 release_pages(r, table[c], n * item_size);
                 continue;
             }
             /* A chunk decodes whole: a count that ends inside one takes its first items. */
-            if (n < chunk_items && !partial && !(partial = malloc(chunk_bytes)))
+            if (!decoded && !(decoded = malloc(chunk_bytes)))
                 e = -ENOMEM;
             if (!e)
-                e = stream_source_chunk(r, r->stream, table[c], chunk_bytes,
-                                        n < chunk_items ? partial : to);
-            if (!e && n < chunk_items)
-                memcpy(to, partial, n * item_size);
+                e = stream_source_chunk(r, r->stream, table[c], chunk_bytes, decoded);
+            if (!e)
+                e = sink->take(sink, decoded, first, n);
         }
     }
-    free(partial);
+    free(decoded);
     free(table);
-    if (e) {
-        free(items);
-        return e;
-    }
-    *ret = items;
-    *ret_count = items ? count : 0;
+    return e;
+}
+
+/* The sink of read_chunked: every item into one array. */
+struct array_sink {
+    struct chunk_sink sink;
+    uint32_t item_size;
+    unsigned char *items;
+    uint64_t count;
+};
+
+static int array_begin(struct chunk_sink *sink, uint64_t count, uint64_t chunk_items)
+{
+    (void)chunk_items;
+    struct array_sink *s = (struct array_sink *)sink;
+    s->items = malloc(count * s->item_size);
+    s->count = count;
+    return s->items ? 0 : -ENOMEM;
+}
+
+static int array_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
+                      uint64_t n)
+{
+    struct array_sink *s = (struct array_sink *)sink;
+    memcpy(s->items + first * s->item_size, items, n * s->item_size);
     return 0;
+}
+
+/* Copies a chunked array's count items out into *ret (malloc'd; NULL for none). */
+static int read_chunked(struct reader *r, struct recording *rec, const struct chunked *a,
+                        uint32_t item_size, const char *what, void **ret, uint64_t *ret_count)
+{
+    struct array_sink s = { { array_begin, array_take }, item_size, NULL, 0 };
+    int e = read_chunks(r, rec, a, item_size, what, &s.sink);
+    if (e) {
+        free(s.items);
+        s.items = NULL;
+    }
+    *ret = s.items;
+    *ret_count = s.items ? s.count : 0;
+    return e;
 }
 
 /* Appends count items to one of rec's growing arrays, doubling its room as needed: many small
@@ -161,9 +197,9 @@ static int append_items(void **array, uint64_t *have, uint64_t *capacity, const 
     return 0;
 }
 
-static int check_frame(struct reader *r, const struct recording_log *log, uint64_t i)
+static int check_frame(struct reader *r, const struct recording_log *log,
+                       const struct fscope_frame *f, uint64_t i)
 {
-    const struct fscope_frame *f = &log->frames[i];
     /* A bool's byte as written: any other value than 0 or 1 is no bool to load. */
     unsigned char ambiguous;
     memcpy(&ambiguous, &f->output_ambiguous, 1);
@@ -176,6 +212,46 @@ static int check_frame(struct reader *r, const struct recording_log *log, uint64
         return reader_malformed(r, "frame %llu of surface '%s' is malformed", (unsigned long long)i,
                          log->label);
     return 0;
+}
+
+/* The sink of a surface's frames: each chunk copied, checked and packed (frames.h). */
+struct frame_sink {
+    struct chunk_sink sink;
+    struct reader *r;
+    struct recording_log *log;
+    struct fscope_frame *frames; /* a chunk's */
+    uint32_t chunk_items;
+};
+
+static int frames_begin(struct chunk_sink *sink, uint64_t count, uint64_t chunk_items)
+{
+    (void)count;
+    struct frame_sink *s = (struct frame_sink *)sink;
+    /* A recording's own chunks hold ~300 frames: 2^32 would be no recording's. */
+    if (chunk_items > UINT32_MAX)
+        return reader_malformed(s->r, "surface '%s' has chunks of %llu frames", s->log->label,
+                                (unsigned long long)chunk_items);
+    s->chunk_items = (uint32_t)chunk_items;
+    s->frames = malloc(chunk_items * sizeof(*s->frames));
+    return s->frames ? 0 : -ENOMEM;
+}
+
+static int frames_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
+                       uint64_t n)
+{
+    struct frame_sink *s = (struct frame_sink *)sink;
+    memcpy(s->frames, items, n * sizeof(*s->frames));
+    for (uint64_t i = 0; i < n; i++) {
+        /* Analysis fills these (recording_compute_gpu_busy): the app leaves them 0. */
+        struct fscope_frame *f = &s->frames[i];
+        f->gpu_busy_ticks = 0;
+        f->gpu_unsampled = 0;
+        memset(f->block_gpu_ticks, 0, sizeof(f->block_gpu_ticks));
+        int e = check_frame(s->r, s->log, f, first + i);
+        if (e)
+            return e;
+    }
+    return frame_store_append(s->log, s->chunk_items, s->frames, n);
 }
 
 static int read_frame_log(struct reader *r, struct recording *rec, const struct rec_frame_log *src)
@@ -194,21 +270,11 @@ static int read_frame_log(struct reader *r, struct recording *rec, const struct 
     log->counts = src->counts;
     log->have_counts = atomic_load(&src->counts_valid) && !(seq & 1) &&
                        atomic_load(&src->counts_seq) == seq;
-    void *frames;
-    int e = read_chunked(r, rec, &src->frames, sizeof(struct fscope_frame), log->label, &frames,
-                         &log->frame_count);
-    if (e)
-        return e;
-    log->frames = frames;
-    rec->log_count++;
-    for (uint64_t i = 0; i < log->frame_count; i++) {
-        log->frames[i].gpu_busy_ticks = 0;
-        log->frames[i].gpu_unsampled = 0;
-        memset(log->frames[i].block_gpu_ticks, 0, sizeof(log->frames[i].block_gpu_ticks));
-        if ((e = check_frame(r, log, i)))
-            return e;
-    }
-    return 0;
+    struct frame_sink s = { { frames_begin, frames_take }, r, log, NULL, 0 };
+    rec->log_count++; /* freed with the recording, whatever it holds */
+    int e = read_chunks(r, rec, &src->frames, sizeof(struct fscope_frame), log->label, &s.sink);
+    free(s.frames);
+    return e;
 }
 
 static int read_gpu_zone_names(struct reader *r, struct recording *rec,
@@ -914,7 +980,8 @@ void recording_free(struct recording *rec)
     if (!rec)
         return;
     for (unsigned i = 0; rec->logs && i < rec->log_count; i++)
-        free(rec->logs[i].frames);
+        frame_store_free(&rec->logs[i]);
+    free(rec->gpu_totals);
     for (unsigned i = 0; rec->caps && i < rec->cap_count; i++)
         free(rec->caps[i].events);
     for (unsigned i = 0; rec->threads && i < rec->thread_count; i++) {

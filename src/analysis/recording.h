@@ -19,6 +19,13 @@
 #include "record/format.h"
 #include "util/system.h"
 
+/* A chunk of a surface's frames as analysis keeps it: count frames packed in bytes (frames.h). */
+struct frame_chunk {
+    void *packed;
+    uint64_t bytes;
+    uint32_t count;
+};
+
 struct recording_log {
     char label[64];
     enum frame_surface surface;
@@ -27,7 +34,12 @@ struct recording_log {
     bool have_counts; /* the tracker's own tally was recorded whole */
     struct frame_log_tracker_counts counts;
     uint64_t frame_count;
-    struct fscope_frame *frames; /* gpu_busy_ticks and block_gpu_ticks filled by analysis */
+    /* The frames, packed, read through a cursor (frames.h): frame i is frame
+     * (i + chunk_skip) % chunk_frames of chunk (i + chunk_skip) / chunk_frames. */
+    uint32_t chunk_frames;
+    uint64_t chunk_skip, chunk_count, chunk_capacity;
+    struct frame_chunk *chunks;
+    uint64_t first_start_ticks, last_end_ticks; /* of the first frame and of the last */
 };
 
 struct recording_cap {
@@ -143,6 +155,9 @@ struct recording {
     const struct object_name **object_name_index;
     struct pipeline_created *pipelines;
     struct recording_engine engine;
+    /* Every device's GPU busy time and spans (recording_compute_gpu_busy, gpu_busy.h). */
+    unsigned gpu_total_count;
+    struct device_gpu_total *gpu_totals;
     /* Where the streamed chunks it holds were read from (recording_read_ended), for the
      * capture's packed recording; NULL when none were. */
     struct stream_source *stream;

@@ -90,8 +90,8 @@ uint64_t frames_origin_ticks(const struct recording *rec)
     unsigned logs = rec->log_count;
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
-        if (log->frame_count && log->frames[0].start_ticks < origin)
-            origin = log->frames[0].start_ticks;
+        if (log->frame_count && log->first_start_ticks < origin)
+            origin = log->first_start_ticks;
     }
     return origin == UINT64_MAX ? 0 : origin;
 }

@@ -43,8 +43,7 @@ static int summary_writer(FILE *f, const void *arg)
 
 static int csv_writer(FILE *f, const void *arg)
 {
-    frames_write_csv(f, arg);
-    return 0;
+    return frames_write_csv(f, arg);
 }
 
 static int seconds_writer(FILE *f, const void *arg)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frames.h"
 #include "stats.h"
 
 
@@ -27,12 +28,13 @@ static double low_fps(const int64_t *sorted, uint64_t n, double share)
 
 /* Display evidence of every log, in log order; NULL entries when memory ran out. */
 static struct display_evidence *evidence_all(const struct recording *rec,
+                                             const struct presentation_stats *p,
                                              const struct sched_index *sched)
 {
     unsigned logs = rec->log_count;
     struct display_evidence *ev = calloc(logs ? logs : 1, sizeof(*ev));
     for (unsigned l = 0; ev && l < logs; l++) {
-        display_evidence_compute(rec, &rec->logs[l], &ev[l]);
+        display_evidence_compute(rec, &rec->logs[l], p->logs ? &p->logs[l] : NULL, &ev[l]);
         display_evidence_wakes(rec, &rec->logs[l], sched, &ev[l]);
     }
     return ev;
@@ -327,7 +329,7 @@ void run_stats_compute(const struct recording *rec, struct run_stats *s)
     s->rec = rec;
     presentation_compute(rec, &s->presentation);
     sched_index_build(rec, &s->sched);
-    s->evidence = evidence_all(rec, &s->sched);
+    s->evidence = evidence_all(rec, &s->presentation, &s->sched);
     hitches_compute(rec, s->evidence, &s->hitches);
     unsigned logs = rec->log_count;
     for (unsigned l = 0; l < logs; l++)
@@ -338,9 +340,18 @@ void run_stats_compute(const struct recording *rec, struct run_stats *s)
     s->total.gpu_timed = rec->gpu_timing;
     if (!s->frames)
         return;
-    for (unsigned l = 0; l < logs; l++)
-        for (uint64_t i = 0; i < rec->logs[l].frame_count; i++)
-            s->unsampled_frames += rec->logs[l].frames[i].gpu_unsampled != 0;
+    double submits = 0;
+    for (unsigned l = 0; l < logs; l++) {
+        struct frame_cursor c;
+        if (!frame_cursor_open(&c, rec, &rec->logs[l]))
+            continue;
+        for (uint64_t i = 0; i < rec->logs[l].frame_count; i++) {
+            const struct fscope_frame *f = frame_at(&c, i);
+            s->unsampled_frames += f->gpu_unsampled != 0;
+            submits += (double)f->counts[FSCOPE_COUNT_SUBMITS];
+        }
+        frame_cursor_close(&c);
+    }
     /* With GPU timing sampled, the GPU-timed frames carry the budget and the verdict (the
      * others' GPU time is unknown); with none timed, every frame does, as without GPU timing. */
     bool sampled_basis = s->unsampled_frames && s->unsampled_frames < s->frames;
@@ -349,10 +360,6 @@ void run_stats_compute(const struct recording *rec, struct run_stats *s)
         s->total.gpu_timed = false;
     s->zone_frames = s->frames;
     if (s->unsampled_frames) {
-        double submits = 0;
-        for (unsigned l = 0; l < logs; l++)
-            for (uint64_t i = 0; i < rec->logs[l].frame_count; i++)
-                submits += (double)rec->logs[l].frames[i].counts[FSCOPE_COUNT_SUBMITS];
         if (submits > 0 && (double)rec->span_count < submits)
             s->zone_frames = (uint64_t)llround((double)s->frames * (double)rec->span_count /
                                                submits);
@@ -371,10 +378,13 @@ void run_stats_compute(const struct recording *rec, struct run_stats *s)
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
         uint64_t count = log->frame_count;
+        struct frame_cursor c;
+        if (!frame_cursor_open(&c, rec, log))
+            continue;
         for (uint64_t i = 0; i < count; i++) {
-            const struct fscope_frame *f = &log->frames[i];
+            const struct fscope_frame *f = frame_at(&c, i);
             struct frame_budget_ns b;
-            frame_budget(rec, f, s->evidence ? &s->evidence[l] : NULL, &b);
+            frame_budget(rec, f, i, s->evidence ? &s->evidence[l] : NULL, &b);
             if (times && n < s->frames)
                 times[n++] = b.frame;
             sum_ms += (double)b.frame / 1e6;
@@ -428,6 +438,7 @@ void run_stats_compute(const struct recording *rec, struct run_stats *s)
             if (f->cap_flags & CAP_FLAG_MISSED)
                 s->missed_by_verdict[v]++;
         }
+        frame_cursor_close(&c);
     }
     counters_compute(rec, &s->counters);
     waker_best(&wakers[0], s->display_waker, sizeof(s->display_waker));
@@ -536,4 +547,5 @@ void run_stats_finish(struct run_stats *s)
     hitches_free(&s->hitches);
     engine_stats_finish(&s->engine);
     keep_finish(&s->keep);
+    presentation_finish(&s->presentation);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "emit.h"
+#include "frames.h"
 #include "hitches.h"
 #include "stats.h"
 
@@ -104,14 +105,15 @@ static bool second_add(struct second *sec, const struct frame_budget_ns *b,
 }
 
 /* The log whose next frame starts first; logs when every log is done. */
-static unsigned next_log(const struct recording *rec, const uint64_t *next)
+static unsigned next_log(const struct recording *rec, struct frame_cursor *logs,
+                         const uint64_t *next)
 {
     unsigned best = rec->log_count;
     uint64_t best_start = 0;
     for (unsigned l = 0; l < rec->log_count; l++) {
         if (next[l] >= rec->logs[l].frame_count)
             continue;
-        uint64_t start = rec->logs[l].frames[next[l]].start_ticks;
+        uint64_t start = frame_at(&logs[l], next[l])->start_ticks;
         if (best == rec->log_count || start < best_start) {
             best = l;
             best_start = start;
@@ -133,13 +135,23 @@ int seconds_write_csv(FILE *f, const struct run_stats *s)
      * order). Every log's frames are merged by their start, so that each second holds every
      * surface's frames that started in it. */
     uint64_t *next = calloc(2 * (size_t)logs, sizeof(*next));
-    if (!next)
+    struct frame_cursor *cursors = calloc(logs, sizeof(*cursors));
+    unsigned opened = 0;
+    while (next && cursors && opened < logs &&
+           frame_cursor_open(&cursors[opened], rec, &rec->logs[opened]))
+        opened++;
+    if (opened < logs) {
+        while (opened-- > 0)
+            frame_cursor_close(&cursors[opened]);
+        free(cursors);
+        free(next);
         return -ENOMEM;
+    }
     uint64_t *hitch_next = next + logs;
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
-        if (log->frame_count && log->frames[log->frame_count - 1].end_ticks > newest)
-            newest = log->frames[log->frame_count - 1].end_ticks;
+        if (log->frame_count && log->last_end_ticks > newest)
+            newest = log->last_end_ticks;
         hitch_next[l] = hs->count;
     }
     for (uint64_t n = hs->count; n-- > 0;)
@@ -148,9 +160,9 @@ int seconds_write_csv(FILE *f, const struct run_stats *s)
     int64_t run_end_ns = newest > origin ? ticks_ns(rec, newest - origin) : 0;
     struct second sec = { 0 };
     int e = 0;
-    for (unsigned l; (l = next_log(rec, next)) < logs;) {
+    for (unsigned l; (l = next_log(rec, cursors, next)) < logs;) {
         uint64_t i = next[l]++;
-        const struct fscope_frame *fr = &rec->logs[l].frames[i];
+        const struct fscope_frame *fr = frame_at(&cursors[l], i);
         int64_t start_ns = fr->start_ticks > origin ? ticks_ns(rec, fr->start_ticks - origin) : 0;
         uint64_t index = (uint64_t)(start_ns / 1000000000);
         /* A frame that started before the second being summed (never, as surfaces present in
@@ -168,7 +180,7 @@ int seconds_write_csv(FILE *f, const struct run_stats *s)
             (*h)++;
         bool hitch = *h < hs->count && hs->hitches[*h].log == l && hs->hitches[*h].frame == i;
         struct frame_budget_ns b;
-        frame_budget(rec, fr, s->evidence ? &s->evidence[l] : NULL, &b);
+        frame_budget(rec, fr, i, s->evidence ? &s->evidence[l] : NULL, &b);
         bool judged = !(s->basis_frames < s->frames && fr->gpu_unsampled);
         if (!second_add(&sec, &b, fr, judged, hitch)) {
             e = -ENOMEM;
@@ -178,6 +190,9 @@ int seconds_write_csv(FILE *f, const struct run_stats *s)
     if (!e && sec.frames)
         write_row(f, &sec, run_end_ns);
     free(sec.times);
+    for (unsigned l = 0; l < logs; l++)
+        frame_cursor_close(&cursors[l]);
+    free(cursors);
     free(next);
     return e;
 }

@@ -18,8 +18,8 @@ void summary_write_capture(FILE *f, const char *shown_dir);
 void summary_write_text_full(FILE *f, const struct run_stats *s);
 /* summary.json. */
 void summary_write_json(FILE *f, const struct run_stats *s);
-/* frames.csv: a row per frame kept (s->keep). */
-void frames_write_csv(FILE *f, const struct run_stats *s);
+/* frames.csv: a row per frame kept (s->keep). Returns 0 or -ENOMEM. */
+int frames_write_csv(FILE *f, const struct run_stats *s);
 /* seconds.csv: a row per second of the run that has frames. Returns 0 or -ENOMEM. */
 int seconds_write_csv(FILE *f, const struct run_stats *s);
 

@@ -193,7 +193,8 @@ void summary_write_json(FILE *f, const struct run_stats *s)
         const struct recording_log *log = &rec->logs[l];
         json_write_string(f, log->label);
         struct presentation_accounting a = { 0 };
-        presentation_account(log, &a);
+        if (s->presentation.logs)
+            a = s->presentation.logs[l].account;
         fprintf(f, ", \"frames\": %llu, \"presentation_tracked\": %s, \"requested\": %llu, "
                 "\"presented\": %llu, \"discarded\": %llu, \"discarded_recreation\": %llu, "
                 "\"pending\": %llu, \"untracked_reason\": ",

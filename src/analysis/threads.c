@@ -6,6 +6,7 @@
 
 #include "report.h"
 #include "emit.h"
+#include "frames.h"
 #include "keep.h"
 
 /* Threads shown in the summary; summary.json and threads.csv have them all. */
@@ -351,14 +352,19 @@ static double timestamp_busy(const struct recording *rec, uint64_t from, uint64_
     if (!rec->gpu_timing)
         return -1;
     uint64_t busy = 0, span = 0;
-    for (unsigned l = 0; l < rec->log_count; l++)
+    for (unsigned l = 0; l < rec->log_count; l++) {
+        struct frame_cursor c;
+        if (!frame_cursor_open(&c, rec, &rec->logs[l]))
+            continue;
         for (uint64_t i = 0; i < rec->logs[l].frame_count; i++) {
-            const struct fscope_frame *fr = &rec->logs[l].frames[i];
+            const struct fscope_frame *fr = frame_at(&c, i);
             if (fr->start_ticks >= from && fr->end_ticks <= to && !fr->gpu_unsampled) {
                 busy += fr->gpu_busy_ticks;
                 span += fr->end_ticks - fr->start_ticks;
             }
         }
+        frame_cursor_close(&c);
+    }
     return span ? (double)busy / (double)span : -1;
 }
 

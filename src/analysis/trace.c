@@ -14,6 +14,7 @@
 #include "emit.h"
 #include "engine.h"
 #include "framescope.h"
+#include "frames.h"
 #include "gpu_zones.h"
 #include "hitches.h"
 #include "report.h"
@@ -330,10 +331,13 @@ static void frame_counters(const struct recording *rec, unsigned primary_log, tr
         snprintf(fps, sizeof(fps), "fps%s", surface);
         snprintf(cpu, sizeof(cpu), "cpu ms%s", surface);
         snprintf(gpu, sizeof(gpu), "gpu busy ms%s", surface);
+        struct frame_cursor c;
+        if (!frame_cursor_open(&c, rec, log))
+            continue; /* no memory: this surface's counters are left out */
         for (uint64_t i = 0; i < log->frame_count; i++) {
-            const struct fscope_frame *fr = &log->frames[i];
+            const struct fscope_frame *fr = frame_at(&c, i);
             struct frame_budget_ns b;
-            frame_budget(rec, fr, NULL, &b); /* the evidence only splits blocks: not used */
+            frame_budget(rec, fr, i, NULL, &b); /* the evidence only splits blocks: not used */
             if (b.frame > 0)
                 fn(ctx, &(struct trace_counter){ fr->start_ticks, fps, 1, { "fps" },
                                                  { 1e9 / (double)b.frame }, false, false, 0,
@@ -345,6 +349,7 @@ static void frame_counters(const struct recording *rec, unsigned primary_log, tr
                                                  { (double)b.gpu_busy / 1e6 }, false, true,
                                                  b.gpu_busy, 0 });
         }
+        frame_cursor_close(&c);
     }
 }
 

@@ -8,6 +8,7 @@
 #include <zlib.h>
 #endif
 
+#include "frames.h"
 #include "hitches.h"
 #include "proto.h"
 
@@ -808,8 +809,14 @@ static void frames(struct perfetto_writer *w, unsigned primary_log)
             snprintf(name, sizeof(name), "frames surface %u", l);
         uint64_t track = track_uuid(TRACK_KIND_FRAMES, l);
         track_descriptor(w, track, process_track(), name, 0, TRACK_SLICES);
+        struct frame_cursor c;
+        if (!frame_cursor_open(&c, rec, log)) {
+            w->failed = true;
+            return;
+        }
         for (uint64_t i = 0; i < log->frame_count; i++)
-            event(w, log->frames[i].end_ticks, track, TYPE_INSTANT, "frame");
+            event(w, frame_at(&c, i)->end_ticks, track, TYPE_INSTANT, "frame");
+        frame_cursor_close(&c);
     }
 }
 

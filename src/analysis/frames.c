@@ -1,0 +1,322 @@
+#include "frames.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A frame as 8-byte words: a chunk is packed word plane by word plane (word j of each of its
+ * frames), each plane as its first value, then the change from each frame to the next (modulo
+ * 2^64) in the fewest bytes every change fits as a signed number. Most of a frame's words
+ * change by the same amount from frame to frame or not at all (its index, the zeros of what
+ * it did not do); its times change by a frame's length. */
+#define WORDS (sizeof(struct fscope_frame) / 8)
+_Static_assert(sizeof(struct fscope_frame) % 8 == 0, "a frame is whole words");
+
+enum plane {
+    PLANE_SAME, /* every frame's word is the first's */
+    PLANE_STEP, /* the same change each frame: one word */
+    PLANE_1,    /* changes of 1, 2, 4 or 8 bytes each */
+    PLANE_2,
+    PLANE_4,
+    PLANE_8,
+};
+
+static const struct fscope_frame zero_frame;
+
+static uint64_t word(const struct fscope_frame *frames, uint64_t k, size_t j)
+{
+    uint64_t v;
+    memcpy(&v, (const unsigned char *)&frames[k] + j * 8, 8);
+    return v;
+}
+
+static void set_word(struct fscope_frame *frames, uint64_t k, size_t j, uint64_t v)
+{
+    memcpy((unsigned char *)&frames[k] + j * 8, &v, 8);
+}
+
+static unsigned plane_width(enum plane p)
+{
+    return p == PLANE_1 ? 1 : p == PLANE_2 ? 2 : p == PLANE_4 ? 4 : p == PLANE_8 ? 8 : 0;
+}
+
+/* How plane j of n frames packs. */
+static enum plane plane_of(const struct fscope_frame *frames, uint64_t n, size_t j)
+{
+    if (n < 2)
+        return PLANE_SAME;
+    uint64_t step = word(frames, 1, j) - word(frames, 0, j);
+    bool same_step = true;
+    int64_t low = 0, high = 0;
+    for (uint64_t k = 1; k < n; k++) {
+        int64_t d = (int64_t)(word(frames, k, j) - word(frames, k - 1, j));
+        same_step = same_step && (uint64_t)d == step;
+        low = d < low ? d : low;
+        high = d > high ? d : high;
+    }
+    if (same_step)
+        return step ? PLANE_STEP : PLANE_SAME;
+    if (low >= INT8_MIN && high <= INT8_MAX)
+        return PLANE_1;
+    if (low >= INT16_MIN && high <= INT16_MAX)
+        return PLANE_2;
+    if (low >= INT32_MIN && high <= INT32_MAX)
+        return PLANE_4;
+    return PLANE_8;
+}
+
+static size_t plane_bytes(enum plane p, uint64_t n)
+{
+    return 8 + (p == PLANE_STEP ? 8 : plane_width(p) * (size_t)(n - 1));
+}
+
+/* n frames packed: the planes' kinds, then each plane. NULL when memory ran out. */
+static void *pack(const struct fscope_frame *frames, uint64_t n, uint64_t *ret_bytes)
+{
+    unsigned char kinds[WORDS];
+    size_t bytes = WORDS;
+    for (size_t j = 0; j < WORDS; j++) {
+        kinds[j] = (unsigned char)plane_of(frames, n, j);
+        bytes += plane_bytes(kinds[j], n);
+    }
+    unsigned char *out = malloc(bytes), *at = out + WORDS;
+    if (!out)
+        return NULL;
+    memcpy(out, kinds, WORDS);
+    for (size_t j = 0; j < WORDS; j++) {
+        uint64_t first = word(frames, 0, j);
+        memcpy(at, &first, 8);
+        at += 8;
+        if (kinds[j] == PLANE_STEP) {
+            uint64_t step = word(frames, 1, j) - first;
+            memcpy(at, &step, 8);
+            at += 8;
+        }
+        unsigned width = plane_width(kinds[j]);
+        for (uint64_t k = 1; width && k < n; k++) {
+            uint64_t d = word(frames, k, j) - word(frames, k - 1, j);
+            /* The low bytes of a change that fits them signed: widened back by sign. */
+            if (width == 1) {
+                int8_t v = (int8_t)(int64_t)d;
+                memcpy(at, &v, 1);
+            } else if (width == 2) {
+                int16_t v = (int16_t)(int64_t)d;
+                memcpy(at, &v, 2);
+            } else if (width == 4) {
+                int32_t v = (int32_t)(int64_t)d;
+                memcpy(at, &v, 4);
+            } else {
+                memcpy(at, &d, 8);
+            }
+            at += width;
+        }
+    }
+    *ret_bytes = bytes;
+    return out;
+}
+
+static void unpack(const struct frame_chunk *chunk, struct fscope_frame *frames)
+{
+    const unsigned char *kinds = chunk->packed, *at = kinds + WORDS;
+    uint64_t n = chunk->count;
+    for (size_t j = 0; j < WORDS; j++) {
+        uint64_t v, step = 0;
+        memcpy(&v, at, 8);
+        at += 8;
+        set_word(frames, 0, j, v);
+        switch ((enum plane)kinds[j]) {
+        case PLANE_STEP:
+            memcpy(&step, at, 8);
+            at += 8;
+            /* fall through */
+        case PLANE_SAME:
+            for (uint64_t k = 1; k < n; k++)
+                set_word(frames, k, j, v += step);
+            break;
+        case PLANE_1:
+            for (uint64_t k = 1; k < n; k++, at++)
+                set_word(frames, k, j, v += (uint64_t)(int64_t)(int8_t)*at);
+            break;
+        case PLANE_2:
+            for (uint64_t k = 1; k < n; k++, at += 2) {
+                int16_t d;
+                memcpy(&d, at, 2);
+                set_word(frames, k, j, v += (uint64_t)(int64_t)d);
+            }
+            break;
+        case PLANE_4:
+            for (uint64_t k = 1; k < n; k++, at += 4) {
+                int32_t d;
+                memcpy(&d, at, 4);
+                set_word(frames, k, j, v += (uint64_t)(int64_t)d);
+            }
+            break;
+        case PLANE_8:
+            for (uint64_t k = 1; k < n; k++, at += 8) {
+                uint64_t d;
+                memcpy(&d, at, 8);
+                set_word(frames, k, j, v += d);
+            }
+            break;
+        }
+    }
+}
+
+bool frame_cursor_open(struct frame_cursor *c, const struct recording *rec,
+                       const struct recording_log *log)
+{
+    (void)rec;
+    memset(c, 0, sizeof(*c));
+    c->log = log;
+    for (unsigned k = 0; k < FRAME_CURSOR_SLOTS; k++)
+        c->chunk[k] = UINT64_MAX;
+    if (!log->chunk_count)
+        return true;
+    for (unsigned k = 0; k < FRAME_CURSOR_SLOTS; k++) {
+        c->frames[k] = malloc((size_t)log->chunk_frames * sizeof(*c->frames[k]));
+        if (!c->frames[k]) {
+            frame_cursor_close(c);
+            return false;
+        }
+    }
+    return true;
+}
+
+const struct fscope_frame *frame_at(struct frame_cursor *c, uint64_t i)
+{
+    const struct recording_log *log = c->log;
+    if (i >= log->frame_count)
+        return &zero_frame;
+    uint64_t at = i + log->chunk_skip;
+    uint64_t k = at / log->chunk_frames;
+    unsigned slot = c->last;
+    if (c->chunk[slot] != k) {
+        slot = (slot + 1) % FRAME_CURSOR_SLOTS;
+        if (c->chunk[slot] != k) {
+            unpack(&log->chunks[k], c->frames[slot]);
+            c->chunk[slot] = k;
+        }
+        c->last = slot;
+    }
+    return &c->frames[slot][at % log->chunk_frames];
+}
+
+void frame_cursor_close(struct frame_cursor *c)
+{
+    for (unsigned k = 0; k < FRAME_CURSOR_SLOTS; k++)
+        free(c->frames[k]);
+    memset(c, 0, sizeof(*c));
+}
+
+int frame_store_append(struct recording_log *log, uint32_t chunk_frames,
+                       const struct fscope_frame *frames, uint64_t n)
+{
+    if (!n)
+        return 0;
+    if (!log->chunk_count)
+        log->chunk_frames = chunk_frames;
+    /* Frame i's chunk is found by division: every chunk but the last is whole. */
+    if (!log->chunk_frames || n > log->chunk_frames ||
+        (log->chunk_count && log->chunks[log->chunk_count - 1].count != log->chunk_frames))
+        return -EINVAL;
+    if (log->chunk_count == log->chunk_capacity) {
+        uint64_t want = log->chunk_capacity ? 2 * log->chunk_capacity : 16;
+        void *grown = realloc(log->chunks, want * sizeof(*log->chunks));
+        if (!grown)
+            return -ENOMEM;
+        log->chunks = grown;
+        log->chunk_capacity = want;
+    }
+    struct frame_chunk chunk = { .count = (uint32_t)n };
+    if (!(chunk.packed = pack(frames, n, &chunk.bytes)))
+        return -ENOMEM;
+    if (!log->frame_count)
+        log->first_start_ticks = frames[0].start_ticks;
+    log->last_end_ticks = frames[n - 1].end_ticks;
+    log->chunks[log->chunk_count++] = chunk;
+    log->frame_count += n;
+    return 0;
+}
+
+int frame_store_set(struct recording_log *log, const struct fscope_frame *frames, uint64_t count)
+{
+    frame_store_free(log);
+    const uint32_t per = FRAME_CHUNK_FRAMES;
+    int e = 0;
+    for (uint64_t at = 0; !e && at < count; at += per)
+        e = frame_store_append(log, per, frames + at, count - at < per ? count - at : per);
+    if (e)
+        frame_store_free(log);
+    return e;
+}
+
+int frame_store_update(struct recording_log *log,
+                       void (*update)(void *ctx, struct fscope_frame *f), void *ctx)
+{
+    if (!log->chunk_count)
+        return 0;
+    struct fscope_frame *frames = malloc((size_t)log->chunk_frames * sizeof(*frames));
+    if (!frames)
+        return -ENOMEM;
+    int e = 0;
+    /* The first chunk's dropped frames (chunk_skip) are updated too: never read again. */
+    for (uint64_t k = 0; !e && k < log->chunk_count; k++) {
+        struct frame_chunk *chunk = &log->chunks[k];
+        unpack(chunk, frames);
+        for (uint32_t i = 0; i < chunk->count; i++)
+            update(ctx, &frames[i]);
+        uint64_t bytes;
+        void *packed = pack(frames, chunk->count, &bytes);
+        if (!packed) {
+            e = -ENOMEM;
+            break;
+        }
+        free(chunk->packed);
+        chunk->packed = packed;
+        chunk->bytes = bytes;
+    }
+    free(frames);
+    return e;
+}
+
+void frame_store_drop(struct recording_log *log, uint64_t skip)
+{
+    if (!skip)
+        return;
+    if (skip >= log->frame_count) {
+        frame_store_free(log);
+        return;
+    }
+    uint64_t at = skip + log->chunk_skip, whole = at / log->chunk_frames;
+    for (uint64_t k = 0; k < whole; k++)
+        free(log->chunks[k].packed);
+    memmove(log->chunks, log->chunks + whole, (log->chunk_count - whole) * sizeof(*log->chunks));
+    log->chunk_count -= whole;
+    log->chunk_skip = at % log->chunk_frames;
+    log->frame_count -= skip;
+    /* The new first frame's start, from its chunk. */
+    struct fscope_frame *frames = malloc((size_t)log->chunk_frames * sizeof(*frames));
+    if (frames) {
+        unpack(&log->chunks[0], frames);
+        log->first_start_ticks = frames[log->chunk_skip].start_ticks;
+        free(frames);
+    }
+}
+
+void frame_store_free(struct recording_log *log)
+{
+    for (uint64_t k = 0; log->chunks && k < log->chunk_count; k++)
+        free(log->chunks[k].packed);
+    free(log->chunks);
+    log->chunks = NULL;
+    log->chunk_count = log->chunk_capacity = log->chunk_skip = log->frame_count = 0;
+    log->first_start_ticks = log->last_end_ticks = 0;
+}
+
+uint64_t frame_store_bytes(const struct recording_log *log)
+{
+    uint64_t bytes = log->chunk_capacity * sizeof(*log->chunks);
+    for (uint64_t k = 0; k < log->chunk_count; k++)
+        bytes += log->chunks[k].bytes;
+    return bytes;
+}

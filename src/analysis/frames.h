@@ -1,0 +1,59 @@
+/* A surface's frames as the model keeps them: chunk by chunk, each packed by word planes
+ * (frames.c: a word's first value and its changes from frame to frame, in the fewest bytes
+ * they fit), and read through a cursor that unpacks the chunk a frame lies in once for all of
+ * its frames. A run's frames cost analysis their packed size (tens of bytes a frame against
+ * 792 unpacked) and each cursor two chunks unpacked.
+ *
+ * Packing is the model's own: chunks are packed from frames checked when the recording was
+ * read, and unpacked only here, never written to a file or read from one. */
+#ifndef FSCOPE_ANALYSIS_FRAMES_H
+#define FSCOPE_ANALYSIS_FRAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recording.h"
+
+/* Frames a chunk of frame_store_set holds: as many as the app's chunks (CHUNK_BYTES). */
+#define FRAME_CHUNK_FRAMES ((uint32_t)(256u * 1024u / sizeof(struct fscope_frame)))
+
+/* Two chunks unpacked: a frame's neighbour across a chunk's end leaves the frame valid. */
+#define FRAME_CURSOR_SLOTS 2
+
+struct frame_cursor {
+    const struct recording_log *log;
+    uint64_t chunk[FRAME_CURSOR_SLOTS];              /* unpacked in frames; UINT64_MAX: none */
+    struct fscope_frame *frames[FRAME_CURSOR_SLOTS]; /* room for log->chunk_frames each */
+    unsigned last;                                   /* the slot read last */
+};
+
+/* A cursor over log's frames (rec: the recording it is of). False when memory ran out (c then
+ * holds nothing to close). */
+bool frame_cursor_open(struct frame_cursor *c, const struct recording *rec,
+                       const struct recording_log *log);
+/* Frame i (< log->frame_count; beyond, a frame of zeros). Valid until the cursor has unpacked
+ * two other chunks: a frame and the next (or the one before) are both valid, a frame kept
+ * across more is copied. Frames read in order unpack each chunk once. */
+const struct fscope_frame *frame_at(struct frame_cursor *c, uint64_t i);
+void frame_cursor_close(struct frame_cursor *c);
+
+/* Appends n frames (1 <= n <= chunk_frames) to log as its next chunk, packed. Sets
+ * log->chunk_frames on the first; every chunk but the last holds that many. Returns 0,
+ * -EINVAL (a chunk after one that was not whole, or more than chunk_frames) or -ENOMEM. */
+int frame_store_append(struct recording_log *log, uint32_t chunk_frames,
+                       const struct fscope_frame *frames, uint64_t n);
+/* log's frames from an array of count (tests, synthetic recordings). Returns 0 or -ENOMEM. */
+int frame_store_set(struct recording_log *log, const struct fscope_frame *frames,
+                    uint64_t count);
+/* Calls update on every frame of log, in order, and packs what it leaves (analysis's own
+ * fields, filled once). Returns 0 or -ENOMEM (the frames then as they were). */
+int frame_store_update(struct recording_log *log,
+                       void (*update)(void *ctx, struct fscope_frame *f), void *ctx);
+/* Drops log's first skip frames (their whole chunks given back). */
+void frame_store_drop(struct recording_log *log, uint64_t skip);
+void frame_store_free(struct recording_log *log);
+/* Bytes log's packed chunks take. */
+uint64_t frame_store_bytes(const struct recording_log *log);
+
+#endif

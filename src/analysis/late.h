@@ -1,0 +1,32 @@
+/* How late each shown frame reached the display: in refreshes after the first one it could
+ * have been shown at, from when its present returned and its GPU work ended. */
+#ifndef FSCOPE_ANALYSIS_LATE_H
+#define FSCOPE_ANALYSIS_LATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "budget.h"
+#include "recording.h"
+
+/* The recording's GPU spans by device, then begin, built once for late_refreshes
+ * (ok false: memory ran out, and no frame can be judged late). */
+struct span_index {
+    bool ok;
+    size_t count;
+    const struct gpu_span **spans;
+};
+void span_index_build(const struct recording *rec, struct span_index *ret);
+void span_index_free(struct span_index *x);
+/* For each frame of log l (x: rec's spans): how many refreshes after it was ready it was
+ * shown, or -1 where that cannot be judged (not presented, no GPU time for it, no earlier
+ * shown frame). Ready: its present call returned and the GPU work begun before that ended
+ * (with what followed it back to back). The first refresh it could be shown at: on the grid of the frame shown
+ * before it, the first one a quarter refresh after it was ready (the compositor's own time);
+ * it is late by the refreshes between that one and the one it was shown at. The refresh: the
+ * compositor's claim, or the shortest interval it ever showed frames at when longer.
+ * late: n entries. */
+void late_refreshes(const struct recording *rec, const struct span_index *x, unsigned l,
+                    const struct display_evidence *ev, int *late);
+
+#endif
