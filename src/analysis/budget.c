@@ -110,65 +110,70 @@ void display_evidence_compute(const struct recording *rec, const struct recordin
         snprintf(ret->why, sizeof(ret->why), "non-FIFO present mode, no presentation feedback");
 }
 
-void display_evidence_wakes(const struct recording *rec, const struct recording_log *log,
+struct wakes_fill {
+    const struct recording *rec;
+    const struct sched_index *sched;
+    const struct display_evidence *ev;
+};
+
+static void wake_fill(void *ctx, struct fscope_frame *f, struct frame_extra *x)
+{
+    const struct wakes_fill *w_ = ctx;
+    const struct display_evidence *ev = w_->ev;
+    const struct sched_index *sched = w_->sched;
+    struct frame_wake *fw = &x->wake;
+    memset(fw, 0, sizeof(*fw));
+    struct wakeup_view w;
+    if (sched && sched->count)
+        frame_wakeups(w_->rec, sched, f, &w);
+    if (!sched || !sched->count || !w.known) {
+        fw->cadence_display = ev->cadence_display;
+        fw->cadence_own = !ev->cadence_display && ev->steady;
+        return;
+    }
+    fw->chain = true;
+    /* Another process woke it where a compositor answers for the surface; the kernel (its
+     * timer) where its cadence is steady; another of its threads always. */
+    static const enum waker_kind kinds[3] = { WAKER_OTHER_PROCESS, WAKER_KERNEL,
+                                              WAKER_APP_THREAD };
+    const bool allowed[3] = { ev->confirmed, ev->steady, true };
+    int64_t *ns[3] = { &fw->display_ns, &fw->timer_ns, &fw->thread_ns };
+    for (unsigned k = 0; k < 3; k++) {
+        if (!allowed[k] || !w.slept_by_ns[kinds[k]])
+            continue;
+        *ns[k] = w.slept_by_ns[kinds[k]];
+        fw->tid[k] = w.by_tid[kinds[k]];
+        memcpy(fw->comm[k], w.by_comm[kinds[k]], sizeof(fw->comm[k]));
+    }
+    /* In a frame the compositor woke it in, its timer's sleeps are its timing of that wait
+     * (mpv sleeps to the vsync it expects, then waits for the frame callback): the display's
+     * too, whatever its cadence. */
+    if (fw->display_ns && ev->confirmed) {
+        fw->display_ns += w.slept_by_ns[WAKER_KERNEL];
+        fw->timer_ns = 0;
+    }
+}
+
+void display_evidence_wakes(const struct recording *rec, struct recording_log *log,
                             const struct sched_index *sched, struct display_evidence *ev)
 {
-    ev->wakes = NULL;
+    ev->wakes = false;
     if (!rec->kernel.present || !log->frame_count)
         return;
-    struct frame_wake *wakes = calloc(log->frame_count, sizeof(*wakes));
-    struct frame_cursor c;
-    if (!wakes || !frame_cursor_open(&c, rec, log)) {
-        free(wakes);
-        return;
-    }
-    for (uint64_t i = 0; i < log->frame_count; i++) {
-        struct frame_wake *fw = &wakes[i];
-        struct wakeup_view w;
-        if (sched && sched->count)
-            frame_wakeups(rec, sched, frame_at(&c, i), &w);
-        if (!sched || !sched->count || !w.known) {
-            fw->cadence_display = ev->cadence_display;
-            fw->cadence_own = !ev->cadence_display && ev->steady;
-            continue;
-        }
-        fw->chain = true;
-        /* Another process woke it where a compositor answers for the surface; the kernel
-         * (its timer) where its cadence is steady; another of its threads always. */
-        static const enum waker_kind kinds[3] = { WAKER_OTHER_PROCESS, WAKER_KERNEL,
-                                                  WAKER_APP_THREAD };
-        const bool allowed[3] = { ev->confirmed, ev->steady, true };
-        int64_t *ns[3] = { &fw->display_ns, &fw->timer_ns, &fw->thread_ns };
-        for (unsigned k = 0; k < 3; k++) {
-            if (!allowed[k] || !w.slept_by_ns[kinds[k]])
-                continue;
-            *ns[k] = w.slept_by_ns[kinds[k]];
-            fw->tid[k] = w.by_tid[kinds[k]];
-            memcpy(fw->comm[k], w.by_comm[kinds[k]], sizeof(fw->comm[k]));
-        }
-        /* In a frame the compositor woke it in, its timer's sleeps are its timing of that wait
-         * (mpv sleeps to the vsync it expects, then waits for the frame callback): the
-         * display's too, whatever its cadence. */
-        if (fw->display_ns && ev->confirmed) {
-            fw->display_ns += w.slept_by_ns[WAKER_KERNEL];
-            fw->timer_ns = 0;
-        }
-    }
-    frame_cursor_close(&c);
-    ev->wakes = wakes;
-    ev->frame_count = log->frame_count;
+    struct wakes_fill fill = { rec, sched, ev };
+    ev->wakes = frame_store_update(log, wake_fill, &fill) == 0;
 }
 
 /* The CPU part's sleep outside Vulkan split by what woke the thread (struct frame_budget_ns):
  * by the wakers of the frame's sleeps where the wake-up chain recorded it (the display's
  * first, then the timer's, then its threads', each at most what is left: its sleeps in
  * Vulkan calls are not told apart from those outside), else the whole of it by the cadence. */
-static void split_blocked(uint64_t index, const struct display_evidence *ev,
+static void split_blocked(const struct frame_extra *x, const struct display_evidence *ev,
                           struct frame_budget_ns *b)
 {
-    if (!ev->wakes || index >= ev->frame_count)
+    if (!ev->wakes || !x)
         return;
-    const struct frame_wake *fw = &ev->wakes[index];
+    const struct frame_wake *fw = &x->wake;
     if (!fw->chain) {
         if (fw->cadence_display || fw->cadence_own)
             b->wake_evidence = WAKE_EVIDENCE_CADENCE;
@@ -190,8 +195,9 @@ static void split_blocked(uint64_t index, const struct display_evidence *ev,
     }
 }
 
-void frame_budget(const struct recording *rec, const struct fscope_frame *f, uint64_t index,
-                  const struct display_evidence *ev, struct frame_budget_ns *ret)
+void frame_budget(const struct recording *rec, const struct fscope_frame *f,
+                  const struct frame_extra *x, const struct display_evidence *ev,
+                  struct frame_budget_ns *ret)
 {
     memset(ret, 0, sizeof(*ret));
     ret->frame = ticks_ns(rec, f->end_ticks - f->start_ticks);
@@ -247,7 +253,7 @@ void frame_budget(const struct recording *rec, const struct fscope_frame *f, uin
         ret->cpu_starved = ret->runnable < left ? ret->runnable : left;
         ret->cpu_busy = left - ret->cpu_starved;
         if (ev && ret->cpu_blocked > 0)
-            split_blocked(index, ev, ret);
+            split_blocked(x, ev, ret);
     }
 }
 

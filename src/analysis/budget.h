@@ -41,6 +41,7 @@ static inline bool present_mode_fifo(int32_t mode)
 
 struct sched_index;
 struct presentation_log;
+struct frame_extra;
 
 /* Whether a surface's display paces its frames: evidence, not assumption. */
 struct display_evidence {
@@ -54,10 +55,9 @@ struct display_evidence {
      * where the compositor flags vsync): without the wake-up chain, its sleep outside Vulkan
      * is taken as waiting for the display. */
     bool cadence_display;
-    /* What woke each of the log's frames' closing thread from its longest sleep
-     * (display_evidence_wakes); NULL: not known. */
-    struct frame_wake *wakes; /* by the frame's place in its log */
-    uint64_t frame_count;
+    /* What woke each of the log's frames' closing thread from its longest sleep is kept with
+     * the frame (display_evidence_wakes, struct frame_extra); false: not known. */
+    bool wakes;
 };
 
 /* A frame's sleeps in the wake-up chain by what woke the thread (frame_budget splits the CPU
@@ -70,9 +70,10 @@ struct frame_wake {
     bool cadence_display;
     bool cadence_own; /* no chain: steady at a cadence of its own, not the one shown */
 };
-/* Fills ev's wakes for log's frames from the wake-up chain's events (sched: NULL or empty
- * where none were recorded), once per analysis: each frame_budget then reads its own. */
-void display_evidence_wakes(const struct recording *rec, const struct recording_log *log,
+/* Keeps with each of log's frames what woke it, from the wake-up chain's events (sched: NULL
+ * or empty where none were recorded), once per analysis: each frame_budget then reads its
+ * own. */
+void display_evidence_wakes(const struct recording *rec, struct recording_log *log,
                             const struct sched_index *sched, struct display_evidence *ev);
 void display_evidence_compute(const struct recording *rec, const struct recording_log *log,
                               const struct presentation_log *facts, struct display_evidence *ret);
@@ -107,10 +108,11 @@ struct frame_budget_ns {
 };
 
 /* Splits a frame into nanoseconds so that cpu + blocks == frame exactly, and splits its
- * blocks by GPU activity and by what the display evidence allows (ev: its log's; index: the
- * frame's place in that log). */
-void frame_budget(const struct recording *rec, const struct fscope_frame *f, uint64_t index,
-                  const struct display_evidence *ev, struct frame_budget_ns *ret);
+ * blocks by GPU activity and by what the display evidence allows (ev: its log's; x: what
+ * analysis keeps of the frame, frame_extra_at's). */
+void frame_budget(const struct recording *rec, const struct fscope_frame *f,
+                  const struct frame_extra *x, const struct display_evidence *ev,
+                  struct frame_budget_ns *ret);
 enum fscope_verdict frame_verdict(const struct frame_budget_ns *b);
 const char *verdict_name(enum fscope_verdict v);
 /* A block kind as frames.csv names its column, without _ms. */

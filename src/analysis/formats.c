@@ -96,7 +96,7 @@ int formats_write_presentmon(FILE *f, const void *arg)
                 continue;
             }
             struct frame_budget_ns b;
-            frame_budget(rec, fr, i, log_evidence(run, l), &b);
+            frame_budget(rec, fr, frame_extra_at(&c, i), log_evidence(run, l), &b);
             /* There is no swapchain address to give: the surface's number and the swapchain's
              * serial (recreations) name it instead. */
             uint64_t swapchain = (uint64_t)(l + 1) << 32 | fr->swapchain_serial;
@@ -231,7 +231,8 @@ int formats_write_mangohud(FILE *f, const void *arg)
             continue;
         const struct fscope_frame *fr = frame_at(&c, i);
         struct frame_budget_ns b;
-        frame_budget(rec, fr, i, log_evidence(run, run->primary_log), &b);
+        frame_budget(rec, fr, frame_extra_at(&c, i), log_evidence(run, run->primary_log),
+                     &b);
         long long gpu_load = b.gpu_timed && b.frame > 0
                                  ? llround(100.0 * (double)b.gpu_busy / (double)b.frame) : 0;
         /* The app's own CPU load and resident set where the frame ended, from the kernel

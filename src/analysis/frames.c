@@ -1,16 +1,19 @@
 #include "frames.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A frame as 8-byte words: a chunk is packed word plane by word plane (word j of each of its
- * frames), each plane as its first value, then the change from each frame to the next (modulo
- * 2^64) in the fewest bytes every change fits as a signed number. Most of a frame's words
- * change by the same amount from frame to frame or not at all (its index, the zeros of what
- * it did not do); its times change by a frame's length. */
-#define WORDS (sizeof(struct fscope_frame) / 8)
-_Static_assert(sizeof(struct fscope_frame) % 8 == 0, "a frame is whole words");
+/* A frame (with what analysis keeps of it) as 8-byte words: a chunk is packed word plane by
+ * word plane (word j of each of its frames), each plane as its first value, then the change
+ * from each frame to the next (modulo 2^64) in the fewest bytes every change fits as a signed
+ * number. Most of a frame's words change by the same amount from frame to frame or not at
+ * all (its index, the zeros of what it did not do); its times change by a frame's length. */
+#define WORDS (sizeof(struct frame_item) / 8)
+_Static_assert(sizeof(struct frame_item) % 8 == 0, "an item is whole words");
+_Static_assert(offsetof(struct frame_item, extra) == sizeof(struct fscope_frame),
+               "analysis's words follow the frame's");
 
 enum plane {
     PLANE_SAME, /* every frame's word is the first's */
@@ -21,18 +24,18 @@ enum plane {
     PLANE_8,
 };
 
-static const struct fscope_frame zero_frame;
+static const struct frame_item zero_item;
 
-static uint64_t word(const struct fscope_frame *frames, uint64_t k, size_t j)
+static uint64_t word(const struct frame_item *items, uint64_t k, size_t j)
 {
     uint64_t v;
-    memcpy(&v, (const unsigned char *)&frames[k] + j * 8, 8);
+    memcpy(&v, (const unsigned char *)&items[k] + j * 8, 8);
     return v;
 }
 
-static void set_word(struct fscope_frame *frames, uint64_t k, size_t j, uint64_t v)
+static void set_word(struct frame_item *items, uint64_t k, size_t j, uint64_t v)
 {
-    memcpy((unsigned char *)&frames[k] + j * 8, &v, 8);
+    memcpy((unsigned char *)&items[k] + j * 8, &v, 8);
 }
 
 static unsigned plane_width(enum plane p)
@@ -41,7 +44,7 @@ static unsigned plane_width(enum plane p)
 }
 
 /* How plane j of n frames packs. */
-static enum plane plane_of(const struct fscope_frame *frames, uint64_t n, size_t j)
+static enum plane plane_of(const struct frame_item *frames, uint64_t n, size_t j)
 {
     if (n < 2)
         return PLANE_SAME;
@@ -71,7 +74,7 @@ static size_t plane_bytes(enum plane p, uint64_t n)
 }
 
 /* n frames packed: the planes' kinds, then each plane. NULL when memory ran out. */
-static void *pack(const struct fscope_frame *frames, uint64_t n, uint64_t *ret_bytes)
+static void *pack(const struct frame_item *frames, uint64_t n, uint64_t *ret_bytes)
 {
     unsigned char kinds[WORDS];
     size_t bytes = WORDS;
@@ -115,7 +118,7 @@ static void *pack(const struct fscope_frame *frames, uint64_t n, uint64_t *ret_b
     return out;
 }
 
-static void unpack(const struct frame_chunk *chunk, struct fscope_frame *frames)
+static void unpack(const struct frame_chunk *chunk, struct frame_item *frames)
 {
     const unsigned char *kinds = chunk->packed, *at = kinds + WORDS;
     uint64_t n = chunk->count;
@@ -173,8 +176,8 @@ bool frame_cursor_open(struct frame_cursor *c, const struct recording *rec,
     if (!log->chunk_count)
         return true;
     for (unsigned k = 0; k < FRAME_CURSOR_SLOTS; k++) {
-        c->frames[k] = malloc((size_t)log->chunk_frames * sizeof(*c->frames[k]));
-        if (!c->frames[k]) {
+        c->items[k] = malloc((size_t)log->chunk_frames * sizeof(*c->items[k]));
+        if (!c->items[k]) {
             frame_cursor_close(c);
             return false;
         }
@@ -182,29 +185,39 @@ bool frame_cursor_open(struct frame_cursor *c, const struct recording *rec,
     return true;
 }
 
-const struct fscope_frame *frame_at(struct frame_cursor *c, uint64_t i)
+static const struct frame_item *item_at(struct frame_cursor *c, uint64_t i)
 {
     const struct recording_log *log = c->log;
     if (i >= log->frame_count)
-        return &zero_frame;
+        return &zero_item;
     uint64_t at = i + log->chunk_skip;
     uint64_t k = at / log->chunk_frames;
     unsigned slot = c->last;
     if (c->chunk[slot] != k) {
         slot = (slot + 1) % FRAME_CURSOR_SLOTS;
         if (c->chunk[slot] != k) {
-            unpack(&log->chunks[k], c->frames[slot]);
+            unpack(&log->chunks[k], c->items[slot]);
             c->chunk[slot] = k;
         }
         c->last = slot;
     }
-    return &c->frames[slot][at % log->chunk_frames];
+    return &c->items[slot][at % log->chunk_frames];
+}
+
+const struct fscope_frame *frame_at(struct frame_cursor *c, uint64_t i)
+{
+    return &item_at(c, i)->frame;
+}
+
+const struct frame_extra *frame_extra_at(struct frame_cursor *c, uint64_t i)
+{
+    return &item_at(c, i)->extra;
 }
 
 void frame_cursor_close(struct frame_cursor *c)
 {
     for (unsigned k = 0; k < FRAME_CURSOR_SLOTS; k++)
-        free(c->frames[k]);
+        free(c->items[k]);
     memset(c, 0, sizeof(*c));
 }
 
@@ -228,7 +241,14 @@ int frame_store_append(struct recording_log *log, uint32_t chunk_frames,
         log->chunk_capacity = want;
     }
     struct frame_chunk chunk = { .count = (uint32_t)n };
-    if (!(chunk.packed = pack(frames, n, &chunk.bytes)))
+    struct frame_item *items = calloc(n, sizeof(*items)); /* analysis's words 0 */
+    if (!items)
+        return -ENOMEM;
+    for (uint64_t k = 0; k < n; k++)
+        items[k].frame = frames[k];
+    chunk.packed = pack(items, n, &chunk.bytes);
+    free(items);
+    if (!chunk.packed)
         return -ENOMEM;
     if (!log->frame_count)
         log->first_start_ticks = frames[0].start_ticks;
@@ -251,11 +271,12 @@ int frame_store_set(struct recording_log *log, const struct fscope_frame *frames
 }
 
 int frame_store_update(struct recording_log *log,
-                       void (*update)(void *ctx, struct fscope_frame *f), void *ctx)
+                       void (*update)(void *ctx, struct fscope_frame *f, struct frame_extra *x),
+                       void *ctx)
 {
     if (!log->chunk_count)
         return 0;
-    struct fscope_frame *frames = malloc((size_t)log->chunk_frames * sizeof(*frames));
+    struct frame_item *frames = malloc((size_t)log->chunk_frames * sizeof(*frames));
     if (!frames)
         return -ENOMEM;
     int e = 0;
@@ -264,7 +285,7 @@ int frame_store_update(struct recording_log *log,
         struct frame_chunk *chunk = &log->chunks[k];
         unpack(chunk, frames);
         for (uint32_t i = 0; i < chunk->count; i++)
-            update(ctx, &frames[i]);
+            update(ctx, &frames[i].frame, &frames[i].extra);
         uint64_t bytes;
         void *packed = pack(frames, chunk->count, &bytes);
         if (!packed) {
@@ -295,11 +316,11 @@ void frame_store_drop(struct recording_log *log, uint64_t skip)
     log->chunk_skip = at % log->chunk_frames;
     log->frame_count -= skip;
     /* The new first frame's start, from its chunk. */
-    struct fscope_frame *frames = malloc((size_t)log->chunk_frames * sizeof(*frames));
-    if (frames) {
-        unpack(&log->chunks[0], frames);
-        log->first_start_ticks = frames[log->chunk_skip].start_ticks;
-        free(frames);
+    struct frame_item *items = malloc((size_t)log->chunk_frames * sizeof(*items));
+    if (items) {
+        unpack(&log->chunks[0], items);
+        log->first_start_ticks = items[log->chunk_skip].frame.start_ticks;
+        free(items);
     }
 }
 

@@ -2,7 +2,8 @@
  * (frames.c: a word's first value and its changes from frame to frame, in the fewest bytes
  * they fit), and read through a cursor that unpacks the chunk a frame lies in once for all of
  * its frames. A run's frames cost analysis their packed size (tens of bytes a frame against
- * 792 unpacked) and each cursor two chunks unpacked.
+ * 880 unpacked) and each cursor two chunks unpacked. With each frame, analysis keeps what it
+ * found of it once (struct frame_extra), packed the same way.
  *
  * Packing is the model's own: chunks are packed from frames checked when the recording was
  * read, and unpacked only here, never written to a file or read from one. */
@@ -13,7 +14,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "recording.h"
+
+/* What analysis finds of a frame once and keeps with it (0 until it does). */
+struct frame_extra {
+    struct frame_wake wake; /* display_evidence_wakes */
+};
+/* A frame as a chunk unpacks: the frame as recorded, then analysis's. */
+struct frame_item {
+    struct fscope_frame frame;
+    struct frame_extra extra;
+};
 
 /* Frames a chunk of frame_store_set holds: as many as the app's chunks (CHUNK_BYTES). */
 #define FRAME_CHUNK_FRAMES ((uint32_t)(256u * 1024u / sizeof(struct fscope_frame)))
@@ -23,9 +35,9 @@
 
 struct frame_cursor {
     const struct recording_log *log;
-    uint64_t chunk[FRAME_CURSOR_SLOTS];              /* unpacked in frames; UINT64_MAX: none */
-    struct fscope_frame *frames[FRAME_CURSOR_SLOTS]; /* room for log->chunk_frames each */
-    unsigned last;                                   /* the slot read last */
+    uint64_t chunk[FRAME_CURSOR_SLOTS];            /* unpacked in items; UINT64_MAX: none */
+    struct frame_item *items[FRAME_CURSOR_SLOTS]; /* room for log->chunk_frames each */
+    unsigned last;                                 /* the slot read last */
 };
 
 /* A cursor over log's frames (rec: the recording it is of). False when memory ran out (c then
@@ -36,6 +48,8 @@ bool frame_cursor_open(struct frame_cursor *c, const struct recording *rec,
  * two other chunks: a frame and the next (or the one before) are both valid, a frame kept
  * across more is copied. Frames read in order unpack each chunk once. */
 const struct fscope_frame *frame_at(struct frame_cursor *c, uint64_t i);
+/* What analysis keeps of frame i, valid as frame_at's. */
+const struct frame_extra *frame_extra_at(struct frame_cursor *c, uint64_t i);
 void frame_cursor_close(struct frame_cursor *c);
 
 /* Appends n frames (1 <= n <= chunk_frames) to log as its next chunk, packed. Sets
@@ -46,10 +60,12 @@ int frame_store_append(struct recording_log *log, uint32_t chunk_frames,
 /* log's frames from an array of count (tests, synthetic recordings). Returns 0 or -ENOMEM. */
 int frame_store_set(struct recording_log *log, const struct fscope_frame *frames,
                     uint64_t count);
-/* Calls update on every frame of log, in order, and packs what it leaves (analysis's own
- * fields, filled once). Returns 0 or -ENOMEM (the frames then as they were). */
+/* Calls update on every frame of log, in order, with what analysis keeps of it, and packs what
+ * it leaves (analysis's own fields and findings, filled once). Returns 0 or -ENOMEM (the
+ * frames then as they were). */
 int frame_store_update(struct recording_log *log,
-                       void (*update)(void *ctx, struct fscope_frame *f), void *ctx);
+                       void (*update)(void *ctx, struct fscope_frame *f, struct frame_extra *x),
+                       void *ctx);
 /* Drops log's first skip frames (their whole chunks given back). */
 void frame_store_drop(struct recording_log *log, uint64_t skip);
 void frame_store_free(struct recording_log *log);

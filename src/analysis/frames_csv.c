@@ -270,7 +270,8 @@ int frames_write_csv(FILE *f, const struct run_stats *s)
                 continue;
             struct row r = { .s = s, .rec = rec, .log = log, .cursor = &c, .fr = frame_at(&c, i),
                              .index = i, .origin = origin };
-            frame_budget(rec, r.fr, i, s->evidence ? &s->evidence[l] : NULL, &r.b);
+            frame_budget(rec, r.fr, frame_extra_at(&c, i), s->evidence ? &s->evidence[l] : NULL,
+                         &r.b);
             r.outside = s->basis_frames < s->frames && r.fr->gpu_unsampled;
             row_budget(&e, &r);
             row_presentation(&e, &r);

@@ -225,8 +225,9 @@ size_t device_gpu_totals(const struct recording *rec, struct device_gpu_total **
 }
 
 /* A frame's GPU fields from the union of its device's spans (x NULL: 0). */
-static void frame_fill(void *ctx, struct fscope_frame *frame)
+static void frame_fill(void *ctx, struct fscope_frame *frame, struct frame_extra *extra)
 {
+    (void)extra;
     const struct busy_index *x = ctx;
     const struct busy_union *u = x ? busy_index_find(x, frame->device_id) : NULL;
     /* Sampled timing: a frame outside every run is unmeasured, as is one whose device has no

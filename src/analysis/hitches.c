@@ -75,6 +75,16 @@ static void window_of(uint64_t i, uint64_t n, uint64_t *ret_lo, uint64_t *ret_hi
     *ret_hi = (uint64_t)hi;
 }
 
+/* What the hitch pass keeps of a frame while a window may hold it: the last HITCH_RING frames,
+ * frame i at [i % HITCH_RING] (a window spans HITCH_WINDOW + 1 frames). */
+#define HITCH_RING 64
+_Static_assert(HITCH_RING > 2 * HITCH_WINDOW + 1, "the ring holds every frame a window does");
+struct ring_frame {
+    int64_t time;
+    bool timed; /* its GPU time is known */
+    int64_t parts[HITCH_CAUSE_COUNT];
+};
+
 /* The frames' times of a window, kept sorted as it slides forward (window_of's bounds only
  * grow): one insertion and one removal a frame, where sorting each frame's neighbours again
  * was a tenth of the analysis. */
@@ -98,18 +108,20 @@ static unsigned window_find(const struct sorted_window *w, int64_t x)
     return lo;
 }
 
-/* Moves the window to the frames [lo, hi] of times. */
-static void window_slide(struct sorted_window *w, const int64_t *times, uint64_t lo, uint64_t hi)
+/* Moves the window to the frames [lo, hi] of the ring. */
+static void window_slide(struct sorted_window *w, const struct ring_frame *ring, uint64_t lo,
+                         uint64_t hi)
 {
     for (; w->lo < lo; w->lo++) {
-        unsigned at = window_find(w, times[w->lo]);
+        unsigned at = window_find(w, ring[w->lo % HITCH_RING].time);
         memmove(&w->v[at], &w->v[at + 1], (w->count - at - 1) * sizeof(w->v[0]));
         w->count--;
     }
     for (; w->end <= hi; w->end++) {
-        unsigned at = window_find(w, times[w->end]);
+        int64_t time = ring[w->end % HITCH_RING].time;
+        unsigned at = window_find(w, time);
         memmove(&w->v[at + 1], &w->v[at], (w->count - at) * sizeof(w->v[0]));
-        w->v[at] = times[w->end];
+        w->v[at] = time;
         w->count++;
     }
 }
@@ -206,14 +218,14 @@ static void zone_index_of(const struct gpu_zone_span **all, size_t count, uint32
 #define ZONE_GROWTH_NAMES 64
 
 /* Which GPU zone grew in hitch h's frame against the same zone in its GPU-timed neighbours
- * lo..hi (timed[j]: frame j's GPU time is known). A zone's value in a frame is the time of
+ * lo..hi (in the ring: whether each one's GPU time is known). A zone's value in a frame is the time of
  * its spans that ended inside the frame. */
 static void zone_growth(const struct recording *rec, struct frame_cursor *frames,
-                        const bool *timed, uint64_t lo, uint64_t hi, const struct zone_index *z,
+                        const struct ring_frame *ring, uint64_t lo, uint64_t hi, const struct zone_index *z,
                         struct hitch *h)
 {
     h->zone = -1;
-    if (!z->count || !timed[h->frame])
+    if (!z->count || !ring[h->frame % HITCH_RING].timed)
         return;
     uint64_t n = hi - lo + 1;
     uint16_t names[ZONE_GROWTH_NAMES];
@@ -258,7 +270,7 @@ static void zone_growth(const struct recording *rec, struct frame_cursor *frames
     for (unsigned c = 0; c < name_count; c++) {
         size_t m = 0;
         for (uint64_t f = lo; f <= hi; f++)
-            if (f != h->frame && timed[f])
+            if (f != h->frame && ring[f % HITCH_RING].timed)
                 scratch[m++] = sums[c * n + (f - lo)];
         growth[c] = 0;
         if (m < 3)
@@ -295,7 +307,7 @@ out:
 }
 
 /* Splits hitch h's excess over the parts that grew against their neighbours' medians. */
-static void split_excess(struct hitch *h, int64_t (*parts)[HITCH_CAUSE_COUNT], uint64_t lo,
+static void split_excess(struct hitch *h, const struct ring_frame *ring, uint64_t lo,
                          uint64_t hi, int64_t *scratch)
 {
     int64_t excess = h->frame_ns - h->median_ns, grown[HITCH_CAUSE_COUNT] = { 0 }, sum = 0;
@@ -303,8 +315,8 @@ static void split_excess(struct hitch *h, int64_t (*parts)[HITCH_CAUSE_COUNT], u
         size_t m = 0;
         for (uint64_t j = lo; j <= hi; j++)
             if (j != h->frame)
-                scratch[m++] = parts[j][c];
-        int64_t d = parts[h->frame][c] - (m ? stats_median_i64(scratch, m) : 0);
+                scratch[m++] = ring[j % HITCH_RING].parts[c];
+        int64_t d = ring[h->frame % HITCH_RING].parts[c] - (m ? stats_median_i64(scratch, m) : 0);
         grown[c] = d > 0 ? d : 0;
         sum += grown[c];
     }
@@ -423,136 +435,156 @@ static void keep_worst(struct hitch_stats *s, const struct hitch *h)
         s->worst_count++;
 }
 
+/* One surface's hitch pass: its frames in order, each judged once the window around it is in
+ * the ring. */
+struct hitch_pass {
+    const struct recording *rec;
+    unsigned l;
+    uint64_t n, origin;
+    const struct hitch_indexes *x;
+    struct hitch_stats *s;
+    size_t *cap;
+    const int *late;
+    struct ring_frame ring[HITCH_RING];
+    struct sorted_window window;
+    struct frame_cursor judged, window_frames;
+    struct zone_index zones;
+    bool zones_found;
+    int64_t scratch[HITCH_WINDOW];
+};
+
+/* Judges frame i (its window lo..hi in the ring). False when memory ran out. */
+static bool judge(struct hitch_pass *p, uint64_t i, uint64_t lo, uint64_t hi)
+{
+    const struct recording *rec = p->rec;
+    struct hitch_stats *s = p->s;
+    const struct hitch_indexes *x = p->x;
+    int64_t time = p->ring[i % HITCH_RING].time;
+    window_slide(&p->window, p->ring, lo, hi);
+    int64_t median = window_median_without(&p->window, time);
+    s->frames_judged++;
+    if ((double)time < HITCH_RATIO * (double)median ||
+        (double)(time - median) < HITCH_FLOOR_MS * 1e6)
+        return true;
+    const struct fscope_frame *f = frame_at(&p->judged, i);
+    struct hitch h = {
+        .log = p->l,
+        .frame = i,
+        .end_ticks = f->end_ticks,
+        .at_s = recording_ns(rec, f->start_ticks - p->origin) / 1e9,
+        .frame_ns = time,
+        .median_ns = median,
+        .tid = f->kernel_valid ? f->kernel_tid : 0,
+    };
+    h.pipelines = f->counts[FSCOPE_COUNT_PIPELINES];
+    h.shaders = f->counts[FSCOPE_COUNT_SHADERS];
+    h.memory_calls = f->counts[FSCOPE_COUNT_MEMORY_CALLS];
+    h.pipeline_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_PIPELINE_TICKS]);
+    h.shader_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SHADER_TICKS]);
+    h.memory_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_MEMORY_TICKS]);
+    h.swapchain_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SWAPCHAIN_TICKS]);
+    h.submit_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SUBMIT_TICKS]);
+    h.pipelines_reported = f->counts[FSCOPE_COUNT_PIPELINES_FEEDBACK];
+    h.pipeline_cache_hits = f->counts[FSCOPE_COUNT_PIPELINE_CACHE_HITS];
+    h.pipeline_driver_ns = f->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS] < (uint64_t)INT64_MAX
+                               ? (int64_t)f->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS]
+                               : INT64_MAX;
+    if (f->kernel_valid) {
+        h.kernel = true;
+        h.major_faults = f->kernel_major_faults;
+        h.block_reads = f->kernel_block_reads;
+        h.preempted = f->kernel_preempted;
+    }
+    split_excess(&h, p->ring, lo, hi, p->scratch);
+    frame_wakeups(rec, &x->sched, f, &h.wake);
+    slowest_pipeline(rec, x, f, &h);
+    h.late_refreshes = 0;
+    for (uint64_t j = i >= 3 ? i - 3 : 0; p->late && j <= i; j++)
+        if (p->late[j] > 0) {
+            h.late_frame = j;
+            h.late_refreshes = p->late[j];
+        }
+    h.zone = -1;
+    if (x->zones && (!p->zones_found || p->zones.device_id != f->device_id)) {
+        zone_index_of(x->zones, x->zone_count, f->device_id, &p->zones);
+        p->zones_found = true;
+    }
+    if (p->zones_found)
+        zone_growth(rec, &p->window_frames, p->ring, lo, hi, &p->zones, &h);
+    if (s->count == *p->cap) {
+        size_t grown = *p->cap ? 2 * *p->cap : 64;
+        struct hitch *more = realloc(s->hitches, grown * sizeof(*more));
+        if (!more)
+            return false;
+        s->hitches = more;
+        *p->cap = grown;
+    }
+    s->hitches[s->count++] = h;
+    s->excess_ns += h.frame_ns - h.median_ns;
+    for (unsigned c = 0; c < HITCH_CAUSE_COUNT; c++)
+        s->cause_ns[c] += h.part_ns[c];
+    keep_worst(s, &h);
+    return true;
+}
+
 static void log_hitches(const struct recording *rec, unsigned l, const struct display_evidence *ev,
                         uint64_t origin, const struct hitch_indexes *x, struct hitch_stats *s,
                         size_t *cap)
 {
     const struct recording_log *log = &rec->logs[l];
     uint64_t n = log->frame_count;
-    struct frame_cursor frames, window_frames;
-    if (!frame_cursor_open(&frames, rec, log))
-        return;
-    if (!frame_cursor_open(&window_frames, rec, log)) {
-        frame_cursor_close(&frames);
+    struct hitch_pass *p = calloc(1, sizeof(*p));
+    struct frame_cursor frames;
+    if (!p || !frame_cursor_open(&frames, rec, log)) {
+        free(p);
         return;
     }
+    *p = (struct hitch_pass){ .rec = rec, .l = l, .n = n, .origin = origin, .x = x, .s = s,
+                              .cap = cap };
     int *late = n ? malloc(n * sizeof(*late)) : NULL;
-    if (late) {
+    if (late)
         late_refreshes(rec, &x->spans, l, ev, late);
-        for (uint64_t i = 0; i < n; i++) {
-            const struct fscope_frame *f = frame_at(&frames, i);
-            s->late_shown += f->present_state == FRAME_PRESENT_PRESENTED && f->presented_ticks;
-            if (late[i] >= 0) {
-                s->late_judged++;
-                s->late_frames += late[i] > 0;
-                s->late_refreshes += (uint64_t)late[i];
-            }
-        }
+    p->late = late;
+    /* Too few neighbours to call any frame a spike: none is judged. */
+    bool judging = n >= 9 && frame_cursor_open(&p->judged, rec, log);
+    if (judging && !frame_cursor_open(&p->window_frames, rec, log)) {
+        frame_cursor_close(&p->judged);
+        judging = false;
     }
-    if (n < 9) {
-        if (s->late)
-            s->late[l] = late;
-        else
-            free(late);
-        frame_cursor_close(&window_frames);
-        frame_cursor_close(&frames);
-        return; /* too few neighbours to call any frame a spike */
-    }
-    int64_t (*parts)[HITCH_CAUSE_COUNT] = malloc(n * sizeof(*parts));
-    int64_t *times = malloc(n * sizeof(*times));
-    int64_t *scratch = malloc(HITCH_WINDOW * sizeof(*scratch));
-    bool *timed = malloc(n * sizeof(*timed));
-    struct zone_index zones = { .spans = NULL };
-    bool zones_found = false;
-    if (!parts || !times || !scratch || !timed)
-        goto out;
+    uint64_t next = 0; /* the next frame to judge */
     for (uint64_t i = 0; i < n; i++) {
-        struct frame_budget_ns b;
-        frame_budget(rec, frame_at(&frames, i), i, ev, &b);
-        times[i] = b.frame;
-        timed[i] = b.gpu_timed;
-        frame_parts(&b, parts[i]);
-    }
-    struct sorted_window window = { .count = 0 };
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t lo, hi;
-        window_of(i, n, &lo, &hi);
-        window_slide(&window, times, lo, hi);
-        int64_t median = window_median_without(&window, times[i]);
-        s->frames_judged++;
-        if ((double)times[i] < HITCH_RATIO * (double)median ||
-            (double)(times[i] - median) < HITCH_FLOOR_MS * 1e6)
-            continue;
         const struct fscope_frame *f = frame_at(&frames, i);
-        struct hitch h = {
-            .log = l,
-            .frame = i,
-            .end_ticks = f->end_ticks,
-            .at_s = recording_ns(rec, f->start_ticks - origin) / 1e9,
-            .frame_ns = times[i],
-            .median_ns = median,
-            .tid = f->kernel_valid ? f->kernel_tid : 0,
-        };
-        h.pipelines = f->counts[FSCOPE_COUNT_PIPELINES];
-        h.shaders = f->counts[FSCOPE_COUNT_SHADERS];
-        h.memory_calls = f->counts[FSCOPE_COUNT_MEMORY_CALLS];
-        h.pipeline_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_PIPELINE_TICKS]);
-        h.shader_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SHADER_TICKS]);
-        h.memory_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_MEMORY_TICKS]);
-        h.swapchain_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SWAPCHAIN_TICKS]);
-        h.submit_ns = ticks_ns(rec, f->counts[FSCOPE_COUNT_SUBMIT_TICKS]);
-        h.pipelines_reported = f->counts[FSCOPE_COUNT_PIPELINES_FEEDBACK];
-        h.pipeline_cache_hits = f->counts[FSCOPE_COUNT_PIPELINE_CACHE_HITS];
-        h.pipeline_driver_ns = f->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS] < (uint64_t)INT64_MAX
-                                   ? (int64_t)f->counts[FSCOPE_COUNT_PIPELINE_DRIVER_NS]
-                                   : INT64_MAX;
-        if (f->kernel_valid) {
-            h.kernel = true;
-            h.major_faults = f->kernel_major_faults;
-            h.block_reads = f->kernel_block_reads;
-            h.preempted = f->kernel_preempted;
+        s->late_shown += f->present_state == FRAME_PRESENT_PRESENTED && f->presented_ticks;
+        if (late && late[i] >= 0) {
+            s->late_judged++;
+            s->late_frames += late[i] > 0;
+            s->late_refreshes += (uint64_t)late[i];
         }
-        split_excess(&h, parts, lo, hi, scratch);
-        frame_wakeups(rec, &x->sched, f, &h.wake);
-        slowest_pipeline(rec, x, f, &h);
-        h.late_refreshes = 0;
-        for (uint64_t j = i >= 3 ? i - 3 : 0; late && j <= i; j++)
-            if (late[j] > 0) {
-                h.late_frame = j;
-                h.late_refreshes = late[j];
-            }
-        h.zone = -1;
-        if (x->zones && (!zones_found || zones.device_id != f->device_id)) {
-            zone_index_of(x->zones, x->zone_count, f->device_id, &zones);
-            zones_found = true;
+        if (!judging)
+            continue;
+        struct frame_budget_ns b;
+        frame_budget(rec, f, frame_extra_at(&frames, i), ev, &b);
+        struct ring_frame *r = &p->ring[i % HITCH_RING];
+        r->time = b.frame;
+        r->timed = b.gpu_timed;
+        frame_parts(&b, r->parts);
+        /* Every frame whose window ends here. */
+        for (; judging && next < n; next++) {
+            uint64_t lo, hi;
+            window_of(next, n, &lo, &hi);
+            if (hi > i)
+                break;
+            judging = judge(p, next, lo, hi);
         }
-        if (zones_found)
-            zone_growth(rec, &window_frames, timed, lo, hi, &zones, &h);
-        if (s->count == *cap) {
-            size_t grown = *cap ? 2 * *cap : 64;
-            struct hitch *more = realloc(s->hitches, grown * sizeof(*more));
-            if (!more)
-                goto out;
-            s->hitches = more;
-            *cap = grown;
-        }
-        s->hitches[s->count++] = h;
-        s->excess_ns += h.frame_ns - h.median_ns;
-        for (unsigned c = 0; c < HITCH_CAUSE_COUNT; c++)
-            s->cause_ns[c] += h.part_ns[c];
-        keep_worst(s, &h);
     }
-out:
-    free(parts);
-    free(times);
-    free(scratch);
-    free(timed);
+    frame_cursor_close(&p->window_frames); /* each closes as well when never opened */
+    frame_cursor_close(&p->judged);
+    frame_cursor_close(&frames);
     if (s->late)
         s->late[l] = late; /* for frames.csv */
     else
         free(late);
-    frame_cursor_close(&window_frames);
-    frame_cursor_close(&frames);
+    free(p);
 }
 
 static int compare_double(const void *a, const void *b)

@@ -73,7 +73,8 @@ static struct report_column *report_columns(const struct formats_run *run, uint6
     for (uint64_t i = 0; i < frames; i++) {
         const struct fscope_frame *fr = frame_at(&c, i);
         struct frame_budget_ns b;
-        frame_budget(rec, fr, i, log_evidence(run, run->primary_log), &b);
+        frame_budget(rec, fr, frame_extra_at(&c, i), log_evidence(run, run->primary_log),
+                     &b);
         struct report_column *column = &columns[i / per_column];
         if (!column->frames_in_it)
             column->start_ns = ticks_ns(rec, fr->start_ticks - origin);

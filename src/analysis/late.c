@@ -119,7 +119,7 @@ void late_refreshes(const struct recording *rec, const struct span_index *x, uns
         uint64_t prev_shown = shown;
         shown = f->presented_ticks;
         struct frame_budget_ns b;
-        frame_budget(rec, f, i, ev, &b);
+        frame_budget(rec, f, frame_extra_at(&c, i), ev, &b);
         if (!prev_shown || !b.gpu_timed || f->presented_ticks <= prev_shown)
             continue;
         if (f->device_id != device) {

@@ -27,7 +27,7 @@ static double low_fps(const int64_t *sorted, uint64_t n, double share)
 }
 
 /* Display evidence of every log, in log order; NULL entries when memory ran out. */
-static struct display_evidence *evidence_all(const struct recording *rec,
+static struct display_evidence *evidence_all(struct recording *rec,
                                              const struct presentation_stats *p,
                                              const struct sched_index *sched)
 {
@@ -323,7 +323,7 @@ static void sampling_decided(struct sampling_bias *sb, const int64_t *verdict_ns
                     sb->untimed_frames > sb->timed_frames;
 }
 
-void run_stats_compute(const struct recording *rec, struct run_stats *s)
+void run_stats_compute(struct recording *rec, struct run_stats *s)
 {
     memset(s, 0, sizeof(*s));
     s->rec = rec;
@@ -384,7 +384,8 @@ void run_stats_compute(const struct recording *rec, struct run_stats *s)
         for (uint64_t i = 0; i < count; i++) {
             const struct fscope_frame *f = frame_at(&c, i);
             struct frame_budget_ns b;
-            frame_budget(rec, f, i, s->evidence ? &s->evidence[l] : NULL, &b);
+            frame_budget(rec, f, frame_extra_at(&c, i), s->evidence ? &s->evidence[l] : NULL,
+                         &b);
             if (times && n < s->frames)
                 times[n++] = b.frame;
             sum_ms += (double)b.frame / 1e6;
@@ -540,8 +541,6 @@ bool cap_compute(const struct run_stats *s, const struct recording_cap *cap,
 
 void run_stats_finish(struct run_stats *s)
 {
-    for (unsigned l = 0; s->evidence && l < s->rec->log_count; l++)
-        free(s->evidence[l].wakes);
     free(s->evidence);
     sched_index_free(&s->sched);
     hitches_free(&s->hitches);

@@ -85,8 +85,9 @@ struct run_stats {
     struct frame_keep keep;
 };
 
-/* Fills s from rec (frames' GPU fields computed already: recording_compute_gpu_busy). */
-void run_stats_compute(const struct recording *rec, struct run_stats *s);
+/* Fills s from rec (frames' GPU fields computed already: recording_compute_gpu_busy), and
+ * keeps with rec's frames what it found of each (frames.h, struct frame_extra). */
+void run_stats_compute(struct recording *rec, struct run_stats *s);
 void run_stats_finish(struct run_stats *s);
 
 struct cap_stats {

@@ -180,7 +180,8 @@ int seconds_write_csv(FILE *f, const struct run_stats *s)
             (*h)++;
         bool hitch = *h < hs->count && hs->hitches[*h].log == l && hs->hitches[*h].frame == i;
         struct frame_budget_ns b;
-        frame_budget(rec, fr, i, s->evidence ? &s->evidence[l] : NULL, &b);
+        frame_budget(rec, fr, frame_extra_at(&cursors[l], i),
+                     s->evidence ? &s->evidence[l] : NULL, &b);
         bool judged = !(s->basis_frames < s->frames && fr->gpu_unsampled);
         if (!second_add(&sec, &b, fr, judged, hitch)) {
             e = -ENOMEM;

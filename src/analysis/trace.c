@@ -337,7 +337,8 @@ static void frame_counters(const struct recording *rec, unsigned primary_log, tr
         for (uint64_t i = 0; i < log->frame_count; i++) {
             const struct fscope_frame *fr = frame_at(&c, i);
             struct frame_budget_ns b;
-            frame_budget(rec, fr, i, NULL, &b); /* the evidence only splits blocks: not used */
+            /* The evidence only splits blocks: not used. */
+            frame_budget(rec, fr, frame_extra_at(&c, i), NULL, &b);
             if (b.frame > 0)
                 fn(ctx, &(struct trace_counter){ fr->start_ticks, fps, 1, { "fps" },
                                                  { 1e9 / (double)b.frame }, false, false, 0,
