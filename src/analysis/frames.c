@@ -4,6 +4,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "util/unnamed_file.h"
 
 /* A frame (with what analysis keeps of it) as 8-byte words: a chunk is packed word plane by
  * word plane (word j of each of its frames), each plane as its first value, then the change
@@ -118,10 +121,90 @@ static void *pack(const struct frame_item *frames, uint64_t n, uint64_t *ret_byt
     return out;
 }
 
-static void unpack(const struct frame_chunk *chunk, struct frame_item *frames)
+/* The most bytes a chunk of n frames packs into. */
+static size_t packed_bound(uint64_t n)
 {
-    const unsigned char *kinds = chunk->packed, *at = kinds + WORDS;
-    uint64_t n = chunk->count;
+    return WORDS + WORDS * plane_bytes(PLANE_8, n ? n : 1);
+}
+
+/* All of len bytes at offset of fd (0), or -errno (-EIO: the file ended first). */
+static int spill_read(int fd, void *to, size_t len, uint64_t offset)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t n = pread(fd, (char *)to + done, len - done, (off_t)(offset + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+static int spill_write(int fd, const void *from, size_t len, uint64_t offset)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t n = pwrite(fd, (const char *)from + done, len - done, (off_t)(offset + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -ENOSPC;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* Keeps packed (bytes long, malloc'd) as chunk's: in memory within FRAME_STORE_MEMORY, else in
+ * the spill file (made on first need; where none can be made or written, in memory). at: the
+ * chunk's place in the file when it had one, reused when the new bytes fit there. */
+static void chunk_keep(struct recording_log *log, struct frame_chunk *chunk, void *packed,
+                       uint64_t bytes)
+{
+    bool had_place = !chunk->packed && chunk->bytes;
+    uint64_t place = chunk->offset, room = chunk->bytes;
+    if (chunk->packed)
+        log->memory_bytes -= chunk->bytes;
+    free(chunk->packed);
+    chunk->packed = NULL;
+    chunk->bytes = bytes;
+    if (log->memory_bytes + bytes > FRAME_STORE_MEMORY && !log->spill_open &&
+        !log->spill_failed) {
+        log->spill_fd = unnamed_file_create(secure_getenv("TMPDIR"));
+        log->spill_open = log->spill_fd >= 0;
+        log->spill_failed = !log->spill_open;
+    }
+    if (log->memory_bytes + bytes > FRAME_STORE_MEMORY && log->spill_open) {
+        uint64_t at = had_place && bytes <= room ? place : log->spill_bytes;
+        if (spill_write(log->spill_fd, packed, bytes, at) == 0) {
+            chunk->offset = at;
+            if (at == log->spill_bytes)
+                log->spill_bytes += bytes;
+            free(packed);
+            return;
+        }
+    }
+    chunk->packed = packed;
+    log->memory_bytes += bytes;
+}
+
+/* Chunk k's packed bytes: in memory, or read into scratch (packed_bound of the log's chunks).
+ * NULL when the spill file could not be read. */
+static const unsigned char *chunk_bytes(const struct recording_log *log, uint64_t k,
+                                        unsigned char *scratch)
+{
+    const struct frame_chunk *chunk = &log->chunks[k];
+    if (chunk->packed)
+        return chunk->packed;
+    if (!scratch || !log->spill_open ||
+        spill_read(log->spill_fd, scratch, (size_t)chunk->bytes, chunk->offset) != 0)
+        return NULL;
+    return scratch;
+}
+
+static void unpack(const unsigned char *packed, uint32_t count, struct frame_item *frames)
+{
+    const unsigned char *kinds = packed, *at = kinds + WORDS;
+    uint64_t n = count;
     for (size_t j = 0; j < WORDS; j++) {
         uint64_t v, step = 0;
         memcpy(&v, at, 8);
@@ -182,6 +265,10 @@ bool frame_cursor_open(struct frame_cursor *c, const struct recording *rec,
             return false;
         }
     }
+    if (log->spill_bytes && !(c->spilled = malloc(packed_bound(log->chunk_frames)))) {
+        frame_cursor_close(c);
+        return false;
+    }
     return true;
 }
 
@@ -196,7 +283,10 @@ static const struct frame_item *item_at(struct frame_cursor *c, uint64_t i)
     if (c->chunk[slot] != k) {
         slot = (slot + 1) % FRAME_CURSOR_SLOTS;
         if (c->chunk[slot] != k) {
-            unpack(&log->chunks[k], c->items[slot]);
+            const unsigned char *packed = chunk_bytes(log, k, c->spilled);
+            if (!packed)
+                return &zero_item; /* the disk failed us: a frame of zeros, never a crash */
+            unpack(packed, log->chunks[k].count, c->items[slot]);
             c->chunk[slot] = k;
         }
         c->last = slot;
@@ -218,6 +308,7 @@ void frame_cursor_close(struct frame_cursor *c)
 {
     for (unsigned k = 0; k < FRAME_CURSOR_SLOTS; k++)
         free(c->items[k]);
+    free(c->spilled);
     memset(c, 0, sizeof(*c));
 }
 
@@ -246,10 +337,12 @@ int frame_store_append(struct recording_log *log, uint32_t chunk_frames,
         return -ENOMEM;
     for (uint64_t k = 0; k < n; k++)
         items[k].frame = frames[k];
-    chunk.packed = pack(items, n, &chunk.bytes);
+    uint64_t bytes;
+    void *packed = pack(items, n, &bytes);
     free(items);
-    if (!chunk.packed)
+    if (!packed)
         return -ENOMEM;
+    chunk_keep(log, &chunk, packed, bytes);
     if (!log->frame_count)
         log->first_start_ticks = frames[0].start_ticks;
     log->last_end_ticks = frames[n - 1].end_ticks;
@@ -277,13 +370,17 @@ int frame_store_update(struct recording_log *log,
     if (!log->chunk_count)
         return 0;
     struct frame_item *frames = malloc((size_t)log->chunk_frames * sizeof(*frames));
-    if (!frames)
-        return -ENOMEM;
-    int e = 0;
+    unsigned char *scratch = log->spill_bytes ? malloc(packed_bound(log->chunk_frames)) : NULL;
+    int e = frames && (scratch || !log->spill_bytes) ? 0 : -ENOMEM;
     /* The first chunk's dropped frames (chunk_skip) are updated too: never read again. */
     for (uint64_t k = 0; !e && k < log->chunk_count; k++) {
         struct frame_chunk *chunk = &log->chunks[k];
-        unpack(chunk, frames);
+        const unsigned char *old = chunk_bytes(log, k, scratch);
+        if (!old) {
+            e = -EIO;
+            break;
+        }
+        unpack(old, chunk->count, frames);
         for (uint32_t i = 0; i < chunk->count; i++)
             update(ctx, &frames[i].frame, &frames[i].extra);
         uint64_t bytes;
@@ -292,10 +389,9 @@ int frame_store_update(struct recording_log *log,
             e = -ENOMEM;
             break;
         }
-        free(chunk->packed);
-        chunk->packed = packed;
-        chunk->bytes = bytes;
+        chunk_keep(log, chunk, packed, bytes);
     }
+    free(scratch);
     free(frames);
     return e;
 }
@@ -309,18 +405,20 @@ void frame_store_drop(struct recording_log *log, uint64_t skip)
         return;
     }
     uint64_t at = skip + log->chunk_skip, whole = at / log->chunk_frames;
-    for (uint64_t k = 0; k < whole; k++)
+    for (uint64_t k = 0; k < whole; k++) {
+        if (log->chunks[k].packed)
+            log->memory_bytes -= log->chunks[k].bytes;
         free(log->chunks[k].packed);
+    }
     memmove(log->chunks, log->chunks + whole, (log->chunk_count - whole) * sizeof(*log->chunks));
     log->chunk_count -= whole;
     log->chunk_skip = at % log->chunk_frames;
     log->frame_count -= skip;
     /* The new first frame's start, from its chunk. */
-    struct frame_item *items = malloc((size_t)log->chunk_frames * sizeof(*items));
-    if (items) {
-        unpack(&log->chunks[0], items);
-        log->first_start_ticks = items[log->chunk_skip].frame.start_ticks;
-        free(items);
+    struct frame_cursor c;
+    if (frame_cursor_open(&c, NULL, log)) {
+        log->first_start_ticks = frame_at(&c, 0)->start_ticks;
+        frame_cursor_close(&c);
     }
 }
 
@@ -332,12 +430,18 @@ void frame_store_free(struct recording_log *log)
     log->chunks = NULL;
     log->chunk_count = log->chunk_capacity = log->chunk_skip = log->frame_count = 0;
     log->first_start_ticks = log->last_end_ticks = 0;
+    log->memory_bytes = log->spill_bytes = 0;
+    if (log->spill_open)
+        close(log->spill_fd);
+    log->spill_open = log->spill_failed = false;
 }
 
 uint64_t frame_store_bytes(const struct recording_log *log)
 {
-    uint64_t bytes = log->chunk_capacity * sizeof(*log->chunks);
-    for (uint64_t k = 0; k < log->chunk_count; k++)
-        bytes += log->chunks[k].bytes;
-    return bytes;
+    return log->chunk_capacity * sizeof(*log->chunks) + log->memory_bytes;
+}
+
+uint64_t frame_store_spilled(const struct recording_log *log)
+{
+    return log->spill_bytes;
 }

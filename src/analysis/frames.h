@@ -2,7 +2,8 @@
  * (frames.c: a word's first value and its changes from frame to frame, in the fewest bytes
  * they fit), and read through a cursor that unpacks the chunk a frame lies in once for all of
  * its frames. A run's frames cost analysis their packed size (tens of bytes a frame against
- * 880 unpacked) and each cursor two chunks unpacked. With each frame, analysis keeps what it
+ * 880 unpacked) up to FRAME_STORE_MEMORY, the rest on disk, and each cursor two chunks
+ * unpacked. With each frame, analysis keeps what it
  * found of it once (struct frame_extra), packed the same way.
  *
  * Packing is the model's own: chunks are packed from frames checked when the recording was
@@ -30,6 +31,11 @@ struct frame_item {
 /* Frames a chunk of frame_store_set holds: as many as the app's chunks (CHUNK_BYTES). */
 #define FRAME_CHUNK_FRAMES ((uint32_t)(256u * 1024u / sizeof(struct fscope_frame)))
 
+/* Packed chunks a surface keeps in memory, in bytes: the rest go to an unnamed file on disk
+ * ($TMPDIR, else /var/tmp, else /tmp, as the stream file), read back by each cursor (in memory
+ * when none can be made). About 170,000 frames of the demo. */
+#define FRAME_STORE_MEMORY (8u << 20)
+
 /* Two chunks unpacked: a frame's neighbour across a chunk's end leaves the frame valid. */
 #define FRAME_CURSOR_SLOTS 2
 
@@ -38,6 +44,7 @@ struct frame_cursor {
     uint64_t chunk[FRAME_CURSOR_SLOTS];            /* unpacked in items; UINT64_MAX: none */
     struct frame_item *items[FRAME_CURSOR_SLOTS]; /* room for log->chunk_frames each */
     unsigned last;                                 /* the slot read last */
+    unsigned char *spilled;                        /* a chunk read from the spill file */
 };
 
 /* A cursor over log's frames (rec: the recording it is of). False when memory ran out (c then
@@ -69,7 +76,8 @@ int frame_store_update(struct recording_log *log,
 /* Drops log's first skip frames (their whole chunks given back). */
 void frame_store_drop(struct recording_log *log, uint64_t skip);
 void frame_store_free(struct recording_log *log);
-/* Bytes log's packed chunks take. */
+/* Bytes log's packed chunks take in memory, and in its spill file. */
 uint64_t frame_store_bytes(const struct recording_log *log);
+uint64_t frame_store_spilled(const struct recording_log *log);
 
 #endif

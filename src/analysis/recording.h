@@ -19,10 +19,11 @@
 #include "record/format.h"
 #include "util/system.h"
 
-/* A chunk of a surface's frames as analysis keeps it: count frames packed in bytes (frames.h). */
+/* A chunk of a surface's frames as analysis keeps it: count frames packed in bytes (frames.h),
+ * in memory at packed, or (packed NULL) at offset of the log's spill file. */
 struct frame_chunk {
     void *packed;
-    uint64_t bytes;
+    uint64_t offset, bytes;
     uint32_t count;
 };
 
@@ -40,6 +41,10 @@ struct recording_log {
     uint64_t chunk_skip, chunk_count, chunk_capacity;
     struct frame_chunk *chunks;
     uint64_t first_start_ticks, last_end_ticks; /* of the first frame and of the last */
+    /* Chunks packed beyond FRAME_STORE_MEMORY bytes go to an unnamed file on disk. */
+    uint64_t memory_bytes, spill_bytes;
+    bool spill_open, spill_failed;
+    int spill_fd;
 };
 
 struct recording_cap {
