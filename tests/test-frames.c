@@ -10,28 +10,7 @@
 #include <string.h>
 
 #include "analysis/frames.h"
-
-static uint64_t state = 0x9e3779b97f4a7c15u;
-
-static uint64_t next(void)
-{
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-}
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                             \
-            fprintf(stderr, __VA_ARGS__);                                                    \
-            fputc('\n', stderr);                                                             \
-            failures++;                                                                      \
-        }                                                                                    \
-    } while (0)
+#include "check.h"
 
 /* count frames whose 8-byte words each follow one pattern, chosen per word (random: every
  * word its own random bytes, which packs at 8 bytes a word and so reaches the spill file). */
@@ -42,18 +21,18 @@ static struct fscope_frame *frames_make(uint64_t count, bool random)
         return NULL;
     const size_t words = sizeof(*frames) / 8;
     for (size_t j = 0; j < words; j++) {
-        unsigned pattern = random ? 7 : (unsigned)(next() % 8);
-        uint64_t v = next(), step = next();
+        unsigned pattern = random ? 7 : (unsigned)(test_random() % 8);
+        uint64_t v = test_random(), step = test_random();
         for (uint64_t k = 0; k < count; k++) {
             switch (pattern) {
             case 0: break;                                   /* the same */
             case 1: v += step; break;                        /* a constant step, wrapping */
-            case 2: v += (uint64_t)(int64_t)(int8_t)next(); break;
-            case 3: v += (uint64_t)(int64_t)(int16_t)next(); break;
-            case 4: v += (uint64_t)(int64_t)(int32_t)next(); break;
-            case 5: v += next(); break;                      /* any change */
-            case 6: v = k % 331 == 0 ? next() : v + 1; break; /* jumps at chunk ends */
-            default: v = next(); break;
+            case 2: v += (uint64_t)(int64_t)(int8_t)test_random(); break;
+            case 3: v += (uint64_t)(int64_t)(int16_t)test_random(); break;
+            case 4: v += (uint64_t)(int64_t)(int32_t)test_random(); break;
+            case 5: v += test_random(); break;                      /* any change */
+            case 6: v = k % 331 == 0 ? test_random() : v + 1; break; /* jumps at chunk ends */
+            default: v = test_random(); break;
             }
             memcpy((unsigned char *)&frames[k] + j * 8, &v, 8);
         }
@@ -65,11 +44,11 @@ static struct fscope_frame *frames_make(uint64_t count, bool random)
 static void check_all(const struct recording_log *log, const struct fscope_frame *want,
                       uint64_t count, const char *what, uint64_t (*at)(uint64_t i, uint64_t n))
 {
-    CHECK(log->frame_count == count, "%s: %" PRIu64 " frames, expected %" PRIu64, what,
+    EXPECT(log->frame_count == count, "%s: %" PRIu64 " frames, expected %" PRIu64, what,
           log->frame_count, count);
     struct frame_cursor c;
     if (!frame_cursor_open(&c, NULL, log)) {
-        CHECK(0, "%s: no cursor", what);
+        EXPECT(0, "%s: no cursor", what);
         return;
     }
     uint64_t wrong = 0;
@@ -83,10 +62,10 @@ static void check_all(const struct recording_log *log, const struct fscope_frame
             wrong += memcmp(f, &want[k], sizeof(*f)) != 0 || memcmp(g, &want[k + 1], sizeof(*g));
         }
     }
-    CHECK(!wrong, "%s: %" PRIu64 " frames read back wrong", what, wrong);
+    EXPECT(!wrong, "%s: %" PRIu64 " frames read back wrong", what, wrong);
     const struct fscope_frame *beyond = frame_at(&c, count);
     static const struct fscope_frame zero;
-    CHECK(!memcmp(beyond, &zero, sizeof(zero)), "%s: a frame beyond the end is not zeros", what);
+    EXPECT(!memcmp(beyond, &zero, sizeof(zero)), "%s: a frame beyond the end is not zeros", what);
     frame_cursor_close(&c);
 }
 
@@ -104,7 +83,7 @@ static uint64_t backwards(uint64_t i, uint64_t n)
 static uint64_t at_random(uint64_t i, uint64_t n)
 {
     (void)i;
-    return next() % n;
+    return test_random() % n;
 }
 
 /* frame_store_update's callback: stamps each frame's findings with its start. */
@@ -124,7 +103,7 @@ static void check_store(uint64_t count, bool random)
     struct fscope_frame *want = frames_make(count, random);
     struct recording_log log = { .frame_count = 0 };
     if (!want || frame_store_set(&log, want, count) != 0) {
-        CHECK(0, "%s: no memory", what);
+        EXPECT(0, "%s: no memory", what);
         free(want);
         return;
     }
@@ -132,13 +111,13 @@ static void check_store(uint64_t count, bool random)
     check_all(&log, want, count, what, backwards);
     check_all(&log, want, count, what, at_random);
     if (random && count * sizeof(struct frame_item) > 2 * (uint64_t)FRAME_STORE_MEMORY)
-        CHECK(frame_store_spilled(&log) > 0 && frame_store_bytes(&log) <= FRAME_STORE_MEMORY +
+        EXPECT(frame_store_spilled(&log) > 0 && frame_store_bytes(&log) <= FRAME_STORE_MEMORY +
                   log.chunk_capacity * sizeof(*log.chunks) + sizeof(struct frame_item) * 400,
               "%s: %" PRIu64 " bytes in memory, %" PRIu64 " on disk", what,
               frame_store_bytes(&log), frame_store_spilled(&log));
     /* Analysis's findings, packed with the frames once. */
     uint64_t calls = 0;
-    CHECK(frame_store_update(&log, stamp, &calls) == 0 && calls == count,
+    EXPECT(frame_store_update(&log, stamp, &calls) == 0 && calls == count,
           "%s: update called %" PRIu64 " times", what, calls);
     for (uint64_t k = 0; k < count; k++)
         want[k].gpu_busy_ticks = want[k].end_ticks ^ 0x5555;
@@ -151,7 +130,7 @@ static void check_store(uint64_t count, bool random)
             wrong += x->wake.display_ns != (int64_t)(want[k].start_ticks & 0x7fffffffffffffffu) ||
                      x->wake.tid[1] != (int)(k + 1) || x->wake.timer_ns != 0;
         }
-        CHECK(!wrong, "%s: %" PRIu64 " frames' findings read back wrong", what, wrong);
+        EXPECT(!wrong, "%s: %" PRIu64 " frames' findings read back wrong", what, wrong);
         frame_cursor_close(&c);
     }
     /* Cut at the front: inside the first chunk, then across chunks. */
@@ -163,7 +142,7 @@ static void check_store(uint64_t count, bool random)
     frame_store_drop(&log, cut);
     check_all(&log, want + total, count - total, what, at_random);
     if (count > total)
-        CHECK(log.first_start_ticks == want[total].start_ticks &&
+        EXPECT(log.first_start_ticks == want[total].start_ticks &&
                   log.last_end_ticks == want[count - 1].end_ticks,
               "%s: first and last times not kept", what);
     frame_store_free(&log);
@@ -177,9 +156,9 @@ int main(void)
         check_store(counts[i], false);
     /* Random words pack at their full size: 2.5 times FRAME_STORE_MEMORY of them spill. */
     check_store(5 * (uint64_t)FRAME_STORE_MEMORY / 2 / sizeof(struct frame_item), true);
-    if (failures)
-        fprintf(stderr, "%d failure(s)\n", failures);
+    if (check_failures)
+        fprintf(stderr, "%d failure(s)\n", check_failures);
     else
         printf("the frame store read back every frame as packed, in memory and on disk\n");
-    return failures ? 1 : 0;
+    return check_failures ? 1 : 0;
 }

@@ -7,26 +7,18 @@
 #include <string.h>
 
 #include "analysis/stats.h"
+#include "check.h"
 
-static uint64_t state = 0x9e3779b97f4a7c15u;
-
-static uint64_t next(void)
-{
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-}
 
 /* Values of one kind: frame times in ns (16.7 ms give or take), a few distinct ones (ties),
  * any 64-bit value, or negative and positive differences. */
 static int64_t value(unsigned kind)
 {
     switch (kind) {
-    case 0: return 16666667 + (int64_t)(next() % 2000000) - 1000000;
-    case 1: return (int64_t)(next() % 4) * 1000;
-    case 2: return (int64_t)next();
-    default: return (int64_t)(next() % 2000001) - 1000000;
+    case 0: return 16666667 + (int64_t)(test_random() % 2000000) - 1000000;
+    case 1: return (int64_t)(test_random() % 4) * 1000;
+    case 2: return (int64_t)test_random();
+    default: return (int64_t)(test_random() % 2000001) - 1000000;
     }
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/pio.h"
 #include "util/unnamed_file.h"
 
 /* A frame (with what analysis keeps of it) as 8-byte words: a chunk is packed word plane by
@@ -127,33 +128,6 @@ static size_t packed_bound(uint64_t n)
     return WORDS + WORDS * plane_bytes(PLANE_8, n ? n : 1);
 }
 
-/* All of len bytes at offset of fd (0), or -errno (-EIO: the file ended first). */
-static int spill_read(int fd, void *to, size_t len, uint64_t offset)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t n = pread(fd, (char *)to + done, len - done, (off_t)(offset + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        done += (size_t)n;
-    }
-    return 0;
-}
-
-static int spill_write(int fd, const void *from, size_t len, uint64_t offset)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t n = pwrite(fd, (const char *)from + done, len - done, (off_t)(offset + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -ENOSPC;
-        done += (size_t)n;
-    }
-    return 0;
-}
-
 /* Keeps packed (bytes long, malloc'd) as chunk's: in memory within FRAME_STORE_MEMORY, else in
  * the spill file (made on first need; where none can be made or written, in memory). at: the
  * chunk's place in the file when it had one, reused when the new bytes fit there. */
@@ -175,7 +149,7 @@ static void chunk_keep(struct recording_log *log, struct frame_chunk *chunk, voi
     }
     if (log->memory_bytes + bytes > FRAME_STORE_MEMORY && log->spill_open) {
         uint64_t at = had_place && bytes <= room ? place : log->spill_bytes;
-        if (spill_write(log->spill_fd, packed, bytes, at) == 0) {
+        if (fscope_pwrite_all(log->spill_fd, packed, bytes, at) == 0) {
             chunk->offset = at;
             if (at == log->spill_bytes)
                 log->spill_bytes += bytes;
@@ -196,7 +170,7 @@ static const unsigned char *chunk_bytes(const struct recording_log *log, uint64_
     if (chunk->packed)
         return chunk->packed;
     if (!scratch || !log->spill_open ||
-        spill_read(log->spill_fd, scratch, (size_t)chunk->bytes, chunk->offset) != 0)
+        fscope_pread_all(log->spill_fd, scratch, (size_t)chunk->bytes, chunk->offset) != 0)
         return NULL;
     return scratch;
 }

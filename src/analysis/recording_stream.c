@@ -11,6 +11,7 @@
 
 #include "recording_check.h"
 #include "util/compact.h"
+#include "util/pio.h"
 
 /* The stream file's ranges, by the arena offset each names (version 10), or the file as the
  * arena's image (version 9: a chunk lies at its own offset). Built by one walk of the file;
@@ -31,20 +32,6 @@ struct stream_source {
     struct compact_coder *coder;
     void *stored; /* compact_bound(REC_RANGE_RAW_MAX) */
 };
-
-/* All of len bytes at offset of fd: 0, 1 when the file ends first, or -errno. */
-static int read_all(int fd, void *to, size_t len, uint64_t offset)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t n = pread(fd, (char *)to + done, len - done, (off_t)(offset + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : 1;
-        done += (size_t)n;
-    }
-    return 0;
-}
 
 static int range_compare(const void *a, const void *b)
 {
@@ -74,7 +61,7 @@ static int stream_index(struct reader *r, struct stream_source *s)
     uint64_t size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : UINT64_MAX;
     for (uint64_t at = 0; at < size;) {
         struct rec_range range;
-        int end = read_all(s->fd, &range, sizeof(range), at);
+        int end = fscope_pread_all(s->fd, &range, sizeof(range), at);
         if (end)
             return end < 0 ? end : 0;
         uint64_t padded = (range.stored_bytes + 7) / 8 * 8;
@@ -146,7 +133,7 @@ int stream_source_chunk(struct reader *r, struct stream_source *s, uint64_t offs
 {
     if (s->version < 10) {
         /* The arena's image: never more than the file holds. */
-        int end = read_all(s->fd, to, (size_t)bytes, offset);
+        int end = fscope_pread_all(s->fd, to, (size_t)bytes, offset);
         return end < 0 ? end : end ? reader_malformed(r, "a streamed chunk (%llu bytes at %llu) "
                                                       "is beyond the stream file's end",
                                                       (unsigned long long)bytes,
@@ -163,7 +150,7 @@ int stream_source_chunk(struct reader *r, struct stream_source *s, uint64_t offs
                                 (unsigned long long)range->at,
                                 (unsigned long long)range->raw_bytes,
                                 (unsigned long long)offset);
-    int end = read_all(s->fd, s->stored, (size_t)range->stored_bytes,
+    int end = fscope_pread_all(s->fd, s->stored, (size_t)range->stored_bytes,
                        range->at + sizeof(struct rec_range));
     if (end)
         return end < 0 ? end : reader_malformed(r, "the stream file ends inside the range at %llu",
@@ -188,9 +175,9 @@ int stream_source_copy(struct stream_source *s, uint64_t offset, uint64_t bytes,
     /* The header and the bytes as they are in the file, padding included. */
     unsigned char *at = s->stored;
     struct rec_range header;
-    int end = read_all(s->fd, &header, sizeof(header), range->at);
+    int end = fscope_pread_all(s->fd, &header, sizeof(header), range->at);
     if (!end)
-        end = read_all(s->fd, at, (size_t)range->stored_bytes, range->at + sizeof(header));
+        end = fscope_pread_all(s->fd, at, (size_t)range->stored_bytes, range->at + sizeof(header));
     if (end)
         return end < 0 ? end : -EIO;
     memset(at + range->stored_bytes, 0, (size_t)(padded - range->stored_bytes));

@@ -16,6 +16,7 @@
 #include "worker.h"
 #include "util/compact.h"
 #include "util/log.h"
+#include "util/pio.h"
 #include "util/private_fd.h"
 
 /* Chunks per batch: their ranges go to the stream file in one write, then their memory is
@@ -74,21 +75,6 @@ static int plain_punch(const struct pending *p, unsigned n, int arena_fd)
     return 0;
 }
 
-/* All of len bytes at offset, or -errno (a short write of a regular file is the disk filling
- * up: -ENOSPC). */
-static int write_all(int fd, const unsigned char *bytes, size_t len, uint64_t offset)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t w = pwrite(fd, bytes + done, len - done, (off_t)(offset + done));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return w < 0 ? -errno : -ENOSPC;
-        done += (size_t)w;
-    }
-    return 0;
-}
-
 struct streamer {
     int stream_fd, arena_fd;
 #ifdef FSCOPE_HAVE_LIBURING
@@ -143,7 +129,7 @@ static void flush(struct streamer *s)
                    "memory from here on, and nothing is written through them");
         return;
     }
-    int e = write_all(s->stream_fd, s->staging, staged, s->file_end);
+    int e = fscope_pwrite_all(s->stream_fd, s->staging, staged, s->file_end);
     if (e == 0) {
         s->file_end += staged;
         struct rec_header *h = recording_header();
