@@ -16,20 +16,10 @@
 #include <xcb/xcb.h>
 
 #include "present/present-x11.h"
+#include "check.h"
 
 #define PRESENTS 60
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-            failures++;                                                                        \
-        }                                                                                      \
-    } while (0)
 
 /* The tracker's sink: how many outputs it last reported (on its thread; a record naming one
  * is drained after it). */
@@ -105,44 +95,44 @@ int main(void)
     /* A window that does not exist: the tracker stops with the reason, asks nothing. */
     struct fscope_x11_tracker *bad = fscope_x11_tracker_create(NULL, 0x7fffff0, NULL, why,
                                                                sizeof(why));
-    CHECK(bad, "create: %s", why);
+    EXPECT(bad, "create: %s", why);
     for (int i = 0; i < 300 && bad && fscope_x11_tracker_why(bad, why, sizeof(why)) &&
                     strstr(why, "being set up");
          i++)
         sleep_ms(10);
-    CHECK(bad && fscope_x11_tracker_why(bad, why, sizeof(why)) &&
+    EXPECT(bad && fscope_x11_tracker_why(bad, why, sizeof(why)) &&
               strstr(why, "PresentSelectInput on window 0x7fffff0 failed"),
           "a missing window: '%s'", why);
-    CHECK(fscope_x11_tracker_request(bad, 0, 1) == FSCOPE_WL_NOT_READY, "asked on a dead tracker");
+    EXPECT(fscope_x11_tracker_request(bad, 0, 1) == FSCOPE_WL_NOT_READY, "asked on a dead tracker");
     fscope_x11_tracker_destroy_with_counts(bad, NULL);
 
     const struct fscope_present_sink sink = { .outputs = sink_outputs };
     struct fscope_x11_tracker *t = fscope_x11_tracker_create(NULL, w, &sink, why, sizeof(why));
-    CHECK(t, "create: %s", why);
+    EXPECT(t, "create: %s", why);
     if (!t)
         return 1;
     for (int i = 0; i < 300 && !fscope_x11_tracker_ready(t); i++)
         sleep_ms(10);
-    CHECK(fscope_x11_tracker_ready(t), "not ready after 3 s");
+    EXPECT(fscope_x11_tracker_ready(t), "not ready after 3 s");
 
     /* Shown presents: serials 1..PRESENTS, one per refresh or so. */
     struct fscope_present_feedback fb[PRESENTS + 2];
     for (uint32_t serial = 1; serial <= PRESENTS; serial++) {
-        CHECK(fscope_x11_tracker_request(t, serial - 1, serial) == FSCOPE_WL_REQUESTED,
+        EXPECT(fscope_x11_tracker_request(t, serial - 1, serial) == FSCOPE_WL_REQUESTED,
               "request %u", serial);
         xcb_present_pixmap(c, w, pixmap, serial, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL);
         xcb_flush(c);
         sleep_ms(5);
     }
     size_t n = drain_until(t, fb, 0, PRESENTS);
-    CHECK(n == PRESENTS, "%zu records of %d presents", n, PRESENTS);
+    EXPECT(n == PRESENTS, "%zu records of %d presents", n, PRESENTS);
     /* Completions come in the server's order (a present replaced in its vblank is skipped when
      * its successor arrives): put them in present order, each exactly once. */
     struct fscope_present_feedback by_id[PRESENTS];
     bool seen[PRESENTS] = { false };
     for (size_t i = 0; i < n; i++) {
         uint64_t id = fb[i].present_id;
-        CHECK(id < PRESENTS && !seen[id], "record %zu: present %llu again or unknown", i,
+        EXPECT(id < PRESENTS && !seen[id], "record %zu: present %llu again or unknown", i,
               (unsigned long long)id);
         if (id < PRESENTS) {
             seen[id] = true;
@@ -157,25 +147,25 @@ int main(void)
             continue;
         shown++;
         /* The output a frame was shown on is one the sink was given. */
-        CHECK(by_id[i].output_index < (int)atomic_load(&sink_output_count),
+        EXPECT(by_id[i].output_index < (int)atomic_load(&sink_output_count),
               "shown present %zu on output %d of the %zu given to the sink (%u calls)", i,
               by_id[i].output_index, atomic_load(&sink_output_count), atomic_load(&sink_calls));
-        CHECK(by_id[i].presented_mono_ns >= last_ns && by_id[i].seq > last_msc,
+        EXPECT(by_id[i].presented_mono_ns >= last_ns && by_id[i].seq > last_msc,
               "shown present %zu not after the one shown before it", i);
         last_ns = by_id[i].presented_mono_ns;
         last_msc = by_id[i].seq;
     }
-    CHECK(shown > 0, "nothing shown");
+    EXPECT(shown > 0, "nothing shown");
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-    CHECK(last_ns <= now_ns && last_ns > now_ns - 10 * 1000000000ll,
+    EXPECT(last_ns <= now_ns && last_ns > now_ns - 10 * 1000000000ll,
           "presentation time %lld not on this machine's CLOCK_MONOTONIC (now %lld)",
           (long long)last_ns, (long long)now_ns);
 
     /* Two presents for one future MSC: the first is replaced before it is shown (SKIP). */
     uint64_t msc = current_msc(c, w);
-    CHECK(msc > 0, "no MSC");
+    EXPECT(msc > 0, "no MSC");
     for (uint32_t k = 0; k < 2; k++) {
         uint32_t serial = PRESENTS + 1 + k;
         fscope_x11_tracker_request(t, serial - 1, serial);
@@ -187,7 +177,7 @@ int main(void)
      * reported as the server said; the records come in the order the server sends its
      * notifies, and on a loaded machine Xvfb sent the shown one's first (outcomes 1 2). */
     size_t shown_at = m == 2 && fb[1].outcome == FSCOPE_PRESENT_PRESENTED ? 1 : 0;
-    CHECK(m == 2 && fb[shown_at].outcome == FSCOPE_PRESENT_PRESENTED &&
+    EXPECT(m == 2 && fb[shown_at].outcome == FSCOPE_PRESENT_PRESENTED &&
               fb[1 - shown_at].outcome == FSCOPE_PRESENT_DISCARDED &&
               fb[shown_at].seq >= msc + 5 && fb[0].present_id != fb[1].present_id &&
               fb[0].present_id >= PRESENTS && fb[0].present_id <= PRESENTS + 1 &&
@@ -203,12 +193,12 @@ int main(void)
     xcb_flush(c);
     for (int i = 0; i < 300 && !fscope_x11_tracker_unmatched(t); i++)
         sleep_ms(10);
-    CHECK(fscope_x11_tracker_unmatched(t) == 1, "unmatched %llu",
+    EXPECT(fscope_x11_tracker_unmatched(t) == 1, "unmatched %llu",
           (unsigned long long)fscope_x11_tracker_unmatched(t));
 
     struct fscope_wl_counts counts;
     fscope_x11_tracker_destroy_with_counts(t, &counts);
-    CHECK(counts.requested == PRESENTS + 2 &&
+    EXPECT(counts.requested == PRESENTS + 2 &&
               counts.requested == counts.presented + counts.discarded + counts.pending +
                                       counts.orphaned &&
               counts.discarded >= 1 && counts.pending == 0,
@@ -221,5 +211,5 @@ int main(void)
            PRESENTS, shown, (unsigned long long)counts.requested,
            (unsigned long long)counts.presented, (unsigned long long)counts.discarded);
     xcb_disconnect(c);
-    return failures ? 1 : 0;
+    return check_failures ? 1 : 0;
 }
