@@ -160,7 +160,7 @@ static unsigned char *fuzz_recording_arena(const char *path, size_t *ret_len)
     size_t image_len;
     char why[256];
     unsigned char *arena = NULL;
-    if (recording_unpack(bytes, len, &image, &image_len, why, sizeof(why)) == 0) {
+    if (recording_unpack(bytes, len, false, &image, &image_len, why, sizeof(why)) == 0) {
         arena = malloc(image_len);
         if (arena)
             memcpy(arena, image, image_len);

@@ -6,7 +6,8 @@
  *
  * The input is a recording file with its zeros as counts (tests/fuzz-arena.h): an arena, or
  * a packed recording (a capture's since format 10: its header says so), which goes through
- * recording_unpack first, the decoder of its compact ranges. `fuzz-recording --encode
+ * recording_read_fd as report reads a capture (from a memfd): recording_unpack, the decoder
+ * of its compact ranges, then its frames' chunks read from the file itself. `fuzz-recording --encode
  * RECORDING SEED` writes a recording that way for a seed (`--encode-arena` its arena,
  * unpacked), and `fuzz-recording --check SEED` says whether it is read. */
 #include <stdatomic.h>
@@ -14,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "analysis/recording.h"
 #include "analysis/report.h"
@@ -39,23 +42,30 @@ static bool run(const uint8_t *data, size_t size, char *why, size_t why_len)
         return false;
     const unsigned char *bytes = arena.bytes;
     size_t len = arena.len;
-    void *image = NULL;
+    struct recording *rec = NULL;
+    bool read;
     if (len >= sizeof(struct rec_header) &&
         ((const struct rec_header *)bytes)->layout == REC_LAYOUT_PACKED) {
         /* What the reader may unpack is bounded by the file (recording_unpack); an input
          * that claims more than FUZZ_ARENA_MAX is a bigger recording, not another path. */
-        if (atomic_load(&((const struct rec_header *)bytes)->used) > FUZZ_ARENA_MAX) {
+        uint64_t used = atomic_load(&((const struct rec_header *)bytes)->used);
+        if (used > FUZZ_ARENA_MAX) {
             snprintf(why, why_len, "more than the fuzzer unpacks");
             return false;
         }
-        if (recording_unpack(bytes, len, &image, &len, why, why_len) != 0)
+        static int fd = -1;
+        if (fd < 0)
+            fd = memfd_create("fuzz-recording", MFD_CLOEXEC);
+        if (fd < 0 || ftruncate(fd, 0) != 0 || pwrite(fd, bytes, len, 0) != (ssize_t)len) {
+            snprintf(why, why_len, "no memfd for the file");
             return false;
-        bytes = image;
+        }
+        read = recording_read_fd(fd, &rec, why, why_len) == 0;
+        /* Reports are bounded by the arena the file unpacks to, as an arena's by its own. */
+        len = used > len ? (size_t)used : len;
+    } else {
+        read = recording_read(bytes, len, &rec, why, why_len) == 0;
     }
-    struct recording *rec = NULL;
-    bool read = recording_read(bytes, len, &rec, why, why_len) == 0;
-    if (image)
-        munmap(image, len);
     if (read) {
         struct report *report = report_create(rec);
         size_t written = 0;

@@ -845,8 +845,8 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
 
 /* recording_read, chunks streamed to stream_fd (-1: none) read from there, and with
  * release_chunks the pages of each chunk given back once copied (bytes is our own image). */
-static int read_from(const void *bytes, size_t len, int stream_fd, bool release_chunks,
-                     struct recording **ret, char *why, size_t why_len)
+static int read_from(const void *bytes, size_t len, int stream_fd, uint64_t stream_start,
+                     bool release_chunks, struct recording **ret, char *why, size_t why_len)
 {
     struct reader r;
     struct rec_header *h;
@@ -892,7 +892,7 @@ static int read_from(const void *bytes, size_t len, int stream_fd, bool release_
     if (!isfinite(rec->ns_per_tick) || rec->ns_per_tick <= 0 || rec->ns_per_tick > 1e6)
         e = reader_malformed(&r, "the recording's clock rate is not a rate");
     if (!e && stream_fd >= 0)
-        e = stream_source_open(&r, stream_fd, h->version, &r.stream);
+        e = stream_source_open(&r, stream_fd, h->version, stream_start, &r.stream);
     r.entry = CLAIM_HEADER;
     if (!e)
         e = reader_claim(&r, 0, h->header_size, 1, NULL, 0);
@@ -918,13 +918,13 @@ static int read_from(const void *bytes, size_t len, int stream_fd, bool release_
 int recording_read(const void *bytes, size_t len, struct recording **ret, char *why,
                    size_t why_len)
 {
-    return read_from(bytes, len, -1, false, ret, why, why_len);
+    return read_from(bytes, len, -1, 0, false, ret, why, why_len);
 }
 
 int recording_read_streamed(const void *bytes, size_t len, int stream_fd,
                             struct recording **ret, char *why, size_t why_len)
 {
-    return read_from(bytes, len, stream_fd, false, ret, why, why_len);
+    return read_from(bytes, len, stream_fd, 0, false, ret, why, why_len);
 }
 
 int recording_read_fd(int fd, struct recording **ret, char *why, size_t why_len)
@@ -947,18 +947,20 @@ int recording_read_fd(int fd, struct recording **ret, char *why, size_t why_len)
     if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
         return -EIO;
     if (h.layout == REC_LAYOUT_PACKED && memcmp(h.magic, REC_MAGIC, 8) == 0) {
-        /* A capture's (version 10 on): the whole file, unpacked into memory of our own. */
+        /* A capture's (version 10 on): unpacked into memory of our own, all but its frames,
+         * which the reader decodes from the file chunk by chunk as it packs them (the file is
+         * their stream file, its ranges after its header). */
         size_t file_len = (size_t)st.st_size;
         void *file = mmap(NULL, file_len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (file == MAP_FAILED)
             return -errno;
         void *image;
         size_t image_len;
-        int e = recording_unpack(file, file_len, &image, &image_len, why, why_len);
+        int e = recording_unpack(file, file_len, true, &image, &image_len, why, why_len);
         munmap(file, file_len);
         if (e)
             return e;
-        e = read_from(image, image_len, -1, true, ret, why, why_len);
+        e = read_from(image, image_len, fd, h.header_size, true, ret, why, why_len);
         munmap(image, image_len);
         return e;
     }

@@ -80,9 +80,11 @@ unsigned reader_object_arrays(uint32_t type, void *object, struct chunked *ret[R
 void reader_chunked_load(struct chunked *dst, const struct chunked *live);
 
 /* The stream file fd (duplicated; version: the recording's) as a source of streamed chunks:
- * its ranges found in one walk (recording_stream.c). Returns 0 and *ret, or -EINVAL (r's
- * why says what) or -errno. */
-int stream_source_open(struct reader *r, int fd, uint32_t version, struct stream_source **ret);
+ * its ranges found in one walk from start (recording_stream.c; a packed recording's ranges
+ * follow its header, a stream file's start at 0). Returns 0 and *ret, or -EINVAL (r's why
+ * says what) or -errno. */
+int stream_source_open(struct reader *r, int fd, uint32_t version, uint64_t start,
+                       struct stream_source **ret);
 void stream_source_free(struct stream_source *s);
 /* Decodes the streamed chunk at offset (bytes long) into to: from the range that names it,
  * whole, each range once. Returns 0, -EINVAL (why says what) or -errno. */

@@ -257,8 +257,10 @@ int recording_pack_write(FILE *f, const void *bytes, size_t len, const struct re
 }
 
 /* A packed recording holds every chunk of its arrays, those its app had streamed copied from
- * the stream file (recording_pack_write): none is left to read from elsewhere. */
-static void unpacked_whole(void *image, size_t len)
+ * the stream file (recording_pack_write): none is left to read from elsewhere, but with
+ * defer_frames the surfaces' frames, which stay in the packed file (all their chunks said
+ * streamed: the reader bounds the count by the array's). */
+static void unpacked_whole(void *image, size_t len, bool defer_frames)
 {
     struct reader r = { .bytes = image, .len = len };
     const struct rec_header *h = image;
@@ -271,11 +273,13 @@ static void unpacked_whole(void *image, size_t len)
         unsigned count = reader_object_arrays(type, object, arrays);
         for (unsigned k = 0; k < count; k++)
             atomic_store(&arrays[k]->streamed_chunks, 0);
+        if (defer_frames && type == REC_OBJ_FRAME_LOG)
+            atomic_store(&((struct rec_frame_log *)object)->frames.streamed_chunks, UINT64_MAX);
     }
 }
 
-int recording_unpack(const void *file, size_t file_len, void **ret_bytes, size_t *ret_len,
-                     char *why, size_t why_len)
+int recording_unpack(const void *file, size_t file_len, bool defer_frames, void **ret_bytes,
+                     size_t *ret_len, char *why, size_t why_len)
 {
     struct reader r;
     struct rec_header *h;
@@ -335,9 +339,13 @@ int recording_unpack(const void *file, size_t file_len, void **ret_bytes, size_t
                                  (unsigned long long)range.stored_bytes);
             break;
         }
-        e = compact_decode(coder, range.encoding, bytes + at, (size_t)range.stored_bytes,
-                           range.item_size, (unsigned char *)image + range.offset,
-                           (size_t)range.raw_bytes);
+        /* A frames' chunk left in the file is checked where the reader decodes it. */
+        bool deferred = defer_frames && range.encoding == REC_ENCODING_ITEMS &&
+                        range.item_size == sizeof(struct fscope_frame);
+        if (!deferred)
+            e = compact_decode(coder, range.encoding, bytes + at, (size_t)range.stored_bytes,
+                               range.item_size, (unsigned char *)image + range.offset,
+                               (size_t)range.raw_bytes);
         if (e == -EINVAL)
             e = reader_malformed(&r, "the packed recording's range at %llu (encoding %u) does "
                                  "not decode to its %llu bytes",
@@ -350,7 +358,7 @@ int recording_unpack(const void *file, size_t file_len, void **ret_bytes, size_t
     if (e && image != MAP_FAILED)
         munmap(image, (size_t)used);
     if (!e)
-        unpacked_whole(image, (size_t)used);
+        unpacked_whole(image, (size_t)used, defer_frames);
     if (!e) {
         *ret_bytes = image;
         *ret_len = (size_t)used;

@@ -53,13 +53,13 @@ void stream_source_free(struct stream_source *s)
 
 /* Walks a version 10 stream file's ranges from its start. Two ranges naming one offset make
  * it malformed (the later one could be read for the earlier's chunk). */
-static int stream_index(struct reader *r, struct stream_source *s)
+static int stream_index(struct reader *r, struct stream_source *s, uint64_t start)
 {
     struct stat st;
     if (fstat(s->fd, &st) != 0)
         return -errno;
     uint64_t size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : UINT64_MAX;
-    for (uint64_t at = 0; at < size;) {
+    for (uint64_t at = start; at < size;) {
         struct rec_range range;
         int end = fscope_pread_all(s->fd, &range, sizeof(range), at);
         if (end)
@@ -93,7 +93,8 @@ static int stream_index(struct reader *r, struct stream_source *s)
     return 0;
 }
 
-int stream_source_open(struct reader *r, int fd, uint32_t version, struct stream_source **ret)
+int stream_source_open(struct reader *r, int fd, uint32_t version, uint64_t start,
+                       struct stream_source **ret)
 {
     *ret = NULL;
     struct stream_source *s = calloc(1, sizeof(*s));
@@ -105,7 +106,7 @@ int stream_source_open(struct reader *r, int fd, uint32_t version, struct stream
     if (!e && version >= 10) {
         s->coder = compact_coder_create();
         s->stored = malloc(compact_bound(REC_RANGE_RAW_MAX) + 8); /* and a range's padding */
-        e = s->coder && s->stored ? stream_index(r, s) : -ENOMEM;
+        e = s->coder && s->stored ? stream_index(r, s, start) : -ENOMEM;
     }
     if (e) {
         stream_source_free(s);
@@ -144,7 +145,8 @@ int stream_source_chunk(struct reader *r, struct stream_source *s, uint64_t offs
     if (!range)
         return reader_malformed(r, "the streamed chunk at %llu is not in the stream file",
                                 (unsigned long long)offset);
-    if (range->used || range->raw_bytes != bytes)
+    /* A packed recording's range ends at its chunk's last byte that is not zero. */
+    if (range->used || range->raw_bytes > bytes)
         return reader_malformed(r, "the stream file's range at %llu (%llu bytes for %llu) is "
                                 "not the chunk it names, or names it again",
                                 (unsigned long long)range->at,
@@ -156,12 +158,13 @@ int stream_source_chunk(struct reader *r, struct stream_source *s, uint64_t offs
         return end < 0 ? end : reader_malformed(r, "the stream file ends inside the range at %llu",
                                                 (unsigned long long)range->at);
     int e = compact_decode(s->coder, range->encoding, s->stored, (size_t)range->stored_bytes,
-                           range->item_size, to, (size_t)bytes);
+                           range->item_size, to, (size_t)range->raw_bytes);
+    memset((unsigned char *)to + range->raw_bytes, 0, (size_t)(bytes - range->raw_bytes));
     if (e == -EINVAL)
         return reader_malformed(r, "the stream file's range at %llu (chunk at %llu, encoding "
                                 "%u) does not decode to its %llu bytes",
                                 (unsigned long long)range->at, (unsigned long long)offset,
-                                range->encoding, (unsigned long long)bytes);
+                                range->encoding, (unsigned long long)range->raw_bytes);
     range->used = e == 0;
     return e;
 }
