@@ -980,9 +980,13 @@ def step_until(pid, condition, timeout=60):
             return True
         if process_state(pid) not in ("T", "t"):
             return condition()
-        os.kill(pid, signal.SIGCONT)
-        time.sleep(0.002)
-        os.kill(pid, signal.SIGSTOP)
+        try:
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.002)
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            # It ended (and was reaped) in the few milliseconds it ran.
+            return condition()
         wait_state(pid, ("T", "t", "Z", None))
     return False
 
@@ -1007,7 +1011,10 @@ def writing_capture_job(d, state, data, names):
         if job and step_until(job, lambda: temporaries(state)):
             return job, name.decode()
         if job:
-            os.kill(job, signal.SIGCONT)
+            try:
+                os.kill(job, signal.SIGCONT)
+            except ProcessLookupError:  # it ended as it ran
+                pass
         d.wait_for_jobs()
     check(False, "no capture job was caught while it wrote:\n" + d.text()[-2000:])
 
