@@ -77,10 +77,9 @@ static inline struct recording *synth_recording(uint64_t frames)
     rec->spans = calloc(frames, sizeof(*rec->spans));
     rec->gpu_zones = calloc(2 * frames, sizeof(*rec->gpu_zones));
     rec->pipelines = calloc(frames, sizeof(*rec->pipelines));
-    rec->engine.recordings = calloc(frames, sizeof(*rec->engine.recordings));
+    recording_engine_init(&rec->engine);
     if (!rec->logs || !rec->gpu_zone_names || !rec->kernel.sched_events ||
-        !rec->kernel.samples || !rec->spans || !rec->gpu_zones || !rec->pipelines ||
-        !rec->engine.recordings)
+        !rec->kernel.samples || !rec->spans || !rec->gpu_zones || !rec->pipelines)
         goto error;
     struct recording_log *log = &rec->logs[0];
     snprintf(log->label, sizeof(log->label), "synthetic surface");
@@ -140,11 +139,14 @@ static inline struct recording *synth_recording(uint64_t frames)
                                                            1, 1, 1, 0 };
         rec->pipelines[i] = (struct pipeline_created){ t + 3 * ms, hitch ? 30 * ms : ms, 0,
                                                        i + 1, 1, 0 };
-        rec->engine.recordings[i] = (struct cmd_recording){ .begin_ticks = t + ms / 2,
-                                                            .end_ticks = t + 3 * ms / 2,
-                                                            .cb = 1 + i % 3, .pool = 1,
-                                                            .device_id = 1, .tid = tid,
-                                                            .commands = 20, .draws = 10 };
+        struct cmd_recording recorded = { .begin_ticks = t + ms / 2, .end_ticks = t + 3 * ms / 2,
+                                          .cb = 1 + i % 3, .pool = 1, .device_id = 1,
+                                          .tid = tid, .commands = 20, .draws = 10 };
+        if (!sorter_push(&rec->engine.recordings, &recorded)) {
+            free(built);
+            free(odd);
+            goto error;
+        }
         if (i % 10 == 0)
             rec->kernel.samples[samples++] = (struct kernel_sample){
                 .ticks = t, .tid = tid, .oncpu_ns = i * 10 * ms, .runnable_ns = i * ms,
@@ -184,6 +186,8 @@ static inline struct recording *synth_recording(uint64_t frames)
     rec->gpu_zone_count = 2 * frames;
     rec->pipeline_count = frames;
     rec->engine.recording_count = frames;
+    if (!sorter_finish(&rec->engine.recordings) || !sorter_finish(&rec->engine.pool_ops))
+        goto error;
     return rec;
 error:
     recording_free(rec);

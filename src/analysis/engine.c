@@ -386,14 +386,6 @@ static void compute_budget(const struct recording *rec, struct engine_stats *s,
     }
 }
 
-static int compare_recording_end(const void *a, const void *b, void *arg)
-{
-    const struct cmd_recording *recordings = arg;
-    uint64_t x = recordings[*(const uint64_t *)a].end_ticks;
-    uint64_t y = recordings[*(const uint64_t *)b].end_ticks;
-    return x < y ? -1 : x > y;
-}
-
 void engine_compute(const struct recording *rec, uint64_t frames, struct engine_stats *ret)
 {
     struct engine_stats *s = ret;
@@ -404,8 +396,11 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
     if (!g->present)
         return;
     struct engine_lookup k = { 0 };
-    for (uint64_t i = 0; i < g->recording_count; i++) {
-        const struct cmd_recording *r = &g->recordings[i];
+    struct sorter_cursor c;
+    const struct cmd_recording *r;
+    const struct pool_op *op;
+    bool open = sorter_cursor_open(&c, &g->recordings);
+    while (open && (r = sorter_next(&c))) {
         uint64_t ticks = r->end_ticks - r->begin_ticks;
         bool secondary = r->flags & CMD_RECORDING_SECONDARY;
         s->recordings++;
@@ -431,8 +426,10 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
             p->record_ticks += ticks;
         }
     }
-    for (uint64_t i = 0; i < g->pool_op_count; i++) {
-        const struct pool_op *op = &g->pool_ops[i];
+    if (open)
+        sorter_cursor_close(&c);
+    open = sorter_cursor_open(&c, &g->pool_ops);
+    while (open && (op = sorter_next(&c))) {
         s->pool_op_ticks += op->end_ticks - op->begin_ticks;
         struct engine_pool *p = pool_of(s, &k, op->pool, op->device_id);
         if (p) {
@@ -440,6 +437,8 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
             p->op_ticks += op->end_ticks - op->begin_ticks;
         }
     }
+    if (open)
+        sorter_cursor_close(&c);
     /* Each thread's CPU time: the sampler's totals are since the thread started, so its last
      * sample holds the whole run up to its last tick. */
     for (uint64_t i = 0; i < rec->kernel.sample_count; i++) {
@@ -451,13 +450,15 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
             s->threads[t].last_sample_ticks = sample->ticks;
         }
     }
-    for (uint64_t i = 0; i < g->recording_count; i++) {
-        const struct cmd_recording *r = &g->recordings[i];
+    open = s->thread_count && sorter_cursor_open(&c, &g->recordings);
+    while (open && (r = sorter_next(&c))) {
         int64_t t = key_find(&k.threads, (uint64_t)(uint32_t)r->tid, 0);
         if (t >= 0 && s->threads[t].oncpu_ns >= 0 &&
             r->end_ticks <= s->threads[t].last_sample_ticks)
             s->threads[t].sampled_ticks += r->end_ticks - r->begin_ticks;
     }
+    if (open)
+        sorter_cursor_close(&c);
     if (s->thread_count)
         qsort(s->threads, s->thread_count, sizeof(*s->threads), compare_thread_ticks);
     if (s->pool_count)
@@ -480,13 +481,6 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
     }
     for (unsigned i = 0; i < g->descriptor_pool_count; i++)
         s->descriptor_failures += g->descriptor_pools[i].failures;
-    s->by_end = g->recording_count ? malloc(g->recording_count * sizeof(*s->by_end)) : NULL;
-    if (s->by_end) {
-        for (uint64_t i = 0; i < g->recording_count; i++)
-            s->by_end[i] = i;
-        qsort_r(s->by_end, g->recording_count, sizeof(*s->by_end), compare_recording_end,
-                g->recordings);
-    }
 }
 
 const char *engine_bind_key(unsigned kind)
@@ -494,31 +488,74 @@ const char *engine_bind_key(unsigned kind)
     return kind < BIND_KINDS ? bind_kind_keys[kind] : "";
 }
 
-void engine_frame_recording(const struct engine_stats *s, const struct recording *rec,
-                            uint64_t start, uint64_t end, unsigned *ret_threads,
-                            uint64_t *ret_busiest_ticks)
+void engine_window_init(struct engine_window *w, const struct recording *rec)
+{
+    memset(w, 0, sizeof(*w));
+    w->rec = rec;
+}
+
+/* The pass from the first recording again: held emptied. */
+static bool window_restart(struct engine_window *w)
+{
+    if (w->open)
+        sorter_cursor_close(&w->c);
+    w->first = w->count = 0;
+    w->done = false;
+    w->open = sorter_cursor_open(&w->c, &w->rec->engine.recordings);
+    return w->open;
+}
+
+/* Holds the next recording of the pass; false after the last or when memory ran out. */
+static bool window_read(struct engine_window *w)
+{
+    const struct cmd_recording *r = w->done ? NULL : sorter_next(&w->c);
+    if (!r) {
+        w->done = true;
+        return false;
+    }
+    if (w->first && w->count == w->capacity) { /* room at the front: moved down */
+        memmove(w->held, w->held + w->first, (w->count - w->first) * sizeof(*w->held));
+        w->count -= w->first;
+        w->first = 0;
+    }
+    if (w->count == w->capacity) {
+        size_t want = w->capacity ? 2 * w->capacity : 64;
+        struct cmd_recording *grown = realloc(w->held, want * sizeof(*grown));
+        if (!grown) {
+            w->done = true;
+            return false;
+        }
+        w->held = grown;
+        w->capacity = want;
+    }
+    w->held[w->count++] = *r;
+    return true;
+}
+
+void engine_frame_recording(struct engine_window *w, uint64_t start, uint64_t end,
+                            unsigned *ret_threads, uint64_t *ret_busiest_ticks)
 {
     *ret_threads = 0;
     *ret_busiest_ticks = 0;
-    const struct recording_engine *g = &rec->engine;
-    if (!s->by_end)
+    if (!w->rec->engine.recording_count)
         return;
-    uint64_t lo = 0, hi = g->recording_count;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (g->recordings[s->by_end[mid]].end_ticks < start)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    if ((!w->open || start < w->last_start) && !window_restart(w))
+        return;
+    w->last_start = start;
+    /* Held in the order they ended: those that ended before start are no frame's now. */
+    while (w->first < w->count && w->held[w->first].end_ticks < start)
+        w->first++;
+    while ((w->first == w->count || w->held[w->count - 1].end_ticks < end) && window_read(w))
+        if (w->held[w->count - 1].end_ticks < start)
+            w->first = w->count; /* before this frame: dropped as read */
     struct {
         int tid;
         uint64_t ticks;
     } threads[32];
     unsigned count = 0;
     work_visited(1);
-    for (uint64_t i = lo; i < g->recording_count; i++) {
-        const struct cmd_recording *r = &g->recordings[s->by_end[i]];
+    for (size_t i = w->first; i < w->count; i++) {
+        const struct cmd_recording *r = &w->held[i];
         work_visited(1);
         if (r->end_ticks >= end)
             break;
@@ -538,13 +575,20 @@ void engine_frame_recording(const struct engine_stats *s, const struct recording
     *ret_threads = count;
 }
 
+void engine_window_free(struct engine_window *w)
+{
+    if (w->open)
+        sorter_cursor_close(&w->c);
+    free(w->held);
+    memset(w, 0, sizeof(*w));
+}
+
 void engine_stats_finish(struct engine_stats *s)
 {
     free(s->threads);
     free(s->pools);
     free(s->heaps);
     free(s->live_points);
-    free(s->by_end);
     memset(s, 0, sizeof(*s));
 }
 
@@ -820,31 +864,43 @@ void engine_write_json(FILE *f, const struct recording *rec, const struct engine
                 ms(rec, p->op_ticks));
     }
     fputs("], \"command_buffers\": [", f);
-    /* Each command buffer once, by name where the app gave one. */
-    unsigned listed = 0;
-    for (uint64_t i = 0; i < g->recording_count && listed < 64; i++) {
-        const struct cmd_recording *r = &g->recordings[i];
-        bool seen = false;
-        for (uint64_t j = 0; j < i && !seen; j++)
-            seen = g->recordings[j].cb == r->cb && g->recordings[j].device_id == r->device_id;
-        if (seen)
-            continue;
-        uint64_t count = 0, ticks = 0, commands = 0;
-        for (uint64_t j = i; j < g->recording_count; j++)
-            if (g->recordings[j].cb == r->cb && g->recordings[j].device_id == r->device_id) {
-                count++;
-                ticks += g->recordings[j].end_ticks - g->recordings[j].begin_ticks;
-                commands += g->recordings[j].commands;
-            }
-        const char *name = recording_object_name(rec, r->device_id, OBJECT_TYPE_COMMAND_BUFFER, r->cb);
-        fprintf(f, "%s{\"handle\": \"0x%" PRIx64 "\", \"name\": ", listed ? ", " : "", r->cb);
+    /* Each command buffer once, by name where the app gave one: the first 64 recorded. */
+    struct listed_cb {
+        struct cmd_recording first;
+        uint64_t count, ticks, commands;
+    } *listed = calloc(64, sizeof(*listed));
+    unsigned listed_count = 0;
+    struct sorter_cursor c;
+    const struct cmd_recording *r;
+    bool open = listed && sorter_cursor_open(&c, &g->recordings);
+    while (open && (r = sorter_next(&c))) {
+        unsigned i = 0;
+        while (i < listed_count &&
+               (listed[i].first.cb != r->cb || listed[i].first.device_id != r->device_id))
+            i++;
+        if (i == listed_count) {
+            if (listed_count == 64)
+                continue;
+            listed[listed_count++].first = *r;
+        }
+        listed[i].count++;
+        listed[i].ticks += r->end_ticks - r->begin_ticks;
+        listed[i].commands += r->commands;
+    }
+    if (open)
+        sorter_cursor_close(&c);
+    for (unsigned i = 0; i < listed_count; i++) {
+        const struct listed_cb *l = &listed[i];
+        const char *name = recording_object_name(rec, l->first.device_id,
+                                                 OBJECT_TYPE_COMMAND_BUFFER, l->first.cb);
+        fprintf(f, "%s{\"handle\": \"0x%" PRIx64 "\", \"name\": ", i ? ", " : "", l->first.cb);
         json_write_string(f, name ? name : "");
         fprintf(f, ", \"pool\": \"0x%" PRIx64 "\", \"secondary\": %s, \"recordings\": %llu, "
-                "\"record_ms\": %.6f, \"commands\": %llu}", r->pool,
-                r->flags & CMD_RECORDING_SECONDARY ? "true" : "false", (unsigned long long)count,
-                ms(rec, ticks), (unsigned long long)commands);
-        listed++;
+                "\"record_ms\": %.6f, \"commands\": %llu}", l->first.pool,
+                l->first.flags & CMD_RECORDING_SECONDARY ? "true" : "false",
+                (unsigned long long)l->count, ms(rec, l->ticks), (unsigned long long)l->commands);
     }
+    free(listed);
     fputs("]}, \"binds_per_frame\": {", f);
     for (unsigned k = 0; k < BIND_KINDS; k++)
         fprintf(f, "%s\"%s\": {\"binds\": %.6f, \"redundant\": %.6f}", k ? ", " : "",

@@ -72,8 +72,6 @@ struct engine_stats {
     uint64_t sets_end, capacity_end, sets_peak, capacity_at_peak;
     uint32_t pools_end;
     uint64_t descriptor_failures;
-    /* Recordings by when they ended (indices into rec->engine.recordings), for per-frame views. */
-    uint64_t *by_end;
 };
 
 void engine_compute(const struct recording *rec, uint64_t frames, struct engine_stats *ret);
@@ -82,11 +80,24 @@ void engine_stats_finish(struct engine_stats *s);
 
 /* frames.csv's key for a bind kind ("vertex_buffer"). */
 const char *engine_bind_key(unsigned kind);
+/* The recordings that ended in one frame after another, for per-frame views: one pass over
+ * them in the order they ended, holding those of the frame's window (a frame that starts
+ * before the one asked before starts the pass again). */
+struct engine_window {
+    const struct recording *rec;
+    struct sorter_cursor c;
+    bool open, done;
+    struct cmd_recording *held; /* read, ending at or after the last start asked */
+    size_t first, count, capacity;
+    uint64_t last_start;
+};
+
+void engine_window_init(struct engine_window *w, const struct recording *rec);
 /* The recordings that ended in [start, end): on how many threads, and the most recording time
- * one thread spent in them. */
-void engine_frame_recording(const struct engine_stats *s, const struct recording *rec,
-                            uint64_t start, uint64_t end, unsigned *ret_threads,
-                            uint64_t *ret_busiest_ticks);
+ * one thread spent in them (0 and 0 when memory ran out). */
+void engine_frame_recording(struct engine_window *w, uint64_t start, uint64_t end,
+                            unsigned *ret_threads, uint64_t *ret_busiest_ticks);
+void engine_window_free(struct engine_window *w);
 
 /* The summary's lines; count_mean: the report's per-frame means of every counter. */
 void engine_write_text(FILE *f, const struct recording *rec, const struct engine_stats *s,

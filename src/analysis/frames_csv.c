@@ -44,6 +44,7 @@ struct row {
     uint64_t index, origin;
     struct frame_budget_ns b;
     bool outside; /* GPU timing sampled it out */
+    struct engine_window *recordings;
 };
 
 /* ",N": a count. */
@@ -222,8 +223,7 @@ static void row_engine(struct emit *e, const struct row *r)
     const uint64_t *n = fr->counts;
     unsigned threads;
     uint64_t busiest;
-    engine_frame_recording(&r->s->engine, rec, fr->start_ticks, fr->end_ticks, &threads,
-                           &busiest);
+    engine_frame_recording(r->recordings, fr->start_ticks, fr->end_ticks, &threads, &busiest);
     emit_csv_count(e, n[FSCOPE_COUNT_RECORDINGS]);
     emit_csv_ms(e, ticks_ns(rec, n[FSCOPE_COUNT_RECORD_SECONDARY_TICKS]));
     emit_csv_count(e, threads);
@@ -256,6 +256,8 @@ int frames_write_csv(FILE *f, const struct run_stats *s)
     sched_index_build(rec, &sched);
     struct emit e;
     emit_init(&e, f);
+    struct engine_window window;
+    engine_window_init(&window, rec);
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
         uint64_t count = log->frame_count;
@@ -269,7 +271,7 @@ int frames_write_csv(FILE *f, const struct run_stats *s)
             if (!keep_frame(&s->keep, l, i))
                 continue;
             struct row r = { .s = s, .rec = rec, .log = log, .cursor = &c, .fr = frame_at(&c, i),
-                             .index = i, .origin = origin };
+                             .index = i, .origin = origin, .recordings = &window };
             frame_budget(rec, r.fr, frame_extra_at(&c, i), s->evidence ? &s->evidence[l] : NULL,
                          &r.b);
             r.outside = s->basis_frames < s->frames && r.fr->gpu_unsampled;
@@ -285,6 +287,7 @@ int frames_write_csv(FILE *f, const struct run_stats *s)
         frame_cursor_close(&c);
     }
     emit_flush(&e);
+    engine_window_free(&window);
     sched_index_free(&sched);
     return error;
 }

@@ -373,31 +373,83 @@ static int read_vk_objects(struct reader *r, struct recording *rec, const struct
     return e;
 }
 
+/* The sink of items kept in a sorter: each checked, then pushed. */
+struct sorter_sink {
+    struct chunk_sink sink;
+    struct reader *r;
+    struct sorter *sorter;
+    int (*check)(struct reader *r, const void *item);
+    uint32_t item_size;
+};
+
+static int sorter_begin(struct chunk_sink *sink, uint64_t count, uint64_t chunk_items)
+{
+    (void)sink;
+    (void)count;
+    (void)chunk_items;
+    return 0;
+}
+
+static int sorter_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
+                       uint64_t n)
+{
+    (void)first;
+    struct sorter_sink *s = (struct sorter_sink *)sink;
+    for (uint64_t i = 0; i < n; i++) {
+        const unsigned char *item = items + i * s->item_size;
+        int e = s->check(s->r, item);
+        if (e)
+            return e;
+        if (!sorter_push(s->sorter, item))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* A chunked array's items, each checked, into sorter (made ready for them), finished. */
+static int read_sorted(struct reader *r, struct recording *rec, const struct chunked *a,
+                       uint32_t item_size, const char *what, struct sorter *sorter,
+                       int (*check)(struct reader *, const void *))
+{
+    struct sorter_sink s = { { sorter_begin, sorter_take }, r, sorter, check, item_size };
+    int e = read_chunks(r, rec, a, item_size, what, &s.sink);
+    if (!e && !sorter_finish(sorter))
+        e = -ENOMEM;
+    return e;
+}
+
+static int recording_check(struct reader *r, const void *item)
+{
+    const struct cmd_recording *x = item;
+    if (x->end_ticks < x->begin_ticks)
+        return reader_malformed(r, "a command buffer recording ends before it begins");
+    return 0;
+}
+
+static int pool_op_check(struct reader *r, const void *item)
+{
+    const struct pool_op *op = item;
+    if (op->end_ticks < op->begin_ticks || op->kind < POOL_OP_RESET_POOL || op->kind > POOL_OP_TRIM)
+        return reader_malformed(r, "a command pool call of kind %u ends before it begins, or is no "
+                                "kind known", op->kind);
+    return 0;
+}
+
 static int read_engine(struct reader *r, struct recording *rec, const struct rec_engine *src)
 {
     struct recording_engine *g = &rec->engine;
     if (g->present)
         return reader_malformed(r, "two engine tables");
     g->present = true;
+    recording_engine_init(g);
     void *items;
-    int e = read_chunked(r, rec, &src->recordings, sizeof(struct cmd_recording),
-                         "command buffer recordings", &items, &g->recording_count);
-    g->recordings = items;
-    for (uint64_t i = 0; !e && i < g->recording_count; i++)
-        if (g->recordings[i].end_ticks < g->recordings[i].begin_ticks)
-            e = reader_malformed(r, "a command buffer recording ends before it begins");
-    if (e)
-        return e;
-    e = read_chunked(r, rec, &src->pool_ops, sizeof(struct pool_op), "command pool calls", &items,
-                     &g->pool_op_count);
-    g->pool_ops = items;
-    for (uint64_t i = 0; !e && i < g->pool_op_count; i++) {
-        const struct pool_op *op = &g->pool_ops[i];
-        if (op->end_ticks < op->begin_ticks || op->kind < POOL_OP_RESET_POOL ||
-            op->kind > POOL_OP_TRIM)
-            e = reader_malformed(r, "a command pool call of kind %u ends before it begins, or is no "
-                          "kind known", op->kind);
-    }
+    int e = read_sorted(r, rec, &src->recordings, sizeof(struct cmd_recording),
+                        "command buffer recordings", &g->recordings, recording_check);
+    g->recording_count = sorter_count(&g->recordings);
+    if (!e)
+        e = read_sorted(r, rec, &src->pool_ops, sizeof(struct pool_op), "command pool calls",
+                        &g->pool_ops, pool_op_check);
+    g->pool_op_count = sorter_count(&g->pool_ops);
     if (e)
         return e;
     e = read_chunked(r, rec, &src->memory, sizeof(struct memory_event), "memory events", &items,
@@ -1004,8 +1056,8 @@ void recording_free(struct recording *rec)
     free(rec->object_name_index);
     free(rec->pipelines);
     free(rec->pass_stats);
-    free(rec->engine.recordings);
-    free(rec->engine.pool_ops);
+    sorter_free(&rec->engine.recordings);
+    sorter_free(&rec->engine.pool_ops);
     free(rec->engine.memory);
     free(rec->engine.budgets);
     free(rec->engine.gauges);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "record/format.h"
+#include "sorter.h"
 #include "util/system.h"
 
 /* A chunk of a surface's frames as analysis keeps it: count frames packed in bytes (frames.h),
@@ -100,8 +101,8 @@ struct recording_kernel {
 struct recording_engine {
     bool present;
     uint64_t recording_count, pool_op_count, memory_count, budget_count, gauge_count;
-    struct cmd_recording *recordings; /* in the order they ended, near enough */
-    struct pool_op *pool_ops;
+    struct sorter recordings; /* struct cmd_recording, in the order they ended (sorter.h) */
+    struct sorter pool_ops;   /* struct pool_op, the same */
     struct memory_event *memory;
     struct budget_sample *budgets;
     struct gauge_sample *gauges;
@@ -113,6 +114,8 @@ struct recording_engine {
     struct descriptor_pool_entry *descriptor_pools;
     uint64_t sites_full, descriptor_pools_untracked;
 };
+/* g's sorters made ready for their items (the reader's, and a synthetic recording's). */
+void recording_engine_init(struct recording_engine *g);
 
 struct recording {
     char app[64];

@@ -1,5 +1,6 @@
 /* What every output asks of a recording: ticks as nanoseconds, the clock, locations, thread
- * labels, object names and where frame times count from. Reads the struct recording only. */
+ * labels, object names and where frame times count from; and the order its engine items are
+ * kept in. Reads the struct recording only. */
 #include "recording.h"
 
 #include <math.h>
@@ -130,4 +131,38 @@ const char *recording_object_name(const struct recording *rec, uint32_t device_i
             found = n;
     }
     return found && found->name[0] ? found->name : NULL;
+}
+
+/* The engine's items in the order the model keeps them: by their end, then whatever tells two
+ * apart (equal ones need no order). */
+#define ORDER(x, y) \
+    if ((x) != (y)) \
+        return (x) < (y) ? -1 : 1
+
+static int recording_order(const void *a, const void *b)
+{
+    const struct cmd_recording *x = a, *y = b;
+    ORDER(x->end_ticks, y->end_ticks);
+    ORDER(x->begin_ticks, y->begin_ticks);
+    ORDER(x->tid, y->tid);
+    ORDER(x->device_id, y->device_id);
+    ORDER(x->cb, y->cb);
+    return memcmp(a, b, sizeof(*x));
+}
+
+static int pool_op_order(const void *a, const void *b)
+{
+    const struct pool_op *x = a, *y = b;
+    ORDER(x->end_ticks, y->end_ticks);
+    ORDER(x->begin_ticks, y->begin_ticks);
+    ORDER(x->tid, y->tid);
+    return memcmp(a, b, sizeof(*x));
+}
+
+#undef ORDER
+
+void recording_engine_init(struct recording_engine *g)
+{
+    sorter_init(&g->recordings, sizeof(struct cmd_recording), recording_order, 0);
+    sorter_init(&g->pool_ops, sizeof(struct pool_op), pool_op_order, 0);
 }

@@ -18,7 +18,6 @@ void sorter_init(struct sorter *s, size_t size, sorter_compare_fn compare, size_
     s->run_items = (run_bytes ? run_bytes : SORTER_RUN_BYTES) / size;
     if (!s->run_items)
         s->run_items = 1;
-    s->fd = -1;
 }
 
 static bool add_run(struct sorter *s, struct sorter_run run)
@@ -38,9 +37,12 @@ static bool add_run(struct sorter *s, struct sorter_run run)
 /* The file, made on first need; false where none can be made or it took no more. */
 static bool have_file(struct sorter *s)
 {
-    if (s->fd == -1 && !s->file_full && (s->fd = unnamed_file_create(secure_getenv("TMPDIR"))) < 0)
-        s->file_full = true;
-    return s->fd >= 0 && !s->file_full;
+    if (!s->fd_made && !s->file_full) {
+        s->fd = unnamed_file_create(secure_getenv("TMPDIR"));
+        s->fd_made = s->fd >= 0;
+        s->file_full = !s->fd_made;
+    }
+    return s->fd_made && !s->file_full;
 }
 
 /* Appends bytes at the file's end; false (and no more from then on: the runs in it are still
@@ -297,10 +299,9 @@ void sorter_free(struct sorter *s)
         free(s->runs[i].items);
     free(s->runs);
     free(s->fill);
-    if (s->fd >= 0)
+    if (s->fd_made)
         close(s->fd);
     memset(s, 0, sizeof(*s));
-    s->fd = -1;
 }
 
 bool sorter_cursor_open(struct sorter_cursor *c, const struct sorter *s)

@@ -34,13 +34,14 @@ struct sorter {
     uint64_t count;       /* pushed in all */
     struct sorter_run *runs;
     unsigned run_count, run_capacity;
-    int fd;               /* the runs' file; -1 before the first or where none could be made */
+    int fd;               /* the runs' file, where fd_made */
+    bool fd_made;
     uint64_t file_bytes;
     bool file_full;       /* none could be made, or it took no more: runs stay in memory */
     bool finished, failed;
 };
 
-/* A sorter of items of size bytes in compare's order; run_bytes: a run's memory (0: the
+/* A sorter of items of size bytes (a sorter of zeros is an empty one, never finished) in compare's order; run_bytes: a run's memory (0: the
  * default; tests pass less to reach the file and the merges with few items). Items equal by
  * compare come back in no promised order: a compare that wants one breaks ties itself. */
 void sorter_init(struct sorter *s, size_t size, sorter_compare_fn compare, size_t run_bytes);

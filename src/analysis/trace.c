@@ -191,18 +191,19 @@ static const char *object_label(const struct recording *rec, uint32_t device_id,
     return buf;
 }
 
-void trace_engine_intervals(const struct recording *rec, trace_interval_fn fn, void *ctx)
+struct trace_interval trace_engine_interval(const struct recording *rec,
+                                            const struct cmd_recording *r,
+                                            const struct pool_op *op,
+                                            struct trace_engine_words *w)
 {
-    const struct recording_engine *g = &rec->engine;
-    char cb[OBJECT_NAME_SIZE + 32], pool[OBJECT_NAME_SIZE + 32], name[2 * OBJECT_NAME_SIZE + 64];
-    for (uint64_t i = 0; i < g->recording_count; i++) {
-        const struct cmd_recording *r = &g->recordings[i];
-        object_label(rec, r->device_id, OBJECT_TYPE_COMMAND_BUFFER, r->cb, "command buffer ", cb,
-                     sizeof(cb));
-        snprintf(name, sizeof(name), "record %s", cb);
-        object_label(rec, r->device_id, OBJECT_TYPE_COMMAND_POOL, r->pool, "", pool, sizeof(pool));
-        fn(ctx, &(struct trace_interval){ r->tid, r->begin_ticks, r->end_ticks, name, pool,
-                                          NULL, r, NULL });
+    if (r) {
+        object_label(rec, r->device_id, OBJECT_TYPE_COMMAND_BUFFER, r->cb, "command buffer ",
+                     w->cb, sizeof(w->cb));
+        snprintf(w->name, sizeof(w->name), "record %s", w->cb);
+        object_label(rec, r->device_id, OBJECT_TYPE_COMMAND_POOL, r->pool, "", w->pool,
+                     sizeof(w->pool));
+        return (struct trace_interval){ r->tid, r->begin_ticks, r->end_ticks, w->name, w->pool,
+                                        NULL, r, NULL };
     }
     static const char *const calls[] = {
         [POOL_OP_RESET_POOL] = "vkResetCommandPool",
@@ -210,17 +211,40 @@ void trace_engine_intervals(const struct recording *rec, trace_interval_fn fn, v
         [POOL_OP_FREE] = "vkFreeCommandBuffers",
         [POOL_OP_TRIM] = "vkTrimCommandPool",
     };
-    for (uint64_t i = 0; i < g->pool_op_count; i++) {
-        const struct pool_op *op = &g->pool_ops[i]; /* kind checked by the reader */
-        object_label(rec, op->device_id, OBJECT_TYPE_COMMAND_POOL, op->pool, "", pool, sizeof(pool));
-        bool buffer = op->kind == POOL_OP_RESET_BUFFER;
-        if (buffer)
-            object_label(rec, op->device_id, OBJECT_TYPE_COMMAND_BUFFER, op->cb, "", cb, sizeof(cb));
-        /* Named by the object the call takes first: vkResetCommandBuffer's command buffer,
-         * the others' pool. */
-        snprintf(name, sizeof(name), "%s %s", calls[op->kind], buffer ? cb : pool);
-        fn(ctx, &(struct trace_interval){ op->tid, op->begin_ticks, op->end_ticks, name, pool,
-                                          buffer ? cb : NULL, NULL, op });
+    /* kind checked by the reader */
+    object_label(rec, op->device_id, OBJECT_TYPE_COMMAND_POOL, op->pool, "", w->pool,
+                 sizeof(w->pool));
+    bool buffer = op->kind == POOL_OP_RESET_BUFFER;
+    if (buffer)
+        object_label(rec, op->device_id, OBJECT_TYPE_COMMAND_BUFFER, op->cb, "", w->cb,
+                     sizeof(w->cb));
+    /* Named by the object the call takes first: vkResetCommandBuffer's command buffer, the
+     * others' pool. */
+    snprintf(w->name, sizeof(w->name), "%s %s", calls[op->kind], buffer ? w->cb : w->pool);
+    return (struct trace_interval){ op->tid, op->begin_ticks, op->end_ticks, w->name, w->pool,
+                                    buffer ? w->cb : NULL, NULL, op };
+}
+
+void trace_engine_intervals(const struct recording *rec, trace_interval_fn fn, void *ctx)
+{
+    const struct recording_engine *g = &rec->engine;
+    struct trace_engine_words words;
+    struct sorter_cursor c;
+    const struct cmd_recording *r;
+    const struct pool_op *op;
+    if (g->recording_count && sorter_cursor_open(&c, &g->recordings)) {
+        while ((r = sorter_next(&c))) {
+            struct trace_interval iv = trace_engine_interval(rec, r, NULL, &words);
+            fn(ctx, &iv);
+        }
+        sorter_cursor_close(&c);
+    }
+    if (g->pool_op_count && sorter_cursor_open(&c, &g->pool_ops)) {
+        while ((op = sorter_next(&c))) {
+            struct trace_interval iv = trace_engine_interval(rec, NULL, op, &words);
+            fn(ctx, &iv);
+        }
+        sorter_cursor_close(&c);
     }
 }
 

@@ -80,7 +80,17 @@ struct trace_interval {
     const struct pool_op *pool_op;
 };
 typedef void (*trace_interval_fn)(void *ctx, const struct trace_interval *iv);
+/* Every recording, then every pool call, each in the order they ended. */
 void trace_engine_intervals(const struct recording *rec, trace_interval_fn fn, void *ctx);
+/* Room for an interval's words. */
+struct trace_engine_words {
+    char cb[OBJECT_NAME_SIZE + 32], pool[OBJECT_NAME_SIZE + 32], name[2 * OBJECT_NAME_SIZE + 64];
+};
+/* The interval of a recording r, or else of a pool call op, its words in words. */
+struct trace_interval trace_engine_interval(const struct recording *rec,
+                                            const struct cmd_recording *r,
+                                            const struct pool_op *op,
+                                            struct trace_engine_words *words);
 
 /* The process's counters ("rss MiB", "descriptor sets" with two values, "heap N usage MiB",
  * "heap N budget MiB", "device memory MiB", and per frame "fps", "cpu ms", "gpu busy ms"). */

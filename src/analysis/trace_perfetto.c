@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef FSCOPE_HAVE_ZLIB
@@ -620,73 +621,86 @@ done:
     free(l);
 }
 
-/* Command buffer calls: their names are made as they are walked, so each is written then, on
- * a "command buffers" track under its thread (they may overlap the thread's zones without
- * nesting: recording is app code). */
+/* Command buffer calls, on a "command buffers" track under their thread (they may overlap the
+ * thread's zones without nesting: recording is app code), placed in lanes in the order they
+ * began: sorted with bounded memory, each named again as it is written. */
+struct engine_slice {
+    uint64_t group, begin, end; /* a thread id, then as struct interval */
+    uint64_t is_op;             /* u.op, else u.r */
+    union {
+        struct cmd_recording r;
+        struct pool_op op;
+    } u;
+};
+
+static int engine_slice_order(const void *a, const void *b)
+{
+    const struct engine_slice *x = a, *y = b;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1; /* the outer one first */
+    return memcmp(&x->is_op, &y->is_op, sizeof(*x) - offsetof(struct engine_slice, is_op));
+}
+
 struct engine_ctx {
-    struct perfetto_writer *w;
-    struct interval *all;
-    size_t count, capacity;
-    char **names;
-    bool failed;
+    struct sorter slices;
 };
 
 static void engine_collect(void *ctx, const struct trace_interval *iv)
 {
     struct engine_ctx *c = ctx;
-    if (c->count == c->capacity) {
-        size_t grown = c->capacity ? 2 * c->capacity : 256;
-        struct interval *all = realloc(c->all, grown * sizeof(*all));
-        char **names = all ? realloc(c->names, grown * sizeof(*names)) : NULL;
-        if (all)
-            c->all = all;
-        if (names)
-            c->names = names;
-        if (!all || !names) {
-            c->failed = true;
-            return;
-        }
-        c->capacity = grown;
-    }
-    char *name = strdup(iv->name);
-    if (!name) {
-        c->failed = true;
-        return;
-    }
-    c->names[c->count] = name;
-    c->all[c->count++] = (struct interval){ (uint64_t)(uint32_t)iv->tid, iv->begin_ticks,
-                                            iv->end_ticks, name, NULL };
+    struct engine_slice slice;
+    memset(&slice, 0, sizeof(slice));
+    slice.group = (uint64_t)(uint32_t)iv->tid;
+    slice.begin = iv->begin_ticks;
+    slice.end = iv->end_ticks;
+    slice.is_op = iv->pool_op != NULL;
+    if (iv->pool_op)
+        slice.u.op = *iv->pool_op;
+    else
+        slice.u.r = *iv->recording;
+    sorter_push(&c->slices, &slice); /* a failure is the sorter's, said at its finish */
 }
 
 static void engine_intervals(struct perfetto_writer *w)
 {
-    struct engine_ctx c = { .w = w };
+    struct engine_ctx c;
+    sorter_init(&c.slices, sizeof(struct engine_slice), engine_slice_order, 0);
     trace_engine_intervals(w->rec, engine_collect, &c);
-    struct lanes *l = c.count ? calloc(1, sizeof(*l)) : NULL;
-    if (c.failed || (c.count && !l)) {
+    struct sorter_cursor cursor;
+    struct lanes *l = calloc(1, sizeof(*l));
+    if (!l || !sorter_finish(&c.slices) || !sorter_cursor_open(&cursor, &c.slices)) {
         w->failed = true;
         goto done;
     }
-    if (c.count) /* c.all is NULL without intervals: qsort takes no NULL, even for none */
-        qsort(c.all, c.count, sizeof(*c.all), by_group_begin);
-    for (size_t i = 0; i < c.count; i++) {
-        if (i == 0 || c.all[i].group != c.all[i - 1].group) {
-            for (unsigned k = 0; i && k < l->count; k++)
+    const struct engine_slice *x;
+    uint64_t group = 0;
+    bool first = true;
+    struct trace_engine_words words;
+    while ((x = sorter_next(&cursor))) {
+        if (first || x->group != group) {
+            for (unsigned k = 0; !first && k < l->count; k++)
                 lanes_close(w, l, k, UINT64_MAX);
             l->count = 0;
         }
-        int lane = lanes_place(w, l, &c.all[i], thread_track(w->rec, (int)c.all[i].group),
-                               "command buffers");
+        first = false;
+        group = x->group;
+        struct trace_interval iv = trace_engine_interval(w->rec, x->is_op ? NULL : &x->u.r,
+                                                         x->is_op ? &x->u.op : NULL, &words);
+        struct interval at = { x->group, x->begin, x->end, iv.name, NULL };
+        int lane = lanes_place(w, l, &at, thread_track(w->rec, (int)x->group), "command buffers");
         if (lane >= 0)
-            event(w, c.all[i].begin, l->tracks[lane], TYPE_SLICE_BEGIN, c.all[i].name);
+            event(w, x->begin, l->tracks[lane], TYPE_SLICE_BEGIN, iv.name);
     }
-    for (unsigned k = 0; l && k < l->count; k++)
+    w->failed |= cursor.failed;
+    sorter_cursor_close(&cursor);
+    for (unsigned k = 0; k < l->count; k++)
         lanes_close(w, l, k, UINT64_MAX);
 done:
-    for (size_t i = 0; i < c.count; i++)
-        free(c.names[i]);
-    free(c.names);
-    free(c.all);
+    sorter_free(&c.slices);
     free(l);
 }
 
