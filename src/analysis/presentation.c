@@ -8,6 +8,7 @@
 #include "budget.h"
 #include "emit.h"
 #include "stats.h"
+#include "values.h"
 
 #define MAX_OUTPUTS REC_MAX_OUTPUTS
 
@@ -51,20 +52,16 @@ const char *frame_present_state_name(struct frame_cursor *c, uint64_t index)
     }
 }
 
-/* Mean, p50, p95, p99 of v (sorted in place). */
-static void distribution(double *v, size_t n, double ret[4])
+/* Mean, p50, p95, p99 of v (sum: theirs, in the frames' order). */
+static void distribution(const struct values *v, double sum, double ret[4])
 {
     memset(ret, 0, 4 * sizeof(double));
+    uint64_t n = values_count(v);
     if (!n)
         return;
-    double sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += v[i];
-    stats_sort(v, n);
     ret[0] = sum / (double)n;
-    ret[1] = v[stats_rank(n, 0.50)];
-    ret[2] = v[stats_rank(n, 0.95)];
-    ret[3] = v[stats_rank(n, 0.99)];
+    uint64_t ranks[3] = { stats_rank(n, 0.50), stats_rank(n, 0.95), stats_rank(n, 0.99) };
+    values_at(v, ranks, 3, ret + 1);
 }
 
 static void diagnose(struct presentation_stats *s, const char *fmt, ...)
@@ -126,10 +123,12 @@ unsigned presentation_primary_log(const struct recording *rec)
 }
 
 /* What the primary surface's analysis reads besides its facts, from the same pass. */
+/* The primary surface's values, kept for its analysis (values.h). */
 struct primary_arrays {
-    double *shown; /* intervals between presentations, in the frames' order */
-    double *lat, *lat_ret;
-    size_t nlat;
+    struct values shown; /* intervals between presentations */
+    double shown_sum;    /* theirs, in the frames' order */
+    struct values lat, lat_ret;
+    double lat_sum, lat_ret_sum;
     int output_votes[MAX_OUTPUTS + 1];
     bool ambiguous;
 };
@@ -151,42 +150,35 @@ static void account_frame(struct presentation_accounting *a, struct frame_cursor
     }
 }
 
-/* One pass over a surface's frames: its facts (ret), and with p the primary surface's arrays
- * (p->shown and the latencies; freed by the caller). False when memory ran out (ret then
- * holds what was counted before). */
+/* One pass over a surface's frames: its facts (ret), and with p the primary surface's values
+ * (p->shown and the latencies, made here; freed by the caller). False when memory ran out
+ * (ret then holds what was counted before). */
 static bool log_pass(const struct recording *rec, const struct recording_log *log,
                      struct presentation_log *ret, struct primary_arrays *p)
 {
     memset(ret, 0, sizeof(*ret));
     uint64_t count = log->frame_count;
-    size_t room = (size_t)count + 1;
-    double *app = malloc(room * sizeof(double));
-    double *shown = malloc(room * sizeof(double));
-    double *claimed = malloc(room * sizeof(double));
-    bool ok = app && shown && claimed;
+    struct values app, own_shown, claimed;
+    struct values *shown = p ? &p->shown : &own_shown;
+    values_init_double(&app);
+    values_init_double(shown);
+    values_init_double(&claimed);
     if (p) {
-        p->lat = malloc(room * sizeof(double));
-        p->lat_ret = malloc(room * sizeof(double));
-        ok = ok && p->lat && p->lat_ret;
+        values_init_double(&p->lat);
+        values_init_double(&p->lat_ret);
     }
     struct frame_cursor c;
-    if (!ok || !frame_cursor_open(&c, rec, log)) {
-        free(app);
-        free(shown);
-        free(claimed);
-        return false;
-    }
-    size_t napp = 0, nshown = 0, nclaimed = 0;
+    bool ok = frame_cursor_open(&c, rec, log);
     uint64_t last_shown = 0;
-    for (uint64_t i = 0; i < count; i++) {
+    for (uint64_t i = 0; ok && i < count; i++) {
         const struct fscope_frame *f = frame_at(&c, i);
-        app[napp++] = recording_ns(rec, f->end_ticks - f->start_ticks) / 1e6;
+        values_add(&app, recording_ns(rec, f->end_ticks - f->start_ticks) / 1e6);
         ret->fifo += present_mode_fifo(f->present_mode);
         account_frame(&ret->account, &c, i, f);
         if (f->present_state != FRAME_PRESENT_PRESENTED)
             continue;
         if (f->refresh_ns)
-            claimed[nclaimed++] = f->refresh_ns / 1e6;
+            values_add(&claimed, f->refresh_ns / 1e6);
         ret->vsync += (f->present_flags & 0x1) != 0;
         if (p) {
             if (f->output_index >= 0 && f->output_index < MAX_OUTPUTS)
@@ -194,90 +186,92 @@ static bool log_pass(const struct recording *rec, const struct recording_log *lo
             if (f->output_ambiguous)
                 p->ambiguous = true;
             if (f->presented_ticks > f->end_ticks) {
-                p->lat[p->nlat] = recording_ns(rec, f->presented_ticks - f->end_ticks) / 1e6;
-                p->lat_ret[p->nlat++] =
+                double lat = recording_ns(rec, f->presented_ticks - f->end_ticks) / 1e6;
+                double lat_ret =
                     f->present_return_ticks && f->presented_ticks > f->present_return_ticks
                         ? recording_ns(rec, f->presented_ticks - f->present_return_ticks) / 1e6
                         : 0;
+                values_add(&p->lat, lat);
+                values_add(&p->lat_ret, lat_ret);
+                p->lat_sum += lat;
+                p->lat_ret_sum += lat_ret;
             }
         }
         /* Two frames shown at the same refresh are one presentation (the later replaces). */
-        if (last_shown && f->presented_ticks > last_shown)
-            shown[nshown++] = recording_ns(rec, f->presented_ticks - last_shown) / 1e6;
+        if (last_shown && f->presented_ticks > last_shown) {
+            double interval = recording_ns(rec, f->presented_ticks - last_shown) / 1e6;
+            values_add(shown, interval);
+            if (p)
+                p->shown_sum += interval;
+        }
         if (f->presented_ticks > last_shown)
             last_shown = f->presented_ticks;
     }
-    frame_cursor_close(&c);
-    ret->cadence.app_ms = stats_median(app, napp);
-    for (size_t i = 0; i < napp; i++)
-        ret->near_cadence += app[i] >= 0.9 * ret->cadence.app_ms &&
-                             app[i] <= 1.1 * ret->cadence.app_ms;
-    ret->cadence.shown_intervals = nshown;
-    if (p) {
-        /* The primary's analysis reads them in order: the median from a copy (in app's room,
-         * read already). */
-        p->shown = shown;
-        shown = memcpy(app, p->shown, nshown * sizeof(double));
-    } else {
-        free(app);
+    if (ok)
+        frame_cursor_close(&c);
+    ok = ok && values_finish(&app) && values_finish(shown) && values_finish(&claimed) &&
+         (!p || (values_finish(&p->lat) && values_finish(&p->lat_ret)));
+    if (ok) {
+        ret->cadence.app_ms = values_median(&app);
+        ret->near_cadence = values_count_within(&app, 0.9 * ret->cadence.app_ms,
+                                                1.1 * ret->cadence.app_ms);
+        ret->cadence.shown_intervals = values_count(shown);
+        ret->cadence.shown_ms = values_median(shown);
+        ret->claimed_ms = values_median(&claimed);
+        ret->ok = true;
     }
-    ret->cadence.shown_ms = stats_median(shown, nshown);
-    ret->claimed_ms = stats_median(claimed, nclaimed);
-    ret->ok = true;
-    free(shown);
-    free(claimed);
-    return true;
+    values_free(&app);
+    if (!p)
+        values_free(shown);
+    values_free(&claimed);
+    return ok;
 }
 
 static void analyse_primary(const struct recording *rec, struct presentation_stats *s,
                             const struct presentation_log *facts, struct primary_arrays *p)
 {
-    double *shown = p->shown;
-    size_t nshown = facts->cadence.shown_intervals, nlat = p->nlat;
+    const struct values *shown = &p->shown;
+    uint64_t nshown = facts->cadence.shown_intervals;
     uint64_t npresented = facts->account.presented, vsync = facts->vsync;
     int *output_votes = p->output_votes;
     s->shown_output_ambiguous = p->ambiguous;
-    double *lat = p->lat, *lat_ret = p->lat_ret;
     /* The cadences as every line that states them reads them (the surface's facts), not
-     * the medians of the arrays here, which only judder and the refresh units use. */
+     * the medians of the values here, which only judder and the refresh units use. */
     const struct presentation_cadence cadence = facts->cadence;
     s->app_interval_ms = cadence.app_ms;
     s->claimed_refresh_ms = facts->claimed_ms;
     s->vsync = npresented && vsync * 2 > npresented;
-    s->latency_samples = nlat;
-    distribution(lat, nlat, s->latency_ms);
-    distribution(lat_ret, nlat, s->latency_return_ms);
-    double mean = 0;
-    for (size_t i = 0; i < nshown; i++)
-        mean += shown[i];
-    mean = nshown ? mean / (double)nshown : 0;
-    double var = 0;
-    for (size_t i = 0; i < nshown; i++)
-        var += (shown[i] - mean) * (shown[i] - mean);
-    s->judder_ms = nshown ? sqrt(var / (double)nshown) : 0;
+    s->latency_samples = values_count(&p->lat);
+    distribution(&p->lat, p->lat_sum, s->latency_ms);
+    distribution(&p->lat_ret, p->lat_ret_sum, s->latency_return_ms);
+    double mean = nshown ? p->shown_sum / (double)nshown : 0;
     /* The refresh unit: the claimed refresh only when the compositor flags vsync; otherwise
      * what it does (Weston headless claims 60 Hz and repaints every ~25.7 ms). */
-    double *sorted = malloc((nshown + 1) * sizeof(double));
-    if (sorted) {
-        memcpy(sorted, shown, nshown * sizeof(double));
-        stats_sort(sorted, nshown);
-        s->presented_interval_ms = cadence.shown_ms;
-        double measured_unit = nshown ? sorted[stats_rank(nshown, 0.10)] : 0; /* the short, steady interval */
-        s->unit_ms = s->vsync && s->claimed_refresh_ms > 0 ? s->claimed_refresh_ms : measured_unit;
-        free(sorted);
-    }
-    if (s->unit_ms > 0) {
-        size_t at_one = 0;
-        for (size_t i = 0; i < nshown; i++) {
+    s->presented_interval_ms = cadence.shown_ms;
+    double measured_unit = values_percentile(shown, 0.10); /* the short, steady interval */
+    s->unit_ms = s->vsync && s->claimed_refresh_ms > 0 ? s->claimed_refresh_ms : measured_unit;
+    /* One pass over the intervals in order: their spread, and in refreshes. */
+    double var = 0;
+    uint64_t at_one = 0;
+    struct sorter_cursor c;
+    const double *interval;
+    bool open = nshown && sorter_cursor_open(&c, &shown->s);
+    while (open && (interval = sorter_next(&c))) {
+        var += (*interval - mean) * (*interval - mean);
+        if (s->unit_ms > 0) {
             /* Refreshes in an interval, in any recording a count a long holds. */
-            double ratio = shown[i] / s->unit_ms;
+            double ratio = *interval / s->unit_ms;
             long units = ratio < 1.0 ? 1 : ratio < 1e15 ? lround(ratio) : (long)1e15;
             s->intervals_by_units[units >= 4 ? 3 : units - 1]++;
             s->missed_refreshes += (uint64_t)(units - 1);
             at_one += units == 1;
         }
-        s->at_output_cadence = nshown && at_one * 10 >= nshown * 9;
     }
+    if (open)
+        sorter_cursor_close(&c);
+    s->judder_ms = nshown ? sqrt(var / (double)nshown) : 0;
+    if (s->unit_ms > 0)
+        s->at_output_cadence = nshown && at_one * 10 >= nshown * 9;
     int best = -1;
     for (int i = 0; i < MAX_OUTPUTS; i++)
         if (output_votes[i] && (best < 0 || output_votes[i] > output_votes[best]))
@@ -349,15 +343,15 @@ void presentation_compute(const struct recording *rec, struct presentation_stats
         const struct recording_log *log = &rec->logs[l];
         if (log->tracked)
             s->tracked = true;
-        struct primary_arrays p = { .shown = NULL };
+        struct primary_arrays p = { .shown_sum = 0 };
         bool ok = log_pass(rec, log, &s->logs[l], log == primary ? &p : NULL);
         if (ok && log == primary) {
             analyse_primary(rec, s, &s->logs[l], &p);
             analysed = true;
         }
-        free(p.shown);
-        free(p.lat);
-        free(p.lat_ret);
+        values_free(&p.shown);
+        values_free(&p.lat);
+        values_free(&p.lat_ret);
         const struct presentation_accounting *a = &s->logs[l].account;
         s->total.requested += a->requested;
         s->total.presented += a->presented;

@@ -7,22 +7,16 @@
 
 #include "frames.h"
 #include "stats.h"
+#include "values.h"
 
 
-static double percentile_ms(const int64_t *sorted, uint64_t n, double p)
-{
-    return (double)sorted[stats_rank(n, p)] / 1e6;
-}
-
-/* Average fps over the slowest share of frames. */
-static double low_fps(const int64_t *sorted, uint64_t n, double share)
+/* Average fps over the slowest share of the n frames times holds. */
+static double low_fps(const struct values *times, uint64_t n, double share)
 {
     uint64_t k = (uint64_t)ceil(share * (double)n);
     if (k < 1)
         k = 1;
-    double sum = 0;
-    for (uint64_t i = n - k; i < n; i++)
-        sum += (double)sorted[i];
+    double sum = values_sum_from(times, n - k);
     return sum > 0 ? 1e9 * (double)k / sum : 0;
 }
 
@@ -239,29 +233,6 @@ static enum fscope_verdict verdict_by_time(const int64_t *verdict_ns)
     return (enum fscope_verdict)best;
 }
 
-/* How many of sorted[0..n) are below x, ties counted half (as ranks are). */
-static double below(const int64_t *sorted, uint64_t n, int64_t x)
-{
-    uint64_t lo = 0, hi = n;
-    while (lo < hi) { /* first >= x */
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (sorted[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    uint64_t first = lo;
-    hi = n;
-    while (lo < hi) { /* first > x */
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (sorted[mid] <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (double)first + 0.5 * (double)(lo - first);
-}
-
 /* Timed frames against the others (issue 34): GPU timing has a cost of its own, which shows
  * in the frames it times (on lavapipe a timestamp flushes the rasterizer: vkcube on Xvfb ran
  * its timed frames at 1.98 ms against 1.39 for the rest, and its verdict flipped between
@@ -274,22 +245,20 @@ static double below(const int64_t *sorted, uint64_t n, int64_t x)
 #define SAMPLING_BIAS_Z 2.0
 #define SAMPLING_BIAS_MIN 0.05
 #define SAMPLING_GROUP_MIN 8
-static void sampling_compare(struct run_stats *s, int64_t *timed_ns, uint64_t timed,
-                             int64_t *untimed_ns, uint64_t untimed)
+static void sampling_compare(struct run_stats *s, const struct values *timed_ns,
+                             const struct values *untimed_ns)
 {
     struct sampling_bias *sb = &s->sampling;
+    uint64_t timed = values_count(timed_ns), untimed = values_count(untimed_ns);
     sb->timed_frames = timed;
     sb->untimed_frames = untimed;
     if (timed < SAMPLING_GROUP_MIN || untimed < SAMPLING_GROUP_MIN)
         return;
-    stats_sort_i64(timed_ns, timed);
-    stats_sort_i64(untimed_ns, untimed);
-    sb->timed_median_ms = (double)stats_median_i64(timed_ns, timed) / 1e6;
-    sb->untimed_median_ms = (double)stats_median_i64(untimed_ns, untimed) / 1e6;
+    sb->timed_median_ms = (double)values_median_i64(timed_ns) / 1e6;
+    sb->untimed_median_ms = (double)values_median_i64(untimed_ns) / 1e6;
     sb->difference_ms = sb->timed_median_ms - sb->untimed_median_ms;
-    double u = 0, n1 = (double)timed, n2 = (double)untimed;
-    for (uint64_t i = 0; i < timed; i++)
-        u += below(untimed_ns, untimed, timed_ns[i]);
+    double n1 = (double)timed, n2 = (double)untimed;
+    double u = values_u_statistic(timed_ns, untimed_ns);
     sb->z = (u - n1 * n2 / 2) / sqrt(n1 * n2 * (n1 + n2 + 1) / 12);
     sb->compared = true;
     sb->corrected = sb->z > SAMPLING_BIAS_Z &&
@@ -366,10 +335,13 @@ void run_stats_compute(struct recording *rec, struct run_stats *s)
         if (!s->zone_frames)
             s->zone_frames = 1;
     }
-    int64_t *times = malloc(s->frames * sizeof(*times));
-    /* With sampled timing: the timed frames' times, then the others', for sampling_compare. */
-    int64_t *groups = sampled_basis ? malloc(s->frames * sizeof(*groups)) : NULL;
-    uint64_t n = 0, first = UINT64_MAX, last = 0, timed = 0, untimed = 0;
+    /* Every frame's time; with sampled timing, the timed frames' and the others' apart too,
+     * for sampling_compare. */
+    struct values times, groups[2];
+    values_init_i64(&times);
+    values_init_i64(&groups[0]);
+    values_init_i64(&groups[1]);
+    uint64_t first = UINT64_MAX, last = 0;
     double sum_ms = 0;
     int64_t verdict_ns[FSCOPE_VERDICT_COUNT] = { 0 }, untimed_verdict_ns[FSCOPE_VERDICT_COUNT] = { 0 };
     uint64_t untimed_verdict_frames[FSCOPE_VERDICT_COUNT] = { 0 };
@@ -386,8 +358,7 @@ void run_stats_compute(struct recording *rec, struct run_stats *s)
             struct frame_budget_ns b;
             frame_budget(rec, f, frame_extra_at(&c, i), s->evidence ? &s->evidence[l] : NULL,
                          &b);
-            if (times && n < s->frames)
-                times[n++] = b.frame;
+            values_add_i64(&times, b.frame);
             sum_ms += (double)b.frame / 1e6;
             if (f->start_ticks < first)
                 first = f->start_ticks;
@@ -421,12 +392,12 @@ void run_stats_compute(struct recording *rec, struct run_stats *s)
                 budget_add(&untimed_total, &b);
                 untimed_verdict_frames[v]++;
                 untimed_verdict_ns[v] = ns_sum(untimed_verdict_ns[v], b.frame);
-                if (groups)
-                    groups[s->frames - 1 - untimed++] = b.frame;
+                if (sampled_basis)
+                    values_add_i64(&groups[1], b.frame);
                 continue;
             }
-            if (groups)
-                groups[timed++] = b.frame;
+            if (sampled_basis)
+                values_add_i64(&groups[0], b.frame);
             /* What needs the GPU's time, and the verdict, over the basis frames: */
             budget_add(total, &b);
             s->wake_chain_frames += b.wake_evidence == WAKE_EVIDENCE_CHAIN;
@@ -449,16 +420,20 @@ void run_stats_compute(struct recording *rec, struct run_stats *s)
     s->duration_s = recording_ns(rec, last - first) / 1e9;
     s->fps = s->duration_s > 0 ? frames / s->duration_s : 0;
     s->mean_ms = sum_ms / frames;
-    if (times) {
-        stats_sort_i64(times, n);
-        s->p50_ms = percentile_ms(times, n, 0.50);
-        s->p95_ms = percentile_ms(times, n, 0.95);
-        s->p99_ms = percentile_ms(times, n, 0.99);
-        s->max_ms = (double)times[n - 1] / 1e6;
-        s->low1_fps = low_fps(times, n, 0.01);
-        s->low01_fps = low_fps(times, n, 0.001);
-        free(times);
+    uint64_t n = values_count(&times);
+    if (values_finish(&times) && n) {
+        uint64_t ranks[4] = { stats_rank(n, 0.50), stats_rank(n, 0.95), stats_rank(n, 0.99),
+                              n - 1 };
+        double at[4];
+        values_at(&times, ranks, 4, at);
+        s->p50_ms = at[0] / 1e6;
+        s->p95_ms = at[1] / 1e6;
+        s->p99_ms = at[2] / 1e6;
+        s->max_ms = at[3] / 1e6;
+        s->low1_fps = low_fps(&times, n, 0.01);
+        s->low01_fps = low_fps(&times, n, 0.001);
     }
+    values_free(&times);
     s->budget_ms[0] = ms_per_frame(s->all.cpu, s->frames);
     s->budget_ms[1] = ms_per_frame(total->gpu_busy, s->basis_frames);
     for (unsigned k = 0; k < FSCOPE_BLOCK_COUNT; k++)
@@ -468,10 +443,10 @@ void run_stats_compute(struct recording *rec, struct run_stats *s)
 
     /* The run's verdict is the one that held the most time, not the most frames. */
     s->run_verdict = verdict_by_time(verdict_ns);
-    if (groups) {
-        sampling_compare(s, groups, timed, groups + s->frames - untimed, untimed);
-        free(groups);
-    }
+    if (sampled_basis && values_finish(&groups[0]) && values_finish(&groups[1]))
+        sampling_compare(s, &groups[0], &groups[1]);
+    values_free(&groups[0]);
+    values_free(&groups[1]);
     struct sampling_bias *sb = &s->sampling;
     if (sb->compared) {
         sb->timed_verdict = s->run_verdict;
@@ -488,7 +463,7 @@ void run_stats_compute(struct recording *rec, struct run_stats *s)
         /* The untimed frames carry the verdict and the blocks. */
         *total = untimed_total;
         total->gpu_timed = false;
-        s->basis_frames = untimed;
+        s->basis_frames = sb->untimed_frames;
         memcpy(s->verdict_frames, untimed_verdict_frames, sizeof(s->verdict_frames));
         s->run_verdict = sb->untimed_verdict;
     }

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SORTER_RUN_BYTES (4u << 20)
+#define SORTER_RUN_BYTES (2u << 20)
 #define SORTER_FANIN 16u
 #define SORTER_BLOCK_BYTES (64u << 10)
 
