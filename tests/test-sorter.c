@@ -2,7 +2,8 @@
  * one of them whole, through one cursor or several at once, whether they fit in one run in
  * memory, need runs in the file merged at once, or so many runs that they are merged into
  * longer ones first; and, when the file takes no more (a file size limit), with the runs that
- * did not fit kept in memory. */
+ * did not fit kept in memory. The values on top of it (values.h) give stats.h's percentiles
+ * and medians exactly, in memory and from the file. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,8 @@
 #include <sys/resource.h>
 
 #include "analysis/sorter.h"
+#include "analysis/stats.h"
+#include "analysis/values.h"
 #include "check.h"
 
 /* 24 bytes: a key with many repeats, and what identifies the item to check it came back. */
@@ -83,6 +86,81 @@ static void sort_check(const char *what, uint64_t count, uint64_t keys, size_t r
     printf("%s: %llu items in order\n", what, (unsigned long long)count);
 }
 
+/* Ties counted half, as run.c counted them before values_u_statistic. */
+static double u_by_search(const int64_t *a, uint64_t na, const int64_t *sorted_b, uint64_t nb)
+{
+    double u = 0;
+    for (uint64_t i = 0; i < na; i++) {
+        uint64_t below = 0, at = 0;
+        for (uint64_t lo = 0, hi = nb; lo < hi;) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (sorted_b[mid] < a[i])
+                lo = below = mid + 1;
+            else
+                hi = mid;
+        }
+        while (below + at < nb && sorted_b[below + at] == a[i])
+            at++;
+        u += (double)below + 0.5 * (double)at;
+    }
+    return u;
+}
+
+/* n frame times in ns (many equal, as a capped game's) through values, against stats.h. */
+static void values_check(const char *what, uint64_t n)
+{
+    int64_t *ns = malloc((n + 1) * sizeof(*ns)), *other = malloc((n / 3 + 1) * sizeof(*other));
+    double *ms = malloc((n + 1) * sizeof(*ms));
+    CHECK(ns && other && ms);
+    struct values v, d, o;
+    values_init_i64(&v);
+    values_init_double(&d);
+    values_init_i64(&o);
+    for (uint64_t i = 0; i < n; i++) {
+        ns[i] = 16000000 + (int64_t)(test_random() % 4000) * 1000 - (i % 7 == 0 ? 9000000 : 0);
+        ms[i] = (double)ns[i] / 1e6;
+        values_add_i64(&v, ns[i]);
+        values_add(&d, ms[i]);
+    }
+    for (uint64_t i = 0; i < n / 3; i++) {
+        other[i] = 16000000 + (int64_t)(test_random() % 5000) * 1000;
+        values_add_i64(&o, other[i]);
+    }
+    CHECK(values_finish(&v) && values_finish(&d) && values_finish(&o));
+    stats_sort_i64(other, n / 3);
+    double u = n ? u_by_search(ns, n, other, n / 3) : 0;
+    int64_t median_ns = stats_median_i64(ns, n); /* sorts ns */
+    double p99 = stats_percentile(ms, n, 0.99), p10 = stats_percentile(ms, n, 0.10);
+    double median = stats_median(ms, n), tail = 0;
+    uint64_t from = n - n / 100, within = 0;
+    for (uint64_t i = from; i < n; i++)
+        tail += (double)ns[i];
+    for (uint64_t i = 0; i < n; i++)
+        within += ms[i] >= 15.0 && ms[i] <= 17.5;
+    EXPECT(values_count(&v) == n && values_median_i64(&v) == median_ns,
+           "%s: median %lld ns, expected %lld", what, (long long)values_median_i64(&v),
+           (long long)median_ns);
+    EXPECT(values_percentile(&d, 0.99) == p99 && values_percentile(&d, 0.10) == p10 &&
+           values_median(&d) == median, "%s: p99 %.9f p10 %.9f median %.9f, expected %.9f %.9f %.9f",
+           what, values_percentile(&d, 0.99), values_percentile(&d, 0.10), values_median(&d),
+           p99, p10, median);
+    EXPECT(values_sum_from(&v, from) == tail, "%s: the slowest 1%% sum to %.0f, expected %.0f",
+           what, values_sum_from(&v, from), tail);
+    EXPECT(values_count_within(&d, 15.0, 17.5) == within, "%s: %llu within, expected %llu", what,
+           (unsigned long long)values_count_within(&d, 15.0, 17.5), (unsigned long long)within);
+    EXPECT(values_u_statistic(&v, &o) == u, "%s: U %.1f, expected %.1f", what,
+           values_u_statistic(&v, &o), u);
+    EXPECT(sorter_spilled(&v.s) == (n * sizeof(int64_t) > SORTER_RUN_BYTES),
+           "%s: spilled %d", what, sorter_spilled(&v.s));
+    values_free(&v);
+    values_free(&d);
+    values_free(&o);
+    free(ns);
+    free(other);
+    free(ms);
+    printf("%s: %llu values, their statistics as stats.h's\n", what, (unsigned long long)n);
+}
+
 int main(void)
 {
     struct sorter s;
@@ -99,12 +177,17 @@ int main(void)
 
     const size_t run = 1000 * sizeof(struct item);
     sort_check("one item", 1, 1, 0, false);
-    sort_check("one run in memory", 100000, 1000, 0, false);
+    sort_check("one run in memory", SORTER_RUN_BYTES / sizeof(struct item), 1000, 0, false);
     sort_check("a run exactly full", 1000, 50, run, false);
     sort_check("two runs", 1001, 50, run, true);
     sort_check("16 runs merged at once", 16000, 100000, run, true);
     sort_check("17 runs: merged into longer first", 17000, 3, run, true);
     sort_check("300 runs: merged twice over", 300000, 1u << 30, run, true);
+
+    values_check("no values", 0);
+    values_check("one value", 1);
+    values_check("values in memory", 10001);
+    values_check("values from the file", 3 * SORTER_RUN_BYTES / sizeof(int64_t) + 17);
 
     /* A file that takes no more past 100 KiB (about four runs): the rest stay in memory. */
     signal(SIGXFSZ, SIG_IGN);
