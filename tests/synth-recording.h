@@ -74,12 +74,12 @@ static inline struct recording *synth_recording(uint64_t frames)
     rec->kernel.sched_events = calloc(frames * SYNTH_SCHED_PER_FRAME + marks + 1,
                                       sizeof(*rec->kernel.sched_events));
     rec->kernel.samples = calloc(frames / 10 + 1, sizeof(*rec->kernel.samples));
-    rec->spans = calloc(frames, sizeof(*rec->spans));
+    recording_spans_init(rec);
     rec->gpu_zones = calloc(2 * frames, sizeof(*rec->gpu_zones));
     rec->pipelines = calloc(frames, sizeof(*rec->pipelines));
     recording_engine_init(&rec->engine);
     if (!rec->logs || !rec->gpu_zone_names || !rec->kernel.sched_events ||
-        !rec->kernel.samples || !rec->spans || !rec->gpu_zones || !rec->pipelines)
+        !rec->kernel.samples || !rec->gpu_zones || !rec->pipelines)
         goto error;
     struct recording_log *log = &rec->logs[0];
     snprintf(log->label, sizeof(log->label), "synthetic surface");
@@ -133,7 +133,12 @@ static inline struct recording *synth_recording(uint64_t frames)
         f->kernel_tid = tid;
         f->kernel_oncpu_ns = length - 6 * ms;
         f->kernel_runnable_ns = 1 * ms;
-        rec->spans[i] = (struct gpu_span){ t + 1 * ms, t + (hitch ? 40 : 9) * ms, 1, 0 };
+        struct gpu_span span = { t + 1 * ms, t + (hitch ? 40 : 9) * ms, 1, 0 };
+        if (!sorter_push(&rec->spans, &span)) {
+            free(built);
+            free(odd);
+            goto error;
+        }
         rec->gpu_zones[2 * i] = (struct gpu_zone_span){ t + 1 * ms, t + 9 * ms, 1, 0, 0, 0 };
         rec->gpu_zones[2 * i + 1] = (struct gpu_zone_span){ t + 2 * ms, t + (hitch ? 38 : 8) * ms,
                                                            1, 1, 1, 0 };
@@ -186,7 +191,8 @@ static inline struct recording *synth_recording(uint64_t frames)
     rec->gpu_zone_count = 2 * frames;
     rec->pipeline_count = frames;
     rec->engine.recording_count = frames;
-    if (!sorter_finish(&rec->engine.recordings) || !sorter_finish(&rec->engine.pool_ops))
+    if (!sorter_finish(&rec->engine.recordings) || !sorter_finish(&rec->engine.pool_ops) ||
+        !sorter_finish(&rec->spans))
         goto error;
     return rec;
 error:

@@ -1,10 +1,13 @@
 /* GPU busy time from the recording's GPU spans: per device, per frame and per block.
  *
- * Each device's spans are merged once into a sorted union with running sums, so the busy
- * time inside any interval is two binary searches, however many spans the interval covers
- * and however often a surface's frames change device: a recording's size bounds the work
- * (before, each change of device rebuilt the union, and a frame covering every span walked
- * them all: frames times spans). */
+ * The spans are kept in order of their begin (rec->spans, a sorter), so a surface's frames, in
+ * order, are filled by one pass over them: each device's spans merged into a union as they are
+ * read, held from the earliest time a frame still asks about to a little past the frame, and a
+ * frame's busy time is what of the union lies in it. A pass before finds each device's total
+ * and, where GPU timing was sampled, its runs of timed submissions (kept in a sorter of their
+ * own, read in step). Work is the spans and runs read once a surface plus those a frame's
+ * window meets, and memory the few frames' worth held, whatever the run's length (issue 35;
+ * the index this replaces held every span three times). */
 #include "gpu_busy.h"
 
 #include <stdlib.h>
@@ -13,173 +16,88 @@
 #include "frames.h"
 #include "work.h"
 
-/* One device's spans (every device's for id 0) merged: sorted, disjoint, and before[i] the
- * busy ticks of spans[0..i). Disjoint intervals of uint64_t ticks sum within uint64_t. */
-struct busy_union {
+/* Runs in order of begin, those before first dropped. */
+struct run_deque {
+    struct gpu_span *runs;
+    size_t first, count, capacity;
+};
+
+/* A device's union (every device's, for frames the app marked) and its runs of timed
+ * submissions, as the pass holds them; sampled: some span of it came after a gap. */
+struct device_pass {
     uint32_t device_id;
-    uint64_t count;
-    struct gpu_span *spans;
-    uint64_t *before;
-    uint64_t raw; /* spans that went into it */
-    /* Where GPU timing was sampled (a span flagged GPU_SPAN_AFTER_GAP): the runs of timed
-     * submissions, each from its first span's begin to its spans' last end. Busy time is
-     * known inside a run only; with no flagged span, everywhere. */
     bool sampled;
-    uint64_t run_count;
-    struct gpu_span *runs; /* begin and end of each run, sorted */
+    struct run_deque busy, timed;
 };
 
-struct busy_index {
-    struct busy_union all;
-    struct busy_union *devices; /* by device id */
+/* A timed run in the runs' sorter: flags RUN_OF_ALL for every device's. */
+#define RUN_OF_ALL 1u
+
+struct busy_pass {
+    const struct recording *rec;
+    struct sorter timed_runs;  /* struct gpu_span, by begin */
+    struct sorter_cursor spans, timed;
+    bool open, spans_done, timed_done, failed;
+    uint64_t spans_to, timed_to; /* the begin of the last span and run read */
+    bool read_any, timed_any;
+    uint64_t floor;              /* the earliest time a frame asked about */
+    struct device_pass all;
+    struct device_pass *devices; /* by id */
     size_t device_count;
-    struct gpu_span *by_device; /* storage of the devices' unions */
-    uint64_t *by_device_before;
 };
 
-static int by_begin(const void *a, const void *b)
+static int run_order(const void *a, const void *b)
 {
     const struct gpu_span *x = a, *y = b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin;
-}
-
-static int by_device_then_begin(const void *a, const void *b)
-{
-    const struct gpu_span *x = a, *y = b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    if (x->flags != y->flags)
+        return x->flags < y->flags ? -1 : 1;
     if (x->device_id != y->device_id)
         return x->device_id < y->device_id ? -1 : 1;
-    return by_begin(a, b);
+    return x->end < y->end ? -1 : x->end > y->end;
 }
 
-/* Merges n spans sorted by begin in place into u (spans and before point into storage). */
-static void union_merge(struct busy_union *u, struct gpu_span *spans, uint64_t *before, uint64_t n)
+/* Appends a run; false when memory ran out. */
+static bool deque_push(struct run_deque *q, struct gpu_span run)
 {
-    uint64_t merged = 0;
-    for (uint64_t j = 0; j < n; j++) {
-        if (merged && spans[j].begin <= spans[merged - 1].end) {
-            if (spans[j].end > spans[merged - 1].end)
-                spans[merged - 1].end = spans[j].end;
-        } else {
-            spans[merged++] = spans[j];
-        }
+    if (q->first && q->count == q->capacity) {
+        memmove(q->runs, q->runs + q->first, (q->count - q->first) * sizeof(*q->runs));
+        q->count -= q->first;
+        q->first = 0;
     }
-    before[0] = 0;
-    for (uint64_t j = 0; j < merged; j++)
-        before[j + 1] = before[j] + (spans[j].end - spans[j].begin);
-    u->spans = spans;
-    u->before = before;
-    u->count = merged;
-    u->raw = n;
-}
-
-/* The runs of timed submissions among n spans sorted by begin, before they are merged. False
- * when memory ran out. */
-static bool union_runs(struct busy_union *u, const struct gpu_span *spans, uint64_t n)
-{
-    u->sampled = false;
-    for (uint64_t j = 0; j < n && !u->sampled; j++)
-        u->sampled = (spans[j].flags & GPU_SPAN_AFTER_GAP) != 0;
-    if (!u->sampled)
-        return true;
-    u->runs = malloc(n * sizeof(*u->runs));
-    if (!u->runs)
-        return false;
-    for (uint64_t j = 0; j < n; j++) {
-        if (j == 0 || (spans[j].flags & GPU_SPAN_AFTER_GAP))
-            u->runs[u->run_count++] = spans[j];
-        else if (spans[j].end > u->runs[u->run_count - 1].end)
-            u->runs[u->run_count - 1].end = spans[j].end;
+    if (q->count == q->capacity) {
+        size_t want = q->capacity ? 2 * q->capacity : 16;
+        struct gpu_span *grown = realloc(q->runs, want * sizeof(*grown));
+        if (!grown)
+            return false;
+        q->runs = grown;
+        q->capacity = want;
     }
+    q->runs[q->count++] = run;
     return true;
 }
 
-/* Whether u's busy time is known over all of [begin, end]: inside one run of timed
- * submissions when timing was sampled. */
-static bool union_covers(const struct busy_union *u, uint64_t begin, uint64_t end)
+/* A span into a union: merged with the last run where it meets it. */
+static bool union_add(struct run_deque *q, const struct gpu_span *span)
 {
-    if (!u->sampled)
+    struct gpu_span *last = q->count > q->first ? &q->runs[q->count - 1] : NULL;
+    if (last && span->begin <= last->end) {
+        if (span->end > last->end)
+            last->end = span->end;
         return true;
-    uint64_t lo = 0, hi = u->run_count; /* the first run beginning after begin */
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (u->runs[mid].begin <= begin)
-            lo = mid + 1;
-        else
-            hi = mid;
     }
-    return lo > 0 && u->runs[lo - 1].end >= end;
+    return deque_push(q, (struct gpu_span){ span->begin, span->end, span->device_id, 0 });
 }
 
-static void busy_index_free(struct busy_index *x)
+static struct device_pass *device_of(struct busy_pass *p, uint32_t device_id)
 {
-    free(x->all.runs);
-    for (size_t d = 0; x->devices && d < x->device_count; d++)
-        free(x->devices[d].runs);
-    free(x->all.spans);
-    free(x->all.before);
-    free(x->devices);
-    free(x->by_device);
-    free(x->by_device_before);
-}
-
-/* Every union of rec's spans. False when memory ran out (x then holds none). */
-static bool busy_index_build(const struct recording *rec, struct busy_index *x)
-{
-    memset(x, 0, sizeof(*x));
-    uint64_t n = rec->span_count;
-    if (!n)
-        return true;
-    x->all.spans = malloc(n * sizeof(*x->all.spans));
-    x->all.before = malloc((n + 1) * sizeof(*x->all.before));
-    x->by_device = malloc(n * sizeof(*x->by_device));
-    /* A device's sums take one more entry than its spans: n + devices <= 2n in all. */
-    x->by_device_before = malloc(2 * n * sizeof(*x->by_device_before));
-    if (!x->all.spans || !x->all.before || !x->by_device || !x->by_device_before)
-        goto error;
-    memcpy(x->all.spans, rec->spans, n * sizeof(*rec->spans));
-    qsort(x->all.spans, n, sizeof(*x->all.spans), by_begin);
-    if (!union_runs(&x->all, x->all.spans, n))
-        goto error;
-    union_merge(&x->all, x->all.spans, x->all.before, n);
-    memcpy(x->by_device, rec->spans, n * sizeof(*rec->spans));
-    qsort(x->by_device, n, sizeof(*x->by_device), by_device_then_begin);
-    size_t devices = 1;
-    for (uint64_t j = 1; j < n; j++)
-        devices += x->by_device[j].device_id != x->by_device[j - 1].device_id;
-    x->devices = calloc(devices, sizeof(*x->devices));
-    if (!x->devices)
-        goto error;
-    /* Each device's run of spans merged where it lies; its sums after the previous ones'. */
-    uint64_t start = 0, sums = 0;
-    for (uint64_t j = 1; j <= n; j++) {
-        if (j < n && x->by_device[j].device_id == x->by_device[start].device_id)
-            continue;
-        struct busy_union *u = &x->devices[x->device_count++];
-        u->device_id = x->by_device[start].device_id;
-        if (!union_runs(u, x->by_device + start, j - start))
-            goto error;
-        union_merge(u, x->by_device + start, x->by_device_before + sums, j - start);
-        sums += u->count + 1;
-        start = j;
-    }
-    return true;
-error:
-    busy_index_free(x);
-    memset(x, 0, sizeof(*x));
-    return false;
-}
-
-/* The union of a frame's device: every device's for 0; NULL when that device has no span. */
-static const struct busy_union *busy_index_find(const struct busy_index *x, uint32_t device_id)
-{
-    if (device_id == 0)
-        return x->all.count ? &x->all : NULL;
-    size_t lo = 0, hi = x->device_count;
+    size_t lo = 0, hi = p->device_count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (x->devices[mid].device_id == device_id)
-            return &x->devices[mid];
-        if (x->devices[mid].device_id < device_id)
+        if (p->devices[mid].device_id == device_id)
+            return &p->devices[mid];
+        if (p->devices[mid].device_id < device_id)
             lo = mid + 1;
         else
             hi = mid;
@@ -187,29 +105,264 @@ static const struct busy_union *busy_index_find(const struct busy_index *x, uint
     return NULL;
 }
 
-/* Busy ticks of u before t: the whole spans that end by then, and the part of one it is in. */
-static uint64_t busy_before(const struct busy_union *u, uint64_t t)
+/* The device with device_id, made (in order of id) on its first span; NULL when memory ran
+ * out. */
+static struct device_pass *device_add(struct busy_pass *p, uint32_t device_id, size_t *capacity)
 {
-    uint64_t lo = 0, hi = u->count; /* the first span beginning at or after t */
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (u->spans[mid].begin < t)
-            lo = mid + 1;
-        else
-            hi = mid;
+    struct device_pass *d = device_of(p, device_id);
+    if (d)
+        return d;
+    if (p->device_count == *capacity) {
+        size_t want = *capacity ? 2 * *capacity : 4;
+        struct device_pass *grown = realloc(p->devices, want * sizeof(*grown));
+        if (!grown)
+            return NULL;
+        p->devices = grown;
+        *capacity = want;
     }
-    if (lo && u->spans[lo - 1].end > t)
-        return u->before[lo - 1] + (t - u->spans[lo - 1].begin);
-    return u->before[lo];
+    size_t at = p->device_count;
+    while (at > 0 && p->devices[at - 1].device_id > device_id)
+        at--;
+    memmove(&p->devices[at + 1], &p->devices[at], (p->device_count - at) * sizeof(*p->devices));
+    p->device_count++;
+    memset(&p->devices[at], 0, sizeof(p->devices[at]));
+    p->devices[at].device_id = device_id;
+    return &p->devices[at];
 }
 
-/* Busy ticks of u inside [begin, end). */
-static uint64_t busy_within(const struct busy_union *u, uint64_t begin, uint64_t end)
+/* What the pass before the frames keeps of a device (or of all) as it reads the spans. */
+struct device_total {
+    uint64_t busy, spans;
+    bool merging, timing;
+    struct gpu_span merged, run; /* the union's and the timed runs' last, still growing */
+};
+
+/* Adds span to t's totals and timed runs (those ended go to the runs' sorter, tagged). */
+static void total_add(struct busy_pass *p, struct device_total *t, const struct gpu_span *span,
+                      uint32_t tag)
 {
-    if (!u || end <= begin)
+    t->spans++;
+    if (t->merging && span->begin <= t->merged.end) {
+        if (span->end > t->merged.end)
+            t->merged.end = span->end;
+    } else {
+        if (t->merging)
+            t->busy += t->merged.end - t->merged.begin;
+        t->merged = *span;
+        t->merging = true;
+    }
+    if (t->timing && !(span->flags & GPU_SPAN_AFTER_GAP)) {
+        if (span->end > t->run.end)
+            t->run.end = span->end;
+        return;
+    }
+    if (t->timing)
+        sorter_push(&p->timed_runs, &t->run);
+    t->run = (struct gpu_span){ span->begin, span->end, span->device_id, tag };
+    t->timing = true;
+}
+
+static void total_end(struct busy_pass *p, struct device_total *t)
+{
+    if (t->merging)
+        t->busy += t->merged.end - t->merged.begin;
+    if (t->timing)
+        sorter_push(&p->timed_runs, &t->run);
+}
+
+/* The pass before the frames: every device (p->devices, in order of id), its total
+ * (rec->gpu_totals), whether it was sampled, and the timed runs' sorter. False when memory
+ * ran out. */
+static bool totals_pass(struct recording *rec, struct busy_pass *p)
+{
+    struct device_total all = { 0 }, *totals = NULL;
+    size_t capacity = 0, totals_capacity = 0;
+    sorter_init(&p->timed_runs, sizeof(struct gpu_span), run_order, 0);
+    struct sorter_cursor c;
+    if (!sorter_cursor_open(&c, &rec->spans))
+        return false;
+    const struct gpu_span *span;
+    bool ok = true;
+    while (ok && (span = sorter_next(&c))) {
+        work_visited(1);
+        p->all.sampled |= (span->flags & GPU_SPAN_AFTER_GAP) != 0;
+        total_add(p, &all, span, RUN_OF_ALL);
+        size_t before = p->device_count;
+        struct device_pass *d = device_add(p, span->device_id, &capacity);
+        ok = d != NULL;
+        if (ok && totals_capacity < capacity) {
+            struct device_total *grown = realloc(totals, capacity * sizeof(*grown));
+            ok = grown != NULL;
+            if (ok) {
+                totals = grown;
+                totals_capacity = capacity;
+            }
+        }
+        if (!ok)
+            break;
+        size_t at = (size_t)(d - p->devices);
+        if (p->device_count > before) { /* made: the totals move with the devices */
+            memmove(&totals[at + 1], &totals[at], (p->device_count - 1 - at) * sizeof(*totals));
+            memset(&totals[at], 0, sizeof(totals[at]));
+        }
+        d->sampled |= (span->flags & GPU_SPAN_AFTER_GAP) != 0;
+        total_add(p, &totals[at], span, 0);
+    }
+    ok = ok && !c.failed;
+    sorter_cursor_close(&c);
+    total_end(p, &all);
+    for (size_t d = 0; ok && d < p->device_count; d++)
+        total_end(p, &totals[d]);
+    ok = ok && sorter_finish(&p->timed_runs);
+    if (ok && p->device_count &&
+        (rec->gpu_totals = calloc(p->device_count, sizeof(*rec->gpu_totals)))) {
+        for (size_t d = 0; d < p->device_count; d++)
+            rec->gpu_totals[d] = (struct device_gpu_total){ p->devices[d].device_id,
+                                                            totals[d].busy, totals[d].spans };
+        rec->gpu_total_count = (unsigned)p->device_count;
+    }
+    free(totals);
+    return ok;
+}
+
+static void deque_clear(struct run_deque *q)
+{
+    q->first = q->count = 0;
+}
+
+/* The pass from the first span again, nothing held. */
+static bool pass_restart(struct busy_pass *p)
+{
+    if (p->open) {
+        sorter_cursor_close(&p->spans);
+        sorter_cursor_close(&p->timed);
+        p->open = false;
+    }
+    deque_clear(&p->all.busy);
+    deque_clear(&p->all.timed);
+    for (size_t d = 0; d < p->device_count; d++) {
+        deque_clear(&p->devices[d].busy);
+        deque_clear(&p->devices[d].timed);
+    }
+    p->spans_done = p->timed_done = p->read_any = p->timed_any = false;
+    p->floor = 0;
+    if (!sorter_cursor_open(&p->spans, &p->rec->spans))
+        return false;
+    if (!sorter_cursor_open(&p->timed, &p->timed_runs)) {
+        sorter_cursor_close(&p->spans);
+        return false;
+    }
+    p->open = true;
+    return true;
+}
+
+/* Drops the runs that end by floor (busy), and the timed runs a later one begun by floor
+ * replaces. */
+static void device_drop(struct device_pass *d, uint64_t floor)
+{
+    struct run_deque *q = &d->busy;
+    while (q->first < q->count && q->runs[q->first].end <= floor)
+        q->first++;
+    q = &d->timed;
+    while (q->first + 1 < q->count && q->runs[q->first + 1].begin <= floor)
+        q->first++;
+}
+
+/* Frames from floor on: what ends before it is dropped (the pass restarts for a floor
+ * earlier than the last). False when the pass cannot go on. */
+static bool pass_floor(struct busy_pass *p, uint64_t floor)
+{
+    if ((!p->open || floor < p->floor) && !pass_restart(p))
+        return false;
+    p->floor = floor;
+    device_drop(&p->all, floor);
+    for (size_t d = 0; d < p->device_count; d++)
+        device_drop(&p->devices[d], floor);
+    return true;
+}
+
+/* Reads spans until one begins at or after to: every span that begins before to is held. */
+static bool read_spans(struct busy_pass *p, uint64_t to)
+{
+    while (!p->spans_done && (!p->read_any || p->spans_to < to)) {
+        const struct gpu_span *span = sorter_next(&p->spans);
+        if (!span) {
+            p->spans_done = true;
+            return !p->spans.failed;
+        }
+        work_visited(1);
+        p->read_any = true;
+        p->spans_to = span->begin;
+        struct device_pass *d = device_of(p, span->device_id);
+        if (!union_add(&p->all.busy, span) || !d || !union_add(&d->busy, span))
+            return false;
+    }
+    return true;
+}
+
+/* Reads timed runs until one begins after to: every run that begins by to is held. */
+static bool read_timed(struct busy_pass *p, uint64_t to)
+{
+    while (!p->timed_done && (!p->timed_any || p->timed_to <= to)) {
+        const struct gpu_span *run = sorter_next(&p->timed);
+        if (!run) {
+            p->timed_done = true;
+            return !p->timed.failed;
+        }
+        work_visited(1);
+        p->timed_any = true;
+        p->timed_to = run->begin;
+        struct device_pass *d = run->flags & RUN_OF_ALL ? &p->all : device_of(p, run->device_id);
+        if (!d || !deque_push(&d->timed, *run))
+            return false;
+    }
+    return true;
+}
+
+/* Whether d's busy time is known over all of [begin, end]: inside one run of timed
+ * submissions when timing was sampled. */
+static bool device_covers(const struct device_pass *d, uint64_t begin, uint64_t end)
+{
+    if (!d->sampled)
+        return true;
+    const struct run_deque *q = &d->timed;
+    for (size_t k = q->count; k-- > q->first;)
+        if (q->runs[k].begin <= begin)
+            return q->runs[k].end >= end;
+    return false;
+}
+
+/* Busy ticks of d's union inside [begin, end). */
+static uint64_t device_busy(const struct device_pass *d, uint64_t begin, uint64_t end)
+{
+    if (!d || end <= begin)
         return 0;
     work_visited(1);
-    return busy_before(u, end) - busy_before(u, begin);
+    uint64_t busy = 0;
+    const struct run_deque *q = &d->busy;
+    for (size_t k = q->first; k < q->count && q->runs[k].begin < end; k++) {
+        uint64_t from = q->runs[k].begin > begin ? q->runs[k].begin : begin;
+        uint64_t to = q->runs[k].end < end ? q->runs[k].end : end;
+        busy += to > from ? to - from : 0;
+    }
+    return busy;
+}
+
+static void pass_free(struct busy_pass *p)
+{
+    if (p->open) {
+        sorter_cursor_close(&p->spans);
+        sorter_cursor_close(&p->timed);
+    }
+    free(p->all.busy.runs);
+    free(p->all.timed.runs);
+    for (size_t d = 0; d < p->device_count; d++) {
+        free(p->devices[d].busy.runs);
+        free(p->devices[d].timed.runs);
+    }
+    free(p->devices);
+    sorter_free(&p->timed_runs);
+    memset(p, 0, sizeof(*p));
 }
 
 size_t device_gpu_totals(const struct recording *rec, struct device_gpu_total **ret)
@@ -224,24 +377,38 @@ size_t device_gpu_totals(const struct recording *rec, struct device_gpu_total **
     return rec->gpu_total_count;
 }
 
-/* A frame's GPU fields from the union of its device's spans (x NULL: 0). */
+/* A frame's GPU fields from the union of its device's spans (no pass, or none of its device:
+ * 0). */
 static void frame_fill(void *ctx, struct fscope_frame *frame, struct frame_extra *extra)
 {
     (void)extra;
-    const struct busy_index *x = ctx;
-    const struct busy_union *u = x ? busy_index_find(x, frame->device_id) : NULL;
+    struct busy_pass *p = ctx;
+    uint64_t from = frame->start_ticks, to = frame->end_ticks;
+    for (unsigned i = 0; i < frame->block_span_count; i++) {
+        if (frame->block_span_start[i] < from)
+            from = frame->block_span_start[i];
+        if (frame->block_span_end[i] > to)
+            to = frame->block_span_end[i];
+    }
+    if (p && !p->failed)
+        p->failed = !pass_floor(p, from) || !read_spans(p, to) ||
+                    !read_timed(p, frame->start_ticks);
+    const struct device_pass *d = NULL;
+    if (p && !p->failed)
+        d = frame->device_id == 0 ? (p->all.busy.count ? &p->all : NULL)
+                                  : device_of(p, frame->device_id);
     /* Sampled timing: a frame outside every run is unmeasured, as is one whose device has no
      * span at all while others were sampled. */
-    frame->gpu_unsampled = x && x->all.sampled &&
-                           (!u || !union_covers(u, frame->start_ticks, frame->end_ticks));
-    frame->gpu_busy_ticks = busy_within(u, frame->start_ticks, frame->end_ticks);
+    frame->gpu_unsampled = p && !p->failed && p->all.sampled &&
+                           (!d || !device_covers(d, frame->start_ticks, frame->end_ticks));
+    frame->gpu_busy_ticks = device_busy(d, frame->start_ticks, frame->end_ticks);
     memset(frame->block_gpu_ticks, 0, sizeof(frame->block_gpu_ticks));
-    if (!u)
+    if (!d)
         return;
     for (unsigned i = 0; i < frame->block_span_count; i++) {
         unsigned kind = frame->block_span_kind[i];
         frame->block_gpu_ticks[kind] +=
-            busy_within(u, frame->block_span_start[i], frame->block_span_end[i]);
+            device_busy(d, frame->block_span_start[i], frame->block_span_end[i]);
     }
     for (unsigned b = 0; b < FSCOPE_BLOCK_COUNT; b++)
         if (frame->block_gpu_ticks[b] > frame->block_ticks[b])
@@ -250,21 +417,17 @@ static void frame_fill(void *ctx, struct fscope_frame *frame, struct frame_extra
 
 void recording_compute_gpu_busy(struct recording *rec)
 {
-    struct busy_index x;
-    bool indexed = busy_index_build(rec, &x);
     free(rec->gpu_totals);
     rec->gpu_totals = NULL;
     rec->gpu_total_count = 0;
-    if (indexed && x.device_count &&
-        (rec->gpu_totals = calloc(x.device_count, sizeof(*rec->gpu_totals)))) {
-        for (size_t d = 0; d < x.device_count; d++) {
-            const struct busy_union *u = &x.devices[d];
-            rec->gpu_totals[d] = (struct device_gpu_total){ u->device_id, u->before[u->count],
-                                                            u->raw };
-        }
-        rec->gpu_total_count = (unsigned)x.device_count;
+    struct busy_pass p;
+    memset(&p, 0, sizeof(p));
+    p.rec = rec;
+    bool ok = rec->span_count && totals_pass(rec, &p);
+    for (unsigned l = 0; l < rec->log_count; l++) {
+        if (ok) /* each surface's frames from the first span again */
+            p.failed = !pass_restart(&p);
+        frame_store_update(&rec->logs[l], frame_fill, ok ? &p : NULL);
     }
-    for (unsigned l = 0; l < rec->log_count; l++)
-        frame_store_update(&rec->logs[l], frame_fill, indexed ? &x : NULL);
-    busy_index_free(&x);
+    pass_free(&p);
 }

@@ -6,74 +6,128 @@
 #include "frames.h"
 #include "work.h"
 
-static int span_by_begin(const void *a, const void *b)
-{
-    const struct gpu_span *x = *(const struct gpu_span *const *)a;
-    const struct gpu_span *y = *(const struct gpu_span *const *)b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin;
-}
+/* A device's spans that last, in order of begin, those before first dropped. */
+struct late_device {
+    uint32_t device_id;
+    struct gpu_span *spans;
+    size_t first, count, capacity;
+    size_t pruned; /* held when last pruned */
+};
 
-/* By device, then as recorded (the pointers are into one array). */
-static int span_by_device(const void *a, const void *b)
-{
-    const struct gpu_span *x = *(const struct gpu_span *const *)a;
-    const struct gpu_span *y = *(const struct gpu_span *const *)b;
-    if (x->device_id != y->device_id)
-        return x->device_id < y->device_id ? -1 : 1;
-    return x < y ? -1 : x > y;
-}
+/* One pass over the spans in order of begin for one surface's frames in order: each device's
+ * held back to the last span no later frame can reach. */
+struct span_window {
+    struct sorter_cursor c;
+    bool cursor, done, read_any;
+    uint64_t read_to; /* the begin of the last span read */
+    struct late_device *devices;
+    size_t device_count, device_capacity;
+};
 
 void span_index_build(const struct recording *rec, struct span_index *ret)
 {
-    memset(ret, 0, sizeof(*ret));
-    ret->spans = malloc((rec->span_count ? rec->span_count : 1) * sizeof(*ret->spans));
-    if (!ret->spans)
-        return;
-    work_visited(rec->span_count);
-    for (uint64_t k = 0; k < rec->span_count; k++)
-        if (rec->spans[k].end > rec->spans[k].begin)
-            ret->spans[ret->count++] = &rec->spans[k];
-    /* Each device's spans as recorded, then by begin: as late_refreshes once sorted
-     * them for every change of device. */
-    qsort(ret->spans, ret->count, sizeof(*ret->spans), span_by_device);
-    for (size_t from = 0, to; from < ret->count; from = to) {
-        for (to = from + 1; to < ret->count && ret->spans[to]->device_id ==
-                                                   ret->spans[from]->device_id; to++)
-            ;
-        qsort(ret->spans + from, to - from, sizeof(*ret->spans), span_by_begin);
-    }
-    ret->ok = true;
+    ret->ok = rec->span_count == 0 || !sorter_failed(&rec->spans);
 }
 
 void span_index_free(struct span_index *x)
 {
-    free(x->spans);
     memset(x, 0, sizeof(*x));
 }
 
-/* device_id's spans in x, by begin (*ret_count 0: none). */
-static const struct gpu_span *const *span_index_of(const struct span_index *x,
-                                                   uint32_t device_id, size_t *ret_count)
+static struct late_device *window_device(struct span_window *w, uint32_t device_id, bool add)
 {
-    work_visited(1);
-    size_t lo = 0, hi = x->count; /* the device's first span */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (x->spans[mid]->device_id < device_id)
-            lo = mid + 1;
-        else
-            hi = mid;
+    for (size_t d = 0; d < w->device_count; d++)
+        if (w->devices[d].device_id == device_id)
+            return &w->devices[d];
+    if (!add)
+        return NULL;
+    if (w->device_count == w->device_capacity) {
+        size_t want = w->device_capacity ? 2 * w->device_capacity : 4;
+        struct late_device *grown = realloc(w->devices, want * sizeof(*grown));
+        if (!grown)
+            return NULL;
+        w->devices = grown;
+        w->device_capacity = want;
     }
-    size_t first = lo;
-    for (hi = x->count; lo < hi;) { /* the first span of a later device */
-        size_t mid = lo + (hi - lo) / 2;
-        if (x->spans[mid]->device_id <= device_id)
-            lo = mid + 1;
-        else
-            hi = mid;
+    struct late_device *d = &w->devices[w->device_count++];
+    memset(d, 0, sizeof(*d));
+    d->device_id = device_id;
+    return d;
+}
+
+/* Drops d's spans up to the last that began before ret and ended a refresh (unit) before it:
+ * every later frame's look back (returns no earlier) stops there. */
+static void device_prune(struct late_device *d, uint64_t ret, uint64_t unit)
+{
+    for (size_t k = d->count; k-- > d->first;) {
+        if (d->spans[k].begin < ret && d->spans[k].end + unit <= ret) {
+            d->first = k + 1;
+            break;
+        }
     }
-    *ret_count = lo - first;
-    return x->spans + first;
+    d->pruned = d->count - d->first;
+}
+
+static bool device_push(struct late_device *d, const struct gpu_span *span, uint64_t ret,
+                        uint64_t unit)
+{
+    if (d->count - d->first > 2 * d->pruned + 64)
+        device_prune(d, ret, unit); /* a device no frame asks about holds no more */
+    if (d->first && d->count == d->capacity) {
+        memmove(d->spans, d->spans + d->first, (d->count - d->first) * sizeof(*d->spans));
+        d->count -= d->first;
+        d->first = 0;
+    }
+    if (d->count == d->capacity) {
+        size_t want = d->capacity ? 2 * d->capacity : 64;
+        struct gpu_span *grown = realloc(d->spans, want * sizeof(*grown));
+        if (!grown)
+            return false;
+        d->spans = grown;
+        d->capacity = want;
+    }
+    d->spans[d->count++] = *span;
+    return true;
+}
+
+/* Reads spans until one begins at or after to (ret, unit: the frame's, for pruning). */
+static bool window_read(struct span_window *w, uint64_t to, uint64_t ret, uint64_t unit)
+{
+    while (!w->done && (!w->read_any || w->read_to < to)) {
+        const struct gpu_span *span = sorter_next(&w->c);
+        if (!span) {
+            w->done = true;
+            return !w->c.failed;
+        }
+        work_visited(1);
+        w->read_any = true;
+        w->read_to = span->begin;
+        if (span->end <= span->begin)
+            continue; /* no time: as the index before this left them out */
+        struct late_device *d = window_device(w, span->device_id, true);
+        if (!d || !device_push(d, span, ret, unit))
+            return false;
+    }
+    return true;
+}
+
+static void window_close(struct span_window *w)
+{
+    for (size_t d = 0; d < w->device_count; d++)
+        free(w->devices[d].spans);
+    free(w->devices);
+    if (w->cursor)
+        sorter_cursor_close(&w->c);
+    memset(w, 0, sizeof(*w));
+}
+
+/* The pass from the first span (again), nothing held; false when memory ran out. */
+static bool window_open(struct span_window *w, const struct recording *rec)
+{
+    window_close(w);
+    w->done = rec->span_count == 0;
+    w->cursor = !w->done && sorter_cursor_open(&w->c, &rec->spans);
+    return w->done || w->cursor;
 }
 
 /* ns as the recording's ticks. */
@@ -107,11 +161,12 @@ void late_refreshes(const struct recording *rec, const struct span_index *x, uns
     }
     if (shortest != UINT64_MAX && shortest > unit)
         unit = shortest;
-    uint32_t device = UINT32_MAX;
-    size_t count = 0;
-    const struct gpu_span *const *spans = NULL;
+    struct span_window w;
+    memset(&w, 0, sizeof(w));
+    bool ok = window_open(&w, rec);
+    uint64_t last_return = 0;
     uint64_t shown = 0; /* when the frame shown before was */
-    for (uint64_t i = 0; unit && i < n; i++) {
+    for (uint64_t i = 0; ok && unit && i < n; i++) {
         const struct fscope_frame *f = frame_at(&c, i);
         if (f->present_state != FRAME_PRESENT_PRESENTED || !f->presented_ticks ||
             !f->present_return_ticks)
@@ -122,33 +177,41 @@ void late_refreshes(const struct recording *rec, const struct span_index *x, uns
         frame_budget(rec, f, frame_extra_at(&c, i), ev, &b);
         if (!prev_shown || !b.gpu_timed || f->presented_ticks <= prev_shown)
             continue;
-        if (f->device_id != device) {
-            device = f->device_id;
-            spans = span_index_of(x, device, &count);
-        }
+        /* Frames whose present returned earlier than the last's: the pass again. */
+        if (f->present_return_ticks < last_return && !(ok = window_open(&w, rec)))
+            break;
+        last_return = f->present_return_ticks;
+        if (!(ok = window_read(&w, f->presented_ticks, f->present_return_ticks, unit)))
+            break;
+        struct late_device *d = window_device(&w, f->device_id, false);
+        const struct gpu_span *spans = d ? d->spans + d->first : NULL;
+        size_t count = d ? d->count - d->first : 0;
         /* Ready: the present returned, and the GPU work begun by then ended (and the work
          * that followed it back to back, queued behind it). */
         uint64_t ready = f->present_return_ticks, gap = ns_to_ticks(rec, 50000);
         size_t a = 0, z = count;
         while (a < z) { /* the first span beginning after the return */
             size_t m = a + (z - a) / 2;
-            if (spans[m]->begin < f->present_return_ticks)
+            if (spans[m].begin < f->present_return_ticks)
                 a = m + 1;
             else
                 z = m;
         }
         work_visited(1);
-        for (size_t k = a; k-- > 0 && spans[k]->end + unit > f->present_return_ticks;) {
+        size_t back = a;
+        for (; back-- > 0 && spans[back].end + unit > f->present_return_ticks;) {
             work_visited(1);
-            if (spans[k]->end > ready)
-                ready = spans[k]->end;
+            if (spans[back].end > ready)
+                ready = spans[back].end;
         }
-        for (size_t k = a; k < count && spans[k]->begin <= ready + gap &&
-                           spans[k]->begin < f->presented_ticks; k++) {
+        for (size_t j = a; j < count && spans[j].begin <= ready + gap &&
+                           spans[j].begin < f->presented_ticks; j++) {
             work_visited(1);
-            if (spans[k]->end > ready)
-                ready = spans[k]->end;
+            if (spans[j].end > ready)
+                ready = spans[j].end;
         }
+        if (back != (size_t)-1) /* where the look back stopped, every later one stops */
+            d->first += back + 1;
         /* The first refresh after the frame shown before it that comes a quarter refresh
          * after the frame was ready (the compositor's own time to take it), on the grid of
          * refreshes that frame was shown on; late by the whole refreshes after that. */
@@ -158,5 +221,6 @@ void late_refreshes(const struct recording *rec, const struct span_index *x, uns
         late[i] = f->presented_ticks > first ? (int)((f->presented_ticks - first + unit / 2) / unit)
                                              : 0;
     }
+    window_close(&w);
     frame_cursor_close(&c);
 }

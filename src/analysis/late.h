@@ -9,12 +9,11 @@
 #include "budget.h"
 #include "recording.h"
 
-/* The recording's GPU spans by device, then begin, built once for late_refreshes
- * (ok false: memory ran out, and no frame can be judged late). */
+/* Whether the recording's GPU spans (rec->spans, by begin) can be read for late_refreshes
+ * (ok false: they could not be kept, and no frame can be judged late). Each surface's frames
+ * read them in one pass, holding each device's back to the last span no later frame reaches. */
 struct span_index {
     bool ok;
-    size_t count;
-    const struct gpu_span **spans;
 };
 void span_index_build(const struct recording *rec, struct span_index *ret);
 void span_index_free(struct span_index *x);

@@ -509,21 +509,18 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
     return 0;
 }
 
+static int span_check(struct reader *r, const void *item)
+{
+    const struct gpu_span *span = item;
+    return span->end < span->begin ? reader_malformed(r, "a GPU span ends before it begins") : 0;
+}
+
+/* A span log's spans, into rec->spans (finished once every object is read). */
 static int read_spans(struct reader *r, struct recording *rec, const struct rec_span_log *src)
 {
-    void *spans;
-    uint64_t count;
-    int e = read_chunked(r, rec, &src->spans, sizeof(struct gpu_span), "GPU spans", &spans, &count);
-    for (uint64_t i = 0; !e && i < count; i++) {
-        const struct gpu_span *span = &((const struct gpu_span *)spans)[i];
-        if (span->end < span->begin)
-            e = reader_malformed(r, "a GPU span ends before it begins");
-    }
-    if (!e && count)
-        e = append_items((void **)&rec->spans, &rec->span_count, &r->span_capacity, spans, count,
-                         sizeof(struct gpu_span));
-    free(spans);
-    return e;
+    struct sorter_sink s = { { sorter_begin, sorter_take }, r, &rec->spans, span_check,
+                             sizeof(struct gpu_span) };
+    return read_chunks(r, rec, &src->spans, sizeof(struct gpu_span), "GPU spans", &s.sink);
 }
 
 static int read_cap(struct reader *r, struct recording *rec, const struct rec_cap *src)
@@ -864,6 +861,7 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
     rec->threads = calloc(entries + 1, sizeof(*rec->threads));
     if (!rec->logs || !rec->caps || !rec->threads)
         return -ENOMEM;
+    recording_spans_init(rec);
     for (uint32_t i = 0; i < entries; i++) {
         uint32_t type;
         void *live;
@@ -892,7 +890,8 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
         if (e)
             return e;
     }
-    return 0;
+    rec->span_count = sorter_count(&rec->spans);
+    return sorter_finish(&rec->spans) ? 0 : -ENOMEM;
 }
 
 /* recording_read, chunks streamed to stream_fd (-1: none) read from there, and with
@@ -1046,7 +1045,7 @@ void recording_free(struct recording *rec)
     free(rec->caps);
     free(rec->threads);
     free(rec->locs);
-    free(rec->spans);
+    sorter_free(&rec->spans);
     free(rec->gpu_zones);
     free(rec->gpu_zone_names);
     free(rec->kernel.samples);

@@ -116,6 +116,9 @@ struct recording_engine {
 };
 /* g's sorters made ready for their items (the reader's, and a synthetic recording's). */
 void recording_engine_init(struct recording_engine *g);
+struct recording;
+/* rec->spans made ready for its spans, the same. */
+void recording_spans_init(struct recording *rec);
 
 struct recording {
     char app[64];
@@ -143,7 +146,7 @@ struct recording {
     struct recording_thread *threads;
     struct rec_loc *locs; /* sorted by address */
     uint64_t span_count;
-    struct gpu_span *spans; /* every span log's, in log order */
+    struct sorter spans; /* struct gpu_span, every span log's, by begin (recording_spans_init) */
     /* GPU zones: every device's, names checked against the table when used. */
     uint64_t gpu_zone_count;
     struct gpu_zone_span *gpu_zones;

@@ -133,8 +133,8 @@ const char *recording_object_name(const struct recording *rec, uint32_t device_i
     return found && found->name[0] ? found->name : NULL;
 }
 
-/* The engine's items in the order the model keeps them: by their end, then whatever tells two
- * apart (equal ones need no order). */
+/* The engine's items and the GPU spans in the order the model keeps them: by their end (their
+ * begin for spans), then whatever tells two apart (equal ones need no order). */
 #define ORDER(x, y) \
     if ((x) != (y)) \
         return (x) < (y) ? -1 : 1
@@ -159,7 +159,23 @@ static int pool_op_order(const void *a, const void *b)
     return memcmp(a, b, sizeof(*x));
 }
 
+/* GPU spans by begin: the order every union of them is merged in. */
+static int span_order(const void *a, const void *b)
+{
+    const struct gpu_span *x = a, *y = b;
+    ORDER(x->begin, y->begin);
+    ORDER(x->end, y->end);
+    ORDER(x->device_id, y->device_id);
+    ORDER(x->flags, y->flags);
+    return 0;
+}
+
 #undef ORDER
+
+void recording_spans_init(struct recording *rec)
+{
+    sorter_init(&rec->spans, sizeof(struct gpu_span), span_order, 0);
+}
 
 void recording_engine_init(struct recording_engine *g)
 {
