@@ -75,11 +75,10 @@ static inline struct recording *synth_recording(uint64_t frames)
                                       sizeof(*rec->kernel.sched_events));
     rec->kernel.samples = calloc(frames / 10 + 1, sizeof(*rec->kernel.samples));
     recording_spans_init(rec);
-    rec->gpu_zones = calloc(2 * frames, sizeof(*rec->gpu_zones));
     rec->pipelines = calloc(frames, sizeof(*rec->pipelines));
     recording_engine_init(&rec->engine);
     if (!rec->logs || !rec->gpu_zone_names || !rec->kernel.sched_events ||
-        !rec->kernel.samples || !rec->gpu_zones || !rec->pipelines)
+        !rec->kernel.samples || !rec->pipelines)
         goto error;
     struct recording_log *log = &rec->logs[0];
     snprintf(log->label, sizeof(log->label), "synthetic surface");
@@ -133,15 +132,17 @@ static inline struct recording *synth_recording(uint64_t frames)
         f->kernel_tid = tid;
         f->kernel_oncpu_ns = length - 6 * ms;
         f->kernel_runnable_ns = 1 * ms;
+        struct gpu_zone_span zone_spans[2] = {
+            { t + 1 * ms, t + 9 * ms, 1, 0, 0, 0 },
+            { t + 2 * ms, t + (hitch ? 38 : 8) * ms, 1, 1, 1, 0 },
+        };
         struct gpu_span span = { t + 1 * ms, t + (hitch ? 40 : 9) * ms, 1, 0 };
-        if (!sorter_push(&rec->spans, &span)) {
+        if (!sorter_push(&rec->spans, &span) || !sorter_push(&rec->gpu_zones, &zone_spans[0]) ||
+            !sorter_push(&rec->gpu_zones, &zone_spans[1])) {
             free(built);
             free(odd);
             goto error;
         }
-        rec->gpu_zones[2 * i] = (struct gpu_zone_span){ t + 1 * ms, t + 9 * ms, 1, 0, 0, 0 };
-        rec->gpu_zones[2 * i + 1] = (struct gpu_zone_span){ t + 2 * ms, t + (hitch ? 38 : 8) * ms,
-                                                           1, 1, 1, 0 };
         rec->pipelines[i] = (struct pipeline_created){ t + 3 * ms, hitch ? 30 * ms : ms, 0,
                                                        i + 1, 1, 0 };
         struct cmd_recording recorded = { .begin_ticks = t + ms / 2, .end_ticks = t + 3 * ms / 2,
@@ -192,7 +193,7 @@ static inline struct recording *synth_recording(uint64_t frames)
     rec->pipeline_count = frames;
     rec->engine.recording_count = frames;
     if (!sorter_finish(&rec->engine.recordings) || !sorter_finish(&rec->engine.pool_ops) ||
-        !sorter_finish(&rec->spans))
+        !sorter_finish(&rec->spans) || !sorter_finish(&rec->gpu_zones))
         goto error;
     return rec;
 error:

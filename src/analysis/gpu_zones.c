@@ -5,6 +5,7 @@
 
 #include "report.h"
 #include "emit.h"
+#include "work.h"
 #include "zones.h"
 
 #define GPU_ZONE_TID 2000000
@@ -38,10 +39,13 @@ struct gpu_zone_total *gpu_zones_totals(const struct recording *rec, unsigned *r
     if (!names || !rec->gpu_zone_count)
         return NULL;
     struct gpu_zone_total *t = calloc(names, sizeof(*t));
-    if (!t)
+    struct sorter_cursor c;
+    if (!t || !sorter_cursor_open(&c, &rec->gpu_zones)) {
+        free(t);
         return NULL;
-    for (uint64_t i = 0; i < rec->gpu_zone_count; i++) {
-        const struct gpu_zone_span *s = &rec->gpu_zones[i];
+    }
+    const struct gpu_zone_span *s;
+    while ((s = sorter_next(&c))) {
         if (s->name >= names)
             continue; /* a name published after its span was copied: ignored */
         struct gpu_zone_total *z = &t[s->name];
@@ -54,6 +58,7 @@ struct gpu_zone_total *gpu_zones_totals(const struct recording *rec, unsigned *r
         z->depth = s->depth;
         z->kind = s->kind;
     }
+    sorter_cursor_close(&c);
     for (unsigned i = 0; i < names; i++)
         t[i].path = rec->gpu_zone_names[i];
     /* A path's children: the paths one level below it. */
@@ -266,12 +271,39 @@ void gpu_zones_write_csv(FILE *f, const struct recording *rec)
     free(t);
 }
 
+static int zone_begin_order(const void *a, const void *b)
+{
+    const struct gpu_zone_span *x = a, *y = b;
+    if (x->device_id != y->device_id)
+        return x->device_id < y->device_id ? -1 : 1;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1;
+    if (x->depth != y->depth)
+        return x->depth < y->depth ? -1 : 1;
+    return x->name < y->name ? -1 : x->name > y->name;
+}
+
 void gpu_zones_write_trace(struct emit *e, const struct recording *rec, int pid, int64_t base_ns,
                            uint64_t from_ticks, bool *first)
 {
     uint32_t named[REC_MAX_DEVICES + 1] = { 0 };
-    for (uint64_t i = 0; i < rec->gpu_zone_count; i++) {
-        const struct gpu_zone_span *s = &rec->gpu_zones[i];
+    /* Each device's in order of begin, the outer first: as they nest. */
+    struct sorter by_begin;
+    sorter_init(&by_begin, sizeof(struct gpu_zone_span), zone_begin_order, 0);
+    struct sorter_cursor c;
+    if (!rec->gpu_zone_count || !sorter_cursor_open(&c, &rec->gpu_zones))
+        return;
+    const struct gpu_zone_span *s;
+    while ((s = sorter_next(&c)))
+        sorter_push(&by_begin, s);
+    sorter_cursor_close(&c);
+    if (!sorter_finish(&by_begin) || !sorter_cursor_open(&c, &by_begin)) {
+        sorter_free(&by_begin);
+        return;
+    }
+    while ((s = sorter_next(&c))) {
         if (s->name >= rec->gpu_zone_name_count || s->begin < from_ticks)
             continue;
         long long tid = GPU_ZONE_TID + (long long)s->device_id; /* any uint32_t */
@@ -300,4 +332,119 @@ void gpu_zones_write_trace(struct emit *e, const struct recording *rec, int pid,
         emit_str(e, "}}");
         *first = false;
     }
+    sorter_cursor_close(&c);
+    sorter_free(&by_begin);
+}
+
+/* ---- the zones that ended in a window ---- */
+
+static struct zone_device *window_device(struct zone_window *w, uint32_t device_id, bool add)
+{
+    for (size_t d = 0; d < w->device_count; d++)
+        if (w->devices[d].device_id == device_id)
+            return &w->devices[d];
+    if (!add)
+        return NULL;
+    if (w->device_count == w->device_capacity) {
+        size_t want = w->device_capacity ? 2 * w->device_capacity : 4;
+        struct zone_device *grown = realloc(w->devices, want * sizeof(*grown));
+        if (!grown)
+            return NULL;
+        w->devices = grown;
+        w->device_capacity = want;
+    }
+    struct zone_device *d = &w->devices[w->device_count++];
+    memset(d, 0, sizeof(*d));
+    d->device_id = device_id;
+    return d;
+}
+
+static bool device_push(struct zone_device *d, const struct gpu_zone_span *z)
+{
+    if (d->first && d->count == d->capacity) {
+        memmove(d->zones, d->zones + d->first, (d->count - d->first) * sizeof(*d->zones));
+        d->count -= d->first;
+        d->first = 0;
+    }
+    if (d->count == d->capacity) {
+        size_t want = d->capacity ? 2 * d->capacity : 64;
+        struct gpu_zone_span *grown = realloc(d->zones, want * sizeof(*grown));
+        if (!grown)
+            return false;
+        d->zones = grown;
+        d->capacity = want;
+    }
+    d->zones[d->count++] = *z;
+    return true;
+}
+
+void zone_window_init(struct zone_window *w, const struct recording *rec)
+{
+    memset(w, 0, sizeof(*w));
+    w->rec = rec;
+}
+
+void zone_window_free(struct zone_window *w)
+{
+    for (size_t d = 0; d < w->device_count; d++)
+        free(w->devices[d].zones);
+    free(w->devices);
+    if (w->cursor)
+        sorter_cursor_close(&w->c);
+    memset(w, 0, sizeof(*w));
+}
+
+/* The pass from the first zone again; false when memory ran out. */
+static bool window_restart(struct zone_window *w)
+{
+    const struct recording *rec = w->rec;
+    zone_window_free(w);
+    w->rec = rec;
+    w->cursor = sorter_cursor_open(&w->c, &rec->gpu_zones);
+    return w->cursor;
+}
+
+const struct gpu_zone_span *zone_window_ended(struct zone_window *w, uint32_t device_id,
+                                              uint64_t from, uint64_t to, size_t *ret_count)
+{
+    *ret_count = 0;
+    if (!w->rec->gpu_zone_count || w->failed)
+        return NULL;
+    if ((!w->cursor || from < w->from) && !window_restart(w)) {
+        w->failed = true;
+        return NULL;
+    }
+    w->from = from;
+    for (size_t d = 0; d < w->device_count; d++) {
+        struct zone_device *zd = &w->devices[d];
+        while (zd->first < zd->count && zd->zones[zd->first].end <= from)
+            zd->first++;
+    }
+    /* Every zone that ends by to is read; those that end by from are passed over. */
+    while (!w->done && (!w->read_any || w->read_to <= to)) {
+        const struct gpu_zone_span *z = sorter_next(&w->c);
+        if (!z) {
+            w->done = true;
+            w->failed = w->c.failed;
+            break;
+        }
+        work_visited(1);
+        w->read_any = true;
+        w->read_to = z->end;
+        if (z->end <= from || z->name >= w->rec->gpu_zone_name_count || z->end <= z->begin)
+            continue;
+        struct zone_device *zd = window_device(w, z->device_id, true);
+        if (!zd || !device_push(zd, z)) {
+            w->failed = true;
+            return NULL;
+        }
+    }
+    struct zone_device *zd = window_device(w, device_id, false);
+    if (!zd)
+        return NULL;
+    size_t n = 0;
+    while (zd->first + n < zd->count && zd->zones[zd->first + n].end <= to)
+        n++;
+    *ret_count = n;
+    return zd->zones + zd->first;
 }

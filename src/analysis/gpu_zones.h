@@ -31,4 +31,28 @@ void gpu_zones_write_csv(FILE *f, const struct recording *rec);
 void gpu_zones_write_trace(struct emit *e, const struct recording *rec, int pid, int64_t base_ns,
                            uint64_t from_ticks, bool *first);
 
+/* A pass over the GPU zones in order of their end (rec->gpu_zones), for windows asked in
+ * order of their start: each device's zones (of a known name, lasting) that end after the
+ * last window's start are held, no others. */
+struct zone_device {
+    uint32_t device_id;
+    struct gpu_zone_span *zones;
+    size_t first, count, capacity;
+};
+struct zone_window {
+    const struct recording *rec;
+    struct sorter_cursor c;
+    bool cursor, done, read_any, failed;
+    uint64_t read_to, from;
+    struct zone_device *devices;
+    size_t device_count, device_capacity;
+};
+void zone_window_init(struct zone_window *w, const struct recording *rec);
+/* device_id's zones that ended in (from, to], in order of their end: *ret_count of them,
+ * valid until the next call (a window that starts before the last one's reads the zones
+ * again from the first; none when memory ran out). */
+const struct gpu_zone_span *zone_window_ended(struct zone_window *w, uint32_t device_id,
+                                              uint64_t from, uint64_t to, size_t *ret_count);
+void zone_window_free(struct zone_window *w);
+
 #endif

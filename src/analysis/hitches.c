@@ -7,6 +7,7 @@
 #include "stats.h"
 #include "emit.h"
 #include "frames.h"
+#include "gpu_zones.h"
 #include "work.h"
 
 static const char *const cause_names[HITCH_CAUSE_COUNT] = {
@@ -139,93 +140,17 @@ static int64_t window_median_without(const struct sorted_window *w, int64_t x)
     return median;
 }
 
-/* GPU zone spans of one device ordered by their end, to find those that ended in a frame. */
-struct zone_index {
-    uint32_t device_id;
-    size_t count;
-    const struct gpu_zone_span **spans;
-};
-
-static int by_end(const void *a, const void *b)
-{
-    const struct gpu_zone_span *x = *(const struct gpu_zone_span *const *)a;
-    const struct gpu_zone_span *y = *(const struct gpu_zone_span *const *)b;
-    return x->end < y->end ? -1 : x->end > y->end;
-}
-
-/* By device, then as recorded (the pointers are into one array). */
-static int zone_by_device(const void *a, const void *b)
-{
-    const struct gpu_zone_span *x = *(const struct gpu_zone_span *const *)a;
-    const struct gpu_zone_span *y = *(const struct gpu_zone_span *const *)b;
-    if (x->device_id != y->device_id)
-        return x->device_id < y->device_id ? -1 : 1;
-    return x < y ? -1 : x > y;
-}
-
-/* Every device's zone index in one array, built once: each device's spans as recorded, then
- * sorted by their end as zone_growth reads them (before, a hitch on another device than the
- * last one's rebuilt its index: hitches x zones). False when memory ran out. */
-static bool zone_indexes_build(const struct recording *rec, const struct gpu_zone_span ***ret,
-                               size_t *ret_count)
-{
-    const struct gpu_zone_span **all = malloc((rec->gpu_zone_count ? rec->gpu_zone_count : 1) *
-                                              sizeof(*all));
-    if (!all)
-        return false;
-    size_t count = 0;
-    work_visited(rec->gpu_zone_count);
-    for (uint64_t i = 0; i < rec->gpu_zone_count; i++) {
-        const struct gpu_zone_span *s = &rec->gpu_zones[i];
-        if (s->name < rec->gpu_zone_name_count && s->end > s->begin)
-            all[count++] = s;
-    }
-    qsort(all, count, sizeof(*all), zone_by_device);
-    for (size_t from = 0, to; from < count; from = to) {
-        for (to = from + 1; to < count && all[to]->device_id == all[from]->device_id; to++)
-            ;
-        qsort(all + from, to - from, sizeof(*all), by_end);
-    }
-    *ret = all;
-    *ret_count = count;
-    return true;
-}
-
-/* device_id's part of the zone indexes (count 0: none). */
-static void zone_index_of(const struct gpu_zone_span **all, size_t count, uint32_t device_id,
-                          struct zone_index *z)
-{
-    work_visited(1);
-    size_t lo = 0, hi = count; /* the device's first span */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (all[mid]->device_id < device_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    size_t first = lo;
-    for (hi = count; lo < hi;) { /* the first span of a later device */
-        size_t mid = lo + (hi - lo) / 2;
-        if (all[mid]->device_id <= device_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *z = (struct zone_index){ device_id, lo - first, all + first };
-}
-
 #define ZONE_GROWTH_NAMES 64
 
 /* Which GPU zone grew in hitch h's frame against the same zone in its GPU-timed neighbours
  * lo..hi (in the ring: whether each one's GPU time is known). A zone's value in a frame is the time of
  * its spans that ended inside the frame. */
 static void zone_growth(const struct recording *rec, struct frame_cursor *frames,
-                        const struct ring_frame *ring, uint64_t lo, uint64_t hi, const struct zone_index *z,
-                        struct hitch *h)
+                        const struct ring_frame *ring, uint64_t lo, uint64_t hi,
+                        struct zone_window *zones, uint32_t device_id, struct hitch *h)
 {
     h->zone = -1;
-    if (!z->count || !ring[h->frame % HITCH_RING].timed)
+    if (!rec->gpu_zone_count || !ring[h->frame % HITCH_RING].timed)
         return;
     uint64_t n = hi - lo + 1;
     uint16_t names[ZONE_GROWTH_NAMES];
@@ -235,18 +160,12 @@ static void zone_growth(const struct recording *rec, struct frame_cursor *frames
     if (!sums || !scratch)
         goto out;
     uint64_t from = frame_at(frames, lo)->start_ticks, to = frame_at(frames, hi)->end_ticks;
-    size_t a = 0, b = z->count;
-    while (a < b) { /* the first span ending after the window's start */
-        size_t m = a + (b - a) / 2;
-        if (z->spans[m]->end <= from)
-            a = m + 1;
-        else
-            b = m;
-    }
+    size_t count;
+    const struct gpu_zone_span *ended = zone_window_ended(zones, device_id, from, to, &count);
     work_visited(1);
     uint64_t j = lo;
-    for (size_t k = a; k < z->count && z->spans[k]->end <= to; k++) {
-        const struct gpu_zone_span *s = z->spans[k];
+    for (size_t k = 0; k < count; k++) {
+        const struct gpu_zone_span *s = &ended[k];
         work_visited(1);
         while (j < hi && frame_at(frames, j)->end_ticks < s->end)
             j++;
@@ -353,8 +272,6 @@ static int pipeline_by_end(const void *a, const void *b)
 struct hitch_indexes {
     struct sched_index sched;
     struct span_index spans;
-    const struct gpu_zone_span **zones; /* NULL: none, or no memory for them */
-    size_t zone_count;
     const struct pipeline_created **pipelines; /* by end; NULL: none, or no memory */
 };
 
@@ -363,8 +280,6 @@ static void hitch_indexes_build(const struct recording *rec, struct hitch_indexe
     memset(ret, 0, sizeof(*ret));
     sched_index_build(rec, &ret->sched);
     span_index_build(rec, &ret->spans);
-    if (rec->gpu_zone_count && !zone_indexes_build(rec, &ret->zones, &ret->zone_count))
-        ret->zones = NULL;
     ret->pipelines = rec->pipeline_count ? malloc(rec->pipeline_count * sizeof(*ret->pipelines))
                                          : NULL;
     if (!ret->pipelines)
@@ -379,7 +294,6 @@ static void hitch_indexes_free(struct hitch_indexes *x)
 {
     sched_index_free(&x->sched);
     span_index_free(&x->spans);
-    free(x->zones);
     free(x->pipelines);
 }
 
@@ -448,8 +362,7 @@ struct hitch_pass {
     struct ring_frame ring[HITCH_RING];
     struct sorted_window window;
     struct frame_cursor judged, window_frames;
-    struct zone_index zones;
-    bool zones_found;
+    struct zone_window zones; /* each device's GPU zones ended in a hitch's window */
     int64_t scratch[HITCH_WINDOW];
 };
 
@@ -504,13 +417,7 @@ static bool judge(struct hitch_pass *p, uint64_t i, uint64_t lo, uint64_t hi)
             h.late_frame = j;
             h.late_refreshes = p->late[j];
         }
-    h.zone = -1;
-    if (x->zones && (!p->zones_found || p->zones.device_id != f->device_id)) {
-        zone_index_of(x->zones, x->zone_count, f->device_id, &p->zones);
-        p->zones_found = true;
-    }
-    if (p->zones_found)
-        zone_growth(rec, &p->window_frames, p->ring, lo, hi, &p->zones, &h);
+    zone_growth(rec, &p->window_frames, p->ring, lo, hi, &p->zones, f->device_id, &h);
     if (s->count == *p->cap) {
         size_t grown = *p->cap ? 2 * *p->cap : 64;
         struct hitch *more = realloc(s->hitches, grown * sizeof(*more));
@@ -541,6 +448,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
     }
     *p = (struct hitch_pass){ .rec = rec, .l = l, .n = n, .origin = origin, .x = x, .s = s,
                               .cap = cap };
+    zone_window_init(&p->zones, rec);
     int *late = n ? malloc(n * sizeof(*late)) : NULL;
     if (late)
         late_refreshes(rec, &x->spans, l, ev, late);
@@ -580,6 +488,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
     frame_cursor_close(&p->window_frames); /* each closes as well when never opened */
     frame_cursor_close(&p->judged);
     frame_cursor_close(&frames);
+    zone_window_free(&p->zones);
     if (s->late)
         s->late[l] = late; /* for frames.csv */
     else

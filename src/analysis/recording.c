@@ -177,6 +177,51 @@ static int read_chunked(struct reader *r, struct recording *rec, const struct ch
     return e;
 }
 
+/* The sink of items kept in a sorter: each checked, then pushed. */
+struct sorter_sink {
+    struct chunk_sink sink;
+    struct reader *r;
+    struct sorter *sorter;
+    int (*check)(struct reader *r, const void *item);
+    uint32_t item_size;
+};
+
+static int sorter_begin(struct chunk_sink *sink, uint64_t count, uint64_t chunk_items)
+{
+    (void)sink;
+    (void)count;
+    (void)chunk_items;
+    return 0;
+}
+
+static int sorter_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
+                       uint64_t n)
+{
+    (void)first;
+    struct sorter_sink *s = (struct sorter_sink *)sink;
+    for (uint64_t i = 0; i < n; i++) {
+        const unsigned char *item = items + i * s->item_size;
+        int e = s->check(s->r, item);
+        if (e)
+            return e;
+        if (!sorter_push(s->sorter, item))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* A chunked array's items, each checked, into sorter (made ready for them), finished. */
+static int read_sorted(struct reader *r, struct recording *rec, const struct chunked *a,
+                       uint32_t item_size, const char *what, struct sorter *sorter,
+                       int (*check)(struct reader *, const void *))
+{
+    struct sorter_sink s = { { sorter_begin, sorter_take }, r, sorter, check, item_size };
+    int e = read_chunks(r, rec, a, item_size, what, &s.sink);
+    if (!e && !sorter_finish(sorter))
+        e = -ENOMEM;
+    return e;
+}
+
 /* Appends count items to one of rec's growing arrays, doubling its room as needed: many small
  * objects of a kind cost a copy of the whole each only log(n) times. */
 static int append_items(void **array, uint64_t *have, uint64_t *capacity, const void *items,
@@ -301,23 +346,23 @@ static int read_gpu_zone_names(struct reader *r, struct recording *rec,
     return 0;
 }
 
+static int gpu_zone_check(struct reader *r, const void *item)
+{
+    const struct gpu_zone_span *z = item;
+    if (z->end < z->begin || z->kind > GPU_ZONE_PASS)
+        return reader_malformed(r, "a GPU zone ends before it begins, or has kind %u", z->kind);
+    return 0;
+}
+
 static int read_gpu_zones(struct reader *r, struct recording *rec, const struct rec_gpu_zones *src)
 {
-    void *spans;
-    uint64_t count;
-    int e = read_chunked(r, rec, &src->spans, sizeof(struct gpu_zone_span), "GPU zones", &spans,
-                         &count);
-    for (uint64_t i = 0; !e && i < count; i++) {
-        const struct gpu_zone_span *z = &((const struct gpu_zone_span *)spans)[i];
-        if (z->end < z->begin || z->kind > GPU_ZONE_PASS)
-            e = reader_malformed(r, "a GPU zone ends before it begins, or has kind %u", z->kind);
-    }
-    if (!e && count)
-        e = append_items((void **)&rec->gpu_zones, &rec->gpu_zone_count, &r->gpu_zone_capacity,
-                         spans, count, sizeof(struct gpu_zone_span));
-    free(spans);
+    struct sorter_sink zones = { { sorter_begin, sorter_take }, r, &rec->gpu_zones,
+                                 gpu_zone_check, sizeof(struct gpu_zone_span) };
+    int e = read_chunks(r, rec, &src->spans, sizeof(struct gpu_zone_span), "GPU zones",
+                        &zones.sink);
     if (e)
         return e;
+    uint64_t count;
     void *stats;
     e = read_chunked(r, rec, &src->stats, sizeof(struct gpu_pass_stats), "pipeline statistics",
                      &stats, &count);
@@ -370,51 +415,6 @@ static int read_vk_objects(struct reader *r, struct recording *rec, const struct
     e = read_chunked(r, rec, &src->pipelines, sizeof(struct pipeline_created), "pipelines",
                      &pipelines, &rec->pipeline_count);
     rec->pipelines = pipelines;
-    return e;
-}
-
-/* The sink of items kept in a sorter: each checked, then pushed. */
-struct sorter_sink {
-    struct chunk_sink sink;
-    struct reader *r;
-    struct sorter *sorter;
-    int (*check)(struct reader *r, const void *item);
-    uint32_t item_size;
-};
-
-static int sorter_begin(struct chunk_sink *sink, uint64_t count, uint64_t chunk_items)
-{
-    (void)sink;
-    (void)count;
-    (void)chunk_items;
-    return 0;
-}
-
-static int sorter_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
-                       uint64_t n)
-{
-    (void)first;
-    struct sorter_sink *s = (struct sorter_sink *)sink;
-    for (uint64_t i = 0; i < n; i++) {
-        const unsigned char *item = items + i * s->item_size;
-        int e = s->check(s->r, item);
-        if (e)
-            return e;
-        if (!sorter_push(s->sorter, item))
-            return -ENOMEM;
-    }
-    return 0;
-}
-
-/* A chunked array's items, each checked, into sorter (made ready for them), finished. */
-static int read_sorted(struct reader *r, struct recording *rec, const struct chunked *a,
-                       uint32_t item_size, const char *what, struct sorter *sorter,
-                       int (*check)(struct reader *, const void *))
-{
-    struct sorter_sink s = { { sorter_begin, sorter_take }, r, sorter, check, item_size };
-    int e = read_chunks(r, rec, a, item_size, what, &s.sink);
-    if (!e && !sorter_finish(sorter))
-        e = -ENOMEM;
     return e;
 }
 
@@ -891,7 +891,8 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
             return e;
     }
     rec->span_count = sorter_count(&rec->spans);
-    return sorter_finish(&rec->spans) ? 0 : -ENOMEM;
+    rec->gpu_zone_count = sorter_count(&rec->gpu_zones);
+    return sorter_finish(&rec->spans) && sorter_finish(&rec->gpu_zones) ? 0 : -ENOMEM;
 }
 
 /* recording_read, chunks streamed to stream_fd (-1: none) read from there, and with
@@ -1046,7 +1047,7 @@ void recording_free(struct recording *rec)
     free(rec->threads);
     free(rec->locs);
     sorter_free(&rec->spans);
-    free(rec->gpu_zones);
+    sorter_free(&rec->gpu_zones);
     free(rec->gpu_zone_names);
     free(rec->kernel.samples);
     free(rec->kernel.drm_samples);

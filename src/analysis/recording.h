@@ -117,7 +117,7 @@ struct recording_engine {
 /* g's sorters made ready for their items (the reader's, and a synthetic recording's). */
 void recording_engine_init(struct recording_engine *g);
 struct recording;
-/* rec->spans made ready for its spans, the same. */
+/* rec->spans and rec->gpu_zones made ready for theirs, the same. */
 void recording_spans_init(struct recording *rec);
 
 struct recording {
@@ -149,7 +149,7 @@ struct recording {
     struct sorter spans; /* struct gpu_span, every span log's, by begin (recording_spans_init) */
     /* GPU zones: every device's, names checked against the table when used. */
     uint64_t gpu_zone_count;
-    struct gpu_zone_span *gpu_zones;
+    struct sorter gpu_zones; /* struct gpu_zone_span, by end (recording_spans_init) */
     unsigned gpu_zone_name_count;
     char (*gpu_zone_names)[GPU_ZONE_NAME_SIZE];
     uint64_t gpu_zones_untimed[GPU_ZONE_UNTIMED_COUNT];

@@ -34,7 +34,7 @@ struct reader {
     uint64_t claimed_bytes;
     uint32_t entry, type; /* the directory entry being read */
     /* Room in rec's arrays that every object of a kind appends to. */
-    uint64_t span_capacity, gpu_zone_capacity, pass_stats_capacity;
+    uint64_t pass_stats_capacity;
     /* Where chunks the app streamed are read from (NULL: nowhere; they are left out, as of a
      * running app's recording read for a trace). */
     struct stream_source *stream;

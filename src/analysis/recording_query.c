@@ -133,8 +133,8 @@ const char *recording_object_name(const struct recording *rec, uint32_t device_i
     return found && found->name[0] ? found->name : NULL;
 }
 
-/* The engine's items and the GPU spans in the order the model keeps them: by their end (their
- * begin for spans), then whatever tells two apart (equal ones need no order). */
+/* The engine's items, GPU spans and zones in the order the model keeps them: by their end
+ * (their begin for spans), then whatever tells two apart (equal ones need no order). */
 #define ORDER(x, y) \
     if ((x) != (y)) \
         return (x) < (y) ? -1 : 1
@@ -170,11 +170,25 @@ static int span_order(const void *a, const void *b)
     return 0;
 }
 
+/* GPU zones by end: the order hitches find those that ended in a frame. */
+static int gpu_zone_order(const void *a, const void *b)
+{
+    const struct gpu_zone_span *x = a, *y = b;
+    ORDER(x->end, y->end);
+    ORDER(x->device_id, y->device_id);
+    ORDER(x->begin, y->begin);
+    ORDER(x->depth, y->depth);
+    ORDER(x->name, y->name);
+    ORDER(x->kind, y->kind);
+    return 0;
+}
+
 #undef ORDER
 
 void recording_spans_init(struct recording *rec)
 {
     sorter_init(&rec->spans, sizeof(struct gpu_span), span_order, 0);
+    sorter_init(&rec->gpu_zones, sizeof(struct gpu_zone_span), gpu_zone_order, 0);
 }
 
 void recording_engine_init(struct recording_engine *g)

@@ -448,9 +448,14 @@ bool trace_time_range(const struct recording *rec, const struct trace_run *run,
             span_note(t->events[t->event_count - 1].ticks, &range[0], &range[1]);
         }
     }
-    for (uint64_t i = 0; i < rec->gpu_zone_count; i++) {
-        span_note(rec->gpu_zones[i].begin, &range[0], &range[1]);
-        span_note(rec->gpu_zones[i].end, &range[0], &range[1]);
+    struct sorter_cursor c;
+    if (rec->gpu_zone_count && sorter_cursor_open(&c, &rec->gpu_zones)) {
+        const struct gpu_zone_span *z;
+        while ((z = sorter_next(&c))) {
+            span_note(z->begin, &range[0], &range[1]);
+            span_note(z->end, &range[0], &range[1]);
+        }
+        sorter_cursor_close(&c);
     }
     for (uint64_t i = 0; run && run->hitches && i < run->hitches->count; i++)
         span_note(run->hitches->hitches[i].end_ticks, &range[0], &range[1]);

@@ -576,48 +576,71 @@ static int by_group_begin(const void *a, const void *b)
     return x->end > y->end ? -1 : x->end < y->end; /* the outer one first */
 }
 
+/* Intervals sorted as lanes take them: by group, then begin, the outer one first; then by name
+ * (the same pointers for the same path), so that equal ones need no order. */
+static int interval_order(const void *a, const void *b)
+{
+    int order = by_group_begin(a, b);
+    if (order)
+        return order;
+    const struct interval *x = a, *y = b;
+    return x->path != y->path ? (x->path < y->path ? -1 : 1) : 0;
+}
+
 static void gpu_zones(struct perfetto_writer *w)
 {
     const struct recording *rec = w->rec;
     if (!rec->gpu_zone_count)
         return;
-    struct interval *all = calloc(rec->gpu_zone_count, sizeof(*all));
+    struct sorter all;
+    sorter_init(&all, sizeof(struct interval), interval_order, 0);
     struct lanes *l = calloc(1, sizeof(*l)); /* no lanes until a zone has a name */
-    if (!all || !l) {
+    struct sorter_cursor c;
+    bool ok = l && sorter_cursor_open(&c, &rec->gpu_zones);
+    if (ok) {
+        const struct gpu_zone_span *s;
+        while ((s = sorter_next(&c))) {
+            if (s->name >= rec->gpu_zone_name_count)
+                continue;
+            const char *path = rec->gpu_zone_names[s->name];
+            const char *leaf = strrchr(path, '/');
+            struct interval iv = { s->device_id, s->begin, s->end, leaf ? leaf + 1 : path, path };
+            sorter_push(&all, &iv);
+        }
+        ok = !c.failed;
+        sorter_cursor_close(&c);
+    }
+    if (!ok || !sorter_finish(&all) || !sorter_cursor_open(&c, &all)) {
         w->failed = true;
         goto done;
     }
-    size_t n = 0;
-    for (uint64_t i = 0; i < rec->gpu_zone_count; i++) {
-        const struct gpu_zone_span *s = &rec->gpu_zones[i];
-        if (s->name >= rec->gpu_zone_name_count)
-            continue;
-        const char *path = rec->gpu_zone_names[s->name];
-        const char *leaf = strrchr(path, '/');
-        all[n++] = (struct interval){ s->device_id, s->begin, s->end, leaf ? leaf + 1 : path,
-                                      path };
-    }
-    qsort(all, n, sizeof(*all), by_group_begin);
-    for (size_t i = 0; i < n; i++) {
-        if (i == 0 || all[i].group != all[i - 1].group) {
-            for (unsigned k = 0; i && k < l->count; k++)
+    const struct interval *iv;
+    uint64_t group = 0;
+    bool first = true;
+    while ((iv = sorter_next(&c))) {
+        if (first || iv->group != group) {
+            for (unsigned k = 0; !first && k < l->count; k++)
                 lanes_close(w, l, k, UINT64_MAX);
             l->count = 0;
         }
+        first = false;
+        group = iv->group;
         char base[48];
-        snprintf(base, sizeof(base), "gpu zones (device %llu)", (unsigned long long)all[i].group);
-        int lane = lanes_place(w, l, &all[i], process_track(), base);
+        snprintf(base, sizeof(base), "gpu zones (device %llu)", (unsigned long long)iv->group);
+        int lane = lanes_place(w, l, iv, process_track(), base);
         if (lane < 0)
             continue;
-        struct event_marks m = event_begin(w, all[i].begin, l->tracks[lane], TYPE_SLICE_BEGIN,
-                                           all[i].name);
-        annotation_string(w, "path", all[i].path);
+        struct event_marks m = event_begin(w, iv->begin, l->tracks[lane], TYPE_SLICE_BEGIN,
+                                           iv->name);
+        annotation_string(w, "path", iv->path);
         event_end(w, m);
     }
+    w->failed |= c.failed;
+    sorter_cursor_close(&c);
     for (unsigned k = 0; k < l->count; k++)
         lanes_close(w, l, k, UINT64_MAX);
 done:
-    free(all);
+    sorter_free(&all);
     free(l);
 }
 
