@@ -195,10 +195,11 @@ int recording_pack_write(FILE *f, const void *bytes, size_t len, const struct re
 /* Unpacks a packed recording of file_len bytes into a private anonymous mapping:
  * *ret_bytes, *ret_len (munmap them), the arena recording_read reads. Checks every range:
  * inside the arena, after the one before, decoding to its size; and the arena no longer than
- * a bounded multiple of the file. With defer_frames, the frames' chunks stay in the file: the
- * image's surfaces say every chunk is streamed, for a reader given the file as their stream
- * file (recording_read_fd). Returns 0, -EINVAL (why says what) or -ENOMEM. */
-int recording_unpack(const void *file, size_t file_len, bool defer_frames, void **ret_bytes,
+ * a bounded multiple of the file. With defer_arrays, the arrays' chunks stay in the file (as
+ * items; threads' rings are unpacked): the image's arrays say every chunk is streamed, for a
+ * reader given the file as their stream file (recording_read_fd), which copies each out once.
+ * Returns 0, -EINVAL (why says what) or -ENOMEM. */
+int recording_unpack(const void *file, size_t file_len, bool defer_arrays, void **ret_bytes,
                      size_t *ret_len, char *why, size_t why_len);
 void recording_free(struct recording *rec);
 

@@ -258,9 +258,9 @@ int recording_pack_write(FILE *f, const void *bytes, size_t len, const struct re
 
 /* A packed recording holds every chunk of its arrays, those its app had streamed copied from
  * the stream file (recording_pack_write): none is left to read from elsewhere, but with
- * defer_frames the surfaces' frames, which stay in the packed file (all their chunks said
- * streamed: the reader bounds the count by the array's). */
-static void unpacked_whole(void *image, size_t len, bool defer_frames)
+ * defer_arrays every array's, which stay in the packed file (all their chunks said streamed:
+ * the reader bounds the count by the array's). */
+static void unpacked_whole(void *image, size_t len, bool defer_arrays)
 {
     struct reader r = { .bytes = image, .len = len };
     const struct rec_header *h = image;
@@ -272,13 +272,11 @@ static void unpacked_whole(void *image, size_t len, bool defer_frames)
         struct chunked *arrays[READER_ARRAYS_MAX];
         unsigned count = reader_object_arrays(type, object, arrays);
         for (unsigned k = 0; k < count; k++)
-            atomic_store(&arrays[k]->streamed_chunks, 0);
-        if (defer_frames && type == REC_OBJ_FRAME_LOG)
-            atomic_store(&((struct rec_frame_log *)object)->frames.streamed_chunks, UINT64_MAX);
+            atomic_store(&arrays[k]->streamed_chunks, defer_arrays ? UINT64_MAX : 0);
     }
 }
 
-int recording_unpack(const void *file, size_t file_len, bool defer_frames, void **ret_bytes,
+int recording_unpack(const void *file, size_t file_len, bool defer_arrays, void **ret_bytes,
                      size_t *ret_len, char *why, size_t why_len)
 {
     struct reader r;
@@ -339,9 +337,11 @@ int recording_unpack(const void *file, size_t file_len, bool defer_frames, void 
                                  (unsigned long long)range.stored_bytes);
             break;
         }
-        /* A frames' chunk left in the file is checked where the reader decodes it. */
-        bool deferred = defer_frames && range.encoding == REC_ENCODING_ITEMS &&
-                        range.item_size == sizeof(struct fscope_frame);
+        /* An array's chunk left in the file is checked where the reader decodes it. Ranges of
+         * items are arrays' chunks or threads' rings (recording_pack_write): those of a ring's
+         * item size are decoded, whichever they are. */
+        bool deferred = defer_arrays && range.encoding == REC_ENCODING_ITEMS &&
+                        range.item_size != sizeof(struct fscope_event);
         if (!deferred)
             e = compact_decode(coder, range.encoding, bytes + at, (size_t)range.stored_bytes,
                                range.item_size, (unsigned char *)image + range.offset,
@@ -358,7 +358,7 @@ int recording_unpack(const void *file, size_t file_len, bool defer_frames, void 
     if (e && image != MAP_FAILED)
         munmap(image, (size_t)used);
     if (!e)
-        unpacked_whole(image, (size_t)used, defer_frames);
+        unpacked_whole(image, (size_t)used, defer_arrays);
     if (!e) {
         *ret_bytes = image;
         *ret_len = (size_t)used;
