@@ -499,7 +499,7 @@ static bool window_restart(struct engine_window *w)
 {
     if (w->open)
         sorter_cursor_close(&w->c);
-    w->first = w->count = 0;
+    w->held.first = w->held.count = 0;
     w->done = false;
     w->open = sorter_cursor_open(&w->c, &w->rec->engine.recordings);
     return w->open;
@@ -513,22 +513,10 @@ static bool window_read(struct engine_window *w)
         w->done = true;
         return false;
     }
-    if (w->first && w->count == w->capacity) { /* room at the front: moved down */
-        memmove(w->held, w->held + w->first, (w->count - w->first) * sizeof(*w->held));
-        w->count -= w->first;
-        w->first = 0;
+    if (!held_push(&w->held, r, sizeof(*r))) {
+        w->done = true;
+        return false;
     }
-    if (w->count == w->capacity) {
-        size_t want = w->capacity ? 2 * w->capacity : 64;
-        struct cmd_recording *grown = realloc(w->held, want * sizeof(*grown));
-        if (!grown) {
-            w->done = true;
-            return false;
-        }
-        w->held = grown;
-        w->capacity = want;
-    }
-    w->held[w->count++] = *r;
     return true;
 }
 
@@ -543,19 +531,23 @@ void engine_frame_recording(struct engine_window *w, uint64_t start, uint64_t en
         return;
     w->last_start = start;
     /* Held in the order they ended: those that ended before start are no frame's now. */
-    while (w->first < w->count && w->held[w->first].end_ticks < start)
-        w->first++;
-    while ((w->first == w->count || w->held[w->count - 1].end_ticks < end) && window_read(w))
-        if (w->held[w->count - 1].end_ticks < start)
-            w->first = w->count; /* before this frame: dropped as read */
+    struct held *h = &w->held;
+    const struct cmd_recording *held = (const struct cmd_recording *)h->items;
+    while (h->first < h->count && held[h->first].end_ticks < start)
+        h->first++;
+    while ((h->first == h->count || held[h->count - 1].end_ticks < end) && window_read(w)) {
+        held = (const struct cmd_recording *)h->items; /* moved as it grew */
+        if (held[h->count - 1].end_ticks < start)
+            h->first = h->count; /* before this frame: dropped as read */
+    }
     struct {
         int tid;
         uint64_t ticks;
     } threads[32];
     unsigned count = 0;
     work_visited(1);
-    for (size_t i = w->first; i < w->count; i++) {
-        const struct cmd_recording *r = &w->held[i];
+    for (size_t i = h->first; i < h->count; i++) {
+        const struct cmd_recording *r = &held[i];
         work_visited(1);
         if (r->end_ticks >= end)
             break;
@@ -579,7 +571,7 @@ void engine_window_free(struct engine_window *w)
 {
     if (w->open)
         sorter_cursor_close(&w->c);
-    free(w->held);
+    held_free(&w->held);
     memset(w, 0, sizeof(*w));
 }
 

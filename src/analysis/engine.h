@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "held.h"
 #include "recording.h"
 
 struct engine_thread {
@@ -87,8 +88,7 @@ struct engine_window {
     const struct recording *rec;
     struct sorter_cursor c;
     bool open, done;
-    struct cmd_recording *held; /* read, ending at or after the last start asked */
-    size_t first, count, capacity;
+    struct held held; /* struct cmd_recording: read, ending at or after the last start asked */
     uint64_t last_start;
 };
 

@@ -14,20 +14,15 @@
 #include <string.h>
 
 #include "frames.h"
+#include "held.h"
 #include "work.h"
-
-/* Runs in order of begin, those before first dropped. */
-struct run_deque {
-    struct gpu_span *runs;
-    size_t first, count, capacity;
-};
 
 /* A device's union (every device's, for frames the app marked) and its runs of timed
  * submissions, as the pass holds them; sampled: some span of it came after a gap. */
 struct device_pass {
     uint32_t device_id;
     bool sampled;
-    struct run_deque busy, timed;
+    struct held busy, timed; /* struct gpu_span: the union's runs, the timed runs */
 };
 
 /* A timed run in the runs' sorter: flags RUN_OF_ALL for every device's. */
@@ -58,36 +53,18 @@ static int run_order(const void *a, const void *b)
     return x->end < y->end ? -1 : x->end > y->end;
 }
 
-/* Appends a run; false when memory ran out. */
-static bool deque_push(struct run_deque *q, struct gpu_span run)
-{
-    if (q->first && q->count == q->capacity) {
-        memmove(q->runs, q->runs + q->first, (q->count - q->first) * sizeof(*q->runs));
-        q->count -= q->first;
-        q->first = 0;
-    }
-    if (q->count == q->capacity) {
-        size_t want = q->capacity ? 2 * q->capacity : 16;
-        struct gpu_span *grown = realloc(q->runs, want * sizeof(*grown));
-        if (!grown)
-            return false;
-        q->runs = grown;
-        q->capacity = want;
-    }
-    q->runs[q->count++] = run;
-    return true;
-}
-
 /* A span into a union: merged with the last run where it meets it. */
-static bool union_add(struct run_deque *q, const struct gpu_span *span)
+static bool union_add(struct held *q, const struct gpu_span *span)
 {
-    struct gpu_span *last = q->count > q->first ? &q->runs[q->count - 1] : NULL;
+    struct gpu_span *last = q->count > q->first ? (struct gpu_span *)q->items + q->count - 1
+                                                : NULL;
     if (last && span->begin <= last->end) {
         if (span->end > last->end)
             last->end = span->end;
         return true;
     }
-    return deque_push(q, (struct gpu_span){ span->begin, span->end, span->device_id, 0 });
+    struct gpu_span run = { span->begin, span->end, span->device_id, 0 };
+    return held_push(q, &run, sizeof(run));
 }
 
 static struct device_pass *device_of(struct busy_pass *p, uint32_t device_id)
@@ -225,7 +202,7 @@ static bool totals_pass(struct recording *rec, struct busy_pass *p)
     return ok;
 }
 
-static void deque_clear(struct run_deque *q)
+static void deque_clear(struct held *q)
 {
     q->first = q->count = 0;
 }
@@ -260,11 +237,13 @@ static bool pass_restart(struct busy_pass *p)
  * replaces. */
 static void device_drop(struct device_pass *d, uint64_t floor)
 {
-    struct run_deque *q = &d->busy;
-    while (q->first < q->count && q->runs[q->first].end <= floor)
+    struct held *q = &d->busy;
+    const struct gpu_span *runs = (const struct gpu_span *)q->items;
+    while (q->first < q->count && runs[q->first].end <= floor)
         q->first++;
     q = &d->timed;
-    while (q->first + 1 < q->count && q->runs[q->first + 1].begin <= floor)
+    runs = (const struct gpu_span *)q->items;
+    while (q->first + 1 < q->count && runs[q->first + 1].begin <= floor)
         q->first++;
 }
 
@@ -313,7 +292,7 @@ static bool read_timed(struct busy_pass *p, uint64_t to)
         p->timed_any = true;
         p->timed_to = run->begin;
         struct device_pass *d = run->flags & RUN_OF_ALL ? &p->all : device_of(p, run->device_id);
-        if (!d || !deque_push(&d->timed, *run))
+        if (!d || !held_push(&d->timed, run, sizeof(*run)))
             return false;
     }
     return true;
@@ -325,10 +304,11 @@ static bool device_covers(const struct device_pass *d, uint64_t begin, uint64_t 
 {
     if (!d->sampled)
         return true;
-    const struct run_deque *q = &d->timed;
+    const struct held *q = &d->timed;
+    const struct gpu_span *runs = (const struct gpu_span *)q->items;
     for (size_t k = q->count; k-- > q->first;)
-        if (q->runs[k].begin <= begin)
-            return q->runs[k].end >= end;
+        if (runs[k].begin <= begin)
+            return runs[k].end >= end;
     return false;
 }
 
@@ -339,10 +319,11 @@ static uint64_t device_busy(const struct device_pass *d, uint64_t begin, uint64_
         return 0;
     work_visited(1);
     uint64_t busy = 0;
-    const struct run_deque *q = &d->busy;
-    for (size_t k = q->first; k < q->count && q->runs[k].begin < end; k++) {
-        uint64_t from = q->runs[k].begin > begin ? q->runs[k].begin : begin;
-        uint64_t to = q->runs[k].end < end ? q->runs[k].end : end;
+    const struct held *q = &d->busy;
+    const struct gpu_span *runs = (const struct gpu_span *)q->items;
+    for (size_t k = q->first; k < q->count && runs[k].begin < end; k++) {
+        uint64_t from = runs[k].begin > begin ? runs[k].begin : begin;
+        uint64_t to = runs[k].end < end ? runs[k].end : end;
         busy += to > from ? to - from : 0;
     }
     return busy;
@@ -354,11 +335,11 @@ static void pass_free(struct busy_pass *p)
         sorter_cursor_close(&p->spans);
         sorter_cursor_close(&p->timed);
     }
-    free(p->all.busy.runs);
-    free(p->all.timed.runs);
+    held_free(&p->all.busy);
+    held_free(&p->all.timed);
     for (size_t d = 0; d < p->device_count; d++) {
-        free(p->devices[d].busy.runs);
-        free(p->devices[d].timed.runs);
+        held_free(&p->devices[d].busy);
+        held_free(&p->devices[d].timed);
     }
     free(p->devices);
     sorter_free(&p->timed_runs);

@@ -338,46 +338,6 @@ void gpu_zones_write_trace(struct emit *e, const struct recording *rec, int pid,
 
 /* ---- the zones that ended in a window ---- */
 
-static struct zone_device *window_device(struct zone_window *w, uint32_t device_id, bool add)
-{
-    for (size_t d = 0; d < w->device_count; d++)
-        if (w->devices[d].device_id == device_id)
-            return &w->devices[d];
-    if (!add)
-        return NULL;
-    if (w->device_count == w->device_capacity) {
-        size_t want = w->device_capacity ? 2 * w->device_capacity : 4;
-        struct zone_device *grown = realloc(w->devices, want * sizeof(*grown));
-        if (!grown)
-            return NULL;
-        w->devices = grown;
-        w->device_capacity = want;
-    }
-    struct zone_device *d = &w->devices[w->device_count++];
-    memset(d, 0, sizeof(*d));
-    d->device_id = device_id;
-    return d;
-}
-
-static bool device_push(struct zone_device *d, const struct gpu_zone_span *z)
-{
-    if (d->first && d->count == d->capacity) {
-        memmove(d->zones, d->zones + d->first, (d->count - d->first) * sizeof(*d->zones));
-        d->count -= d->first;
-        d->first = 0;
-    }
-    if (d->count == d->capacity) {
-        size_t want = d->capacity ? 2 * d->capacity : 64;
-        struct gpu_zone_span *grown = realloc(d->zones, want * sizeof(*grown));
-        if (!grown)
-            return false;
-        d->zones = grown;
-        d->capacity = want;
-    }
-    d->zones[d->count++] = *z;
-    return true;
-}
-
 void zone_window_init(struct zone_window *w, const struct recording *rec)
 {
     memset(w, 0, sizeof(*w));
@@ -386,9 +346,7 @@ void zone_window_init(struct zone_window *w, const struct recording *rec)
 
 void zone_window_free(struct zone_window *w)
 {
-    for (size_t d = 0; d < w->device_count; d++)
-        free(w->devices[d].zones);
-    free(w->devices);
+    held_devices_free(&w->devices);
     if (w->cursor)
         sorter_cursor_close(&w->c);
     memset(w, 0, sizeof(*w));
@@ -415,10 +373,11 @@ const struct gpu_zone_span *zone_window_ended(struct zone_window *w, uint32_t de
         return NULL;
     }
     w->from = from;
-    for (size_t d = 0; d < w->device_count; d++) {
-        struct zone_device *zd = &w->devices[d];
-        while (zd->first < zd->count && zd->zones[zd->first].end <= from)
-            zd->first++;
+    for (size_t d = 0; d < w->devices.count; d++) {
+        struct held *h = &w->devices.devices[d].items;
+        const struct gpu_zone_span *zones = (const struct gpu_zone_span *)h->items;
+        while (h->first < h->count && zones[h->first].end <= from)
+            h->first++;
     }
     /* Every zone that ends by to is read; those that end by from are passed over. */
     while (!w->done && (!w->read_any || w->read_to <= to)) {
@@ -433,18 +392,20 @@ const struct gpu_zone_span *zone_window_ended(struct zone_window *w, uint32_t de
         w->read_to = z->end;
         if (z->end <= from || z->name >= w->rec->gpu_zone_name_count || z->end <= z->begin)
             continue;
-        struct zone_device *zd = window_device(w, z->device_id, true);
-        if (!zd || !device_push(zd, z)) {
+        struct held_device *zd = held_device(&w->devices, z->device_id, true);
+        if (!zd || !held_push(&zd->items, z, sizeof(*z))) {
             w->failed = true;
             return NULL;
         }
     }
-    struct zone_device *zd = window_device(w, device_id, false);
+    struct held_device *zd = held_device(&w->devices, device_id, false);
     if (!zd)
         return NULL;
+    const struct held *h = &zd->items;
+    const struct gpu_zone_span *zones = (const struct gpu_zone_span *)h->items + h->first;
     size_t n = 0;
-    while (zd->first + n < zd->count && zd->zones[zd->first + n].end <= to)
+    while (h->first + n < h->count && zones[n].end <= to)
         n++;
     *ret_count = n;
-    return zd->zones + zd->first;
+    return zones;
 }

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "held.h"
 #include "recording.h"
 
 struct emit;
@@ -34,18 +35,12 @@ void gpu_zones_write_trace(struct emit *e, const struct recording *rec, int pid,
 /* A pass over the GPU zones in order of their end (rec->gpu_zones), for windows asked in
  * order of their start: each device's zones (of a known name, lasting) that end after the
  * last window's start are held, no others. */
-struct zone_device {
-    uint32_t device_id;
-    struct gpu_zone_span *zones;
-    size_t first, count, capacity;
-};
 struct zone_window {
     const struct recording *rec;
     struct sorter_cursor c;
     bool cursor, done, read_any, failed;
     uint64_t read_to, from;
-    struct zone_device *devices;
-    size_t device_count, device_capacity;
+    struct held_devices devices; /* struct gpu_zone_span */
 };
 void zone_window_init(struct zone_window *w, const struct recording *rec);
 /* device_id's zones that ended in (from, to], in order of their end: *ret_count of them,

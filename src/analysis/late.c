@@ -4,24 +4,16 @@
 #include <string.h>
 
 #include "frames.h"
+#include "held.h"
 #include "work.h"
 
-/* A device's spans that last, in order of begin, those before first dropped. */
-struct late_device {
-    uint32_t device_id;
-    struct gpu_span *spans;
-    size_t first, count, capacity;
-    size_t pruned; /* held when last pruned */
-};
-
 /* One pass over the spans in order of begin for one surface's frames in order: each device's
- * held back to the last span no later frame can reach. */
+ * that last, held back to the last span no later frame can reach. */
 struct span_window {
     struct sorter_cursor c;
     bool cursor, done, read_any;
     uint64_t read_to; /* the begin of the last span read */
-    struct late_device *devices;
-    size_t device_count, device_capacity;
+    struct held_devices devices; /* struct gpu_span */
 };
 
 void span_index_build(const struct recording *rec, struct span_index *ret)
@@ -34,60 +26,27 @@ void span_index_free(struct span_index *x)
     memset(x, 0, sizeof(*x));
 }
 
-static struct late_device *window_device(struct span_window *w, uint32_t device_id, bool add)
-{
-    for (size_t d = 0; d < w->device_count; d++)
-        if (w->devices[d].device_id == device_id)
-            return &w->devices[d];
-    if (!add)
-        return NULL;
-    if (w->device_count == w->device_capacity) {
-        size_t want = w->device_capacity ? 2 * w->device_capacity : 4;
-        struct late_device *grown = realloc(w->devices, want * sizeof(*grown));
-        if (!grown)
-            return NULL;
-        w->devices = grown;
-        w->device_capacity = want;
-    }
-    struct late_device *d = &w->devices[w->device_count++];
-    memset(d, 0, sizeof(*d));
-    d->device_id = device_id;
-    return d;
-}
-
 /* Drops d's spans up to the last that began before ret and ended a refresh (unit) before it:
  * every later frame's look back (returns no earlier) stops there. */
-static void device_prune(struct late_device *d, uint64_t ret, uint64_t unit)
+static void device_prune(struct held_device *d, uint64_t ret, uint64_t unit)
 {
-    for (size_t k = d->count; k-- > d->first;) {
-        if (d->spans[k].begin < ret && d->spans[k].end + unit <= ret) {
-            d->first = k + 1;
+    struct held *h = &d->items;
+    const struct gpu_span *spans = (const struct gpu_span *)h->items;
+    for (size_t k = h->count; k-- > h->first;) {
+        if (spans[k].begin < ret && spans[k].end + unit <= ret) {
+            h->first = k + 1;
             break;
         }
     }
-    d->pruned = d->count - d->first;
+    d->pruned = h->count - h->first;
 }
 
-static bool device_push(struct late_device *d, const struct gpu_span *span, uint64_t ret,
+static bool device_push(struct held_device *d, const struct gpu_span *span, uint64_t ret,
                         uint64_t unit)
 {
-    if (d->count - d->first > 2 * d->pruned + 64)
+    if (d->items.count - d->items.first > 2 * d->pruned + 64)
         device_prune(d, ret, unit); /* a device no frame asks about holds no more */
-    if (d->first && d->count == d->capacity) {
-        memmove(d->spans, d->spans + d->first, (d->count - d->first) * sizeof(*d->spans));
-        d->count -= d->first;
-        d->first = 0;
-    }
-    if (d->count == d->capacity) {
-        size_t want = d->capacity ? 2 * d->capacity : 64;
-        struct gpu_span *grown = realloc(d->spans, want * sizeof(*grown));
-        if (!grown)
-            return false;
-        d->spans = grown;
-        d->capacity = want;
-    }
-    d->spans[d->count++] = *span;
-    return true;
+    return held_push(&d->items, span, sizeof(*span));
 }
 
 /* Reads spans until one begins at or after to (ret, unit: the frame's, for pruning). */
@@ -104,7 +63,7 @@ static bool window_read(struct span_window *w, uint64_t to, uint64_t ret, uint64
         w->read_to = span->begin;
         if (span->end <= span->begin)
             continue; /* no time: as the index before this left them out */
-        struct late_device *d = window_device(w, span->device_id, true);
+        struct held_device *d = held_device(&w->devices, span->device_id, true);
         if (!d || !device_push(d, span, ret, unit))
             return false;
     }
@@ -113,9 +72,7 @@ static bool window_read(struct span_window *w, uint64_t to, uint64_t ret, uint64
 
 static void window_close(struct span_window *w)
 {
-    for (size_t d = 0; d < w->device_count; d++)
-        free(w->devices[d].spans);
-    free(w->devices);
+    held_devices_free(&w->devices);
     if (w->cursor)
         sorter_cursor_close(&w->c);
     memset(w, 0, sizeof(*w));
@@ -183,9 +140,10 @@ void late_refreshes(const struct recording *rec, const struct span_index *x, uns
         last_return = f->present_return_ticks;
         if (!(ok = window_read(&w, f->presented_ticks, f->present_return_ticks, unit)))
             break;
-        struct late_device *d = window_device(&w, f->device_id, false);
-        const struct gpu_span *spans = d ? d->spans + d->first : NULL;
-        size_t count = d ? d->count - d->first : 0;
+        struct held_device *d = held_device(&w.devices, f->device_id, false);
+        const struct gpu_span *spans = d ? (const struct gpu_span *)d->items.items + d->items.first
+                                         : NULL;
+        size_t count = d ? d->items.count - d->items.first : 0;
         /* Ready: the present returned, and the GPU work begun by then ended (and the work
          * that followed it back to back, queued behind it). */
         uint64_t ready = f->present_return_ticks, gap = ns_to_ticks(rec, 50000);
@@ -211,7 +169,7 @@ void late_refreshes(const struct recording *rec, const struct span_index *x, uns
                 ready = spans[j].end;
         }
         if (back != (size_t)-1) /* where the look back stopped, every later one stops */
-            d->first += back + 1;
+            d->items.first += back + 1;
         /* The first refresh after the frame shown before it that comes a quarter refresh
          * after the frame was ready (the compositor's own time to take it), on the grid of
          * refreshes that frame was shown on; late by the whole refreshes after that. */
