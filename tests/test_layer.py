@@ -688,11 +688,20 @@ def test_gpu_sampled_verdicts(build, demo):
     ]
     with Weston() as w:
         for want, args, env in runs:
-            r = run_app([demo, "--quiet"] + args, w, build,
-                        extra_env=dict(env, FRAMESCOPE_GPU_SAMPLE="10"))
-            check(r.rc == 0, f"{want}: {r.stderr[-1500:]}")
-            summary = r.json()
-            bias = summary["gpu_sampled"]["bias"]
+            # Ten timed submissions a second time about one frame in twelve of a run as long
+            # as it was sized: a run the machine made much shorter (the load that slowed the
+            # sizing gone; CI once timed 4 frames of 300 that took 2.8 ms, not 8) runs again,
+            # four times as many frames.
+            for tries in range(2):
+                r = run_app([demo, "--quiet"] + args, w, build,
+                            extra_env=dict(env, FRAMESCOPE_GPU_SAMPLE="10"))
+                check(r.rc == 0, f"{want}: {r.stderr[-1500:]}")
+                summary = r.json()
+                bias = summary["gpu_sampled"]["bias"]
+                if bias or tries:
+                    break
+                at = args.index("--frames") + 1
+                args = args[:at] + [str(4 * int(args[at]))] + args[at + 1:]
             check(bias and bias["timed_frames"] >= 8 and bias["untimed_frames"] >= 8,
                   f"{want}: timed and untimed frames not compared: {summary['gpu_sampled']}")
             check(bias["timed_verdict"] == want and bias["untimed_verdict"] == want and
