@@ -96,6 +96,16 @@ static void stamp(void *ctx, struct fscope_frame *f, struct frame_extra *x)
     f->gpu_busy_ticks = f->end_ticks ^ 0x5555;
 }
 
+/* An update that names only extra.wake (left as it was) and writes over the frame's own. */
+static void scribble(void *ctx, struct fscope_frame *f, struct frame_extra *x)
+{
+    (void)x;
+    (*(uint64_t *)ctx)++;
+    f->gpu_busy_ticks = 0;
+    f->index ^= 1;
+    f->start_ticks = 0;
+}
+
 static void check_store(uint64_t count, bool random)
 {
     char what[64];
@@ -117,7 +127,9 @@ static void check_store(uint64_t count, bool random)
               frame_store_bytes(&log), frame_store_spilled(&log));
     /* Analysis's findings, packed with the frames once. */
     uint64_t calls = 0;
-    EXPECT(frame_store_update(&log, stamp, &calls) == 0 && calls == count,
+    const struct frame_field writes[] = { FRAME_FIELD(extra.wake),
+                                          FRAME_FIELD(frame.gpu_busy_ticks) };
+    EXPECT(frame_store_update(&log, stamp, &calls, writes, 2) == 0 && calls == count,
           "%s: update called %" PRIu64 " times", what, calls);
     for (uint64_t k = 0; k < count; k++)
         want[k].gpu_busy_ticks = want[k].end_ticks ^ 0x5555;
@@ -133,6 +145,12 @@ static void check_store(uint64_t count, bool random)
         EXPECT(!wrong, "%s: %" PRIu64 " frames' findings read back wrong", what, wrong);
         frame_cursor_close(&c);
     }
+    /* Only the fields an update names are packed again: its other writes are not kept (the
+     * frames' own words come back from the planes packed before, as they were). */
+    calls = 0;
+    EXPECT(frame_store_update(&log, scribble, &calls, writes, 1) == 0 && calls == count,
+          "%s: second update called %" PRIu64 " times", what, calls);
+    check_all(&log, want, count, what, in_order);
     /* Cut at the front: inside the first chunk, then across chunks. */
     uint64_t cut = count > 10 ? 7 : 0, total = cut;
     frame_store_drop(&log, cut);

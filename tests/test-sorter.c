@@ -4,6 +4,7 @@
  * longer ones first; and, when the file takes no more (a file size limit), with the runs that
  * did not fit kept in memory. The values on top of it (values.h) give stats.h's percentiles
  * and medians exactly, in memory and from the file. */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,50 @@ static double u_by_search(const int64_t *a, uint64_t na, const int64_t *sorted_b
     return u;
 }
 
+/* Values are sorted as keys (values.c): every sign, the infinities, -0 and NaN (last) come
+ * back in order and as they were. */
+static void keys_check(void)
+{
+    const double in[] = { 1.5, -0.0, NAN, -INFINITY, 1e-300, -2.25, INFINITY, 0.0, -1e-300,
+                          -1e300, 42.0 };
+    const double want[] = { -INFINITY, -1e300, -2.25, -1e-300, 0.0, 0.0, 1e-300, 1.5, 42.0,
+                            INFINITY };
+    const unsigned n = sizeof(in) / sizeof(in[0]);
+    struct values d, v;
+    values_init_double(&d);
+    values_init_i64(&v);
+    const int64_t ints[] = { 5, INT64_MIN, -1, INT64_MAX, 0, -7 };
+    for (unsigned i = 0; i < n; i++)
+        values_add(&d, in[i]);
+    for (unsigned i = 0; i < 6; i++)
+        values_add_i64(&v, ints[i]);
+    CHECK(values_finish(&d) && values_finish(&v));
+    uint64_t ranks[11];
+    double got[11];
+    for (unsigned i = 0; i < n; i++)
+        ranks[i] = i;
+    CHECK(values_at(&d, ranks, n, got));
+    unsigned wrong = 0;
+    for (unsigned i = 0; i + 1 < n; i++)
+        wrong += got[i] != want[i] || (want[i] == 0 && signbit(got[i]));
+    EXPECT(!wrong && isnan(got[n - 1]), "doubles as keys: %u out of order", wrong);
+    struct values_cursor c;
+    CHECK(values_cursor_open(&c, &d));
+    unsigned read = 0;
+    double x;
+    wrong = 0;
+    while (values_next(&c, &x))
+        wrong += read < n && !(x == got[read] || (isnan(x) && isnan(got[read]))), read++;
+    values_cursor_close(&c);
+    EXPECT(!wrong && read == n, "a pass over the doubles: %u of %u out of place", wrong, read);
+    EXPECT(values_percentile(&v, 1.0 / 6) == (double)INT64_MIN && values_median_i64(&v) == -1 &&
+               values_percentile(&v, 1.0) == (double)INT64_MAX,
+           "integers as keys: p16 %.0f median %lld max %.0f", values_percentile(&v, 1.0 / 6),
+           (long long)values_median_i64(&v), values_percentile(&v, 1.0));
+    values_free(&d);
+    values_free(&v);
+}
+
 /* n frame times in ns (many equal, as a capped game's) through values, against stats.h. */
 static void values_check(const char *what, uint64_t n)
 {
@@ -117,7 +162,8 @@ static void values_check(const char *what, uint64_t n)
     values_init_double(&d);
     values_init_i64(&o);
     for (uint64_t i = 0; i < n; i++) {
-        ns[i] = 16000000 + (int64_t)(test_random() % 4000) * 1000 - (i % 7 == 0 ? 9000000 : 0);
+        ns[i] = 16000000 + (int64_t)(test_random() % 4000) * 1000 - (i % 7 == 0 ? 9000000 : 0) -
+                (i % 13 == 0 ? 40000000 : 0); /* some below 0: a latency can be */
         ms[i] = (double)ns[i] / 1e6;
         values_add_i64(&v, ns[i]);
         values_add(&d, ms[i]);
@@ -184,6 +230,7 @@ int main(void)
     sort_check("17 runs: merged into longer first", 17000, 3, run, true);
     sort_check("300 runs: merged twice over", 300000, 1u << 30, run, true);
 
+    keys_check();
     values_check("no values", 0);
     values_check("one value", 1);
     values_check("values in memory", 10001);

@@ -161,7 +161,8 @@ void display_evidence_wakes(const struct recording *rec, struct recording_log *l
     if (!rec->kernel.present || !log->frame_count)
         return;
     struct wakes_fill fill = { rec, sched, ev };
-    ev->wakes = frame_store_update(log, wake_fill, &fill) == 0;
+    const struct frame_field writes[] = { FRAME_FIELD(extra.wake) };
+    ev->wakes = frame_store_update(log, wake_fill, &fill, writes, 1) == 0;
 }
 
 /* The CPU part's sleep outside Vulkan split by what woke the thread (struct frame_budget_ns):

@@ -77,13 +77,62 @@ static size_t plane_bytes(enum plane p, uint64_t n)
     return 8 + (p == PLANE_STEP ? 8 : plane_width(p) * (size_t)(n - 1));
 }
 
-/* n frames packed: the planes' kinds, then each plane. NULL when memory ran out. */
-static void *pack(const struct frame_item *frames, uint64_t n, uint64_t *ret_bytes)
+/* Plane j of n frames, as plane_of chose (kind), at out; returns the bytes written. */
+static size_t pack_plane(const struct frame_item *frames, uint64_t n, size_t j, enum plane kind,
+                         unsigned char *out)
+{
+    unsigned char *at = out;
+    uint64_t first = word(frames, 0, j);
+    memcpy(at, &first, 8);
+    at += 8;
+    if (kind == PLANE_STEP) {
+        uint64_t step = word(frames, 1, j) - first;
+        memcpy(at, &step, 8);
+        at += 8;
+    }
+    unsigned width = plane_width(kind);
+    for (uint64_t k = 1; width && k < n; k++) {
+        uint64_t d = word(frames, k, j) - word(frames, k - 1, j);
+        /* The low bytes of a change that fits them signed: widened back by sign. */
+        if (width == 1) {
+            int8_t v = (int8_t)(int64_t)d;
+            memcpy(at, &v, 1);
+        } else if (width == 2) {
+            int16_t v = (int16_t)(int64_t)d;
+            memcpy(at, &v, 2);
+        } else if (width == 4) {
+            int32_t v = (int32_t)(int64_t)d;
+            memcpy(at, &v, 4);
+        } else {
+            memcpy(at, &d, 8);
+        }
+        at += width;
+    }
+    return (size_t)(at - out);
+}
+
+/* n frames packed: the planes' kinds, then each plane. With old (the same n frames packed
+ * before), only the words in fresh are planned and packed again; the others' planes are
+ * copied from it. NULL when memory ran out. */
+static void *pack(const struct frame_item *frames, uint64_t n, const unsigned char *old,
+                  const bool *fresh, uint64_t *ret_bytes)
 {
     unsigned char kinds[WORDS];
+    const unsigned char *from[WORDS]; /* each old plane kept */
+    const unsigned char *old_at = old + WORDS;
     size_t bytes = WORDS;
     for (size_t j = 0; j < WORDS; j++) {
-        kinds[j] = (unsigned char)plane_of(frames, n, j);
+        from[j] = NULL;
+        if (old) {
+            size_t old_bytes = plane_bytes(old[j], n);
+            if (!fresh[j]) {
+                from[j] = old_at;
+                kinds[j] = old[j];
+            }
+            old_at += old_bytes;
+        }
+        if (!from[j])
+            kinds[j] = (unsigned char)plane_of(frames, n, j);
         bytes += plane_bytes(kinds[j], n);
     }
     unsigned char *out = malloc(bytes), *at = out + WORDS;
@@ -91,31 +140,12 @@ static void *pack(const struct frame_item *frames, uint64_t n, uint64_t *ret_byt
         return NULL;
     memcpy(out, kinds, WORDS);
     for (size_t j = 0; j < WORDS; j++) {
-        uint64_t first = word(frames, 0, j);
-        memcpy(at, &first, 8);
-        at += 8;
-        if (kinds[j] == PLANE_STEP) {
-            uint64_t step = word(frames, 1, j) - first;
-            memcpy(at, &step, 8);
-            at += 8;
-        }
-        unsigned width = plane_width(kinds[j]);
-        for (uint64_t k = 1; width && k < n; k++) {
-            uint64_t d = word(frames, k, j) - word(frames, k - 1, j);
-            /* The low bytes of a change that fits them signed: widened back by sign. */
-            if (width == 1) {
-                int8_t v = (int8_t)(int64_t)d;
-                memcpy(at, &v, 1);
-            } else if (width == 2) {
-                int16_t v = (int16_t)(int64_t)d;
-                memcpy(at, &v, 2);
-            } else if (width == 4) {
-                int32_t v = (int32_t)(int64_t)d;
-                memcpy(at, &v, 4);
-            } else {
-                memcpy(at, &d, 8);
-            }
-            at += width;
+        if (from[j]) {
+            size_t len = plane_bytes(kinds[j], n);
+            memcpy(at, from[j], len);
+            at += len;
+        } else {
+            at += pack_plane(frames, n, j, kinds[j], at);
         }
     }
     *ret_bytes = bytes;
@@ -312,7 +342,7 @@ int frame_store_append(struct recording_log *log, uint32_t chunk_frames,
     for (uint64_t k = 0; k < n; k++)
         items[k].frame = frames[k];
     uint64_t bytes;
-    void *packed = pack(items, n, &bytes);
+    void *packed = pack(items, n, NULL, NULL, &bytes);
     free(items);
     if (!packed)
         return -ENOMEM;
@@ -339,10 +369,14 @@ int frame_store_set(struct recording_log *log, const struct fscope_frame *frames
 
 int frame_store_update(struct recording_log *log,
                        void (*update)(void *ctx, struct fscope_frame *f, struct frame_extra *x),
-                       void *ctx)
+                       void *ctx, const struct frame_field *writes, unsigned write_count)
 {
     if (!log->chunk_count)
         return 0;
+    bool fresh[WORDS] = { false };
+    for (unsigned w = 0; w < write_count; w++)
+        for (size_t j = writes[w].offset / 8; j * 8 < writes[w].offset + writes[w].size; j++)
+            fresh[j] = true;
     struct frame_item *frames = malloc((size_t)log->chunk_frames * sizeof(*frames));
     unsigned char *scratch = log->spill_bytes ? malloc(packed_bound(log->chunk_frames)) : NULL;
     int e = frames && (scratch || !log->spill_bytes) ? 0 : -ENOMEM;
@@ -358,7 +392,7 @@ int frame_store_update(struct recording_log *log,
         for (uint32_t i = 0; i < chunk->count; i++)
             update(ctx, &frames[i].frame, &frames[i].extra);
         uint64_t bytes;
-        void *packed = pack(frames, chunk->count, &bytes);
+        void *packed = pack(frames, chunk->count, old, fresh, &bytes);
         if (!packed) {
             e = -ENOMEM;
             break;

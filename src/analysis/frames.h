@@ -67,12 +67,21 @@ int frame_store_append(struct recording_log *log, uint32_t chunk_frames,
 /* log's frames from an array of count (tests, synthetic recordings). Returns 0 or -ENOMEM. */
 int frame_store_set(struct recording_log *log, const struct fscope_frame *frames,
                     uint64_t count);
+/* A part of a frame as a chunk unpacks it: FRAME_FIELD(frame.gpu_busy_ticks). */
+struct frame_field {
+    size_t offset, size;
+};
+#define FRAME_FIELD(member)                                                                 \
+    ((struct frame_field){ offsetof(struct frame_item, member),                             \
+                           sizeof(((struct frame_item *)0)->member) })
+
 /* Calls update on every frame of log, in order, with what analysis keeps of it, and packs what
- * it leaves (analysis's own fields and findings, filled once). Returns 0 or -ENOMEM (the
- * frames then as they were). */
+ * it leaves (analysis's own fields and findings, filled once). writes: every field update may
+ * change (write_count of them); only their words are packed again, so a write elsewhere is
+ * lost. Returns 0 or -ENOMEM (the frames then as they were). */
 int frame_store_update(struct recording_log *log,
                        void (*update)(void *ctx, struct fscope_frame *f, struct frame_extra *x),
-                       void *ctx);
+                       void *ctx, const struct frame_field *writes, unsigned write_count);
 /* Drops log's first skip frames (their whole chunks given back). */
 void frame_store_drop(struct recording_log *log, uint64_t skip);
 void frame_store_free(struct recording_log *log);

@@ -405,10 +405,13 @@ void recording_compute_gpu_busy(struct recording *rec)
     memset(&p, 0, sizeof(p));
     p.rec = rec;
     bool ok = rec->span_count && totals_pass(rec, &p);
+    const struct frame_field writes[] = { FRAME_FIELD(frame.gpu_unsampled),
+                                          FRAME_FIELD(frame.gpu_busy_ticks),
+                                          FRAME_FIELD(frame.block_gpu_ticks) };
     for (unsigned l = 0; l < rec->log_count; l++) {
         if (ok) /* each surface's frames from the first span again */
             p.failed = !pass_restart(&p);
-        frame_store_update(&rec->logs[l], frame_fill, ok ? &p : NULL);
+        frame_store_update(&rec->logs[l], frame_fill, ok ? &p : NULL, writes, 3);
     }
     pass_free(&p);
 }

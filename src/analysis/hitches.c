@@ -8,6 +8,7 @@
 #include "emit.h"
 #include "frames.h"
 #include "gpu_zones.h"
+#include "values.h"
 #include "work.h"
 
 static const char *const cause_names[HITCH_CAUSE_COUNT] = {
@@ -82,6 +83,7 @@ static void window_of(uint64_t i, uint64_t n, uint64_t *ret_lo, uint64_t *ret_hi
 _Static_assert(HITCH_RING > 2 * HITCH_WINDOW + 1, "the ring holds every frame a window does");
 struct ring_frame {
     int64_t time;
+    uint64_t start_ticks, end_ticks;
     bool timed; /* its GPU time is known */
     int64_t parts[HITCH_CAUSE_COUNT];
 };
@@ -145,8 +147,7 @@ static int64_t window_median_without(const struct sorted_window *w, int64_t x)
 /* Which GPU zone grew in hitch h's frame against the same zone in its GPU-timed neighbours
  * lo..hi (in the ring: whether each one's GPU time is known). A zone's value in a frame is the time of
  * its spans that ended inside the frame. */
-static void zone_growth(const struct recording *rec, struct frame_cursor *frames,
-                        const struct ring_frame *ring, uint64_t lo, uint64_t hi,
+static void zone_growth(const struct recording *rec, const struct ring_frame *ring, uint64_t lo, uint64_t hi,
                         struct zone_window *zones, uint32_t device_id, struct hitch *h)
 {
     h->zone = -1;
@@ -159,7 +160,7 @@ static void zone_growth(const struct recording *rec, struct frame_cursor *frames
     int64_t *scratch = malloc(n * sizeof(*scratch));
     if (!sums || !scratch)
         goto out;
-    uint64_t from = frame_at(frames, lo)->start_ticks, to = frame_at(frames, hi)->end_ticks;
+    uint64_t from = ring[lo % HITCH_RING].start_ticks, to = ring[hi % HITCH_RING].end_ticks;
     size_t count;
     const struct gpu_zone_span *ended = zone_window_ended(zones, device_id, from, to, &count);
     work_visited(1);
@@ -167,9 +168,9 @@ static void zone_growth(const struct recording *rec, struct frame_cursor *frames
     for (size_t k = 0; k < count; k++) {
         const struct gpu_zone_span *s = &ended[k];
         work_visited(1);
-        while (j < hi && frame_at(frames, j)->end_ticks < s->end)
+        while (j < hi && ring[j % HITCH_RING].end_ticks < s->end)
             j++;
-        const struct fscope_frame *fj = frame_at(frames, j);
+        const struct ring_frame *fj = &ring[j % HITCH_RING];
         if (s->end <= fj->start_ticks || s->end > fj->end_ticks)
             continue;
         unsigned c = 0;
@@ -349,6 +350,46 @@ static void keep_worst(struct hitch_stats *s, const struct hitch *h)
         s->worst_count++;
 }
 
+/* PresentMon 2's animation error over the shown frames of every log: each shown frame's
+ * |time between its showing and the last shown one's - time between their starts|. */
+struct animation {
+    struct values errors; /* ms */
+    double sum;
+    bool have_prev;                   /* of this log */
+    uint64_t prev_presented, prev_start; /* the frame shown before */
+};
+
+static void animation_add(const struct recording *rec, struct animation *a,
+                          const struct fscope_frame *f)
+{
+    if (f->present_state != FRAME_PRESENT_PRESENTED || !f->presented_ticks)
+        return;
+    if (a->have_prev && f->presented_ticks > a->prev_presented && f->start_ticks > a->prev_start) {
+        double shown = recording_ns(rec, f->presented_ticks - a->prev_presented);
+        double simulated = recording_ns(rec, f->start_ticks - a->prev_start);
+        double err = fabs(shown - simulated) / 1e6;
+        values_add(&a->errors, err);
+        a->sum += err;
+    }
+    a->have_prev = true;
+    a->prev_presented = f->presented_ticks;
+    a->prev_start = f->start_ticks;
+}
+
+static void animation_end(struct animation *a, struct hitch_stats *s)
+{
+    uint64_t n = values_count(&a->errors);
+    uint64_t ranks[2] = { stats_rank((size_t)n, 0.95), stats_rank((size_t)n, 0.99) };
+    double at[2];
+    if (n && values_finish(&a->errors) && values_at(&a->errors, ranks, 2, at)) {
+        s->animation_samples = n;
+        s->animation_error_ms[0] = a->sum / (double)n;
+        s->animation_error_ms[1] = at[0];
+        s->animation_error_ms[2] = at[1];
+    }
+    values_free(&a->errors);
+}
+
 /* One surface's hitch pass: its frames in order, each judged once the window around it is in
  * the ring. */
 struct hitch_pass {
@@ -361,7 +402,7 @@ struct hitch_pass {
     const int *late;
     struct ring_frame ring[HITCH_RING];
     struct sorted_window window;
-    struct frame_cursor judged, window_frames;
+    struct frame_cursor *frames; /* the pass's: a frame judged is at most a window behind */
     struct zone_window zones; /* each device's GPU zones ended in a hitch's window */
     int64_t scratch[HITCH_WINDOW];
 };
@@ -379,7 +420,7 @@ static bool judge(struct hitch_pass *p, uint64_t i, uint64_t lo, uint64_t hi)
     if ((double)time < HITCH_RATIO * (double)median ||
         (double)(time - median) < HITCH_FLOOR_MS * 1e6)
         return true;
-    const struct fscope_frame *f = frame_at(&p->judged, i);
+    const struct fscope_frame *f = frame_at(p->frames, i);
     struct hitch h = {
         .log = p->l,
         .frame = i,
@@ -417,7 +458,7 @@ static bool judge(struct hitch_pass *p, uint64_t i, uint64_t lo, uint64_t hi)
             h.late_frame = j;
             h.late_refreshes = p->late[j];
         }
-    zone_growth(rec, &p->window_frames, p->ring, lo, hi, &p->zones, f->device_id, &h);
+    zone_growth(rec, p->ring, lo, hi, &p->zones, f->device_id, &h);
     if (s->count == *p->cap) {
         size_t grown = *p->cap ? 2 * *p->cap : 64;
         struct hitch *more = realloc(s->hitches, grown * sizeof(*more));
@@ -435,8 +476,8 @@ static bool judge(struct hitch_pass *p, uint64_t i, uint64_t lo, uint64_t hi)
 }
 
 static void log_hitches(const struct recording *rec, unsigned l, const struct display_evidence *ev,
-                        uint64_t origin, const struct hitch_indexes *x, struct hitch_stats *s,
-                        size_t *cap)
+                        uint64_t origin, const struct hitch_indexes *x,
+                        struct animation *animation, struct hitch_stats *s, size_t *cap)
 {
     const struct recording_log *log = &rec->logs[l];
     uint64_t n = log->frame_count;
@@ -447,22 +488,21 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
         return;
     }
     *p = (struct hitch_pass){ .rec = rec, .l = l, .n = n, .origin = origin, .x = x, .s = s,
-                              .cap = cap };
+                              .cap = cap, .frames = &frames };
     zone_window_init(&p->zones, rec);
     int *late = n ? malloc(n * sizeof(*late)) : NULL;
     if (late)
         late_refreshes(rec, &x->spans, l, ev, late);
     p->late = late;
     /* Too few neighbours to call any frame a spike: none is judged. */
-    bool judging = n >= 9 && frame_cursor_open(&p->judged, rec, log);
-    if (judging && !frame_cursor_open(&p->window_frames, rec, log)) {
-        frame_cursor_close(&p->judged);
-        judging = false;
-    }
+    bool judging = n >= 9;
     uint64_t next = 0; /* the next frame to judge */
     for (uint64_t i = 0; i < n; i++) {
         const struct fscope_frame *f = frame_at(&frames, i);
         s->late_shown += f->present_state == FRAME_PRESENT_PRESENTED && f->presented_ticks;
+        if (rec->kernel.sched_state == REC_SCHED_ON)
+            s->wake_coverage[frame_wakeup_coverage(&x->sched, f)]++;
+        animation_add(rec, animation, f);
         if (late && late[i] >= 0) {
             s->late_judged++;
             s->late_frames += late[i] > 0;
@@ -474,6 +514,8 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
         frame_budget(rec, f, frame_extra_at(&frames, i), ev, &b);
         struct ring_frame *r = &p->ring[i % HITCH_RING];
         r->time = b.frame;
+        r->start_ticks = f->start_ticks;
+        r->end_ticks = f->end_ticks;
         r->timed = b.gpu_timed;
         frame_parts(&b, r->parts);
         /* Every frame whose window ends here. */
@@ -485,8 +527,6 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
             judging = judge(p, next, lo, hi);
         }
     }
-    frame_cursor_close(&p->window_frames); /* each closes as well when never opened */
-    frame_cursor_close(&p->judged);
     frame_cursor_close(&frames);
     zone_window_free(&p->zones);
     if (s->late)
@@ -494,56 +534,6 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
     else
         free(late);
     free(p);
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* PresentMon 2's animation error over the shown frames of every log. */
-static void animation_error(const struct recording *rec, struct hitch_stats *s)
-{
-    uint64_t total = 0;
-    for (unsigned l = 0; l < rec->log_count; l++)
-        total += rec->logs[l].frame_count;
-    double *err = total ? malloc(total * sizeof(*err)) : NULL;
-    if (!err)
-        return;
-    size_t n = 0;
-    double sum = 0;
-    for (unsigned l = 0; l < rec->log_count; l++) {
-        const struct recording_log *log = &rec->logs[l];
-        struct frame_cursor c;
-        if (!frame_cursor_open(&c, rec, log))
-            continue;
-        bool have_prev = false;
-        uint64_t prev_presented = 0, prev_start = 0; /* of the frame shown before */
-        for (uint64_t i = 0; i < log->frame_count; i++) {
-            const struct fscope_frame *f = frame_at(&c, i);
-            if (f->present_state != FRAME_PRESENT_PRESENTED || !f->presented_ticks)
-                continue;
-            if (have_prev && f->presented_ticks > prev_presented && f->start_ticks > prev_start) {
-                double shown = recording_ns(rec, f->presented_ticks - prev_presented);
-                double simulated = recording_ns(rec, f->start_ticks - prev_start);
-                err[n] = fabs(shown - simulated) / 1e6;
-                sum += err[n++];
-            }
-            have_prev = true;
-            prev_presented = f->presented_ticks;
-            prev_start = f->start_ticks;
-        }
-        frame_cursor_close(&c);
-    }
-    if (n) {
-        qsort(err, n, sizeof(*err), compare_double);
-        s->animation_samples = n;
-        s->animation_error_ms[0] = sum / (double)n;
-        s->animation_error_ms[1] = err[stats_rank(n, 0.95)];
-        s->animation_error_ms[2] = err[stats_rank(n, 0.99)];
-    }
-    free(err);
 }
 
 void hitches_compute(const struct recording *rec, const struct display_evidence *ev,
@@ -559,23 +549,18 @@ void hitches_compute(const struct recording *rec, const struct display_evidence 
     ret->late_logs = rec->log_count;
     struct hitch_indexes x;
     hitch_indexes_build(rec, &x);
-    for (unsigned l = 0; l < rec->log_count; l++)
-        log_hitches(rec, l, ev ? &ev[l] : NULL, origin, &x, ret, &cap);
-    if (rec->kernel.sched_state == REC_SCHED_ON) {
-        for (unsigned l = 0; l < rec->log_count; l++) {
-            struct frame_cursor c;
-            if (!frame_cursor_open(&c, rec, &rec->logs[l]))
-                continue;
-            for (uint64_t i = 0; i < rec->logs[l].frame_count; i++)
-                ret->wake_coverage[frame_wakeup_coverage(&x.sched, frame_at(&c, i))]++;
-            frame_cursor_close(&c);
-        }
-        ret->wake_threads = x.sched.threads;
+    struct animation animation = { .have_prev = false };
+    values_init_double(&animation.errors);
+    for (unsigned l = 0; l < rec->log_count; l++) {
+        animation.have_prev = false;
+        log_hitches(rec, l, ev ? &ev[l] : NULL, origin, &x, &animation, ret, &cap);
     }
+    if (rec->kernel.sched_state == REC_SCHED_ON)
+        ret->wake_threads = x.sched.threads;
     for (unsigned l = 0; l < rec->log_count; l++)
         ret->wake_frames += rec->logs[l].frame_count;
     hitch_indexes_free(&x);
-    animation_error(rec, ret);
+    animation_end(&animation, ret);
 }
 
 void hitches_free(struct hitch_stats *s)

@@ -253,14 +253,14 @@ static void analyse_primary(const struct recording *rec, struct presentation_sta
     /* One pass over the intervals in order: their spread, and in refreshes. */
     double var = 0;
     uint64_t at_one = 0;
-    struct sorter_cursor c;
-    const double *interval;
-    bool open = nshown && sorter_cursor_open(&c, &shown->s);
-    while (open && (interval = sorter_next(&c))) {
-        var += (*interval - mean) * (*interval - mean);
+    struct values_cursor c;
+    double interval;
+    bool open = nshown && values_cursor_open(&c, shown);
+    while (open && values_next(&c, &interval)) {
+        var += (interval - mean) * (interval - mean);
         if (s->unit_ms > 0) {
             /* Refreshes in an interval, in any recording a count a long holds. */
-            double ratio = *interval / s->unit_ms;
+            double ratio = interval / s->unit_ms;
             long units = ratio < 1.0 ? 1 : ratio < 1e15 ? lround(ratio) : (long)1e15;
             s->intervals_by_units[units >= 4 ? 3 : units - 1]++;
             s->missed_refreshes += (uint64_t)(units - 1);
@@ -268,7 +268,7 @@ static void analyse_primary(const struct recording *rec, struct presentation_sta
         }
     }
     if (open)
-        sorter_cursor_close(&c);
+        values_cursor_close(&c);
     s->judder_ms = nshown ? sqrt(var / (double)nshown) : 0;
     if (s->unit_ms > 0)
         s->at_output_cadence = nshown && at_one * 10 >= nshown * 9;

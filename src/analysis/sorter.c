@@ -10,12 +10,14 @@
 #include "util/pio.h"
 #include "util/unnamed_file.h"
 
+static int compare_u64(const void *a, const void *b);
+
 void sorter_init(struct sorter *s, size_t size, sorter_compare_fn compare, size_t run_bytes)
 {
     memset(s, 0, sizeof(*s));
-    s->size = size;
-    s->compare = compare;
-    s->run_items = (run_bytes ? run_bytes : SORTER_RUN_BYTES) / size;
+    s->size = compare ? size : sizeof(uint64_t);
+    s->compare = compare ? compare : compare_u64;
+    s->run_items = (run_bytes ? run_bytes : SORTER_RUN_BYTES) / s->size;
     if (!s->run_items)
         s->run_items = 1;
 }
@@ -57,11 +59,63 @@ static bool file_append(struct sorter *s, const void *bytes, size_t len)
     return true;
 }
 
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x, y;
+    memcpy(&x, a, sizeof(x));
+    memcpy(&y, b, sizeof(y));
+    return x < y ? -1 : x > y;
+}
+
+/* n keys in ascending order: a byte at a time from the lowest (each pass stable), a pass
+ * skipped where every key has the same byte. False when memory ran out (a left as it was). */
+static bool radix_u64(uint64_t *a, size_t n)
+{
+    size_t (*count)[256] = calloc(8, sizeof(*count));
+    uint64_t *tmp = malloc(n * sizeof(*tmp));
+    if (!count || !tmp) {
+        free(count);
+        free(tmp);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (unsigned b = 0; b < 8; b++)
+            count[b][(a[i] >> (8 * b)) & 0xff]++;
+    uint64_t *from = a, *to = tmp;
+    for (unsigned b = 0; b < 8; b++) {
+        if (count[b][(a[0] >> (8 * b)) & 0xff] == n)
+            continue;
+        size_t at = 0;
+        for (unsigned v = 0; v < 256; v++) {
+            size_t c = count[b][v];
+            count[b][v] = at;
+            at += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            to[count[b][(from[i] >> (8 * b)) & 0xff]++] = from[i];
+        uint64_t *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != a)
+        memcpy(a, from, n * sizeof(*a));
+    free(tmp);
+    free(count);
+    return true;
+}
+
+/* The filled run in order. */
+static void sort_fill(struct sorter *s)
+{
+    if (s->compare != compare_u64 || !radix_u64((uint64_t *)(void *)s->fill, s->fill_count))
+        qsort(s->fill, s->fill_count, s->size, s->compare);
+}
+
 /* The filled run, sorted, to the file; kept in memory (its buffer given to it) when the file
  * cannot take it. */
 static bool flush_run(struct sorter *s)
 {
-    qsort(s->fill, s->fill_count, s->size, s->compare);
+    sort_fill(s);
     uint64_t offset = s->file_bytes;
     if (have_file(s) && file_append(s, s->fill, s->fill_count * s->size)) {
         if (!add_run(s, (struct sorter_run){ offset, s->fill_count, NULL }))
@@ -105,6 +159,12 @@ static const void *way_item(const struct sorter_cursor *c, unsigned w)
 /* Whether way a's next item comes before b's: by compare, then by run (the earlier first). */
 static bool before(const struct sorter_cursor *c, unsigned a, unsigned b)
 {
+    if (c->s->compare == compare_u64) {
+        uint64_t x, y;
+        memcpy(&x, way_item(c, a), sizeof(x));
+        memcpy(&y, way_item(c, b), sizeof(y));
+        return x < y || (x == y && a < b);
+    }
     int order = c->s->compare(way_item(c, a), way_item(c, b));
     return order < 0 || (order == 0 && a < b);
 }
@@ -250,7 +310,7 @@ bool sorter_finish(struct sorter *s)
     s->finished = true;
     if (s->fill_count) {
         if (s->run_count == 0) { /* one run: sorted in memory, no file */
-            qsort(s->fill, s->fill_count, s->size, s->compare);
+            sort_fill(s);
             if (!add_run(s, (struct sorter_run){ 0, s->fill_count, s->fill }))
                 s->failed = true;
             else

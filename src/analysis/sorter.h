@@ -41,9 +41,11 @@ struct sorter {
     bool finished, failed;
 };
 
-/* A sorter of items of size bytes (a sorter of zeros is an empty one, never finished) in compare's order; run_bytes: a run's memory (0: the
- * default; tests pass less to reach the file and the merges with few items). Items equal by
- * compare come back in no promised order: a compare that wants one breaks ties itself. */
+/* A sorter of items of size bytes (a sorter of zeros is an empty one, never finished) in
+ * compare's order; run_bytes: a run's memory (0: the default; tests pass less to reach the
+ * file and the merges with few items). Items equal by compare come back in no promised order:
+ * a compare that wants one breaks ties itself. compare NULL: the items are uint64_t keys
+ * (size ignored), ascending, sorted a byte at a time rather than by calls to a compare. */
 void sorter_init(struct sorter *s, size_t size, sorter_compare_fn compare, size_t run_bytes);
 /* Adds an item; false when memory ran out (the sorter is failed: sorter_failed). */
 bool sorter_push(struct sorter *s, const void *item);

@@ -1,49 +1,64 @@
 /* Order statistics of many numbers with bounded memory (values.h). */
 #include "values.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "stats.h"
 
-static int compare_i64(const void *a, const void *b)
+/* Values are kept as keys whose unsigned order is theirs (the sorter's fastest): an integer
+ * with its sign bit flipped; a double's bits flipped whole when negative, else its sign bit
+ * set; every NaN one key, last; -0 as 0. */
+#define SIGN (UINT64_C(1) << 63)
+
+static uint64_t key_of_double(double x)
 {
-    int64_t x, y;
-    memcpy(&x, a, sizeof(x));
-    memcpy(&y, b, sizeof(y));
-    return x < y ? -1 : x > y;
+    if (x != x)
+        return UINT64_MAX;
+    if (x == 0)
+        x = 0.0;
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof(bits));
+    return bits & SIGN ? ~bits : bits | SIGN;
 }
 
-/* NaN last, as one value: a total order the sorter can keep. */
-static int compare_double(const void *a, const void *b)
+static double double_of_key(uint64_t key)
 {
-    double x, y;
-    memcpy(&x, a, sizeof(x));
-    memcpy(&y, b, sizeof(y));
-    if (x != x || y != y)
-        return (x != x) - (y != y);
-    return x < y ? -1 : x > y;
+    if (key == UINT64_MAX)
+        return NAN;
+    uint64_t bits = key & SIGN ? key & ~SIGN : ~key;
+    double x;
+    memcpy(&x, &bits, sizeof(x));
+    return x;
+}
+
+static int64_t i64_of_key(uint64_t key)
+{
+    return (int64_t)(key ^ SIGN);
 }
 
 void values_init_i64(struct values *v)
 {
-    sorter_init(&v->s, sizeof(int64_t), compare_i64, 0);
+    sorter_init(&v->s, sizeof(uint64_t), NULL, 0);
     v->integer = true;
 }
 
 void values_init_double(struct values *v)
 {
-    sorter_init(&v->s, sizeof(double), compare_double, 0);
+    sorter_init(&v->s, sizeof(uint64_t), NULL, 0);
     v->integer = false;
 }
 
 void values_add_i64(struct values *v, int64_t x)
 {
-    sorter_push(&v->s, &x);
+    uint64_t key = (uint64_t)x ^ SIGN;
+    sorter_push(&v->s, &key);
 }
 
 void values_add(struct values *v, double x)
 {
-    sorter_push(&v->s, &x);
+    uint64_t key = key_of_double(x);
+    sorter_push(&v->s, &key);
 }
 
 bool values_finish(struct values *v)
@@ -58,14 +73,9 @@ uint64_t values_count(const struct values *v)
 
 static double as_double(const struct values *v, const void *item)
 {
-    if (v->integer) {
-        int64_t x;
-        memcpy(&x, item, sizeof(x));
-        return (double)x;
-    }
-    double x;
-    memcpy(&x, item, sizeof(x));
-    return x;
+    uint64_t key;
+    memcpy(&key, item, sizeof(key));
+    return v->integer ? (double)i64_of_key(key) : double_of_key(key);
 }
 
 /* One pass, calling take for the items at ranks[0..n) (ascending). */
@@ -123,7 +133,9 @@ double values_median(const struct values *v)
 static void take_i64(const struct values *v, const void *item, unsigned k, void *ctx)
 {
     (void)v;
-    memcpy((int64_t *)ctx + k, item, sizeof(int64_t));
+    uint64_t key;
+    memcpy(&key, item, sizeof(key));
+    ((int64_t *)ctx)[k] = i64_of_key(key);
 }
 
 int64_t values_median_i64(const struct values *v)
@@ -203,6 +215,25 @@ double values_u_statistic(const struct values *a, const struct values *b)
     sorter_cursor_close(&below);
     sorter_cursor_close(&ca);
     return u;
+}
+
+bool values_cursor_open(struct values_cursor *c, const struct values *v)
+{
+    c->v = v;
+    return sorter_cursor_open(&c->c, &v->s);
+}
+
+bool values_next(struct values_cursor *c, double *ret)
+{
+    const void *item = sorter_next(&c->c);
+    if (item)
+        *ret = as_double(c->v, item);
+    return item != NULL;
+}
+
+void values_cursor_close(struct values_cursor *c)
+{
+    sorter_cursor_close(&c->c);
 }
 
 void values_free(struct values *v)

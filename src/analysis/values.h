@@ -38,4 +38,15 @@ double values_sum_from(const struct values *v, uint64_t from);
 double values_u_statistic(const struct values *a, const struct values *b);
 void values_free(struct values *v);
 
+/* A pass over the values in ascending order. */
+struct values_cursor {
+    const struct values *v;
+    struct sorter_cursor c;
+};
+/* False when memory ran out or the values are not finished (c then holds nothing to close). */
+bool values_cursor_open(struct values_cursor *c, const struct values *v);
+/* The next value into ret; false after the last (or on a read error). */
+bool values_next(struct values_cursor *c, double *ret);
+void values_cursor_close(struct values_cursor *c);
+
 #endif
