@@ -21,8 +21,8 @@ static struct fscope_frame *frames_make(uint64_t count, bool random)
         return NULL;
     const size_t words = sizeof(*frames) / 8;
     for (size_t j = 0; j < words; j++) {
-        unsigned pattern = random ? 7 : (unsigned)(test_random() % 8);
-        uint64_t v = test_random(), step = test_random();
+        unsigned pattern = random ? 7 : (unsigned)(test_random() % 10);
+        uint64_t v = test_random(), step = test_random(), other = test_random();
         for (uint64_t k = 0; k < count; k++) {
             switch (pattern) {
             case 0: break;                                   /* the same */
@@ -32,6 +32,10 @@ static struct fscope_frame *frames_make(uint64_t count, bool random)
             case 4: v += (uint64_t)(int64_t)(int32_t)test_random(); break;
             case 5: v += test_random(); break;                      /* any change */
             case 6: v = k % 331 == 0 ? test_random() : v + 1; break; /* jumps at chunk ends */
+            /* The same within each chunk, changing from chunk to chunk (two values taking
+             * turns, or one chunk of its own): a cursor's slot holds the other value. */
+            case 8: v = (k / FRAME_CHUNK_FRAMES) % 2 ? other : step; break;
+            case 9: v = k / FRAME_CHUNK_FRAMES == 2 ? other : step; break;
             default: v = test_random(); break;
             }
             memcpy((unsigned char *)&frames[k] + j * 8, &v, 8);

@@ -205,7 +205,18 @@ static const unsigned char *chunk_bytes(const struct recording_log *log, uint64_
     return scratch;
 }
 
-static void unpack(const unsigned char *packed, uint32_t count, struct frame_item *frames)
+/* What a cursor's slot holds of each word already: its first count frames all have value
+ * there (count 0: unknown). A plane of one value (most of a frame's words: what it did not
+ * do) is written into a slot only when the slot does not hold it already. */
+struct slot_words {
+    uint64_t value[WORDS];
+    uint32_t count[WORDS];
+};
+
+/* count frames from packed into frames; held: what frames holds already, kept up to date
+ * (NULL: nothing known). */
+static void unpack(const unsigned char *packed, uint32_t count, struct frame_item *frames,
+                   struct slot_words *held)
 {
     const unsigned char *kinds = packed, *at = kinds + WORDS;
     uint64_t n = count;
@@ -213,6 +224,14 @@ static void unpack(const unsigned char *packed, uint32_t count, struct frame_ite
         uint64_t v, step = 0;
         memcpy(&v, at, 8);
         at += 8;
+        if (held && kinds[j] == PLANE_SAME) {
+            if (held->count[j] >= count && held->value[j] == v)
+                continue;
+            held->value[j] = v;
+            held->count[j] = count;
+        } else if (held) {
+            held->count[j] = 0;
+        }
         set_word(frames, 0, j, v);
         switch ((enum plane)kinds[j]) {
         case PLANE_STEP:
@@ -264,7 +283,8 @@ bool frame_cursor_open(struct frame_cursor *c, const struct recording *rec,
         return true;
     for (unsigned k = 0; k < FRAME_CURSOR_SLOTS; k++) {
         c->items[k] = malloc((size_t)log->chunk_frames * sizeof(*c->items[k]));
-        if (!c->items[k]) {
+        c->held[k] = calloc(1, sizeof(struct slot_words));
+        if (!c->items[k] || !c->held[k]) {
             frame_cursor_close(c);
             return false;
         }
@@ -290,7 +310,7 @@ static const struct frame_item *item_at(struct frame_cursor *c, uint64_t i)
             const unsigned char *packed = chunk_bytes(log, k, c->spilled);
             if (!packed)
                 return &zero_item; /* the disk failed us: a frame of zeros, never a crash */
-            unpack(packed, log->chunks[k].count, c->items[slot]);
+            unpack(packed, log->chunks[k].count, c->items[slot], c->held[slot]);
             c->chunk[slot] = k;
         }
         c->last = slot;
@@ -310,8 +330,10 @@ const struct frame_extra *frame_extra_at(struct frame_cursor *c, uint64_t i)
 
 void frame_cursor_close(struct frame_cursor *c)
 {
-    for (unsigned k = 0; k < FRAME_CURSOR_SLOTS; k++)
+    for (unsigned k = 0; k < FRAME_CURSOR_SLOTS; k++) {
         free(c->items[k]);
+        free(c->held[k]);
+    }
     free(c->spilled);
     memset(c, 0, sizeof(*c));
 }
@@ -388,7 +410,7 @@ int frame_store_update(struct recording_log *log,
             e = -EIO;
             break;
         }
-        unpack(old, chunk->count, frames);
+        unpack(old, chunk->count, frames, NULL);
         for (uint32_t i = 0; i < chunk->count; i++)
             update(ctx, &frames[i].frame, &frames[i].extra);
         uint64_t bytes;

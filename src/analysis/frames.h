@@ -43,6 +43,7 @@ struct frame_cursor {
     const struct recording_log *log;
     uint64_t chunk[FRAME_CURSOR_SLOTS];            /* unpacked in items; UINT64_MAX: none */
     struct frame_item *items[FRAME_CURSOR_SLOTS]; /* room for log->chunk_frames each */
+    struct slot_words *held[FRAME_CURSOR_SLOTS];   /* what each holds already (frames.c) */
     unsigned last;                                 /* the slot read last */
     unsigned char *spilled;                        /* a chunk read from the spill file */
 };
