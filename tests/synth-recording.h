@@ -12,6 +12,7 @@
 #ifndef FSCOPE_TEST_SYNTH_RECORDING_H
 #define FSCOPE_TEST_SYNTH_RECORDING_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,13 +72,14 @@ static inline struct recording *synth_recording(uint64_t frames)
     rec->gpu_zone_name_count = 2;
     rec->gpu_zone_names = calloc(2, sizeof(*rec->gpu_zone_names));
     uint64_t marks = 2 * ((frames + 99) / 200);
-    rec->kernel.sched_events = calloc(frames * SYNTH_SCHED_PER_FRAME + marks + 1,
-                                      sizeof(*rec->kernel.sched_events));
+    /* Two CPUs' rings, as recorded: even frames' events, then odd frames'. */
+    struct sched_event *even = calloc(frames * SYNTH_SCHED_PER_FRAME + marks + 1, sizeof(*even));
+    recording_sched_init(&rec->kernel);
     rec->kernel.samples = calloc(frames / 10 + 1, sizeof(*rec->kernel.samples));
     recording_spans_init(rec);
     rec->pipelines = calloc(frames, sizeof(*rec->pipelines));
     recording_engine_init(&rec->engine);
-    if (!rec->logs || !rec->gpu_zone_names || !rec->kernel.sched_events ||
+    if (!rec->logs || !rec->gpu_zone_names || !even ||
         !rec->kernel.samples || !rec->pipelines)
         goto error;
     struct recording_log *log = &rec->logs[0];
@@ -157,7 +159,7 @@ static inline struct recording *synth_recording(uint64_t frames)
             rec->kernel.samples[samples++] = (struct kernel_sample){
                 .ticks = t, .tid = tid, .oncpu_ns = i * 10 * ms, .runnable_ns = i * ms,
                 .runs = i };
-        struct sched_event *ring = i % 2 ? odd : rec->kernel.sched_events;
+        struct sched_event *ring = i % 2 ? odd : even;
         uint64_t *at = i % 2 ? &odd_count : &sched;
         if (i % 200 == 100) {
             synth_sched(&ring[(*at)++], t, 0, 0, SCHED_EVENT_PAUSED, 0, "");
@@ -177,16 +179,16 @@ static inline struct recording *synth_recording(uint64_t frames)
         }
         t += length;
     }
-    memcpy(&rec->kernel.sched_events[sched], odd, odd_count * sizeof(*odd));
+    bool added = true;
+    for (uint64_t k = 0; added && k < sched + odd_count; k++)
+        added = recording_sched_add(&rec->kernel, k < sched ? &even[k] : &odd[k - sched]);
+    free(even);
+    even = NULL;
     free(odd);
-    int stored = frame_store_set(log, built, frames);
+    int stored = added ? frame_store_set(log, built, frames) : -ENOMEM;
     free(built);
-    if (stored)
+    if (stored || !sorter_finish(&rec->kernel.sched_events))
         goto error;
-    rec->kernel.sched_count = sched + odd_count;
-    for (uint64_t i = 0; i < rec->kernel.sched_count; i++)
-        rec->kernel.sched_marks += rec->kernel.sched_events[i].kind == SCHED_EVENT_PAUSED ||
-                                   rec->kernel.sched_events[i].kind == SCHED_EVENT_RESUMED;
     rec->kernel.sample_count = samples;
     rec->span_count = frames;
     rec->gpu_zone_count = 2 * frames;
@@ -197,6 +199,7 @@ static inline struct recording *synth_recording(uint64_t frames)
         goto error;
     return rec;
 error:
+    free(even);
     recording_free(rec);
     return NULL;
 }

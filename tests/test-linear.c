@@ -16,10 +16,12 @@
 #include "synth-recording.h"
 
 /* Events visited per frame and event of the recording, at most. What the outputs read per
- * frame (its GPU span, zones, pipeline, recording and wake-ups through their indexes, the
- * hitches' windows of neighbours) is a few visits each; a lookup that restarts at the first
- * event for every frame makes this thousands. */
-#define VISITS_PER_ITEM 8
+ * frame (its GPU span, zones, pipeline, recording and wake-ups through their indexes or
+ * windows, the hitches' windows of neighbours) is a few visits each, and each pass that reads
+ * a stream of events (the wake-up chain's: the evidence, hitches, frames.csv, top's view) one
+ * more per event; a lookup that restarts at the first event for every frame makes this
+ * thousands. */
+#define VISITS_PER_ITEM 10
 /* Work at 10N against work at N: 10 when linear (100 when quadratic); the margin is the
  * indexes' logarithms and the run's fixed costs. */
 #define MAX_GROWTH 12.0

@@ -112,7 +112,7 @@ void display_evidence_compute(const struct recording *rec, const struct recordin
 
 struct wakes_fill {
     const struct recording *rec;
-    const struct sched_index *sched;
+    struct sched_window *sched; /* NULL: no events */
     const struct display_evidence *ev;
 };
 
@@ -120,13 +120,13 @@ static void wake_fill(void *ctx, struct fscope_frame *f, struct frame_extra *x)
 {
     const struct wakes_fill *w_ = ctx;
     const struct display_evidence *ev = w_->ev;
-    const struct sched_index *sched = w_->sched;
+    struct sched_window *sched = w_->sched;
     struct frame_wake *fw = &x->wake;
     memset(fw, 0, sizeof(*fw));
     struct wakeup_view w;
-    if (sched && sched->count)
+    if (sched)
         frame_wakeups(w_->rec, sched, f, &w);
-    if (!sched || !sched->count || !w.known) {
+    if (!sched || !w.known) {
         fw->cadence_display = ev->cadence_display;
         fw->cadence_own = !ev->cadence_display && ev->steady;
         return;
@@ -160,9 +160,12 @@ void display_evidence_wakes(const struct recording *rec, struct recording_log *l
     ev->wakes = false;
     if (!rec->kernel.present || !log->frame_count)
         return;
-    struct wakes_fill fill = { rec, sched, ev };
+    struct sched_window window;
+    sched_window_open(&window, sched);
+    struct wakes_fill fill = { rec, sched && sched->count ? &window : NULL, ev };
     const struct frame_field writes[] = { FRAME_FIELD(extra.wake) };
     ev->wakes = frame_store_update(log, wake_fill, &fill, writes, 1) == 0;
+    sched_window_close(&window);
 }
 
 /* The CPU part's sleep outside Vulkan split by what woke the thread (struct frame_budget_ns):

@@ -194,7 +194,7 @@ static void emit_comm(struct emit *e, const char *comm)
 }
 
 /* ran_instead .. io_wait_ms: the wake-up chain. */
-static void row_wakeups(struct emit *e, const struct row *r, const struct sched_index *sched)
+static void row_wakeups(struct emit *e, const struct row *r, struct sched_window *sched)
 {
     /* The wake-up chain: empty where it was not recorded for the frame's thread; a
      * name, or empty with 0 ms, where nothing preempted or woke it. */
@@ -254,6 +254,7 @@ int frames_write_csv(FILE *f, const struct run_stats *s)
     /* Indexed once for every surface: each frame reads only its own events. */
     struct sched_index sched;
     sched_index_build(rec, &sched);
+    struct sched_window wakes;
     struct emit e;
     emit_init(&e, f);
     struct engine_window window;
@@ -267,6 +268,7 @@ int frames_write_csv(FILE *f, const struct run_stats *s)
             break;
         }
         const int *late = l < s->hitches.late_logs ? s->hitches.late[l] : NULL;
+        sched_window_open(&wakes, &sched);
         for (uint64_t i = 0; i < count; i++) {
             if (!keep_frame(&s->keep, l, i))
                 continue;
@@ -279,11 +281,12 @@ int frames_write_csv(FILE *f, const struct run_stats *s)
             row_presentation(&e, &r);
             row_blocks(&e, &r);
             row_calls(&e, &r, late ? late[i] : -1);
-            row_wakeups(&e, &r, &sched);
+            row_wakeups(&e, &r, &wakes);
             row_engine(&e, &r);
             counters_emit_csv_row(&e, rec, r.fr);
             emit_char(&e, '\n');
         }
+        sched_window_close(&wakes);
         frame_cursor_close(&c);
     }
     emit_flush(&e);

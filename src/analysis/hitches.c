@@ -404,6 +404,7 @@ struct hitch_pass {
     struct sorted_window window;
     struct frame_cursor *frames; /* the pass's: a frame judged is at most a window behind */
     struct zone_window zones; /* each device's GPU zones ended in a hitch's window */
+    struct sched_window wakes; /* the threads' events from the last hitch's frame on */
     int64_t scratch[HITCH_WINDOW];
 };
 
@@ -450,7 +451,7 @@ static bool judge(struct hitch_pass *p, uint64_t i, uint64_t lo, uint64_t hi)
         h.preempted = f->kernel_preempted;
     }
     split_excess(&h, p->ring, lo, hi, p->scratch);
-    frame_wakeups(rec, &x->sched, f, &h.wake);
+    frame_wakeups(rec, &p->wakes, f, &h.wake);
     slowest_pipeline(rec, x, f, &h);
     h.late_refreshes = 0;
     for (uint64_t j = i >= 3 ? i - 3 : 0; p->late && j <= i; j++)
@@ -490,6 +491,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
     *p = (struct hitch_pass){ .rec = rec, .l = l, .n = n, .origin = origin, .x = x, .s = s,
                               .cap = cap, .frames = &frames };
     zone_window_init(&p->zones, rec);
+    sched_window_open(&p->wakes, &x->sched);
     int *late = n ? malloc(n * sizeof(*late)) : NULL;
     if (late)
         late_refreshes(rec, &x->spans, l, ev, late);
@@ -529,6 +531,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
     }
     frame_cursor_close(&frames);
     zone_window_free(&p->zones);
+    sched_window_close(&p->wakes);
     if (s->late)
         s->late[l] = late; /* for frames.csv */
     else

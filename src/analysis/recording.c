@@ -710,6 +710,31 @@ static void read_meta(struct recording *rec, const struct rec_meta *m)
     }
 }
 
+/* The sink of the sched events: each checked, then a mark kept or a thread's event sorted. */
+struct sched_sink {
+    struct chunk_sink sink;
+    struct reader *r;
+    struct recording_kernel *k;
+};
+
+static int sched_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
+                      uint64_t n)
+{
+    struct sched_sink *s = (struct sched_sink *)sink;
+    for (uint64_t i = 0; i < n; i++) {
+        struct sched_event e;
+        memcpy(&e, items + i * sizeof(e), sizeof(e));
+        if (e.kind < SCHED_EVENT_OUT || e.kind > SCHED_EVENT_KIND_LAST ||
+            e.state > SCHED_OUT_OTHER)
+            return reader_malformed(s->r, "sched event %llu is malformed",
+                                    (unsigned long long)(first + i));
+        make_printable(e.other_comm, sizeof(e.other_comm));
+        if (!recording_sched_add(s->k, &e))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 static int read_kernel(struct reader *r, struct recording *rec, const struct rec_kernel *src)
 {
     struct recording_kernel *k = &rec->kernel;
@@ -767,19 +792,12 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
     k->sched_lost = atomic_load(&src->sched_lost);
     k->sched_pauses = atomic_load(&src->sched_pauses);
     k->sched_paused_ms = atomic_load(&src->sched_paused_ms);
-    void *events;
-    e = read_chunked(r, rec, &src->sched_events, sizeof(struct sched_event), "sched events",
-                     &events, &k->sched_count);
-    k->sched_events = events;
-    k->sched_marks = 0;
-    for (uint64_t i = 0; !e && i < k->sched_count; i++) {
-        struct sched_event *s = &k->sched_events[i];
-        k->sched_marks += s->kind >= SCHED_EVENT_PAUSED;
-        if (s->kind < SCHED_EVENT_OUT || s->kind > SCHED_EVENT_KIND_LAST ||
-            s->state > SCHED_OUT_OTHER)
-            return reader_malformed(r, "sched event %llu is malformed", (unsigned long long)i);
-        make_printable(s->other_comm, sizeof(s->other_comm));
-    }
+    struct sched_sink sink = { { sorter_begin, sched_take }, r, k };
+    recording_sched_init(k);
+    e = read_chunks(r, rec, &src->sched_events, sizeof(struct sched_event), "sched events",
+                    &sink.sink);
+    if (!e && !sorter_finish(&k->sched_events))
+        e = -ENOMEM;
     return e;
 }
 
@@ -1051,7 +1069,8 @@ void recording_free(struct recording *rec)
     free(rec->gpu_zone_names);
     free(rec->kernel.samples);
     free(rec->kernel.drm_samples);
-    free(rec->kernel.sched_events);
+    sorter_free(&rec->kernel.sched_events);
+    free(rec->kernel.sched_mark_list);
     free(rec->object_names);
     free(rec->object_name_index);
     free(rec->pipelines);

@@ -93,8 +93,18 @@ struct recording_kernel {
     uint32_t sched_pauses, sched_paused_ms; /* FRAMESCOPE_WAKEUPS=auto paused it (fast frames) */
     uint64_t sched_marks; /* of sched_count: marks (PAUSED and later kinds), not threads' events */
     uint64_t sched_count;
-    struct sched_event *sched_events; /* per CPU ring, drained in turn: not in time order */
+    /* The threads' events (kinds before PAUSED), by time, ties in the order recorded (per CPU
+     * ring, drained in turn): that order is kept in each copy's reserved bytes (sched_seq). */
+    struct sorter sched_events;
+    struct sched_event *sched_mark_list; /* the marks (sched_marks of them), as recorded */
+    uint64_t sched_mark_room;
 };
+/* k's sorter made ready (the reader's, and a synthetic recording's). */
+void recording_sched_init(struct recording_kernel *k);
+/* One more event of k's, as recorded (a mark or a thread's); false when memory ran out. */
+bool recording_sched_add(struct recording_kernel *k, const struct sched_event *e);
+/* The place an event took among those recorded, kept by recording_sched_add. */
+uint64_t sched_seq(const struct sched_event *e);
 
 /* The engine's own cost (format.h, struct rec_engine): every array checked, strings
  * terminated; sites and descriptor pools only those published. */

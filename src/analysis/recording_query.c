@@ -191,6 +191,49 @@ void recording_spans_init(struct recording *rec)
     sorter_init(&rec->gpu_zones, sizeof(struct gpu_zone_span), gpu_zone_order, 0);
 }
 
+uint64_t sched_seq(const struct sched_event *e)
+{
+    uint64_t seq = 0;
+    for (unsigned b = 0; b < sizeof(e->reserved); b++)
+        seq |= (uint64_t)e->reserved[b] << (8 * b);
+    return seq;
+}
+
+/* The threads' events by time, then in the order recorded. */
+static int sched_order(const void *a, const void *b)
+{
+    const struct sched_event *x = a, *y = b;
+    if (x->ticks != y->ticks)
+        return x->ticks < y->ticks ? -1 : 1;
+    uint64_t p = sched_seq(x), q = sched_seq(y);
+    return p < q ? -1 : p > q;
+}
+
+void recording_sched_init(struct recording_kernel *k)
+{
+    sorter_init(&k->sched_events, sizeof(struct sched_event), sched_order, 0);
+}
+
+bool recording_sched_add(struct recording_kernel *k, const struct sched_event *e)
+{
+    uint64_t seq = k->sched_count++;
+    struct sched_event copy = *e;
+    for (unsigned b = 0; b < sizeof(copy.reserved); b++)
+        copy.reserved[b] = (unsigned char)(seq >> (8 * b));
+    if (e->kind < SCHED_EVENT_PAUSED)
+        return sorter_push(&k->sched_events, &copy);
+    if (k->sched_marks == k->sched_mark_room) {
+        uint64_t room = k->sched_mark_room ? 2 * k->sched_mark_room : 16;
+        struct sched_event *more = realloc(k->sched_mark_list, room * sizeof(*more));
+        if (!more)
+            return false;
+        k->sched_mark_list = more;
+        k->sched_mark_room = room;
+    }
+    k->sched_mark_list[k->sched_marks++] = copy;
+    return true;
+}
+
 void recording_engine_init(struct recording_engine *g)
 {
     sorter_init(&g->recordings, sizeof(struct cmd_recording), recording_order, 0);

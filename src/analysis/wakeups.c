@@ -5,13 +5,6 @@
 
 #include "work.h"
 
-static int sched_by_time(const void *a, const void *b)
-{
-    const struct sched_event *x = *(const struct sched_event *const *)a;
-    const struct sched_event *y = *(const struct sched_event *const *)b;
-    return x->ticks < y->ticks ? -1 : x->ticks > y->ticks;
-}
-
 static int span_by_start(const void *a, const void *b)
 {
     const struct sched_span *x = a, *y = b;
@@ -42,16 +35,35 @@ static bool span_add(struct sched_span **spans, size_t *count, size_t *cap, int 
     return true;
 }
 
+/* Each thread's stretch in a recording without FOLLOWED marks: from its first event. */
+static bool legacy_spans(struct sched_index *x, size_t *followed_cap)
+{
+    struct sorter_cursor c;
+    if (!x->count || !sorter_cursor_open(&c, x->events))
+        return true;
+    bool ok = true;
+    for (const struct sched_event *e; ok && (e = sorter_next(&c));) {
+        bool seen = false;
+        work_visited(1);
+        for (size_t j = 0; j < x->followed_count && !seen; j++)
+            seen = x->followed[j].tid == e->tid;
+        if (!seen)
+            ok = span_add(&x->followed, &x->followed_count, followed_cap, e->tid, e->ticks);
+    }
+    sorter_cursor_close(&c);
+    return ok;
+}
+
 /* The stretches each thread was followed and the events paused, from the marks (by time).
  * A recording without FOLLOWED marks followed one thread from its first event on, and kept no
  * mark of it: each thread's stretch then starts at its first event (legacy). */
-static bool spans_build(struct sched_index *x, const struct sched_event **marks,
+static bool spans_build(struct sched_index *x, const struct sched_event *marks,
                         size_t mark_count)
 {
     size_t followed_cap = 0, paused_cap = 0, unwatched_cap = 0;
     bool paused = false;
     for (size_t k = 0; k < mark_count; k++) {
-        const struct sched_event *m = marks[k];
+        const struct sched_event *m = &marks[k];
         if (m->kind == SCHED_EVENT_PAUSED && !paused) {
             if (!span_add(&x->paused, &x->paused_count, &paused_cap, 0, m->ticks))
                 return false;
@@ -98,17 +110,8 @@ static bool spans_build(struct sched_index *x, const struct sched_event **marks,
         }
         x->unwatched_count = merged;
     }
-    if (x->legacy) {
-        /* The events are by time: each thread's first one opens its stretch. */
-        for (size_t k = 0; k < x->count; k++) {
-            bool seen = false;
-            for (size_t j = 0; j < x->followed_count && !seen; j++)
-                seen = x->followed[j].tid == x->events[k]->tid;
-            if (!seen && !span_add(&x->followed, &x->followed_count, &followed_cap,
-                                   x->events[k]->tid, x->events[k]->ticks))
-                return false;
-        }
-    }
+    if (x->legacy && !legacy_spans(x, &followed_cap))
+        return false;
     if (x->followed_count)
         qsort(x->followed, x->followed_count, sizeof(*x->followed), span_by_thread);
     for (size_t j = 0; j < x->followed_count; j++)
@@ -116,32 +119,34 @@ static bool spans_build(struct sched_index *x, const struct sched_event **marks,
     return true;
 }
 
+/* The marks by time, ties as recorded. */
+static int mark_by_time(const void *a, const void *b)
+{
+    const struct sched_event *x = a, *y = b;
+    if (x->ticks != y->ticks)
+        return x->ticks < y->ticks ? -1 : 1;
+    return sched_seq(x) < sched_seq(y) ? -1 : sched_seq(x) > sched_seq(y);
+}
+
 void sched_index_build(const struct recording *rec, struct sched_index *ret)
 {
     memset(ret, 0, sizeof(*ret));
     ret->legacy = true;
-    uint64_t total = rec->kernel.sched_count, marks = rec->kernel.sched_marks;
-    ret->events = total > marks ? malloc((total - marks) * sizeof(*ret->events)) : NULL;
-    const struct sched_event **mark = marks ? malloc(marks * sizeof(*mark)) : NULL;
-    if ((total > marks && !ret->events) || (marks && !mark)) {
-        free(mark);
+    const struct recording_kernel *k = &rec->kernel;
+    ret->events = &k->sched_events;
+    ret->count = sorter_count(&k->sched_events);
+    size_t marks = k->sched_mark_list ? k->sched_marks : 0;
+    struct sched_event *mark = marks ? malloc(marks * sizeof(*mark)) : NULL;
+    if (marks && !mark) {
         sched_index_free(ret);
         return;
     }
-    size_t mark_count = 0;
-    work_visited(total);
-    for (uint64_t i = 0; i < total; i++) {
-        const struct sched_event *e = &rec->kernel.sched_events[i];
-        if (e->kind >= SCHED_EVENT_PAUSED && mark_count < marks)
-            mark[mark_count++] = e;
-        else if (e->kind < SCHED_EVENT_PAUSED && ret->count < total - marks)
-            ret->events[ret->count++] = e;
+    work_visited(marks);
+    if (marks) {
+        memcpy(mark, k->sched_mark_list, marks * sizeof(*mark));
+        qsort(mark, marks, sizeof(*mark), mark_by_time);
     }
-    if (ret->count)
-        qsort(ret->events, ret->count, sizeof(*ret->events), sched_by_time);
-    if (mark_count)
-        qsort(mark, mark_count, sizeof(*mark), sched_by_time);
-    bool built = spans_build(ret, mark, mark_count);
+    bool built = spans_build(ret, mark, marks);
     free(mark);
     if (!built)
         sched_index_free(ret);
@@ -149,7 +154,6 @@ void sched_index_build(const struct recording *rec, struct sched_index *ret)
 
 void sched_index_free(struct sched_index *x)
 {
-    free(x->events);
     free(x->followed);
     free(x->paused);
     free(x->unwatched);
@@ -234,37 +238,88 @@ static void waker_add(struct waker_sum by[][4], enum waker_kind kind,
     by[kind][c].ns += ns;
 }
 
-void frame_wakeups(const struct recording *rec, const struct sched_index *x,
+void sched_window_open(struct sched_window *w, const struct sched_index *x)
+{
+    memset(w, 0, sizeof(*w));
+    w->x = x;
+}
+
+void sched_window_close(struct sched_window *w)
+{
+    if (w->open)
+        sorter_cursor_close(&w->cursor);
+    free(w->events);
+    memset(w, 0, sizeof(*w));
+}
+
+/* Holds the events from from on, up to the first at or past to (or the last); false where
+ * they could not be read (memory). */
+static bool window_reach(struct sched_window *w, uint64_t from, uint64_t to)
+{
+    if (from < w->from || !w->open) { /* from the first event again */
+        if (w->open)
+            sorter_cursor_close(&w->cursor);
+        w->open = sorter_cursor_open(&w->cursor, w->x->events);
+        w->ended = !w->open;
+        w->first = w->count = 0;
+        if (!w->open)
+            return false;
+    }
+    w->from = from;
+    while (w->first < w->count && w->events[w->first].ticks < from)
+        w->first++;
+    while (!w->ended && (w->first == w->count || w->events[w->count - 1].ticks < to)) {
+        const struct sched_event *e = sorter_next(&w->cursor);
+        work_visited(1);
+        if (!e) {
+            w->ended = true;
+            return !w->cursor.failed;
+        }
+        if (e->ticks < from)
+            continue;
+        if (w->first && w->count == w->room) {
+            memmove(w->events, w->events + w->first, (w->count - w->first) * sizeof(*w->events));
+            w->count -= w->first;
+            w->first = 0;
+        }
+        if (w->count == w->room) {
+            size_t room = w->room ? 2 * w->room : 64;
+            struct sched_event *more = realloc(w->events, room * sizeof(*more));
+            if (!more)
+                return false;
+            w->events = more;
+            w->room = room;
+        }
+        w->events[w->count++] = *e;
+    }
+    return true;
+}
+
+void frame_wakeups(const struct recording *rec, struct sched_window *w,
                    const struct fscope_frame *f, struct wakeup_view *ret)
 {
     memset(ret, 0, sizeof(*ret));
-    if (frame_wakeup_coverage(x, f) != WAKEUP_KNOWN)
+    if (frame_wakeup_coverage(w->x, f) != WAKEUP_KNOWN ||
+        !window_reach(w, f->start_ticks, f->end_ticks))
         return;
     ret->known = true;
     int tid = f->kernel_tid;
-    work_visited(1);
-    size_t a = 0, b = x->count;
-    while (a < b) {
-        size_t m = a + (b - a) / 2;
-        if (x->events[m]->ticks < f->start_ticks)
-            a = m + 1;
-        else
-            b = m;
-    }
+    const struct sched_event *ev = w->events;
+    size_t a = w->first, count = w->count;
     struct { int tid; char comm[16]; int64_t ns; } ran[8];
     unsigned ran_count = 0;
     struct waker_sum by[WAKER_KIND_COUNT][4];
     memset(by, 0, sizeof(by));
-    for (size_t k = a; k < x->count && x->events[k]->ticks < f->end_ticks; k++) {
-        const struct sched_event *out = x->events[k];
+    for (size_t k = a; k < count && ev[k].ticks < f->end_ticks; k++) {
+        const struct sched_event *out = &ev[k];
         work_visited(1);
         if (out->tid != tid || out->kind != SCHED_EVENT_OUT)
             continue;
         /* Until it ran again (or was woken, for a sleep), within the frame. */
         uint64_t until = f->end_ticks;
         const struct sched_event *waker = NULL;
-        for (size_t j = k + 1; j < x->count && x->events[j]->ticks < f->end_ticks; j++) {
-            const struct sched_event *e = x->events[j];
+        for (size_t j = k + 1; j < count && ev[j].ticks < f->end_ticks; j++) {
+            const struct sched_event *e = &ev[j];
             work_visited(1);
             if (e->tid != tid)
                 continue;

@@ -50,9 +50,12 @@ struct sched_span {
     uint64_t from, to; /* ticks; to UINT64_MAX: to the end */
 };
 
+/* What every frame's chain is judged by: the stretches, from the marks (held: a few for each
+ * change of the thread that closes frames, pause and CPU hotplug), and the threads' events
+ * (the recording's sorter, read through a window). */
 struct sched_index {
-    const struct sched_event **events; /* the threads' events by time (marks apart) */
-    size_t count;
+    const struct sorter *events; /* the threads' events by time (marks apart) */
+    uint64_t count;
     struct sched_span *followed; /* by thread, then time */
     size_t followed_count;
     unsigned threads;          /* threads followed at some time */
@@ -66,7 +69,22 @@ void sched_index_build(const struct recording *rec, struct sched_index *ret);
 void sched_index_free(struct sched_index *x);
 enum wakeup_coverage frame_wakeup_coverage(const struct sched_index *x,
                                            const struct fscope_frame *f);
-void frame_wakeups(const struct recording *rec, const struct sched_index *x,
+
+/* One pass's view of the threads' events: those from the frame asked about on (copies),
+ * read on as frames come later; a frame that starts before the last one read them again
+ * from the first. Memory: the events of the longest frame asked about. */
+struct sched_window {
+    const struct sched_index *x;
+    struct sorter_cursor cursor;
+    bool open, ended;
+    struct sched_event *events; /* [first, count): by time, none before from */
+    size_t first, count, room;
+    uint64_t from;
+};
+void sched_window_open(struct sched_window *w, const struct sched_index *x);
+void sched_window_close(struct sched_window *w);
+/* f's chain, where known: the window moves on to f. */
+void frame_wakeups(const struct recording *rec, struct sched_window *w,
                    const struct fscope_frame *f, struct wakeup_view *ret);
 
 #endif
