@@ -74,13 +74,11 @@ static inline struct recording *synth_recording(uint64_t frames)
     uint64_t marks = 2 * ((frames + 99) / 200);
     /* Two CPUs' rings, as recorded: even frames' events, then odd frames'. */
     struct sched_event *even = calloc(frames * SYNTH_SCHED_PER_FRAME + marks + 1, sizeof(*even));
-    recording_sched_init(&rec->kernel);
-    rec->kernel.samples = calloc(frames / 10 + 1, sizeof(*rec->kernel.samples));
+    recording_kernel_init(&rec->kernel);
     recording_spans_init(rec);
     rec->pipelines = calloc(frames, sizeof(*rec->pipelines));
     recording_engine_init(&rec->engine);
-    if (!rec->logs || !rec->gpu_zone_names || !even ||
-        !rec->kernel.samples || !rec->pipelines)
+    if (!rec->logs || !rec->gpu_zone_names || !even || !rec->pipelines)
         goto error;
     struct recording_log *log = &rec->logs[0];
     snprintf(log->label, sizeof(log->label), "synthetic surface");
@@ -155,10 +153,14 @@ static inline struct recording *synth_recording(uint64_t frames)
             free(odd);
             goto error;
         }
-        if (i % 10 == 0)
-            rec->kernel.samples[samples++] = (struct kernel_sample){
-                .ticks = t, .tid = tid, .oncpu_ns = i * 10 * ms, .runnable_ns = i * ms,
-                .runs = i };
+        struct kernel_sample sample = { .ticks = t, .tid = tid, .oncpu_ns = i * 10 * ms,
+                                        .runnable_ns = i * ms, .runs = i };
+        if (i % 10 == 0 && !sorter_push(&rec->kernel.samples, &sample)) {
+            free(built);
+            free(odd);
+            goto error;
+        }
+        samples += i % 10 == 0;
         struct sched_event *ring = i % 2 ? odd : even;
         uint64_t *at = i % 2 ? &odd_count : &sched;
         if (i % 200 == 100) {
@@ -187,7 +189,8 @@ static inline struct recording *synth_recording(uint64_t frames)
     free(odd);
     int stored = added ? frame_store_set(log, built, frames) : -ENOMEM;
     free(built);
-    if (stored || !sorter_finish(&rec->kernel.sched_events))
+    if (stored || !sorter_finish(&rec->kernel.sched_events) ||
+        !sorter_finish(&rec->kernel.samples) || !sorter_finish(&rec->kernel.drm_samples))
         goto error;
     rec->kernel.sample_count = samples;
     rec->span_count = frames;

@@ -2,7 +2,7 @@
  * one of them whole, through one cursor or several at once, whether they fit in one run in
  * memory, need runs in the file merged at once, or so many runs that they are merged into
  * longer ones first; and, when the file takes no more (a file size limit), with the runs that
- * did not fit kept in memory. The values on top of it (values.h) give stats.h's percentiles
+ * did not fit kept in memory; a sorter of items as pushed (a spool), the same. The values on top of it (values.h) give stats.h's percentiles
  * and medians exactly, in memory and from the file. */
 #include <math.h>
 #include <signal.h>
@@ -38,20 +38,22 @@ static struct item item_make(uint64_t serial, uint64_t keys)
 }
 
 /* count items (keys distinct values) through a sorter of run_bytes runs: read back twice,
- * the second pass through a cursor opened while the first is half way. */
-static void sort_check(const char *what, uint64_t count, uint64_t keys, size_t run_bytes,
-                       bool want_spilled)
+ * the second pass through a cursor opened while the first is half way. compare
+ * sorter_as_pushed: they come back as pushed, the file one run however many were written. */
+static void sort_compare_check(const char *what, uint64_t count, uint64_t keys,
+                               size_t run_bytes, bool want_spilled, sorter_compare_fn compare)
 {
     struct item *want = malloc((count ? count : 1) * sizeof(*want));
     CHECK(want);
     struct sorter s;
-    sorter_init(&s, sizeof(struct item), by_key_then_serial, run_bytes);
+    sorter_init(&s, sizeof(struct item), compare, run_bytes);
     for (uint64_t i = 0; i < count; i++) {
         want[i] = item_make(i, keys);
         CHECK(sorter_push(&s, &want[i]));
     }
     CHECK(sorter_finish(&s));
-    qsort(want, count, sizeof(*want), by_key_then_serial);
+    if (compare != sorter_as_pushed)
+        qsort(want, count, sizeof(*want), compare);
     EXPECT(sorter_count(&s) == count, "%s: %llu counted of %llu", what,
            (unsigned long long)sorter_count(&s), (unsigned long long)count);
     EXPECT(sorter_spilled(&s) == want_spilled, "%s: spilled %d, expected %d", what,
@@ -59,8 +61,8 @@ static void sort_check(const char *what, uint64_t count, uint64_t keys, size_t r
     unsigned on_file = 0;
     for (unsigned i = 0; i < s.run_count; i++)
         on_file += !s.runs[i].items;
-    EXPECT(on_file <= SORTER_FANIN || s.file_full, "%s: %u runs in the file left to merge",
-           what, on_file);
+    EXPECT(on_file <= (compare == sorter_as_pushed ? 1 : SORTER_FANIN) || s.file_full,
+           "%s: %u runs in the file left to merge", what, on_file);
     EXPECT(s.file_full == (s.run_count > on_file && on_file > 0) || !want_spilled,
            "%s: %u runs in the file of %u, the file full: %d", what, on_file, s.run_count,
            s.file_full);
@@ -85,6 +87,12 @@ static void sort_check(const char *what, uint64_t count, uint64_t keys, size_t r
     sorter_free(&s);
     free(want);
     printf("%s: %llu items in order\n", what, (unsigned long long)count);
+}
+
+static void sort_check(const char *what, uint64_t count, uint64_t keys, size_t run_bytes,
+                       bool want_spilled)
+{
+    sort_compare_check(what, count, keys, run_bytes, want_spilled, by_key_then_serial);
 }
 
 /* Ties counted half, as run.c counted them before values_u_statistic. */
@@ -229,6 +237,9 @@ int main(void)
     sort_check("16 runs merged at once", 16000, 100000, run, true);
     sort_check("17 runs: merged into longer first", 17000, 3, run, true);
     sort_check("300 runs: merged twice over", 300000, 1u << 30, run, true);
+    sort_compare_check("as pushed, in memory", 1000, 50, run, false, sorter_as_pushed);
+    sort_compare_check("as pushed, 300 runs' worth", 300000, 1u << 30, run, true,
+                       sorter_as_pushed);
 
     keys_check();
     values_check("no values", 0);
@@ -241,5 +252,7 @@ int main(void)
     struct rlimit limit = { 100 << 10, RLIM_INFINITY };
     CHECK(setrlimit(RLIMIT_FSIZE, &limit) == 0);
     sort_check("the file full after four runs", 40000, 1000, run, true);
+    sort_compare_check("as pushed, the file full after four runs' worth", 40000, 1000, run,
+                       true, sorter_as_pushed);
     return check_failures ? 1 : 0;
 }

@@ -441,8 +441,9 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
         sorter_cursor_close(&c);
     /* Each thread's CPU time: the sampler's totals are since the thread started, so its last
      * sample holds the whole run up to its last tick. */
-    for (uint64_t i = 0; i < rec->kernel.sample_count; i++) {
-        const struct kernel_sample *sample = &rec->kernel.samples[i];
+    const struct kernel_sample *sample;
+    open = s->thread_count && sorter_cursor_open(&c, &rec->kernel.samples);
+    while (open && (sample = sorter_next(&c))) {
         int64_t t = key_find(&k.threads, (uint64_t)(uint32_t)sample->tid, 0);
         if (t >= 0) {
             s->threads[t].oncpu_ns = (int64_t)sample->oncpu_ns;
@@ -450,6 +451,8 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
             s->threads[t].last_sample_ticks = sample->ticks;
         }
     }
+    if (open)
+        sorter_cursor_close(&c);
     open = s->thread_count && sorter_cursor_open(&c, &g->recordings);
     while (open && (r = sorter_next(&c))) {
         int64_t t = key_find(&k.threads, (uint64_t)(uint32_t)r->tid, 0);

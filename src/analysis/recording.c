@@ -710,17 +710,46 @@ static void read_meta(struct recording *rec, const struct rec_meta *m)
     }
 }
 
-/* The sink of the sched events: each checked, then a mark kept or a thread's event sorted. */
-struct sched_sink {
+/* The sink of the kernel's DRM samples and sched events: each checked, made printable, then
+ * kept (a mark apart, the rest in order). */
+struct kernel_sink {
     struct chunk_sink sink;
     struct reader *r;
     struct recording_kernel *k;
 };
 
+static int sample_check(struct reader *r, const void *item)
+{
+    (void)r;
+    (void)item;
+    return 0; /* any counts: each use clamps them */
+}
+
+static int drm_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
+                    uint64_t n)
+{
+    struct kernel_sink *s = (struct kernel_sink *)sink;
+    for (uint64_t i = 0; i < n; i++) {
+        struct drm_sample d;
+        memcpy(&d, items + i * sizeof(d), sizeof(d));
+        if (d.engine_count > DRM_SAMPLE_ENGINES || d.region_count > DRM_SAMPLE_REGIONS)
+            return reader_malformed(s->r, "DRM sample %llu is malformed",
+                                    (unsigned long long)(first + i));
+        make_printable(d.driver, sizeof(d.driver));
+        for (unsigned j = 0; j < d.engine_count; j++)
+            make_printable(d.engines[j].name, sizeof(d.engines[j].name));
+        for (unsigned j = 0; j < d.region_count; j++)
+            make_printable(d.regions[j].name, sizeof(d.regions[j].name));
+        if (!sorter_push(&s->k->drm_samples, &d))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 static int sched_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
                       uint64_t n)
 {
-    struct sched_sink *s = (struct sched_sink *)sink;
+    struct kernel_sink *s = (struct kernel_sink *)sink;
     for (uint64_t i = 0; i < n; i++) {
         struct sched_event e;
         memcpy(&e, items + i * sizeof(e), sizeof(e));
@@ -763,27 +792,19 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
             return reader_malformed(r, "KMS output %u with VRR state %u/%u", i, o->vrr_capable,
                              o->vrr_enabled);
     }
-    void *samples;
-    int e = read_chunked(r, rec, &src->samples, sizeof(struct kernel_sample), "kernel samples",
-                         &samples, &k->sample_count);
-    k->samples = samples;
+    recording_kernel_init(k);
+    int e = read_sorted(r, rec, &src->samples, sizeof(struct kernel_sample), "kernel samples",
+                        &k->samples, sample_check);
+    k->sample_count = sorter_count(&k->samples);
     if (e)
         return e;
     k->drm_fds = atomic_load(&src->drm_fds);
-    void *drm;
-    e = read_chunked(r, rec, &src->drm_samples, sizeof(struct drm_sample), "DRM samples", &drm,
-                     &k->drm_sample_count);
-    k->drm_samples = drm;
-    for (uint64_t i = 0; !e && i < k->drm_sample_count; i++) {
-        struct drm_sample *d = &k->drm_samples[i];
-        if (d->engine_count > DRM_SAMPLE_ENGINES || d->region_count > DRM_SAMPLE_REGIONS)
-            return reader_malformed(r, "DRM sample %llu is malformed", (unsigned long long)i);
-        make_printable(d->driver, sizeof(d->driver));
-        for (unsigned j = 0; j < d->engine_count; j++)
-            make_printable(d->engines[j].name, sizeof(d->engines[j].name));
-        for (unsigned j = 0; j < d->region_count; j++)
-            make_printable(d->regions[j].name, sizeof(d->regions[j].name));
-    }
+    struct kernel_sink drm = { { sorter_begin, drm_take }, r, k };
+    e = read_chunks(r, rec, &src->drm_samples, sizeof(struct drm_sample), "DRM samples",
+                    &drm.sink);
+    if (!e && !sorter_finish(&k->drm_samples))
+        e = -ENOMEM;
+    k->drm_sample_count = sorter_count(&k->drm_samples);
     if (e)
         return e;
     uint32_t sched = atomic_load(&src->sched_state);
@@ -792,8 +813,7 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
     k->sched_lost = atomic_load(&src->sched_lost);
     k->sched_pauses = atomic_load(&src->sched_pauses);
     k->sched_paused_ms = atomic_load(&src->sched_paused_ms);
-    struct sched_sink sink = { { sorter_begin, sched_take }, r, k };
-    recording_sched_init(k);
+    struct kernel_sink sink = { { sorter_begin, sched_take }, r, k };
     e = read_chunks(r, rec, &src->sched_events, sizeof(struct sched_event), "sched events",
                     &sink.sink);
     if (!e && !sorter_finish(&k->sched_events))
@@ -1067,8 +1087,8 @@ void recording_free(struct recording *rec)
     sorter_free(&rec->spans);
     sorter_free(&rec->gpu_zones);
     free(rec->gpu_zone_names);
-    free(rec->kernel.samples);
-    free(rec->kernel.drm_samples);
+    sorter_free(&rec->kernel.samples);
+    sorter_free(&rec->kernel.drm_samples);
     sorter_free(&rec->kernel.sched_events);
     free(rec->kernel.sched_mark_list);
     free(rec->object_names);

@@ -83,10 +83,10 @@ struct recording_kernel {
     uint32_t unwatched_threads; /* the most threads at once the sampler could not follow */
     struct rec_kms kms; /* checked: count, state and flags in range, strings terminated */
     uint64_t sample_count;
-    struct kernel_sample *samples; /* in the sampler's order: by tick, then thread */
+    struct sorter samples; /* struct kernel_sample, as recorded: by tick, then thread */
     uint32_t drm_fds; /* DRM descriptors the app had open at most */
     uint64_t drm_sample_count;
-    struct drm_sample *drm_samples; /* by tick, then client */
+    struct sorter drm_samples; /* struct drm_sample, as recorded: by tick, then client */
     enum rec_sched_state sched_state; /* the wake-up chain */
     char sched_why[224];
     uint64_t sched_lost;
@@ -99,8 +99,9 @@ struct recording_kernel {
     struct sched_event *sched_mark_list; /* the marks (sched_marks of them), as recorded */
     uint64_t sched_mark_room;
 };
-/* k's sorter made ready (the reader's, and a synthetic recording's). */
-void recording_sched_init(struct recording_kernel *k);
+/* k's sorters made ready (the reader's, and a synthetic recording's): the samples kept as
+ * recorded (sorter_as_pushed), the threads' sched events by time. */
+void recording_kernel_init(struct recording_kernel *k);
 /* One more event of k's, as recorded (a mark or a thread's); false when memory ran out. */
 bool recording_sched_add(struct recording_kernel *k, const struct sched_event *e);
 /* The place an event took among those recorded, kept by recording_sched_add. */

@@ -209,8 +209,10 @@ static int sched_order(const void *a, const void *b)
     return p < q ? -1 : p > q;
 }
 
-void recording_sched_init(struct recording_kernel *k)
+void recording_kernel_init(struct recording_kernel *k)
 {
+    sorter_init(&k->samples, sizeof(struct kernel_sample), sorter_as_pushed, 0);
+    sorter_init(&k->drm_samples, sizeof(struct drm_sample), sorter_as_pushed, 0);
     sorter_init(&k->sched_events, sizeof(struct sched_event), sched_order, 0);
 }
 

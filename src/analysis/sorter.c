@@ -104,9 +104,18 @@ static bool radix_u64(uint64_t *a, size_t n)
     return true;
 }
 
+int sorter_as_pushed(const void *a, const void *b)
+{
+    (void)a;
+    (void)b;
+    return 0;
+}
+
 /* The filled run in order. */
 static void sort_fill(struct sorter *s)
 {
+    if (s->compare == sorter_as_pushed)
+        return;
     if (s->compare != compare_u64 || !radix_u64((uint64_t *)(void *)s->fill, s->fill_count))
         qsort(s->fill, s->fill_count, s->size, s->compare);
 }
@@ -118,6 +127,13 @@ static bool flush_run(struct sorter *s)
     sort_fill(s);
     uint64_t offset = s->file_bytes;
     if (have_file(s) && file_append(s, s->fill, s->fill_count * s->size)) {
+        struct sorter_run *last = s->run_count ? &s->runs[s->run_count - 1] : NULL;
+        if (s->compare == sorter_as_pushed && last && !last->items &&
+            last->offset + last->count * s->size == offset) {
+            last->count += s->fill_count; /* in order: the file's items are one run */
+            s->fill_count = 0;
+            return true;
+        }
         if (!add_run(s, (struct sorter_run){ offset, s->fill_count, NULL }))
             return false;
         s->fill_count = 0;

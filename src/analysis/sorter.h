@@ -47,6 +47,10 @@ struct sorter {
  * a compare that wants one breaks ties itself. compare NULL: the items are uint64_t keys
  * (size ignored), ascending, sorted a byte at a time rather than by calls to a compare. */
 void sorter_init(struct sorter *s, size_t size, sorter_compare_fn compare, size_t run_bytes);
+/* The compare of a sorter that keeps its items in the order pushed (a spool: a stream read
+ * back as written, with the same bounded memory): no run is sorted, and the file holds them
+ * as one run. */
+int sorter_as_pushed(const void *a, const void *b);
 /* Adds an item; false when memory ran out (the sorter is failed: sorter_failed). */
 bool sorter_push(struct sorter *s, const void *item);
 /* No more items: sorts the last run and merges runs down to SORTER_FANIN. False on failure. */

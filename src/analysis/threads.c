@@ -14,11 +14,12 @@
 /* The sampler's tick in a recording that does not give it (src/record/kernel.h). */
 #define KERNEL_TICK_DEFAULT_MS 100
 
-/* A thread's first sample and its latest one. */
+/* A thread's first sample and its latest one (copies: the samples are read through a
+ * cursor). */
 struct thread_total {
     int tid;
     const char *name;
-    const struct kernel_sample *first, *last;
+    struct kernel_sample first, last;
 };
 
 /* Threads by tid (open addressing): a long run with threads coming and going has thousands,
@@ -69,7 +70,7 @@ static struct thread_total *table_get(struct thread_table *t, const struct recor
     }
     unsigned *slot = table_slot(t, s->tid);
     if (!*slot) {
-        t->threads[t->count] = (struct thread_total){ s->tid, thread_name(rec, s->tid), s, s };
+        t->threads[t->count] = (struct thread_total){ s->tid, thread_name(rec, s->tid), *s, *s };
         *slot = ++t->count;
     }
     return &t->threads[*slot - 1];
@@ -81,17 +82,25 @@ static void table_free(struct thread_table *t)
     free(t->slots);
 }
 
-/* Every thread's first and last sample. False when memory ran out. */
+/* Every thread's first and last sample. False when memory ran out or a read failed. */
 static bool totals(const struct recording *rec, struct thread_table *ret)
 {
     memset(ret, 0, sizeof(*ret));
-    for (uint64_t i = 0; i < rec->kernel.sample_count; i++) {
-        struct thread_total *t = table_get(ret, rec, &rec->kernel.samples[i]);
-        if (!t)
-            return false;
-        t->last = &rec->kernel.samples[i];
+    struct sorter_cursor c;
+    if (!rec->kernel.sample_count)
+        return true;
+    if (!sorter_cursor_open(&c, &rec->kernel.samples))
+        return false;
+    bool ok = true;
+    for (const struct kernel_sample *s; ok && (s = sorter_next(&c));) {
+        struct thread_total *t = table_get(ret, rec, s);
+        if (t)
+            t->last = *s;
+        ok = t != NULL;
     }
-    return true;
+    ok = ok && !c.failed;
+    sorter_cursor_close(&c);
+    return ok;
 }
 
 static uint64_t delta(uint64_t from, uint64_t to)
@@ -125,8 +134,8 @@ static void thread_delta(const struct kernel_sample *from, const struct kernel_s
 static int by_oncpu(const void *a, const void *b)
 {
     const struct thread_total *x = a, *y = b;
-    uint64_t dx = delta(x->first->oncpu_ns, x->last->oncpu_ns);
-    uint64_t dy = delta(y->first->oncpu_ns, y->last->oncpu_ns);
+    uint64_t dx = delta(x->first.oncpu_ns, x->last.oncpu_ns);
+    uint64_t dy = delta(y->first.oncpu_ns, y->last.oncpu_ns);
     return dx < dy ? 1 : dx > dy ? -1 : (x->tid > y->tid) - (x->tid < y->tid);
 }
 
@@ -138,7 +147,7 @@ void threads_write_text(FILE *f, const struct recording *rec)
         for (unsigned i = 0; i < table.count && i < THREADS_IN_SUMMARY; i++) {
             const struct thread_total *t = &table.threads[i];
             struct thread_delta d;
-            thread_delta(t->first, t->last, &d);
+            thread_delta(&t->first, &t->last, &d);
             double span_ns = recording_ns(rec, d.ticks);
             if (span_ns <= 0)
                 continue;
@@ -172,7 +181,7 @@ void threads_write_json(FILE *f, const struct recording *rec)
     for (unsigned i = 0; all && i < table.count; i++) {
         const struct thread_total *t = &table.threads[i];
         struct thread_delta d;
-        thread_delta(t->first, t->last, &d);
+        thread_delta(&t->first, &t->last, &d);
         fprintf(f, "%s{\"tid\": %d, \"name\": ", i ? ", " : "", t->tid);
         json_write_string(f, t->name);
         fprintf(f, ", \"seconds\": %.6f, \"oncpu_ms\": %.6f, \"runnable_ms\": %.6f, "
@@ -201,15 +210,18 @@ int threads_write_csv(FILE *f, const struct recording *rec, const struct frame_k
     struct thread_table table = { 0 };
     int e = 0;
     /* Each sample against the same thread's previous one. */
-    for (uint64_t i = 0; i < rec->kernel.sample_count; i++) {
-        const struct kernel_sample *s = &rec->kernel.samples[i];
+    struct sorter_cursor c;
+    bool open = rec->kernel.sample_count && sorter_cursor_open(&c, &rec->kernel.samples);
+    if (rec->kernel.sample_count && !open)
+        e = -ENOMEM;
+    for (const struct kernel_sample *s; open && (s = sorter_next(&c));) {
         struct thread_total *t = table_get(&table, rec, s);
         if (!t) {
             e = -ENOMEM;
             break;
         }
-        const struct kernel_sample *prev = t->last;
-        t->last = s;
+        const struct kernel_sample previous = t->last, *prev = &previous;
+        t->last = *s;
         if (s->ticks <= prev->ticks)
             continue; /* its first sample (or a torn one) */
         if (!keep_time(keep, prev->ticks, s->ticks))
@@ -224,8 +236,8 @@ int threads_write_csv(FILE *f, const struct recording *rec, const struct frame_k
         int64_t asleep = span - oncpu - runnable;
         fprintf(f, "%d,", s->tid);
         /* Names are the program's own: no commas or quotes in CSV. */
-        for (const char *c = t->name; *c; c++)
-            fputc(*c == ',' || *c == '"' ? ' ' : *c, f);
+        for (const char *ch = t->name; *ch; ch++)
+            fputc(*ch == ',' || *ch == '"' ? ' ' : *ch, f);
         int64_t start = prev->ticks > origin ? ticks_ns(rec, prev->ticks - origin)
                                               : -ticks_ns(rec, origin - prev->ticks);
         csv_write_ms(f, start);
@@ -248,6 +260,10 @@ int threads_write_csv(FILE *f, const struct recording *rec, const struct frame_k
         else
             fputs(",,\n", f);
     }
+    if (open && c.failed)
+        e = -EIO;
+    if (open)
+        sorter_cursor_close(&c);
     table_free(&table);
     return e;
 }
@@ -278,31 +294,36 @@ size_t threads_process_cpu(const struct recording *rec, struct process_cpu_point
     struct thread_table table = { 0 };
     struct process_cpu_point *points = NULL;
     size_t count = 0, capacity = 0;
-    uint64_t oncpu = 0, tick_ticks = 0;
-    for (uint64_t i = 0; i < k->sample_count; i++) {
-        const struct kernel_sample *s = &k->samples[i];
-        if (i == 0) {
+    uint64_t oncpu = 0, tick_ticks = 0, previous_ticks = 0;
+    struct sorter_cursor c;
+    if (!k->sample_count || !sorter_cursor_open(&c, &k->samples))
+        return 0;
+    bool first = true;
+    for (const struct kernel_sample *s; (s = sorter_next(&c));) {
+        if (first) {
             tick_ticks = s->ticks;
         } else if (s->ticks < tick_ticks || ticks_ns(rec, s->ticks - tick_ticks) > half_tick_ns) {
-            if (!process_cpu_push(&points, &count, &capacity, k->samples[i - 1].ticks, oncpu))
+            if (!process_cpu_push(&points, &count, &capacity, previous_ticks, oncpu))
                 goto error;
             tick_ticks = s->ticks;
         }
+        first = false;
+        previous_ticks = s->ticks;
         struct thread_total *t = table_get(&table, rec, s);
         if (!t)
             goto error;
         /* Each thread from its first sample on, as threads_write_json counts it. */
-        oncpu += delta(t->last->oncpu_ns, s->oncpu_ns);
-        t->last = s;
+        oncpu += delta(t->last.oncpu_ns, s->oncpu_ns);
+        t->last = *s;
     }
-    if (k->sample_count &&
-        !process_cpu_push(&points, &count, &capacity, k->samples[k->sample_count - 1].ticks,
-                          oncpu))
+    if (c.failed || !process_cpu_push(&points, &count, &capacity, previous_ticks, oncpu))
         goto error;
+    sorter_cursor_close(&c);
     table_free(&table);
     *ret = points;
     return count;
 error:
+    sorter_cursor_close(&c);
     table_free(&table);
     free(points);
     return 0;
@@ -311,7 +332,7 @@ error:
 /* ---- the GPU as the kernel's DRM usage stats give it ---- */
 
 struct drm_client {
-    const struct drm_sample *first, *last;
+    struct drm_sample first, last; /* copies: the samples are read through a cursor */
     uint64_t max_resident[DRM_SAMPLE_REGIONS];
 };
 
@@ -320,25 +341,29 @@ static unsigned drm_clients(const struct recording *rec, struct drm_client *ret,
 {
     const struct recording_kernel *k = &rec->kernel;
     unsigned n = 0;
-    for (uint64_t i = 0; i < k->drm_sample_count; i++) {
-        const struct drm_sample *d = &k->drm_samples[i];
+    struct sorter_cursor cursor;
+    if (!k->drm_sample_count || !sorter_cursor_open(&cursor, &k->drm_samples))
+        return 0;
+    for (const struct drm_sample *d; (d = sorter_next(&cursor));) {
         struct drm_client *c = NULL;
         for (unsigned j = 0; j < n && !c; j++)
-            if (ret[j].first->client_id == d->client_id)
+            if (ret[j].first.client_id == d->client_id)
                 c = &ret[j];
         if (!c) {
             if (n == max)
                 continue;
             c = &ret[n++];
             memset(c, 0, sizeof(*c));
-            c->first = d;
+            c->first = *d;
         }
-        c->last = d;
+        c->last = *d;
         for (unsigned r = 0; r < d->region_count; r++)
             if (d->regions[r].resident_bytes > c->max_resident[r])
                 c->max_resident[r] = d->regions[r].resident_bytes;
     }
-    return n;
+    bool failed = cursor.failed;
+    sorter_cursor_close(&cursor);
+    return failed ? 0 : n;
 }
 
 static const char no_drm[] = "the app opened no DRM device (/dev/dri): the kernel has no GPU "
@@ -372,10 +397,10 @@ static double timestamp_busy(const struct recording *rec, uint64_t from, uint64_
  * allocations did not shrink: the kernel evicted it (VRAM over-committed). */
 static bool evicted(const struct drm_client *c, unsigned r)
 {
-    const struct drm_sample *d = c->last;
+    const struct drm_sample *d = &c->last;
     return strstr(d->regions[r].name, "vram") && c->max_resident[r] &&
            d->regions[r].resident_bytes < c->max_resident[r] - c->max_resident[r] / 10 &&
-           d->regions[r].total_bytes >= c->first->regions[r].total_bytes;
+           d->regions[r].total_bytes >= c->first.regions[r].total_bytes;
 }
 
 void drm_write_text(FILE *f, const struct recording *rec)
@@ -391,38 +416,38 @@ void drm_write_text(FILE *f, const struct recording *rec)
     }
     for (unsigned i = 0; i < n; i++) {
         const struct drm_client *c = &clients[i];
-        double span_ns = recording_ns(rec, c->last->ticks - c->first->ticks);
-        fprintf(f, "  drm         %s client %llu over %.3f s:", c->last->driver,
-                (unsigned long long)c->last->client_id, span_ns / 1e9);
+        double span_ns = recording_ns(rec, c->last.ticks - c->first.ticks);
+        fprintf(f, "  drm         %s client %llu over %.3f s:", c->last.driver,
+                (unsigned long long)c->last.client_id, span_ns / 1e9);
         double busiest = -1;
-        for (unsigned e = 0; e < c->last->engine_count && span_ns > 0; e++) {
-            uint64_t from = e < c->first->engine_count ? c->first->engines[e].busy_ns : 0;
-            double busy = (double)(c->last->engines[e].busy_ns - from) /
-                          (span_ns * (double)(c->last->engines[e].capacity ? c->last->engines[e].capacity : 1));
-            fprintf(f, " %s busy %.1f%%", c->last->engines[e].name, 100.0 * busy);
+        for (unsigned e = 0; e < c->last.engine_count && span_ns > 0; e++) {
+            uint64_t from = e < c->first.engine_count ? c->first.engines[e].busy_ns : 0;
+            double busy = (double)(c->last.engines[e].busy_ns - from) /
+                          (span_ns * (double)(c->last.engines[e].capacity ? c->last.engines[e].capacity : 1));
+            fprintf(f, " %s busy %.1f%%", c->last.engines[e].name, 100.0 * busy);
             if (busy > busiest)
                 busiest = busy;
         }
-        double stamped = timestamp_busy(rec, c->first->ticks, c->last->ticks);
+        double stamped = timestamp_busy(rec, c->first.ticks, c->last.ticks);
         if (stamped >= 0)
             fprintf(f, " (timestamps: GPU busy %.1f%%)", 100.0 * stamped);
-        for (unsigned r = 0; r < c->last->region_count; r++)
-            fprintf(f, "; %s resident %.1f of %.1f MiB", c->last->regions[r].name,
-                    (double)c->last->regions[r].resident_bytes / 1048576.0,
-                    (double)c->last->regions[r].total_bytes / 1048576.0);
+        for (unsigned r = 0; r < c->last.region_count; r++)
+            fprintf(f, "; %s resident %.1f of %.1f MiB", c->last.regions[r].name,
+                    (double)c->last.regions[r].resident_bytes / 1048576.0,
+                    (double)c->last.regions[r].total_bytes / 1048576.0);
         fputc('\n', f);
         if (stamped >= 0 && busiest >= 0 && (busiest - stamped > 0.15 || stamped - busiest > 0.15))
             fprintf(f, "  diagnosis   GPU busy disagrees: the kernel counts %.1f%% on this "
                     "client's busiest engine, the layer's timestamps %.1f%% (work on queues or "
                     "devices not timed, another API on the same descriptor, or engine time "
                     "the driver reports differently)\n", 100.0 * busiest, 100.0 * stamped);
-        for (unsigned r = 0; r < c->last->region_count; r++)
+        for (unsigned r = 0; r < c->last.region_count; r++)
             if (evicted(c, r))
                 fprintf(f, "  diagnosis   %s over-committed: resident fell from %.1f to %.1f MiB "
                         "while the client's allocations stayed at %.1f MiB\n",
-                        c->last->regions[r].name, (double)c->max_resident[r] / 1048576.0,
-                        (double)c->last->regions[r].resident_bytes / 1048576.0,
-                        (double)c->last->regions[r].total_bytes / 1048576.0);
+                        c->last.regions[r].name, (double)c->max_resident[r] / 1048576.0,
+                        (double)c->last.regions[r].resident_bytes / 1048576.0,
+                        (double)c->last.regions[r].total_bytes / 1048576.0);
     }
 }
 
@@ -435,33 +460,33 @@ void drm_write_json(FILE *f, const struct recording *rec)
     fputs(", \"clients\": [", f);
     for (unsigned i = 0; i < n; i++) {
         const struct drm_client *c = &clients[i];
-        double span_ns = recording_ns(rec, c->last->ticks - c->first->ticks);
+        double span_ns = recording_ns(rec, c->last.ticks - c->first.ticks);
         fprintf(f, "%s{\"client_id\": %llu, \"driver\": ", i ? ", " : "",
-                (unsigned long long)c->last->client_id);
-        json_write_string(f, c->last->driver);
+                (unsigned long long)c->last.client_id);
+        json_write_string(f, c->last.driver);
         fprintf(f, ", \"seconds\": %.6f, \"timestamp_busy\": ", span_ns / 1e9);
-        double stamped = timestamp_busy(rec, c->first->ticks, c->last->ticks);
+        double stamped = timestamp_busy(rec, c->first.ticks, c->last.ticks);
         if (stamped >= 0)
             fprintf(f, "%.6f", stamped);
         else
             fputs("null", f);
         fputs(", \"engines\": [", f);
-        for (unsigned e = 0; e < c->last->engine_count; e++) {
-            uint64_t from = e < c->first->engine_count ? c->first->engines[e].busy_ns : 0;
+        for (unsigned e = 0; e < c->last.engine_count; e++) {
+            uint64_t from = e < c->first.engine_count ? c->first.engines[e].busy_ns : 0;
             fprintf(f, "%s{\"name\": ", e ? ", " : "");
-            json_write_string(f, c->last->engines[e].name);
+            json_write_string(f, c->last.engines[e].name);
             fprintf(f, ", \"busy_ms\": %.6f, \"capacity\": %llu}",
-                    (double)(c->last->engines[e].busy_ns - from) / 1e6,
-                    (unsigned long long)c->last->engines[e].capacity);
+                    (double)(c->last.engines[e].busy_ns - from) / 1e6,
+                    (unsigned long long)c->last.engines[e].capacity);
         }
         fputs("], \"regions\": [", f);
-        for (unsigned r = 0; r < c->last->region_count; r++) {
+        for (unsigned r = 0; r < c->last.region_count; r++) {
             fprintf(f, "%s{\"name\": ", r ? ", " : "");
-            json_write_string(f, c->last->regions[r].name);
+            json_write_string(f, c->last.regions[r].name);
             fprintf(f, ", \"total_bytes\": %llu, \"resident_bytes\": %llu, "
                     "\"max_resident_bytes\": %llu, \"evicted\": %s}",
-                    (unsigned long long)c->last->regions[r].total_bytes,
-                    (unsigned long long)c->last->regions[r].resident_bytes,
+                    (unsigned long long)c->last.regions[r].total_bytes,
+                    (unsigned long long)c->last.regions[r].resident_bytes,
                     (unsigned long long)c->max_resident[r], evicted(c, r) ? "true" : "false");
         }
         fputs("]}", f);
