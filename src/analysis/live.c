@@ -54,8 +54,8 @@ void live_stats_compute(struct recording *rec, double window_s, struct live_stat
     run_stats_finish(&s);
     for (unsigned c = 0; c < rec->cap_count; c++) {
         const struct recording_cap *cap = &rec->caps[c];
-        if (cap->event_count && cap->events[cap->event_count - 1].target_ns)
-            ret->cap_hz = 1e9 / cap->events[cap->event_count - 1].target_ns;
+        if (cap->event_count && cap->last_target_ns)
+            ret->cap_hz = 1e9 / cap->last_target_ns;
     }
 }
 

@@ -523,22 +523,42 @@ static int read_spans(struct reader *r, struct recording *rec, const struct rec_
     return read_chunks(r, rec, &src->spans, sizeof(struct gpu_span), "GPU spans", &s.sink);
 }
 
+/* The sink of a cap's events: each with a target, kept as recorded. */
+struct cap_sink {
+    struct chunk_sink sink;
+    struct reader *r;
+    struct recording_cap *cap;
+};
+
+static int cap_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
+                    uint64_t n)
+{
+    (void)first;
+    struct cap_sink *s = (struct cap_sink *)sink;
+    for (uint64_t i = 0; i < n; i++) {
+        struct cap_event e;
+        memcpy(&e, items + i * sizeof(e), sizeof(e));
+        if (e.target_ns == 0)
+            return reader_malformed(s->r, "cap '%s' has an event with no target", s->cap->label);
+        if (!sorter_push(&s->cap->events, &e))
+            return -ENOMEM;
+        s->cap->last_target_ns = e.target_ns;
+    }
+    return 0;
+}
+
 static int read_cap(struct reader *r, struct recording *rec, const struct rec_cap *src)
 {
-    struct recording_cap *cap = &rec->caps[rec->cap_count];
+    struct recording_cap *cap = &rec->caps[rec->cap_count++];
     memset(cap, 0, sizeof(*cap));
     copy_string(cap->label, sizeof(cap->label), src->label, sizeof(src->label));
-    void *events;
-    int e = read_chunked(r, rec, &src->events, sizeof(struct cap_event), cap->label, &events,
-                         &cap->event_count);
-    if (e)
-        return e;
-    cap->events = events;
-    rec->cap_count++;
-    for (uint64_t i = 0; i < cap->event_count; i++)
-        if (cap->events[i].target_ns == 0)
-            return reader_malformed(r, "cap '%s' has an event with no target", cap->label);
-    return 0;
+    sorter_init(&cap->events, sizeof(struct cap_event), sorter_as_pushed, 0);
+    struct cap_sink sink = { { sorter_begin, cap_take }, r, cap };
+    int e = read_chunks(r, rec, &src->events, sizeof(struct cap_event), cap->label, &sink.sink);
+    if (!e && !sorter_finish(&cap->events))
+        e = -ENOMEM;
+    cap->event_count = sorter_count(&cap->events);
+    return e;
 }
 
 /* src is the reader's copy of the slot; live is the slot in the arena, whose head is read
@@ -1075,7 +1095,7 @@ void recording_free(struct recording *rec)
         frame_store_free(&rec->logs[i]);
     free(rec->gpu_totals);
     for (unsigned i = 0; rec->caps && i < rec->cap_count; i++)
-        free(rec->caps[i].events);
+        sorter_free(&rec->caps[i].events);
     for (unsigned i = 0; rec->threads && i < rec->thread_count; i++) {
         free(rec->threads[i].nodes);
         free(rec->threads[i].events);

@@ -51,7 +51,8 @@ struct recording_log {
 struct recording_cap {
     char label[64];
     uint64_t event_count;
-    struct cap_event *events;
+    uint32_t last_target_ns; /* the latest event's target (every one has a target) */
+    struct sorter events;    /* struct cap_event, as recorded (sorter_as_pushed) */
 };
 
 struct recording_thread {

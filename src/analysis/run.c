@@ -479,36 +479,37 @@ bool cap_compute(const struct run_stats *s, const struct recording_cap *cap,
     const struct recording *rec = s->rec;
     memset(ret, 0, sizeof(*ret));
     ret->cap = cap;
-    uint64_t n = cap->event_count;
-    if (!n)
+    struct sorter_cursor c;
+    if (!cap->event_count || !sorter_cursor_open(&c, &cap->events))
         return false;
-    double *errs = malloc(n * sizeof(double));
-    if (!errs)
-        return false;
+    struct values errs; /* microseconds */
+    values_init_double(&errs);
     double sum_ms = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        const struct cap_event *e = &cap->events[i];
+    struct cap_event prev = { 0 };
+    bool first = true;
+    for (const struct cap_event *e; (e = sorter_next(&c)); prev = *e, first = false) {
         ret->waits++;
         ret->target_hz = 1e9 / e->target_ns;
         ret->resyncs += (e->flags & CAP_FLAG_RESYNC) != 0;
         ret->missed += (e->flags & CAP_FLAG_MISSED) != 0;
-        if (i == 0 || (e->flags & (CAP_FLAG_MISSED | CAP_FLAG_RESYNC)))
+        if (first || (e->flags & (CAP_FLAG_MISSED | CAP_FLAG_RESYNC)))
             continue;
-        const struct cap_event *prev = &cap->events[i - 1];
-        if (prev->target_ns != e->target_ns)
+        if (prev.target_ns != e->target_ns)
             continue;
-        double interval_ns = recording_ns(rec, e->release_ticks - prev->release_ticks);
+        double interval_ns = recording_ns(rec, e->release_ticks - prev.release_ticks);
         sum_ms += interval_ns / 1e6;
-        errs[ret->intervals++] = fabs(interval_ns - e->target_ns) / 1e3;
+        values_add(&errs, fabs(interval_ns - e->target_ns) / 1e3);
+        ret->intervals++;
     }
-    if (ret->intervals) {
+    sorter_cursor_close(&c);
+    if (ret->intervals)
         ret->mean_interval_ms = sum_ms / (double)ret->intervals;
-        stats_sort(errs, ret->intervals);
-        ret->err_us[0] = errs[stats_rank(ret->intervals, 0.50)];
-        ret->err_us[1] = errs[stats_rank(ret->intervals, 0.99)];
-        ret->err_us[2] = errs[ret->intervals - 1];
+    if (ret->intervals && values_finish(&errs)) {
+        const uint64_t ranks[3] = { stats_rank(ret->intervals, 0.50),
+                                    stats_rank(ret->intervals, 0.99), ret->intervals - 1 };
+        values_at(&errs, ranks, 3, ret->err_us);
     }
-    free(errs);
+    values_free(&errs);
     /* What the frames that missed were bound by instead. */
     memcpy(ret->missed_by_verdict, s->missed_by_verdict, sizeof(ret->missed_by_verdict));
     return true;
