@@ -21,6 +21,8 @@
 /* What analysis finds of a frame once and keeps with it (0 until it does). */
 struct frame_extra {
     struct frame_wake wake; /* display_evidence_wakes */
+    bool late_judged;       /* late_refreshes: whether it could be judged, */
+    int32_t late_refreshes; /* and how many refreshes late it was shown */
 };
 /* A frame as a chunk unpacks: the frame as recorded, then analysis's. */
 struct frame_item {

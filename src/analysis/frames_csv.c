@@ -267,20 +267,19 @@ int frames_write_csv(FILE *f, const struct run_stats *s)
             error = -ENOMEM;
             break;
         }
-        const int *late = l < s->hitches.late_logs ? s->hitches.late[l] : NULL;
         sched_window_open(&wakes, &sched);
         for (uint64_t i = 0; i < count; i++) {
             if (!keep_frame(&s->keep, l, i))
                 continue;
             struct row r = { .s = s, .rec = rec, .log = log, .cursor = &c, .fr = frame_at(&c, i),
                              .index = i, .origin = origin, .recordings = &window };
-            frame_budget(rec, r.fr, frame_extra_at(&c, i), s->evidence ? &s->evidence[l] : NULL,
-                         &r.b);
+            const struct frame_extra *x = frame_extra_at(&c, i);
+            frame_budget(rec, r.fr, x, s->evidence ? &s->evidence[l] : NULL, &r.b);
             r.outside = s->basis_frames < s->frames && r.fr->gpu_unsampled;
             row_budget(&e, &r);
             row_presentation(&e, &r);
             row_blocks(&e, &r);
-            row_calls(&e, &r, late ? late[i] : -1);
+            row_calls(&e, &r, x && x->late_judged ? x->late_refreshes : -1);
             row_wakeups(&e, &r, &wakes);
             row_engine(&e, &r);
             counters_emit_csv_row(&e, rec, r.fr);

@@ -81,10 +81,13 @@ static void window_of(uint64_t i, uint64_t n, uint64_t *ret_lo, uint64_t *ret_hi
  * frame i at [i % HITCH_RING] (a window spans HITCH_WINDOW + 1 frames). */
 #define HITCH_RING 64
 _Static_assert(HITCH_RING > 2 * HITCH_WINDOW + 1, "the ring holds every frame a window does");
+/* A judged frame looks back 3 frames more than its window for late ones. */
+_Static_assert(HITCH_RING > HITCH_WINDOW + 3, "the ring holds the frames before a window");
 struct ring_frame {
     int64_t time;
     uint64_t start_ticks, end_ticks;
     bool timed; /* its GPU time is known */
+    int late;   /* refreshes it was shown late, -1 not judged (late_refreshes) */
     int64_t parts[HITCH_CAUSE_COUNT];
 };
 
@@ -272,7 +275,6 @@ static int pipeline_by_end(const void *a, const void *b)
  * every pipeline, and the zones and spans were sorted again for each change of device). */
 struct hitch_indexes {
     struct sched_index sched;
-    struct span_index spans;
     const struct pipeline_created **pipelines; /* by end; NULL: none, or no memory */
 };
 
@@ -280,7 +282,6 @@ static void hitch_indexes_build(const struct recording *rec, struct hitch_indexe
 {
     memset(ret, 0, sizeof(*ret));
     sched_index_build(rec, &ret->sched);
-    span_index_build(rec, &ret->spans);
     ret->pipelines = rec->pipeline_count ? malloc(rec->pipeline_count * sizeof(*ret->pipelines))
                                          : NULL;
     if (!ret->pipelines)
@@ -294,7 +295,6 @@ static void hitch_indexes_build(const struct recording *rec, struct hitch_indexe
 static void hitch_indexes_free(struct hitch_indexes *x)
 {
     sched_index_free(&x->sched);
-    span_index_free(&x->spans);
     free(x->pipelines);
 }
 
@@ -399,7 +399,6 @@ struct hitch_pass {
     const struct hitch_indexes *x;
     struct hitch_stats *s;
     size_t *cap;
-    const int *late;
     struct ring_frame ring[HITCH_RING];
     struct sorted_window window;
     struct frame_cursor *frames; /* the pass's: a frame judged is at most a window behind */
@@ -454,10 +453,10 @@ static bool judge(struct hitch_pass *p, uint64_t i, uint64_t lo, uint64_t hi)
     frame_wakeups(rec, &p->wakes, f, &h.wake);
     slowest_pipeline(rec, x, f, &h);
     h.late_refreshes = 0;
-    for (uint64_t j = i >= 3 ? i - 3 : 0; p->late && j <= i; j++)
-        if (p->late[j] > 0) {
+    for (uint64_t j = i >= 3 ? i - 3 : 0; j <= i; j++)
+        if (p->ring[j % HITCH_RING].late > 0) {
             h.late_frame = j;
-            h.late_refreshes = p->late[j];
+            h.late_refreshes = p->ring[j % HITCH_RING].late;
         }
     zone_growth(rec, p->ring, lo, hi, &p->zones, f->device_id, &h);
     if (s->count == *p->cap) {
@@ -492,10 +491,6 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
                               .cap = cap, .frames = &frames };
     zone_window_init(&p->zones, rec);
     sched_window_open(&p->wakes, &x->sched);
-    int *late = n ? malloc(n * sizeof(*late)) : NULL;
-    if (late)
-        late_refreshes(rec, &x->spans, l, ev, late);
-    p->late = late;
     /* Too few neighbours to call any frame a spike: none is judged. */
     bool judging = n >= 9;
     uint64_t next = 0; /* the next frame to judge */
@@ -505,16 +500,19 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
         if (rec->kernel.sched_state == REC_SCHED_ON)
             s->wake_coverage[frame_wakeup_coverage(&x->sched, f)]++;
         animation_add(rec, animation, f);
-        if (late && late[i] >= 0) {
+        const struct frame_extra *fx = frame_extra_at(&frames, i);
+        int late = fx && fx->late_judged ? fx->late_refreshes : -1;
+        if (late >= 0) {
             s->late_judged++;
-            s->late_frames += late[i] > 0;
-            s->late_refreshes += (uint64_t)late[i];
+            s->late_frames += late > 0;
+            s->late_refreshes += (uint64_t)late;
         }
         if (!judging)
             continue;
         struct frame_budget_ns b;
-        frame_budget(rec, f, frame_extra_at(&frames, i), ev, &b);
+        frame_budget(rec, f, fx, ev, &b);
         struct ring_frame *r = &p->ring[i % HITCH_RING];
+        r->late = late;
         r->time = b.frame;
         r->start_ticks = f->start_ticks;
         r->end_ticks = f->end_ticks;
@@ -532,10 +530,6 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
     frame_cursor_close(&frames);
     zone_window_free(&p->zones);
     sched_window_close(&p->wakes);
-    if (s->late)
-        s->late[l] = late; /* for frames.csv */
-    else
-        free(late);
     free(p);
 }
 
@@ -548,8 +542,6 @@ void hitches_compute(const struct recording *rec, const struct display_evidence 
         if (rec->logs[l].frame_count && rec->logs[l].first_start_ticks < origin)
             origin = rec->logs[l].first_start_ticks;
     size_t cap = 0;
-    ret->late = calloc(rec->log_count ? rec->log_count : 1, sizeof(*ret->late));
-    ret->late_logs = rec->log_count;
     struct hitch_indexes x;
     hitch_indexes_build(rec, &x);
     struct animation animation = { .have_prev = false };
@@ -570,10 +562,6 @@ void hitches_free(struct hitch_stats *s)
 {
     free(s->hitches);
     s->hitches = NULL;
-    for (unsigned l = 0; s->late && l < s->late_logs; l++)
-        free(s->late[l]);
-    free(s->late);
-    s->late = NULL;
 }
 
 /* "CPU work +79.1 ms, asleep outside Vulkan +3.0 ms": the parts of a hitch's excess of at

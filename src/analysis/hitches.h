@@ -101,10 +101,6 @@ struct hitch_stats {
      * many it is known for), and how many threads it followed. */
     uint64_t wake_frames, wake_coverage[WAKEUP_COVERAGE_COUNT];
     unsigned wake_threads;
-    /* Each log's frames' late refreshes (late_refreshes), for frames.csv; NULL entries
-     * where memory ran out. */
-    int **late;
-    unsigned late_logs;
 };
 
 const char *hitch_cause_name(enum hitch_cause c);  /* for JSON: "cpu_work", ... */

@@ -10,6 +10,7 @@
 #include "frames.h"
 #include "hitches.h"
 #include "html_page.h"
+#include "values.h"
 #include "stats.h"
 #include "zones.h"
 
@@ -213,21 +214,21 @@ static double gauge_refresh_hz(const struct formats_run *run)
     if (run->primary_log >= rec->log_count)
         return 0;
     const struct recording_log *log = &rec->logs[run->primary_log];
-    double *claimed = log->frame_count ? malloc(log->frame_count * sizeof(*claimed)) : NULL;
-    size_t count = 0;
+    struct values claimed;
+    values_init_double(&claimed);
     struct frame_cursor c;
-    if (claimed && frame_cursor_open(&c, rec, log)) {
+    if (frame_cursor_open(&c, rec, log)) {
         for (uint64_t i = 0; i < log->frame_count; i++) {
             const struct fscope_frame *fr = frame_at(&c, i);
             if (fr->refresh_ns)
-                claimed[count++] = fr->refresh_ns;
+                values_add(&claimed, fr->refresh_ns);
         }
         frame_cursor_close(&c);
     }
     double hz = 0;
-    if (count)
-        hz = 1e9 / stats_median(claimed, count);
-    free(claimed);
+    if (values_finish(&claimed) && values_count(&claimed))
+        hz = 1e9 / values_median(&claimed);
+    values_free(&claimed);
     return hz;
 }
 

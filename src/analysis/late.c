@@ -94,91 +94,109 @@ static uint64_t ns_to_ticks(const struct recording *rec, double ns)
     return per_second > 0 ? (uint64_t)(ns * 1e9 / per_second) : 0;
 }
 
-void late_refreshes(const struct recording *rec, const struct span_index *x, unsigned l,
-                    const struct display_evidence *ev, int *late)
-{
-    const struct recording_log *log = &rec->logs[l];
-    uint64_t n = log->frame_count;
-    for (uint64_t i = 0; i < n; i++)
-        late[i] = -1;
-    struct frame_cursor c;
-    if (!x->ok || !frame_cursor_open(&c, rec, log))
-        return;
-    /* The refresh: the claim, or the shortest shown interval when that is longer. */
-    uint64_t unit = 0, shortest = UINT64_MAX, prev = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        const struct fscope_frame *f = frame_at(&c, i);
-        if (f->present_state != FRAME_PRESENT_PRESENTED || !f->presented_ticks)
-            continue;
-        if (!unit && f->refresh_ns)
-            unit = ns_to_ticks(rec, f->refresh_ns);
-        if (prev && f->presented_ticks > prev && f->presented_ticks - prev < shortest)
-            shortest = f->presented_ticks - prev;
-        prev = f->presented_ticks;
-    }
-    if (shortest != UINT64_MAX && shortest > unit)
-        unit = shortest;
+/* What the update pass of one surface carries from frame to frame. */
+struct late_pass {
+    const struct recording *rec;
+    const struct display_evidence *ev;
+    uint64_t unit;        /* the refresh, in ticks; 0: no frame can be judged */
     struct span_window w;
-    memset(&w, 0, sizeof(w));
-    bool ok = window_open(&w, rec);
-    uint64_t last_return = 0;
-    uint64_t shown = 0; /* when the frame shown before was */
-    for (uint64_t i = 0; ok && unit && i < n; i++) {
-        const struct fscope_frame *f = frame_at(&c, i);
-        if (f->present_state != FRAME_PRESENT_PRESENTED || !f->presented_ticks ||
-            !f->present_return_ticks)
-            continue;
-        uint64_t prev_shown = shown;
-        shown = f->presented_ticks;
-        struct frame_budget_ns b;
-        frame_budget(rec, f, frame_extra_at(&c, i), ev, &b);
-        if (!prev_shown || !b.gpu_timed || f->presented_ticks <= prev_shown)
-            continue;
-        /* Frames whose present returned earlier than the last's: the pass again. */
-        if (f->present_return_ticks < last_return && !(ok = window_open(&w, rec)))
-            break;
-        last_return = f->present_return_ticks;
-        if (!(ok = window_read(&w, f->presented_ticks, f->present_return_ticks, unit)))
-            break;
-        struct held_device *d = held_device(&w.devices, f->device_id, false);
-        const struct gpu_span *spans = d ? (const struct gpu_span *)d->items.items + d->items.first
-                                         : NULL;
-        size_t count = d ? d->items.count - d->items.first : 0;
-        /* Ready: the present returned, and the GPU work begun by then ended (and the work
-         * that followed it back to back, queued behind it). */
-        uint64_t ready = f->present_return_ticks, gap = ns_to_ticks(rec, 50000);
-        size_t a = 0, z = count;
-        while (a < z) { /* the first span beginning after the return */
-            size_t m = a + (z - a) / 2;
-            if (spans[m].begin < f->present_return_ticks)
-                a = m + 1;
-            else
-                z = m;
-        }
-        work_visited(1);
-        size_t back = a;
-        for (; back-- > 0 && spans[back].end + unit > f->present_return_ticks;) {
-            work_visited(1);
-            if (spans[back].end > ready)
-                ready = spans[back].end;
-        }
-        for (size_t j = a; j < count && spans[j].begin <= ready + gap &&
-                           spans[j].begin < f->presented_ticks; j++) {
-            work_visited(1);
-            if (spans[j].end > ready)
-                ready = spans[j].end;
-        }
-        if (back != (size_t)-1) /* where the look back stopped, every later one stops */
-            d->items.first += back + 1;
-        /* The first refresh after the frame shown before it that comes a quarter refresh
-         * after the frame was ready (the compositor's own time to take it), on the grid of
-         * refreshes that frame was shown on; late by the whole refreshes after that. */
-        uint64_t taken = ready + unit / 4;
-        uint64_t k = taken > prev_shown ? (taken - prev_shown + unit - 1) / unit : 1;
-        uint64_t first = prev_shown + (k ? k : 1) * unit;
-        late[i] = f->presented_ticks > first ? (int)((f->presented_ticks - first + unit / 2) / unit)
-                                             : 0;
+    bool ok;              /* the spans still read */
+    uint64_t last_return; /* the latest present return read so far */
+    uint64_t shown;       /* when the frame shown before was */
+};
+
+/* How late f was (x->late_refreshes), where it can be judged. */
+static void late_fill(void *ctx, struct fscope_frame *f, struct frame_extra *x)
+{
+    struct late_pass *p = ctx;
+    const struct recording *rec = p->rec;
+    uint64_t unit = p->unit;
+    x->late_judged = false;
+    x->late_refreshes = 0;
+    if (!p->ok || !unit || f->present_state != FRAME_PRESENT_PRESENTED || !f->presented_ticks ||
+        !f->present_return_ticks)
+        return;
+    uint64_t prev_shown = p->shown;
+    p->shown = f->presented_ticks;
+    struct frame_budget_ns b;
+    frame_budget(rec, f, x, p->ev, &b);
+    if (!prev_shown || !b.gpu_timed || f->presented_ticks <= prev_shown)
+        return;
+    /* Frames whose present returned earlier than the last's: the pass again. */
+    if (f->present_return_ticks < p->last_return && !(p->ok = window_open(&p->w, rec)))
+        return;
+    p->last_return = f->present_return_ticks;
+    if (!(p->ok = window_read(&p->w, f->presented_ticks, f->present_return_ticks, unit)))
+        return;
+    struct held_device *d = held_device(&p->w.devices, f->device_id, false);
+    const struct gpu_span *spans = d ? (const struct gpu_span *)d->items.items + d->items.first
+                                     : NULL;
+    size_t count = d ? d->items.count - d->items.first : 0;
+    /* Ready: the present returned, and the GPU work begun by then ended (and the work that
+     * followed it back to back, queued behind it). */
+    uint64_t ready = f->present_return_ticks, gap = ns_to_ticks(rec, 50000);
+    size_t a = 0, z = count;
+    while (a < z) { /* the first span beginning after the return */
+        size_t m = a + (z - a) / 2;
+        if (spans[m].begin < f->present_return_ticks)
+            a = m + 1;
+        else
+            z = m;
     }
-    window_close(&w);
-    frame_cursor_close(&c);
+    work_visited(1);
+    size_t back = a;
+    for (; back-- > 0 && spans[back].end + unit > f->present_return_ticks;) {
+        work_visited(1);
+        if (spans[back].end > ready)
+            ready = spans[back].end;
+    }
+    for (size_t j = a; j < count && spans[j].begin <= ready + gap &&
+                       spans[j].begin < f->presented_ticks; j++) {
+        work_visited(1);
+        if (spans[j].end > ready)
+            ready = spans[j].end;
+    }
+    if (back != (size_t)-1) /* where the look back stopped, every later one stops */
+        d->items.first += back + 1;
+    /* The first refresh after the frame shown before it that comes a quarter refresh after
+     * the frame was ready (the compositor's own time to take it), on the grid of refreshes
+     * that frame was shown on; late by the whole refreshes after that. */
+    uint64_t taken = ready + unit / 4;
+    uint64_t k = taken > prev_shown ? (taken - prev_shown + unit - 1) / unit : 1;
+    uint64_t first = prev_shown + (k ? k : 1) * unit;
+    x->late_judged = true;
+    x->late_refreshes = f->presented_ticks > first
+                            ? (int)((f->presented_ticks - first + unit / 2) / unit)
+                            : 0;
+}
+
+int late_refreshes(const struct recording *rec, const struct span_index *x,
+                   struct recording_log *log, const struct display_evidence *ev)
+{
+    uint64_t n = log->frame_count;
+    struct late_pass p = { .rec = rec, .ev = ev };
+    struct frame_cursor c;
+    if (x->ok && frame_cursor_open(&c, rec, log)) {
+        /* The refresh: the claim, or the shortest shown interval when that is longer. */
+        uint64_t shortest = UINT64_MAX, prev = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            const struct fscope_frame *f = frame_at(&c, i);
+            if (f->present_state != FRAME_PRESENT_PRESENTED || !f->presented_ticks)
+                continue;
+            if (!p.unit && f->refresh_ns)
+                p.unit = ns_to_ticks(rec, f->refresh_ns);
+            if (prev && f->presented_ticks > prev && f->presented_ticks - prev < shortest)
+                shortest = f->presented_ticks - prev;
+            prev = f->presented_ticks;
+        }
+        frame_cursor_close(&c);
+        if (shortest != UINT64_MAX && shortest > p.unit)
+            p.unit = shortest;
+        p.ok = window_open(&p.w, rec);
+    }
+    const struct frame_field writes[] = { FRAME_FIELD(extra.late_judged),
+                                          FRAME_FIELD(extra.late_refreshes) };
+    int e = frame_store_update(log, late_fill, &p, writes, 2);
+    window_close(&p.w);
+    return e;
 }

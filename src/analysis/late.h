@@ -17,15 +17,16 @@ struct span_index {
 };
 void span_index_build(const struct recording *rec, struct span_index *ret);
 void span_index_free(struct span_index *x);
-/* For each frame of log l (x: rec's spans): how many refreshes after it was ready it was
- * shown, or -1 where that cannot be judged (not presented, no GPU time for it, no earlier
- * shown frame). Ready: its present call returned and the GPU work begun before that ended
- * (with what followed it back to back). The first refresh it could be shown at: on the grid of the frame shown
- * before it, the first one a quarter refresh after it was ready (the compositor's own time);
- * it is late by the refreshes between that one and the one it was shown at. The refresh: the
- * compositor's claim, or the shortest interval it ever showed frames at when longer.
- * late: n entries. */
-void late_refreshes(const struct recording *rec, const struct span_index *x, unsigned l,
-                    const struct display_evidence *ev, int *late);
+/* Keeps with each frame of log (x: rec's spans) how many refreshes after it was ready it was
+ * shown (frame_extra's late_refreshes), where that can be judged (late_judged: presented, its
+ * GPU time known, an earlier shown frame). Ready: its present call returned and the GPU work
+ * begun before that ended (with what followed it back to back). The first refresh it could
+ * be shown at: on the grid of the frame shown before it, the first one a quarter refresh
+ * after it was ready (the compositor's own time); it is late by the refreshes between that
+ * one and the one it was shown at. The refresh: the compositor's claim, or the shortest
+ * interval it ever showed frames at when longer. Reads each frame's wake-up evidence (after
+ * display_evidence_wakes). Returns 0 or -ENOMEM (no frame then judged). */
+int late_refreshes(const struct recording *rec, const struct span_index *x,
+                   struct recording_log *log, const struct display_evidence *ev);
 
 #endif

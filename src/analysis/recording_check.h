@@ -9,7 +9,28 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <string.h>
+
 #include "recording.h"
+#include "util/text.h"
+
+/* Every string a recording holds was written by the app (thread, zone, label and device
+ * names): it is made printable here, once, so that no output (summary, journal, report,
+ * trace) carries a terminal escape or a forged line. */
+static inline void copy_string(char *dst, size_t dst_len, const char *src, size_t src_len)
+{
+    fscope_text_printable(dst, dst_len, src, src_len);
+}
+
+/* The same, for a string copied in place with the struct that holds it. */
+static inline void make_printable(char *s, size_t len)
+{
+    char raw[256];
+    if (len > sizeof(raw))
+        len = sizeof(raw);
+    memcpy(raw, s, len);
+    copy_string(s, len, raw, len);
+}
 
 /* One range of the recording that a read object came from. */
 struct claim {
@@ -42,6 +63,10 @@ struct reader {
      * out, so that reading holds the recording once, not twice. */
     bool release_chunks;
 };
+
+/* rec's description of the run (meta: devices, notes, outputs, the system), each string
+ * made printable (recording_meta.c). */
+void recording_meta_read(struct recording *rec, const struct rec_meta *m);
 
 /* Sets r's why and returns -EINVAL. */
 int reader_malformed(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

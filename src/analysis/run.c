@@ -20,17 +20,23 @@ static double low_fps(const struct values *times, uint64_t n, double share)
     return sum > 0 ? 1e9 * (double)k / sum : 0;
 }
 
-/* Display evidence of every log, in log order; NULL entries when memory ran out. */
+/* Display evidence of every log, in log order (NULL when memory ran out), and with each
+ * frame, what woke it and how late it was shown. */
 static struct display_evidence *evidence_all(struct recording *rec,
                                              const struct presentation_stats *p,
                                              const struct sched_index *sched)
 {
     unsigned logs = rec->log_count;
     struct display_evidence *ev = calloc(logs ? logs : 1, sizeof(*ev));
+    struct span_index spans;
+    span_index_build(rec, &spans);
     for (unsigned l = 0; ev && l < logs; l++) {
         display_evidence_compute(rec, &rec->logs[l], p->logs ? &p->logs[l] : NULL, &ev[l]);
         display_evidence_wakes(rec, &rec->logs[l], sched, &ev[l]);
+        /* How late each frame was shown reads its wakes: kept with it for every output. */
+        late_refreshes(rec, &spans, &rec->logs[l], &ev[l]);
     }
+    span_index_free(&spans);
     return ev;
 }
 
