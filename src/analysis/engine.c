@@ -366,8 +366,9 @@ static void compute_budget(const struct recording *rec, struct engine_stats *s,
             for (uint32_t h = 0; h < g->memory_props[i].heap_count && h < BUDGET_HEAPS; h++)
                 heap_of(s, lookup, rec, g->memory_props[i].device_id, h);
         }
-    for (uint64_t i = 0; i < g->budget_count; i++) {
-        const struct budget_sample *b = &g->budgets[i];
+    struct sorter_cursor c;
+    bool open = g->budget_count && sorter_cursor_open(&c, &g->budgets);
+    for (const struct budget_sample *b; open && (b = sorter_next(&c));) {
         for (uint32_t k = 0; k < b->heap_count; k++) {
             struct engine_heap *h = heap_of(s, lookup, rec, b->device_id, k);
             if (!h)
@@ -384,6 +385,8 @@ static void compute_budget(const struct recording *rec, struct engine_stats *s,
             }
         }
     }
+    if (open)
+        sorter_cursor_close(&c);
 }
 
 void engine_compute(const struct recording *rec, uint64_t frames, struct engine_stats *ret)
@@ -469,8 +472,9 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
     compute_memory(rec, s, &k);
     compute_budget(rec, s, &k);
     engine_lookup_free(&k);
-    for (uint64_t i = 0; i < g->gauge_count; i++) {
-        const struct gauge_sample *gs = &g->gauges[i];
+    const struct gauge_sample *gs;
+    open = g->gauge_count && sorter_cursor_open(&c, &g->gauges);
+    while (open && (gs = sorter_next(&c))) {
         if (gs->rss_bytes > s->rss_peak)
             s->rss_peak = gs->rss_bytes;
         s->rss_end = gs->rss_bytes;
@@ -482,6 +486,8 @@ void engine_compute(const struct recording *rec, uint64_t frames, struct engine_
         s->capacity_end = gs->descriptor_capacity;
         s->pools_end = gs->descriptor_pools;
     }
+    if (open)
+        sorter_cursor_close(&c);
     for (unsigned i = 0; i < g->descriptor_pool_count; i++)
         s->descriptor_failures += g->descriptor_pools[i].failures;
 }

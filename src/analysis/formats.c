@@ -183,15 +183,47 @@ static double process_load_pct(const struct recording *rec, const struct process
     return 100.0 * (double)(to->oncpu_ns - from->oncpu_ns) / (double)span;
 }
 
-/* The process's resident set at a moment: the last gauge at or before it (the first one
- * before any), in bytes; 0 without gauges. *at is a cursor, as above. */
-static uint64_t process_rss_bytes(const struct recording_engine *g, size_t *at, uint64_t ticks)
+/* The process's resident set at moments in time order, from the gauges read once. */
+struct rss_cursor {
+    struct sorter_cursor c;
+    bool open, have_next;
+    struct gauge_sample now, next; /* now: 0 bytes without gauges */
+};
+
+static void rss_step(struct rss_cursor *r)
 {
-    if (!g->gauge_count)
-        return 0;
-    while (*at + 1 < g->gauge_count && g->gauges[*at + 1].ticks <= ticks)
-        (*at)++;
-    return g->gauges[*at].rss_bytes;
+    const struct gauge_sample *s = r->open ? sorter_next(&r->c) : NULL;
+    r->have_next = s != NULL;
+    if (s)
+        r->next = *s;
+}
+
+static void rss_open(struct rss_cursor *r, const struct recording_engine *g)
+{
+    memset(r, 0, sizeof(*r));
+    r->open = g->gauge_count && sorter_cursor_open(&r->c, &g->gauges);
+    rss_step(r);
+    if (r->have_next) {
+        r->now = r->next;
+        rss_step(r);
+    }
+}
+
+/* The last gauge at or before the moment (the first one before any), in bytes. */
+static uint64_t process_rss_bytes(struct rss_cursor *r, uint64_t ticks)
+{
+    while (r->have_next && r->next.ticks <= ticks) {
+        r->now = r->next;
+        rss_step(r);
+    }
+    return r->now.rss_bytes;
+}
+
+static void rss_close(struct rss_cursor *r)
+{
+    if (r->open)
+        sorter_cursor_close(&r->c);
+    r->open = false;
 }
 
 int formats_write_mangohud(FILE *f, const void *arg)
@@ -218,12 +250,14 @@ int formats_write_mangohud(FILE *f, const void *arg)
     const struct recording_log *log = &rec->logs[run->primary_log];
     uint64_t count = log->frame_count;
     struct process_cpu_point *cpu_points;
-    size_t cpu_count = threads_process_cpu(rec, &cpu_points), cpu_at = 0, rss_at = 0;
+    size_t cpu_count = threads_process_cpu(rec, &cpu_points), cpu_at = 0;
     struct frame_cursor c;
     if (!frame_cursor_open(&c, rec, log)) {
         free(cpu_points);
         return -ENOMEM;
     }
+    struct rss_cursor rss;
+    rss_open(&rss, &rec->engine);
     struct emit e;
     emit_init(&e, f);
     for (uint64_t i = 0; i < count; i++) {
@@ -239,7 +273,7 @@ int formats_write_mangohud(FILE *f, const void *arg)
          * sampler's ticks: MangoHud gives the machine's (its CPU load over all CPUs, its RAM
          * in use), which were not recorded. */
         double cpu_load = process_load_pct(rec, cpu_points, cpu_count, &cpu_at, fr->end_ticks);
-        double ram_gib = (double)process_rss_bytes(&rec->engine, &rss_at, fr->end_ticks) /
+        double ram_gib = (double)process_rss_bytes(&rss, fr->end_ticks) /
                          1073741824.0;
         /* MangoHud 0.6.8 (Debian 12's) writes frametime in microseconds, cpu_load in percent,
          * ram_used in GiB and elapsed in nanoseconds since logging began; the frame time here
@@ -260,6 +294,7 @@ int formats_write_mangohud(FILE *f, const void *arg)
         emit_char(&e, '\n');
     }
     frame_cursor_close(&c);
+    rss_close(&rss);
     emit_flush(&e);
     free(cpu_points);
     return 0;

@@ -156,54 +156,138 @@ struct gauge_point {
     double value[GAUGE_VALUES];
 };
 
-/* Thins points in place to at most REPORT_MAX_COLUMNS stretches of the time they span: each
- * the largest of every value in it (a graph is looked at for its spikes, which a mean irons
- * out), at the stretch's first sample. Returns how many are left. */
-static size_t gauge_thin(struct gauge_point *points, size_t count)
+/* A gauge's points thinned as they come to at most REPORT_MAX_COLUMNS stretches of the time
+ * they span: each the largest of every value in it (a graph is looked at for its spikes, which
+ * a mean irons out), at the stretch's first sample. Two passes over the points: series_note
+ * each (their span and count), series_begin, then series_add each again. */
+struct gauge_series {
+    uint64_t count, first, last;
+    double low, high; /* the first value's range */
+    double most[GAUGE_VALUES]; /* each value's largest */
+    bool thin;
+    double per_stretch;
+    uint64_t stretch;
+    size_t kept;
+    struct gauge_point points[REPORT_MAX_COLUMNS];
+};
+
+static void series_init(struct gauge_series *s)
 {
-    if (count <= REPORT_MAX_COLUMNS)
-        return count;
-    uint64_t first = UINT64_MAX, last = 0;
-    for (size_t i = 0; i < count; i++) {
-        first = points[i].ticks < first ? points[i].ticks : first;
-        last = points[i].ticks > last ? points[i].ticks : last;
-    }
-    double per_stretch = ((double)(last - first) + 1.0) / REPORT_MAX_COLUMNS;
-    size_t kept = 0;
-    uint64_t stretch = UINT64_MAX;
-    for (size_t i = 0; i < count; i++) {
-        uint64_t at = (uint64_t)((double)(points[i].ticks - first) / per_stretch);
-        if (kept && at == stretch) {
-            struct gauge_point *into = &points[kept - 1];
-            for (unsigned v = 0; v < GAUGE_VALUES; v++)
-                if (points[i].value[v] > into->value[v])
-                    into->value[v] = points[i].value[v];
-            continue;
-        }
-        stretch = at;
-        points[kept++] = points[i];
-    }
-    return kept;
+    s->count = s->last = s->kept = 0;
+    s->first = UINT64_MAX;
+    s->low = s->high = 0;
+    memset(s->most, 0, sizeof(s->most));
 }
 
-/* "\"t\": [seconds from origin...], \"<key>\": [...]..." for points, thinned; keys name the
+static void series_note(struct gauge_series *s, const struct gauge_point *p)
+{
+    double v = p->value[0];
+    s->low = s->count && s->low < v ? s->low : v;
+    s->high = s->count && s->high > v ? s->high : v;
+    s->first = p->ticks < s->first ? p->ticks : s->first;
+    s->last = p->ticks > s->last ? p->ticks : s->last;
+    for (unsigned k = 0; k < GAUGE_VALUES; k++)
+        s->most[k] = s->count && s->most[k] > p->value[k] ? s->most[k] : p->value[k];
+    s->count++;
+}
+
+static void series_begin(struct gauge_series *s)
+{
+    s->thin = s->count > REPORT_MAX_COLUMNS;
+    s->per_stretch = ((double)(s->last - s->first) + 1.0) / REPORT_MAX_COLUMNS;
+    s->kept = 0;
+}
+
+static void series_add(struct gauge_series *s, const struct gauge_point *p)
+{
+    uint64_t at = s->thin ? (uint64_t)((double)(p->ticks - s->first) / s->per_stretch) : 0;
+    /* Points out of time order (a hostile recording) may make more stretches: the last
+     * takes the rest. */
+    if (s->kept && ((s->thin && at == s->stretch) || s->kept == REPORT_MAX_COLUMNS)) {
+        struct gauge_point *into = &s->points[s->kept - 1];
+        for (unsigned v = 0; v < GAUGE_VALUES; v++)
+            if (p->value[v] > into->value[v])
+                into->value[v] = p->value[v];
+        return;
+    }
+    s->stretch = at;
+    s->points[s->kept++] = *p;
+}
+
+/* "\"t\": [seconds from origin...], \"<key>\": [...]..." for a series' points; keys name the
  * values (at most GAUGE_VALUES). */
 static void write_gauge_points(FILE *f, const struct recording *rec, uint64_t origin,
-                               struct gauge_point *points, size_t count,
-                               const char *const *keys, unsigned values)
+                               const struct gauge_series *s, const char *const *keys,
+                               unsigned values)
 {
-    count = gauge_thin(points, count);
     fputs("\"t\": [", f);
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < s->kept; i++)
         fprintf(f, "%s%.6f", i ? "," : "",
-                (double)ticks_between_ns(rec, origin, points[i].ticks) / 1e9);
+                (double)ticks_between_ns(rec, origin, s->points[i].ticks) / 1e9);
     fputc(']', f);
     for (unsigned v = 0; v < values; v++) {
         fprintf(f, ", \"%s\": [", keys[v]);
-        for (size_t i = 0; i < count; i++)
-            fprintf(f, "%s%.0f", i ? "," : "", finite_or_zero(points[i].value[v]));
+        for (size_t i = 0; i < s->kept; i++)
+            fprintf(f, "%s%.0f", i ? "," : "", finite_or_zero(s->points[i].value[v]));
         fputc(']', f);
     }
+}
+
+/* A gauge read from one of the recording's spools: point gives an item's point (false: the
+ * item has none). Both passes of the series; false when they could not be read. */
+static bool series_read(struct gauge_series *s, const struct sorter *from,
+                        bool (*point)(const void *item, const void *ctx, struct gauge_point *ret),
+                        const void *ctx)
+{
+    series_init(s);
+    struct sorter_cursor c;
+    struct gauge_point p;
+    for (unsigned pass = 0; pass < 2; pass++) {
+        if (!sorter_count(from) || !sorter_cursor_open(&c, from))
+            return !sorter_count(from);
+        for (const void *item; (item = sorter_next(&c));)
+            if (point(item, ctx, &p)) {
+                if (pass == 0)
+                    series_note(s, &p);
+                else
+                    series_add(s, &p);
+            }
+        bool failed = c.failed;
+        sorter_cursor_close(&c);
+        if (failed)
+            return false;
+        if (pass == 0)
+            series_begin(s);
+    }
+    return true;
+}
+
+static bool rss_point(const void *item, const void *ctx, struct gauge_point *ret)
+{
+    (void)ctx;
+    const struct gauge_sample *g = item;
+    *ret = (struct gauge_point){ g->ticks, { (double)g->rss_bytes } };
+    return g->rss_bytes != 0; /* 0: not read */
+}
+
+static bool descriptor_point(const void *item, const void *ctx, struct gauge_point *ret)
+{
+    (void)ctx;
+    const struct gauge_sample *g = item;
+    *ret = (struct gauge_point){ g->ticks, { (double)g->descriptor_sets,
+                                             (double)g->descriptor_capacity } };
+    return true;
+}
+
+static bool budget_point(const void *item, const void *ctx, struct gauge_point *ret)
+{
+    const struct engine_heap *heap = ctx;
+    const struct budget_sample *b = item;
+    if (b->device_id != heap->device_id || heap->heap >= b->heap_count)
+        return false;
+    *ret = (struct gauge_point){ b->ticks, { (double)b->budget[heap->heap],
+                                             (double)b->usage[heap->heap] } };
+    return true;
 }
 
 /* The refresh rate the compositor gave for the primary surface's frames (the median of what
@@ -255,13 +339,8 @@ static int write_gauges_data(FILE *f, const struct formats_run *run, uint64_t or
     const struct recording *rec = run->rec;
     const struct recording_engine *g = &rec->engine;
     const struct engine_stats *engine = run->engine;
-    size_t most = g->gauge_count;
-    if (g->budget_count > most)
-        most = g->budget_count;
-    if (engine && engine->live_point_count > most)
-        most = engine->live_point_count;
-    struct gauge_point *points = malloc((most ? most : 1) * sizeof(*points));
-    if (!points)
+    struct gauge_series *series = malloc(sizeof(*series));
+    if (!series)
         return -ENOMEM;
 
     /* MemTotal, in KiB as /proc/meminfo gives it. */
@@ -333,37 +412,25 @@ static int write_gauges_data(FILE *f, const struct formats_run *run, uint64_t or
         fputs("\"axis\": null", f);
 
     /* The kernel sampler's: resident set (0: not read) and descriptor sets. */
-    size_t count = 0;
-    double rss_low = 0, rss_high = 0;
-    for (uint64_t i = 0; i < g->gauge_count; i++) {
-        double bytes = (double)g->gauges[i].rss_bytes;
-        if (!bytes)
-            continue;
-        rss_low = count && rss_low < bytes ? rss_low : bytes;
-        rss_high = count && rss_high > bytes ? rss_high : bytes;
-        points[count++] = (struct gauge_point){ g->gauges[i].ticks, { bytes } };
-    }
+    int e = series_read(series, &g->gauges, rss_point, NULL) ? 0 : -EIO;
     fputs("},\n\"rss\": {", f);
     /* The resident set's axis: the process's own range, in MiB steps (GiB past one). */
-    if (count) {
-        write_gauge_axis(f, gauge_axis_around(rss_low, rss_high,
-                                              rss_high >= 1073741824.0 ? 1073741824.0
-                                                                       : 1048576.0));
+    if (series->count) {
+        write_gauge_axis(f, gauge_axis_around(series->low, series->high,
+                                              series->high >= 1073741824.0 ? 1073741824.0
+                                                                           : 1048576.0));
         fputs(", ", f);
     }
     static const char *const rss_keys[] = { "bytes" };
-    write_gauge_points(f, rec, origin, points, count, rss_keys, 1);
-    count = 0;
-    bool descriptors = false;
-    for (uint64_t i = 0; i < g->gauge_count; i++) {
-        const struct gauge_sample *s = &g->gauges[i];
-        descriptors |= s->descriptor_sets || s->descriptor_capacity;
-        points[count++] = (struct gauge_point){ s->ticks, { (double)s->descriptor_sets,
-                                                            (double)s->descriptor_capacity } };
-    }
+    write_gauge_points(f, rec, origin, series, rss_keys, 1);
+    if (!series_read(series, &g->gauges, descriptor_point, NULL))
+        e = -EIO;
+    /* No pool ever made: a track of zeros would say the app has no room, not that it has none. */
+    if (!(series->most[0] > 0 || series->most[1] > 0))
+        series->kept = 0;
     fputs("},\n\"descriptors\": {", f);
     static const char *const descriptor_keys[] = { "sets", "capacity" };
-    write_gauge_points(f, rec, origin, points, descriptors ? count : 0, descriptor_keys, 2);
+    write_gauge_points(f, rec, origin, series, descriptor_keys, 2);
 
     /* Device memory: live allocations (every heap's), and the chosen heap's budget. */
     const struct engine_heap *heap = gauge_heap(engine);
@@ -376,25 +443,30 @@ static int write_gauges_data(FILE *f, const struct formats_run *run, uint64_t or
                 heap->device_id, heap->heap, heap->device_local ? "true" : "false",
                 (unsigned long long)heap->size);
     fprintf(f, "\"all_heaps\": %s, ", heaps_used > 1 ? "true" : "false");
-    count = 0;
-    for (uint64_t i = 0; engine && i < engine->live_point_count; i++)
-        points[count++] = (struct gauge_point){ engine->live_points[i].ticks,
-                                                { (double)engine->live_points[i].live_bytes } };
-    static const char *const live_keys[] = { "live" };
-    write_gauge_points(f, rec, origin, points, count, live_keys, 1);
-    count = 0;
-    for (uint64_t i = 0; heap && i < g->budget_count; i++) {
-        const struct budget_sample *b = &g->budgets[i];
-        if (b->device_id == heap->device_id && heap->heap < b->heap_count)
-            points[count++] = (struct gauge_point){ b->ticks, { (double)b->budget[heap->heap],
-                                                                (double)b->usage[heap->heap] } };
+    series_init(series);
+    for (unsigned pass = 0; pass < 2; pass++) {
+        for (uint64_t i = 0; engine && i < engine->live_point_count; i++) {
+            const struct gauge_point p = { engine->live_points[i].ticks,
+                                           { (double)engine->live_points[i].live_bytes } };
+            if (pass == 0)
+                series_note(series, &p);
+            else
+                series_add(series, &p);
+        }
+        if (pass == 0)
+            series_begin(series);
     }
+    static const char *const live_keys[] = { "live" };
+    write_gauge_points(f, rec, origin, series, live_keys, 1);
+    series_init(series);
+    if (heap && !series_read(series, &g->budgets, budget_point, heap))
+        e = -EIO;
     fputs(",\n\"budget\": {", f);
     static const char *const budget_keys[] = { "budget", "usage" };
-    write_gauge_points(f, rec, origin, points, count, budget_keys, 2);
+    write_gauge_points(f, rec, origin, series, budget_keys, 2);
     fputs("}}}", f);
-    free(points);
-    return 0;
+    free(series);
+    return e;
 }
 
 /* A hitch by where it is in the list, for sorting. */
@@ -614,8 +686,12 @@ static int write_report_data(FILE *f, const struct formats_run *run)
     /* With no frame, the gauges count from their first sample. */
     uint64_t gauge_origin = origin;
     const struct recording_engine *g = &rec->engine;
-    if (!gauge_origin && g->gauge_count)
-        gauge_origin = g->gauges[0].ticks;
+    struct sorter_cursor c;
+    if (!gauge_origin && g->gauge_count && sorter_cursor_open(&c, &g->gauges)) {
+        const struct gauge_sample *oldest = sorter_next(&c);
+        gauge_origin = oldest ? oldest->ticks : 0;
+        sorter_cursor_close(&c);
+    }
     if (!gauge_origin && run->engine && run->engine->live_point_count)
         gauge_origin = run->engine->live_points[0].ticks;
     if (r == 0)

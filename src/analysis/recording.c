@@ -181,7 +181,7 @@ static int sorter_take(struct chunk_sink *sink, const unsigned char *items, uint
     struct sorter_sink *s = (struct sorter_sink *)sink;
     for (uint64_t i = 0; i < n; i++) {
         const unsigned char *item = items + i * s->item_size;
-        int e = s->check(s->r, item);
+        int e = s->check ? s->check(s->r, item) : 0;
         if (e)
             return e;
         if (!sorter_push(s->sorter, item))
@@ -415,6 +415,14 @@ static int pool_op_check(struct reader *r, const void *item)
     return 0;
 }
 
+static int budget_check(struct reader *r, const void *item)
+{
+    const struct budget_sample *b = item;
+    if (b->heap_count > BUDGET_HEAPS)
+        return reader_malformed(r, "a memory budget of %u heaps", b->heap_count);
+    return 0;
+}
+
 static int read_engine(struct reader *r, struct recording *rec, const struct rec_engine *src)
 {
     struct recording_engine *g = &rec->engine;
@@ -440,17 +448,13 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
             e = reader_malformed(r, "a memory event of kind %u", g->memory[i].kind);
     if (e)
         return e;
-    e = read_chunked(r, rec, &src->budgets, sizeof(struct budget_sample), "memory budgets",
-                     &items, &g->budget_count);
-    g->budgets = items;
-    for (uint64_t i = 0; !e && i < g->budget_count; i++)
-        if (g->budgets[i].heap_count > BUDGET_HEAPS)
-            e = reader_malformed(r, "a memory budget of %u heaps", g->budgets[i].heap_count);
-    if (e)
-        return e;
-    e = read_chunked(r, rec, &src->gauges, sizeof(struct gauge_sample), "gauges", &items,
-                     &g->gauge_count);
-    g->gauges = items;
+    e = read_sorted(r, rec, &src->budgets, sizeof(struct budget_sample), "memory budgets",
+                    &g->budgets, budget_check);
+    g->budget_count = sorter_count(&g->budgets);
+    if (!e)
+        e = read_sorted(r, rec, &src->gauges, sizeof(struct gauge_sample), "gauges", &g->gauges,
+                        NULL);
+    g->gauge_count = sorter_count(&g->gauges);
     if (e)
         return e;
     g->memory_props_count = atomic_load(&src->memory_props_count);
@@ -646,13 +650,6 @@ struct kernel_sink {
     struct recording_kernel *k;
 };
 
-static int sample_check(struct reader *r, const void *item)
-{
-    (void)r;
-    (void)item;
-    return 0; /* any counts: each use clamps them */
-}
-
 static int drm_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
                     uint64_t n)
 {
@@ -722,7 +719,7 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
     }
     recording_kernel_init(k);
     int e = read_sorted(r, rec, &src->samples, sizeof(struct kernel_sample), "kernel samples",
-                        &k->samples, sample_check);
+                        &k->samples, NULL); /* any counts: each use clamps them */
     k->sample_count = sorter_count(&k->samples);
     if (e)
         return e;
@@ -1026,8 +1023,8 @@ void recording_free(struct recording *rec)
     sorter_free(&rec->engine.recordings);
     sorter_free(&rec->engine.pool_ops);
     free(rec->engine.memory);
-    free(rec->engine.budgets);
-    free(rec->engine.gauges);
+    sorter_free(&rec->engine.budgets);
+    sorter_free(&rec->engine.gauges);
     free(rec->engine.sites);
     free(rec->engine.descriptor_pools);
     stream_source_free(rec->stream);

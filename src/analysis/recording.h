@@ -116,8 +116,8 @@ struct recording_engine {
     struct sorter recordings; /* struct cmd_recording, in the order they ended (sorter.h) */
     struct sorter pool_ops;   /* struct pool_op, the same */
     struct memory_event *memory;
-    struct budget_sample *budgets;
-    struct gauge_sample *gauges;
+    struct sorter budgets; /* struct budget_sample, as recorded (sorter_as_pushed) */
+    struct sorter gauges;  /* struct gauge_sample, the same */
     unsigned memory_props_count;
     struct rec_memory_props memory_props[REC_ENGINE_DEVICES];
     unsigned site_count;

@@ -240,4 +240,6 @@ void recording_engine_init(struct recording_engine *g)
 {
     sorter_init(&g->recordings, sizeof(struct cmd_recording), recording_order, 0);
     sorter_init(&g->pool_ops, sizeof(struct pool_op), pool_op_order, 0);
+    sorter_init(&g->budgets, sizeof(struct budget_sample), sorter_as_pushed, 0);
+    sorter_init(&g->gauges, sizeof(struct gauge_sample), sorter_as_pushed, 0);
 }

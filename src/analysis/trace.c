@@ -310,25 +310,35 @@ static void gauge_counters(const struct recording *rec, trace_counter_fn fn, voi
 {
     const struct recording_engine *g = &rec->engine;
     bool descriptors = false;
-    for (uint64_t i = 0; i < g->gauge_count; i++) {
-        const struct gauge_sample *s = &g->gauges[i];
+    struct sorter_cursor c;
+    bool open = g->gauge_count && sorter_cursor_open(&c, &g->gauges);
+    for (const struct gauge_sample *s; open && (s = sorter_next(&c));) {
         descriptors |= s->descriptor_sets || s->descriptor_capacity;
         if (s->rss_bytes) /* 0: not read */
             counter1(fn, ctx, s->ticks, "rss MiB", "rss", mib(s->rss_bytes));
     }
+    if (open)
+        sorter_cursor_close(&c);
     /* No pool ever made: a track of zeros would say the app has no room, not that it has none. */
-    for (uint64_t i = 0; descriptors && i < g->gauge_count; i++) {
-        const struct gauge_sample *s = &g->gauges[i];
+    open = descriptors && sorter_cursor_open(&c, &g->gauges);
+    for (const struct gauge_sample *s; open && (s = sorter_next(&c));)
         fn(ctx, &(struct trace_counter){ s->ticks, "descriptor sets", 2, { "sets", "capacity" },
                                          { (double)s->descriptor_sets,
                                            (double)s->descriptor_capacity }, true });
-    }
+    if (open)
+        sorter_cursor_close(&c);
     /* Heaps are named by their device only when budgets of two devices were read. */
-    bool devices = false;
-    for (uint64_t i = 1; i < g->budget_count; i++)
-        devices |= g->budgets[i].device_id != g->budgets[0].device_id;
-    for (uint64_t i = 0; i < g->budget_count; i++) {
-        const struct budget_sample *b = &g->budgets[i];
+    bool devices = false, first = true;
+    uint32_t first_device = 0;
+    open = g->budget_count && sorter_cursor_open(&c, &g->budgets);
+    for (const struct budget_sample *b; open && (b = sorter_next(&c)); first = false) {
+        first_device = first ? b->device_id : first_device;
+        devices |= b->device_id != first_device;
+    }
+    if (open)
+        sorter_cursor_close(&c);
+    open = g->budget_count && sorter_cursor_open(&c, &g->budgets);
+    for (const struct budget_sample *b; open && (b = sorter_next(&c));) {
         for (uint32_t k = 0; k < b->heap_count; k++) { /* at most BUDGET_HEAPS: checked */
             char device[32] = "", name[96];
             if (devices)
@@ -339,6 +349,8 @@ static void gauge_counters(const struct recording *rec, trace_counter_fn fn, voi
             counter1(fn, ctx, b->ticks, name, "budget", mib(b->budget[k]));
         }
     }
+    if (open)
+        sorter_cursor_close(&c);
 }
 
 /* Per frame, at its start, so that each value holds over the frame it describes: its rate,
