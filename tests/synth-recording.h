@@ -199,6 +199,7 @@ static inline struct recording *synth_recording(uint64_t frames)
     rec->engine.recording_count = frames;
     if (!sorter_finish(&rec->engine.recordings) || !sorter_finish(&rec->engine.pool_ops) ||
         !sorter_finish(&rec->engine.budgets) || !sorter_finish(&rec->engine.gauges) ||
+        !sorter_finish(&rec->engine.memory) ||
         !sorter_finish(&rec->spans) || !sorter_finish(&rec->gpu_zones))
         goto error;
     return rec;

@@ -221,16 +221,14 @@ static int compare_pool_ticks(const void *a, const void *b)
     return tx < ty ? 1 : tx > ty ? -1 : 0;
 }
 
-static int compare_event_ticks(const void *a, const void *b)
-{
-    const struct memory_event *x = *(const struct memory_event *const *)a;
-    const struct memory_event *y = *(const struct memory_event *const *)b;
-    return x->ticks < y->ticks ? -1 : x->ticks > y->ticks ? 1 : (x < y ? -1 : x > y);
-}
-
-/* Live allocations by handle and device: open addressing, grown at half full. */
+/* Live allocations by handle and device: open addressing, grown at half full; each slot a
+ * copy of its allocation (the events are read through a cursor). */
+struct live_slot {
+    bool used;
+    struct memory_event alloc;
+};
 struct live_map {
-    const struct memory_event **slots;
+    struct live_slot *slots;
     uint64_t capacity, count;
 };
 
@@ -244,13 +242,13 @@ static bool live_put(struct live_map *m, const struct memory_event *e);
 
 static bool live_grow(struct live_map *m)
 {
-    struct live_map bigger = { calloc(m->capacity ? m->capacity * 2 : 1024, sizeof(void *)),
+    struct live_map bigger = { calloc(m->capacity ? m->capacity * 2 : 1024, sizeof(*m->slots)),
                                m->capacity ? m->capacity * 2 : 1024, 0 };
     if (!bigger.slots)
         return false;
     for (uint64_t i = 0; i < m->capacity; i++)
-        if (m->slots[i])
-            live_put(&bigger, m->slots[i]);
+        if (m->slots[i].used)
+            live_put(&bigger, &m->slots[i].alloc);
     free(m->slots);
     *m = bigger;
     return true;
@@ -261,53 +259,50 @@ static bool live_put(struct live_map *m, const struct memory_event *e)
     if ((m->count + 1) * 2 > m->capacity && !live_grow(m))
         return false;
     uint64_t i = live_hash(e->handle, e->device_id) & (m->capacity - 1);
-    while (m->slots[i])
+    while (m->slots[i].used)
         i = (i + 1) & (m->capacity - 1);
-    m->slots[i] = e;
+    m->slots[i] = (struct live_slot){ true, *e };
     m->count++;
     return true;
 }
 
-/* Takes the allocation of handle out of the map (backward-shift deletion); NULL if none. */
-static const struct memory_event *live_take(struct live_map *m, uint64_t handle, uint32_t device)
+/* Takes the allocation of handle out of the map (backward-shift deletion) into *ret; false if
+ * none. */
+static bool live_take(struct live_map *m, uint64_t handle, uint32_t device,
+                      struct memory_event *ret)
 {
     if (!m->capacity)
-        return NULL;
+        return false;
     uint64_t mask = m->capacity - 1, i = live_hash(handle, device) & mask;
-    while (m->slots[i] && (m->slots[i]->handle != handle || m->slots[i]->device_id != device))
+    while (m->slots[i].used &&
+           (m->slots[i].alloc.handle != handle || m->slots[i].alloc.device_id != device))
         i = (i + 1) & mask;
-    const struct memory_event *found = m->slots[i];
-    if (!found)
-        return NULL;
-    m->slots[i] = NULL;
+    if (!m->slots[i].used)
+        return false;
+    *ret = m->slots[i].alloc;
+    m->slots[i].used = false;
     m->count--;
-    for (uint64_t j = (i + 1) & mask; m->slots[j]; j = (j + 1) & mask) {
-        const struct memory_event *e = m->slots[j];
-        m->slots[j] = NULL;
+    for (uint64_t j = (i + 1) & mask; m->slots[j].used; j = (j + 1) & mask) {
+        struct memory_event moved = m->slots[j].alloc;
+        m->slots[j].used = false;
         m->count--;
-        live_put(m, e);
+        live_put(m, &moved);
     }
-    return found;
+    return true;
 }
 
+/* The device memory's allocations and frees replayed in time order: what is live, at its
+ * peak, in each heap, the largest, and a point of the live bytes at each event. */
 static void compute_memory(const struct recording *rec, struct engine_stats *s,
                            struct engine_lookup *lookup)
 {
     const struct recording_engine *g = &rec->engine;
-    const struct memory_event **order = g->memory_count ? malloc(g->memory_count * sizeof(*order))
-                                                        : NULL;
-    s->live_points = g->memory_count ? malloc(g->memory_count * sizeof(*s->live_points)) : NULL;
-    if (g->memory_count && (!order || !s->live_points)) {
-        free(order);
-        return;
-    }
-    for (uint64_t i = 0; i < g->memory_count; i++)
-        order[i] = &g->memory[i];
-    if (g->memory_count)
-        qsort(order, g->memory_count, sizeof(*order), compare_event_ticks);
+    sorter_init(&s->live_points, sizeof(struct engine_live_point), sorter_as_pushed, 0);
+    struct sorter_cursor c;
+    bool open = g->memory_count && sorter_cursor_open(&c, &g->memory);
     struct live_map live = { 0 };
-    for (uint64_t i = 0; i < g->memory_count; i++) {
-        const struct memory_event *e = order[i];
+    for (const struct memory_item *item; open && (item = sorter_next(&c));) {
+        const struct memory_event *e = &item->event;
         if (e->kind == MEMORY_ALLOC_FAILED) {
             s->failed++;
             continue;
@@ -328,32 +323,34 @@ static void compute_memory(const struct recording *rec, struct engine_stats *s,
             }
             /* The largest, biggest first. */
             unsigned at = s->largest_count < 5 ? s->largest_count++ : 5;
-            while (at > 0 && g->memory[s->largest[at - 1]].size < e->size) {
+            while (at > 0 && s->largest[at - 1].size < e->size) {
                 if (at < 5)
                     s->largest[at] = s->largest[at - 1];
                 at--;
             }
             if (at < 5)
-                s->largest[at] = (uint64_t)(e - g->memory);
+                s->largest[at] = *e;
         } else {
             s->frees++;
-            const struct memory_event *a = live_take(&live, e->handle, e->device_id);
-            if (a) {
-                s->live_bytes -= a->size;
-                struct engine_heap *h = heap_of(s, lookup, rec, a->device_id, a->heap_index);
+            struct memory_event a;
+            if (live_take(&live, e->handle, e->device_id, &a)) {
+                s->live_bytes -= a.size;
+                struct engine_heap *h = heap_of(s, lookup, rec, a.device_id, a.heap_index);
                 if (h) {
-                    h->live_bytes -= a->size;
+                    h->live_bytes -= a.size;
                     h->live_count--;
                 }
             }
         }
         if (s->live_bytes > s->peak_bytes)
             s->peak_bytes = s->live_bytes;
-        s->live_points[s->live_point_count++] = (struct engine_live_point){ e->ticks,
-                                                                           s->live_bytes };
+        const struct engine_live_point point = { e->ticks, s->live_bytes };
+        s->live_point_count += sorter_push(&s->live_points, &point);
     }
+    if (open)
+        sorter_cursor_close(&c);
+    sorter_finish(&s->live_points);
     free(live.slots);
-    free(order);
 }
 
 static void compute_budget(const struct recording *rec, struct engine_stats *s,
@@ -589,7 +586,7 @@ void engine_stats_finish(struct engine_stats *s)
     free(s->threads);
     free(s->pools);
     free(s->heaps);
-    free(s->live_points);
+    sorter_free(&s->live_points);
     memset(s, 0, sizeof(*s));
 }
 
@@ -766,7 +763,7 @@ void engine_write_text(FILE *f, const struct recording *rec, const struct engine
         }
         fputs("  memory      largest:", f);
         for (unsigned i = 0; i < s->largest_count; i++) {
-            const struct memory_event *e = &g->memory[s->largest[i]];
+            const struct memory_event *e = &s->largest[i];
             fprintf(f, "%s %s ", i ? "," : "",
                     object_label(rec, e->device_id, OBJECT_TYPE_DEVICE_MEMORY, e->handle, "memory", label,
                                  sizeof(label)));
@@ -954,7 +951,7 @@ void engine_write_json(FILE *f, const struct recording *rec, const struct engine
     }
     fputs("], \"largest\": [", f);
     for (unsigned i = 0; i < s->largest_count; i++) {
-        const struct memory_event *e = &g->memory[s->largest[i]];
+        const struct memory_event *e = &s->largest[i];
         const char *name = recording_object_name(rec, e->device_id, OBJECT_TYPE_DEVICE_MEMORY, e->handle);
         fprintf(f, "%s{\"handle\": \"0x%" PRIx64 "\", \"name\": ", i ? ", " : "", e->handle);
         json_write_string(f, name ? name : "");

@@ -63,10 +63,10 @@ struct engine_stats {
     uint64_t live_bytes, peak_bytes;
     unsigned heap_count;
     struct engine_heap *heaps;
-    uint64_t largest[5]; /* indices into rec->engine.memory, biggest first */
+    struct memory_event largest[5]; /* biggest first */
     unsigned largest_count;
     uint64_t live_point_count;
-    struct engine_live_point *live_points;
+    struct sorter live_points; /* struct engine_live_point, in time order (sorter_as_pushed) */
     bool budget_supported_somewhere;
     /* The process and descriptor pools, from the gauges. */
     uint64_t rss_end, rss_peak;

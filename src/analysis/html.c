@@ -279,6 +279,14 @@ static bool descriptor_point(const void *item, const void *ctx, struct gauge_poi
     return true;
 }
 
+static bool live_point(const void *item, const void *ctx, struct gauge_point *ret)
+{
+    (void)ctx;
+    const struct engine_live_point *p = item;
+    *ret = (struct gauge_point){ p->ticks, { (double)p->live_bytes } };
+    return true;
+}
+
 static bool budget_point(const void *item, const void *ctx, struct gauge_point *ret)
 {
     const struct engine_heap *heap = ctx;
@@ -444,18 +452,8 @@ static int write_gauges_data(FILE *f, const struct formats_run *run, uint64_t or
                 (unsigned long long)heap->size);
     fprintf(f, "\"all_heaps\": %s, ", heaps_used > 1 ? "true" : "false");
     series_init(series);
-    for (unsigned pass = 0; pass < 2; pass++) {
-        for (uint64_t i = 0; engine && i < engine->live_point_count; i++) {
-            const struct gauge_point p = { engine->live_points[i].ticks,
-                                           { (double)engine->live_points[i].live_bytes } };
-            if (pass == 0)
-                series_note(series, &p);
-            else
-                series_add(series, &p);
-        }
-        if (pass == 0)
-            series_begin(series);
-    }
+    if (engine && !series_read(series, &engine->live_points, live_point, NULL))
+        e = -EIO;
     static const char *const live_keys[] = { "live" };
     write_gauge_points(f, rec, origin, series, live_keys, 1);
     series_init(series);
@@ -692,8 +690,12 @@ static int write_report_data(FILE *f, const struct formats_run *run)
         gauge_origin = oldest ? oldest->ticks : 0;
         sorter_cursor_close(&c);
     }
-    if (!gauge_origin && run->engine && run->engine->live_point_count)
-        gauge_origin = run->engine->live_points[0].ticks;
+    if (!gauge_origin && run->engine && run->engine->live_point_count &&
+        sorter_cursor_open(&c, &run->engine->live_points)) {
+        const struct engine_live_point *oldest = sorter_next(&c);
+        gauge_origin = oldest ? oldest->ticks : 0;
+        sorter_cursor_close(&c);
+    }
     if (r == 0)
         r = write_gauges_data(f, run, gauge_origin, columns, column_count);
     fputs("}\n", f);

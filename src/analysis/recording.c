@@ -415,6 +415,28 @@ static int pool_op_check(struct reader *r, const void *item)
     return 0;
 }
 
+/* The sink of memory events: each checked, then sorted with its place. */
+struct memory_sink {
+    struct chunk_sink sink;
+    struct reader *r;
+    struct recording_engine *g;
+};
+
+static int memory_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
+                       uint64_t n)
+{
+    struct memory_sink *s = (struct memory_sink *)sink;
+    for (uint64_t i = 0; i < n; i++) {
+        struct memory_item item = { .seq = first + i };
+        memcpy(&item.event, items + i * sizeof(item.event), sizeof(item.event));
+        if (item.event.kind < MEMORY_ALLOC || item.event.kind > MEMORY_ALLOC_FAILED)
+            return reader_malformed(s->r, "a memory event of kind %u", item.event.kind);
+        if (!sorter_push(&s->g->memory, &item))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 static int budget_check(struct reader *r, const void *item)
 {
     const struct budget_sample *b = item;
@@ -430,7 +452,6 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
         return reader_malformed(r, "two engine tables");
     g->present = true;
     recording_engine_init(g);
-    void *items;
     int e = read_sorted(r, rec, &src->recordings, sizeof(struct cmd_recording),
                         "command buffer recordings", &g->recordings, recording_check);
     g->recording_count = sorter_count(&g->recordings);
@@ -440,12 +461,12 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
     g->pool_op_count = sorter_count(&g->pool_ops);
     if (e)
         return e;
-    e = read_chunked(r, rec, &src->memory, sizeof(struct memory_event), "memory events", &items,
-                     &g->memory_count);
-    g->memory = items;
-    for (uint64_t i = 0; !e && i < g->memory_count; i++)
-        if (g->memory[i].kind < MEMORY_ALLOC || g->memory[i].kind > MEMORY_ALLOC_FAILED)
-            e = reader_malformed(r, "a memory event of kind %u", g->memory[i].kind);
+    struct memory_sink memory = { { sorter_begin, memory_take }, r, g };
+    e = read_chunks(r, rec, &src->memory, sizeof(struct memory_event), "memory events",
+                    &memory.sink);
+    if (!e && !sorter_finish(&g->memory))
+        e = -ENOMEM;
+    g->memory_count = sorter_count(&g->memory);
     if (e)
         return e;
     e = read_sorted(r, rec, &src->budgets, sizeof(struct budget_sample), "memory budgets",
@@ -1022,7 +1043,7 @@ void recording_free(struct recording *rec)
     free(rec->pass_stats);
     sorter_free(&rec->engine.recordings);
     sorter_free(&rec->engine.pool_ops);
-    free(rec->engine.memory);
+    sorter_free(&rec->engine.memory);
     sorter_free(&rec->engine.budgets);
     sorter_free(&rec->engine.gauges);
     free(rec->engine.sites);

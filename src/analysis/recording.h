@@ -108,6 +108,12 @@ bool recording_sched_add(struct recording_kernel *k, const struct sched_event *e
 /* The place an event took among those recorded, kept by recording_sched_add. */
 uint64_t sched_seq(const struct sched_event *e);
 
+/* A memory event with its place among those recorded: ties in time keep that order. */
+struct memory_item {
+    struct memory_event event;
+    uint64_t seq;
+};
+
 /* The engine's own cost (format.h, struct rec_engine): every array checked, strings
  * terminated; sites and descriptor pools only those published. */
 struct recording_engine {
@@ -115,7 +121,7 @@ struct recording_engine {
     uint64_t recording_count, pool_op_count, memory_count, budget_count, gauge_count;
     struct sorter recordings; /* struct cmd_recording, in the order they ended (sorter.h) */
     struct sorter pool_ops;   /* struct pool_op, the same */
-    struct memory_event *memory;
+    struct sorter memory; /* struct memory_item, by time (recording_engine_init) */
     struct sorter budgets; /* struct budget_sample, as recorded (sorter_as_pushed) */
     struct sorter gauges;  /* struct gauge_sample, the same */
     unsigned memory_props_count;

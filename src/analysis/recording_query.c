@@ -236,8 +236,18 @@ bool recording_sched_add(struct recording_kernel *k, const struct sched_event *e
     return true;
 }
 
+/* Memory events by time, then in the order recorded: the order they are replayed in. */
+static int memory_item_order(const void *a, const void *b)
+{
+    const struct memory_item *x = a, *y = b;
+    if (x->event.ticks != y->event.ticks)
+        return x->event.ticks < y->event.ticks ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 void recording_engine_init(struct recording_engine *g)
 {
+    sorter_init(&g->memory, sizeof(struct memory_item), memory_item_order, 0);
     sorter_init(&g->recordings, sizeof(struct cmd_recording), recording_order, 0);
     sorter_init(&g->pool_ops, sizeof(struct pool_op), pool_op_order, 0);
     sorter_init(&g->budgets, sizeof(struct budget_sample), sorter_as_pushed, 0);

@@ -395,9 +395,12 @@ void trace_counters(const struct recording *rec, const struct trace_run *run, tr
 {
     gauge_counters(rec, fn, ctx);
     const struct engine_stats *engine = run ? run->engine : NULL;
-    for (uint64_t i = 0; engine && i < engine->live_point_count; i++)
-        counter1(fn, ctx, engine->live_points[i].ticks, "device memory MiB", "live",
-                 mib(engine->live_points[i].live_bytes));
+    struct sorter_cursor c;
+    bool open = engine && engine->live_point_count && sorter_cursor_open(&c, &engine->live_points);
+    for (const struct engine_live_point *p; open && (p = sorter_next(&c));)
+        counter1(fn, ctx, p->ticks, "device memory MiB", "live", mib(p->live_bytes));
+    if (open)
+        sorter_cursor_close(&c);
     if (run && run->frame_counters)
         frame_counters(rec, run->primary_log, fn, ctx);
 }
