@@ -119,7 +119,7 @@ static void *pack(const struct frame_item *frames, uint64_t n, const unsigned ch
 {
     unsigned char kinds[WORDS];
     const unsigned char *from[WORDS]; /* each old plane kept */
-    const unsigned char *old_at = old + WORDS;
+    const unsigned char *old_at = old ? old + WORDS : NULL;
     size_t bytes = WORDS;
     for (size_t j = 0; j < WORDS; j++) {
         from[j] = NULL;
