@@ -202,6 +202,46 @@ static int read_sorted(struct reader *r, struct recording *rec, const struct chu
     return e;
 }
 
+/* The sink of items each kept as a copy of its own by keep (which checks it, may change it,
+ * and keeps it where it belongs); index: its place in the array. */
+typedef int (*copy_keep_fn)(struct reader *r, void *ctx, void *item, uint64_t index);
+struct copy_sink {
+    struct chunk_sink sink;
+    struct reader *r;
+    copy_keep_fn keep;
+    void *ctx;
+    uint32_t item_size;
+};
+
+static int copy_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
+                     uint64_t n)
+{
+    struct copy_sink *s = (struct copy_sink *)sink;
+    union {
+        struct drm_sample drm;
+        struct sched_event sched;
+        struct cap_event cap;
+        struct memory_event memory;
+    } item;
+    if (s->item_size > sizeof(item))
+        return -EINVAL;
+    for (uint64_t i = 0; i < n; i++) {
+        memcpy(&item, items + i * s->item_size, s->item_size);
+        int e = s->keep(s->r, s->ctx, &item, first + i);
+        if (e)
+            return e;
+    }
+    return 0;
+}
+
+/* A chunked array's items, each a copy given to keep. */
+static int read_copied(struct reader *r, struct recording *rec, const struct chunked *a,
+                       uint32_t item_size, const char *what, copy_keep_fn keep, void *ctx)
+{
+    struct copy_sink s = { { sorter_begin, copy_take }, r, keep, ctx, item_size };
+    return read_chunks(r, rec, a, item_size, what, &s.sink);
+}
+
 /* Appends count items to one of rec's growing arrays, doubling its room as needed: many small
  * objects of a kind cost a copy of the whole each only log(n) times. */
 static int append_items(void **array, uint64_t *have, uint64_t *capacity, const void *items,
@@ -415,26 +455,13 @@ static int pool_op_check(struct reader *r, const void *item)
     return 0;
 }
 
-/* The sink of memory events: each checked, then sorted with its place. */
-struct memory_sink {
-    struct chunk_sink sink;
-    struct reader *r;
-    struct recording_engine *g;
-};
-
-static int memory_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
-                       uint64_t n)
+/* A memory event, checked, sorted with its place. */
+static int memory_keep(struct reader *r, void *ctx, void *item, uint64_t index)
 {
-    struct memory_sink *s = (struct memory_sink *)sink;
-    for (uint64_t i = 0; i < n; i++) {
-        struct memory_item item = { .seq = first + i };
-        memcpy(&item.event, items + i * sizeof(item.event), sizeof(item.event));
-        if (item.event.kind < MEMORY_ALLOC || item.event.kind > MEMORY_ALLOC_FAILED)
-            return reader_malformed(s->r, "a memory event of kind %u", item.event.kind);
-        if (!sorter_push(&s->g->memory, &item))
-            return -ENOMEM;
-    }
-    return 0;
+    struct memory_item m = { .event = *(const struct memory_event *)item, .seq = index };
+    if (m.event.kind < MEMORY_ALLOC || m.event.kind > MEMORY_ALLOC_FAILED)
+        return reader_malformed(r, "a memory event of kind %u", m.event.kind);
+    return sorter_push(&((struct recording_engine *)ctx)->memory, &m) ? 0 : -ENOMEM;
 }
 
 static int budget_check(struct reader *r, const void *item)
@@ -461,9 +488,8 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
     g->pool_op_count = sorter_count(&g->pool_ops);
     if (e)
         return e;
-    struct memory_sink memory = { { sorter_begin, memory_take }, r, g };
-    e = read_chunks(r, rec, &src->memory, sizeof(struct memory_event), "memory events",
-                    &memory.sink);
+    e = read_copied(r, rec, &src->memory, sizeof(struct memory_event), "memory events",
+                    memory_keep, g);
     if (!e && !sorter_finish(&g->memory))
         e = -ENOMEM;
     g->memory_count = sorter_count(&g->memory);
@@ -528,28 +554,16 @@ static int read_spans(struct reader *r, struct recording *rec, const struct rec_
     return read_chunks(r, rec, &src->spans, sizeof(struct gpu_span), "GPU spans", &s.sink);
 }
 
-/* The sink of a cap's events: each with a target, kept as recorded. */
-struct cap_sink {
-    struct chunk_sink sink;
-    struct reader *r;
-    struct recording_cap *cap;
-};
-
-static int cap_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
-                    uint64_t n)
+/* A cap's event, with a target, kept as recorded. */
+static int cap_keep(struct reader *r, void *ctx, void *item, uint64_t index)
 {
-    (void)first;
-    struct cap_sink *s = (struct cap_sink *)sink;
-    for (uint64_t i = 0; i < n; i++) {
-        struct cap_event e;
-        memcpy(&e, items + i * sizeof(e), sizeof(e));
-        if (e.target_ns == 0)
-            return reader_malformed(s->r, "cap '%s' has an event with no target", s->cap->label);
-        if (!sorter_push(&s->cap->events, &e))
-            return -ENOMEM;
-        s->cap->last_target_ns = e.target_ns;
-    }
-    return 0;
+    (void)index;
+    struct recording_cap *cap = ctx;
+    const struct cap_event *e = item;
+    if (e->target_ns == 0)
+        return reader_malformed(r, "cap '%s' has an event with no target", cap->label);
+    cap->last_target_ns = e->target_ns;
+    return sorter_push(&cap->events, e) ? 0 : -ENOMEM;
 }
 
 static int read_cap(struct reader *r, struct recording *rec, const struct rec_cap *src)
@@ -558,8 +572,8 @@ static int read_cap(struct reader *r, struct recording *rec, const struct rec_ca
     memset(cap, 0, sizeof(*cap));
     copy_string(cap->label, sizeof(cap->label), src->label, sizeof(src->label));
     sorter_init(&cap->events, sizeof(struct cap_event), sorter_as_pushed, 0);
-    struct cap_sink sink = { { sorter_begin, cap_take }, r, cap };
-    int e = read_chunks(r, rec, &src->events, sizeof(struct cap_event), cap->label, &sink.sink);
+    int e = read_copied(r, rec, &src->events, sizeof(struct cap_event), cap->label, cap_keep,
+                        cap);
     if (!e && !sorter_finish(&cap->events))
         e = -ENOMEM;
     cap->event_count = sorter_count(&cap->events);
@@ -663,51 +677,29 @@ static int read_locs(struct reader *r, struct recording *rec, const struct rec_l
     return 0;
 }
 
-/* The sink of the kernel's DRM samples and sched events: each checked, made printable, then
- * kept (a mark apart, the rest in order). */
-struct kernel_sink {
-    struct chunk_sink sink;
-    struct reader *r;
-    struct recording_kernel *k;
-};
-
-static int drm_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
-                    uint64_t n)
+/* A DRM sample, checked and made printable, kept as recorded. */
+static int drm_keep(struct reader *r, void *ctx, void *item, uint64_t index)
 {
-    struct kernel_sink *s = (struct kernel_sink *)sink;
-    for (uint64_t i = 0; i < n; i++) {
-        struct drm_sample d;
-        memcpy(&d, items + i * sizeof(d), sizeof(d));
-        if (d.engine_count > DRM_SAMPLE_ENGINES || d.region_count > DRM_SAMPLE_REGIONS)
-            return reader_malformed(s->r, "DRM sample %llu is malformed",
-                                    (unsigned long long)(first + i));
-        make_printable(d.driver, sizeof(d.driver));
-        for (unsigned j = 0; j < d.engine_count; j++)
-            make_printable(d.engines[j].name, sizeof(d.engines[j].name));
-        for (unsigned j = 0; j < d.region_count; j++)
-            make_printable(d.regions[j].name, sizeof(d.regions[j].name));
-        if (!sorter_push(&s->k->drm_samples, &d))
-            return -ENOMEM;
-    }
-    return 0;
+    struct drm_sample *d = item;
+    if (d->engine_count > DRM_SAMPLE_ENGINES || d->region_count > DRM_SAMPLE_REGIONS)
+        return reader_malformed(r, "DRM sample %llu is malformed", (unsigned long long)index);
+    make_printable(d->driver, sizeof(d->driver));
+    for (unsigned j = 0; j < d->engine_count; j++)
+        make_printable(d->engines[j].name, sizeof(d->engines[j].name));
+    for (unsigned j = 0; j < d->region_count; j++)
+        make_printable(d->regions[j].name, sizeof(d->regions[j].name));
+    return sorter_push(&((struct recording_kernel *)ctx)->drm_samples, d) ? 0 : -ENOMEM;
 }
 
-static int sched_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
-                      uint64_t n)
+/* A sched event, checked and made printable: a mark apart, a thread's sorted by time. */
+static int sched_keep(struct reader *r, void *ctx, void *item, uint64_t index)
 {
-    struct kernel_sink *s = (struct kernel_sink *)sink;
-    for (uint64_t i = 0; i < n; i++) {
-        struct sched_event e;
-        memcpy(&e, items + i * sizeof(e), sizeof(e));
-        if (e.kind < SCHED_EVENT_OUT || e.kind > SCHED_EVENT_KIND_LAST ||
-            e.state > SCHED_OUT_OTHER)
-            return reader_malformed(s->r, "sched event %llu is malformed",
-                                    (unsigned long long)(first + i));
-        make_printable(e.other_comm, sizeof(e.other_comm));
-        if (!recording_sched_add(s->k, &e))
-            return -ENOMEM;
-    }
-    return 0;
+    struct sched_event *e = item;
+    if (e->kind < SCHED_EVENT_OUT || e->kind > SCHED_EVENT_KIND_LAST ||
+        e->state > SCHED_OUT_OTHER)
+        return reader_malformed(r, "sched event %llu is malformed", (unsigned long long)index);
+    make_printable(e->other_comm, sizeof(e->other_comm));
+    return recording_sched_add(ctx, e) ? 0 : -ENOMEM;
 }
 
 static int read_kernel(struct reader *r, struct recording *rec, const struct rec_kernel *src)
@@ -745,9 +737,8 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
     if (e)
         return e;
     k->drm_fds = atomic_load(&src->drm_fds);
-    struct kernel_sink drm = { { sorter_begin, drm_take }, r, k };
-    e = read_chunks(r, rec, &src->drm_samples, sizeof(struct drm_sample), "DRM samples",
-                    &drm.sink);
+    e = read_copied(r, rec, &src->drm_samples, sizeof(struct drm_sample), "DRM samples",
+                    drm_keep, k);
     if (!e && !sorter_finish(&k->drm_samples))
         e = -ENOMEM;
     k->drm_sample_count = sorter_count(&k->drm_samples);
@@ -759,9 +750,8 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
     k->sched_lost = atomic_load(&src->sched_lost);
     k->sched_pauses = atomic_load(&src->sched_pauses);
     k->sched_paused_ms = atomic_load(&src->sched_paused_ms);
-    struct kernel_sink sink = { { sorter_begin, sched_take }, r, k };
-    e = read_chunks(r, rec, &src->sched_events, sizeof(struct sched_event), "sched events",
-                    &sink.sink);
+    e = read_copied(r, rec, &src->sched_events, sizeof(struct sched_event), "sched events",
+                    sched_keep, k);
     if (!e && !sorter_finish(&k->sched_events))
         e = -ENOMEM;
     return e;
