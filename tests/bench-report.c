@@ -1,11 +1,14 @@
 /* What report generation costs at N and 10N frames (issue 35: every output linear in frames
  * and events): a synthetic recording whose closing thread changes halfway
  * (tests/synth-recording.h), analysed and written in every format, then top's live view.
- * Prints each format's time and the whole's at N and 10N, and the ratio: 10 when linear.
+ * Prints each format's time and the whole's at N and 10N, and the ratio: 10 when linear;
+ * and the memory the analysis and the outputs added at their peak to what the recording
+ * itself holds (VmHWM, reset through /proc/self/clear_refs once the recording is built).
  *
  * bench-report [N]: N frames first (20,000 unless given). The test that holds the count of
  * work done, not the time, is test-linear.c. */
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -21,10 +24,38 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static double run(uint64_t frames)
+/* A line of /proc/self/status in KiB; -1 where there is none. */
+static long status_kib(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, key, strlen(key)) == 0)
+            kib = strtol(line + strlen(key), NULL, 10);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* The resident set now, with the peak reset to it (false where the kernel cannot). */
+static bool peak_reset(long *ret_kib)
+{
+    malloc_trim(0); /* what building the recording freed goes back first */
+    FILE *f = fopen("/proc/self/clear_refs", "we");
+    bool reset = f && fputs("5", f) >= 0;
+    if (f)
+        reset = fclose(f) == 0 && reset;
+    *ret_kib = status_kib("VmRSS:");
+    return reset && *ret_kib >= 0;
+}
+
+static double run(uint64_t frames, long *ret_peak_kib)
 {
     struct recording *rec = synth_recording(frames);
     CHECK(rec);
+    long held_kib;
+    bool measured = peak_reset(&held_kib);
     FILE *null = fopen("/dev/null", "we");
     CHECK(null);
     uint64_t work = analysis_events_visited;
@@ -46,6 +77,12 @@ static double run(uint64_t frames)
     double total = now_s() - begin;
     printf(", live %.3f s\n  all %.3f s, %" PRIu64 " events visited\n", now_s() - at, total,
            analysis_events_visited - work);
+    *ret_peak_kib = measured ? status_kib("VmHWM:") - held_kib : -1;
+    if (measured)
+        printf("  memory: the recording %.1f MiB, the analysis and outputs +%.1f MiB at their "
+               "peak\n", held_kib / 1024.0, *ret_peak_kib / 1024.0);
+    else
+        printf("  memory: not measured (no /proc/self/clear_refs)\n");
     fflush(stdout);
     fclose(null);
     recording_free(rec);
@@ -56,7 +93,11 @@ int main(int argc, char **argv)
 {
     uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000;
     CHECK(n >= 100);
-    double one = run(n), ten = run(10 * n);
-    printf("10N against N: %.1fx the time (10x when linear)\n", ten / one);
+    long peak, peak10;
+    double one = run(n, &peak), ten = run(10 * n, &peak10);
+    printf("10N against N: %.1fx the time (10x when linear)", ten / one);
+    if (peak >= 0 && peak10 >= 0)
+        printf(", %+.1f MiB at the peak", (peak10 - peak) / 1024.0);
+    printf("\n");
     return 0;
 }
