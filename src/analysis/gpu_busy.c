@@ -233,6 +233,15 @@ static bool pass_restart(struct busy_pass *p)
     return true;
 }
 
+/* Drops the timed runs a later one begun by floor replaces. */
+static void timed_drop(struct device_pass *d, uint64_t floor)
+{
+    struct held *q = &d->timed;
+    const struct gpu_span *runs = (const struct gpu_span *)q->items;
+    while (q->first + 1 < q->count && runs[q->first + 1].begin <= floor)
+        q->first++;
+}
+
 /* Drops the runs that end by floor (busy), and the timed runs a later one begun by floor
  * replaces. */
 static void device_drop(struct device_pass *d, uint64_t floor)
@@ -241,10 +250,7 @@ static void device_drop(struct device_pass *d, uint64_t floor)
     const struct gpu_span *runs = (const struct gpu_span *)q->items;
     while (q->first < q->count && runs[q->first].end <= floor)
         q->first++;
-    q = &d->timed;
-    runs = (const struct gpu_span *)q->items;
-    while (q->first + 1 < q->count && runs[q->first + 1].begin <= floor)
-        q->first++;
+    timed_drop(d, floor);
 }
 
 /* Frames from floor on: what ends before it is dropped (the pass restarts for a floor
@@ -272,6 +278,8 @@ static bool read_spans(struct busy_pass *p, uint64_t to)
         work_visited(1);
         p->read_any = true;
         p->spans_to = span->begin;
+        if (span->end <= p->floor)
+            continue; /* device_drop's already: a pass that starts late holds none of it */
         struct device_pass *d = device_of(p, span->device_id);
         if (!union_add(&p->all.busy, span) || !d || !union_add(&d->busy, span))
             return false;
@@ -294,6 +302,7 @@ static bool read_timed(struct busy_pass *p, uint64_t to)
         struct device_pass *d = run->flags & RUN_OF_ALL ? &p->all : device_of(p, run->device_id);
         if (!d || !held_push(&d->timed, run, sizeof(*run)))
             return false;
+        timed_drop(d, p->floor); /* a pass that starts late holds one run before it */
     }
     return true;
 }
