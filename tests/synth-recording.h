@@ -76,9 +76,8 @@ static inline struct recording *synth_recording(uint64_t frames)
     struct sched_event *even = calloc(frames * SYNTH_SCHED_PER_FRAME + marks + 1, sizeof(*even));
     recording_kernel_init(&rec->kernel);
     recording_spans_init(rec);
-    rec->pipelines = calloc(frames, sizeof(*rec->pipelines));
     recording_engine_init(&rec->engine);
-    if (!rec->logs || !rec->gpu_zone_names || !even || !rec->pipelines)
+    if (!rec->logs || !rec->gpu_zone_names || !even)
         goto error;
     struct recording_log *log = &rec->logs[0];
     snprintf(log->label, sizeof(log->label), "synthetic surface");
@@ -143,12 +142,13 @@ static inline struct recording *synth_recording(uint64_t frames)
             free(odd);
             goto error;
         }
-        rec->pipelines[i] = (struct pipeline_created){ t + 3 * ms, hitch ? 30 * ms : ms, 0,
-                                                       i + 1, 1, 0 };
+        struct pipeline_item created = { { t + 3 * ms, hitch ? 30 * ms : ms, 0, i + 1, 1, 0 },
+                                         i };
         struct cmd_recording recorded = { .begin_ticks = t + ms / 2, .end_ticks = t + 3 * ms / 2,
                                           .cb = 1 + i % 3, .pool = 1, .device_id = 1,
                                           .tid = tid, .commands = 20, .draws = 10 };
-        if (!sorter_push(&rec->engine.recordings, &recorded)) {
+        if (!sorter_push(&rec->pipelines, &created) ||
+            !sorter_push(&rec->engine.recordings, &recorded)) {
             free(built);
             free(odd);
             goto error;
@@ -200,7 +200,8 @@ static inline struct recording *synth_recording(uint64_t frames)
     if (!sorter_finish(&rec->engine.recordings) || !sorter_finish(&rec->engine.pool_ops) ||
         !sorter_finish(&rec->engine.budgets) || !sorter_finish(&rec->engine.gauges) ||
         !sorter_finish(&rec->engine.memory) ||
-        !sorter_finish(&rec->spans) || !sorter_finish(&rec->gpu_zones))
+        !sorter_finish(&rec->spans) || !sorter_finish(&rec->gpu_zones) ||
+        !sorter_finish(&rec->pipelines))
         goto error;
     return rec;
 error:

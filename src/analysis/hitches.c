@@ -8,6 +8,7 @@
 #include "emit.h"
 #include "frames.h"
 #include "gpu_zones.h"
+#include "held.h"
 #include "values.h"
 #include "work.h"
 
@@ -261,77 +262,103 @@ static void split_excess(struct hitch *h, const struct ring_frame *ring, uint64_
     h->cause = (enum hitch_cause)largest;
 }
 
-/* Pipelines by the end of their create call, then as recorded. */
-static int pipeline_by_end(const void *a, const void *b)
-{
-    const struct pipeline_created *x = *(const struct pipeline_created *const *)a;
-    const struct pipeline_created *y = *(const struct pipeline_created *const *)b;
-    if (x->end_ticks != y->end_ticks)
-        return x->end_ticks < y->end_ticks ? -1 : 1;
-    return x < y ? -1 : x > y;
-}
-
-/* What the hitches of every log look up, indexed once per run (before, each hitch walked
- * every pipeline, and the zones and spans were sorted again for each change of device). */
+/* What the hitches of every log look up, indexed once per run: the wake-up chain's
+ * stretches. */
 struct hitch_indexes {
     struct sched_index sched;
-    const struct pipeline_created **pipelines; /* by end; NULL: none, or no memory */
 };
 
 static void hitch_indexes_build(const struct recording *rec, struct hitch_indexes *ret)
 {
     memset(ret, 0, sizeof(*ret));
     sched_index_build(rec, &ret->sched);
-    ret->pipelines = rec->pipeline_count ? malloc(rec->pipeline_count * sizeof(*ret->pipelines))
-                                         : NULL;
-    if (!ret->pipelines)
-        return;
-    work_visited(rec->pipeline_count);
-    for (uint64_t i = 0; i < rec->pipeline_count; i++)
-        ret->pipelines[i] = &rec->pipelines[i];
-    qsort(ret->pipelines, rec->pipeline_count, sizeof(*ret->pipelines), pipeline_by_end);
 }
 
 static void hitch_indexes_free(struct hitch_indexes *x)
 {
     sched_index_free(&x->sched);
-    free(x->pipelines);
 }
 
-/* The slowest pipeline made in frame f (its create call ended in the frame); of equals, the
- * first recorded. */
-static void slowest_pipeline(const struct recording *rec, const struct hitch_indexes *x,
+/* One pass's pipelines by end (rec->pipelines): from the frame asked about on, read on as
+ * frames come later; a frame that starts before the last one read them again from the
+ * first. */
+struct pipeline_window {
+    const struct sorter *pipelines;
+    struct sorter_cursor cursor;
+    bool open, ended;
+    uint64_t from;
+    struct held held; /* struct pipeline_item: [first, count) end after from */
+};
+
+static void pipeline_window_close(struct pipeline_window *w)
+{
+    if (w->open)
+        sorter_cursor_close(&w->cursor);
+    held_free(&w->held);
+    memset(w, 0, sizeof(*w));
+}
+
+/* Holds the pipelines that end after from, up to the first that ends after to; false where
+ * they could not be read. */
+static bool pipeline_window_reach(struct pipeline_window *w, uint64_t from, uint64_t to)
+{
+    if (from < w->from || !w->open) {
+        if (w->open)
+            sorter_cursor_close(&w->cursor);
+        w->open = sorter_cursor_open(&w->cursor, w->pipelines);
+        w->ended = !w->open;
+        w->held.first = w->held.count = 0;
+        if (!w->open)
+            return false;
+    }
+    w->from = from;
+    const struct pipeline_item *held = (const struct pipeline_item *)w->held.items;
+    while (w->held.first < w->held.count && held[w->held.first].pipeline.end_ticks <= from)
+        w->held.first++;
+    while (!w->ended && (w->held.first == w->held.count ||
+                         held[w->held.count - 1].pipeline.end_ticks <= to)) {
+        const struct pipeline_item *p = sorter_next(&w->cursor);
+        work_visited(1);
+        if (!p) {
+            w->ended = true;
+            return !w->cursor.failed;
+        }
+        if (p->pipeline.end_ticks <= from)
+            continue;
+        if (!held_push(&w->held, p, sizeof(*p)))
+            return false;
+        held = (const struct pipeline_item *)w->held.items;
+    }
+    return true;
+}
+
+/* The slowest pipeline created in the frame (its create call ended in it). */
+static void slowest_pipeline(const struct recording *rec, struct pipeline_window *w,
                              const struct fscope_frame *f, struct hitch *h)
 {
-    const struct pipeline_created *best = NULL;
+    if (!rec->pipeline_count || !pipeline_window_reach(w, f->start_ticks, f->end_ticks))
+        return;
+    const struct pipeline_item *held = (const struct pipeline_item *)w->held.items;
+    const struct pipeline_item *best = NULL;
     int64_t best_ns = 0;
-    uint64_t count = x->pipelines ? rec->pipeline_count : 0;
-    work_visited(1);
-    uint64_t lo = 0, hi = count; /* the first ending after the frame's start */
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (x->pipelines[mid]->end_ticks <= f->start_ticks)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (uint64_t i = lo; i < count && x->pipelines[i]->end_ticks <= f->end_ticks; i++) {
-        const struct pipeline_created *p = x->pipelines[i];
+    for (size_t i = w->held.first; i < w->held.count && held[i].pipeline.end_ticks <= f->end_ticks;
+         i++) {
+        const struct pipeline_created *p = &held[i].pipeline;
         work_visited(1);
         int64_t ns = (p->flags & PIPELINE_CREATED_FEEDBACK) && p->driver_ns < (uint64_t)INT64_MAX
                          ? (int64_t)p->driver_ns
                          : ticks_ns(rec, p->duration_ticks);
-        if (!best || ns > best_ns || (ns == best_ns && p < best)) {
-            best = p;
+        if (!best || ns > best_ns || (ns == best_ns && held[i].seq < best->seq)) {
+            best = &held[i];
             best_ns = ns;
         }
     }
     if (!best)
         return;
     h->slowest_ns = best_ns;
-    h->slowest_cache_hit = best->flags & PIPELINE_CREATED_CACHE_HIT;
-    const char *name = recording_object_name(rec, best->device_id, OBJECT_TYPE_PIPELINE,
-                                             best->handle);
+    h->slowest_cache_hit = best->pipeline.flags & PIPELINE_CREATED_CACHE_HIT;
+    const char *name = recording_object_name(rec, best->pipeline.device_id, OBJECT_TYPE_PIPELINE,
+                                             best->pipeline.handle);
     snprintf(h->slowest_name, sizeof(h->slowest_name), "%s", name ? name : "");
 }
 
@@ -403,6 +430,7 @@ struct hitch_pass {
     struct sorted_window window;
     struct frame_cursor *frames; /* the pass's: a frame judged is at most a window behind */
     struct zone_window zones; /* each device's GPU zones ended in a hitch's window */
+    struct pipeline_window pipelines; /* those created from the last hitch's frame on */
     struct sched_window wakes; /* the threads' events from the last hitch's frame on */
     int64_t scratch[HITCH_WINDOW];
 };
@@ -412,7 +440,6 @@ static bool judge(struct hitch_pass *p, uint64_t i, uint64_t lo, uint64_t hi)
 {
     const struct recording *rec = p->rec;
     struct hitch_stats *s = p->s;
-    const struct hitch_indexes *x = p->x;
     int64_t time = p->ring[i % HITCH_RING].time;
     window_slide(&p->window, p->ring, lo, hi);
     int64_t median = window_median_without(&p->window, time);
@@ -451,7 +478,7 @@ static bool judge(struct hitch_pass *p, uint64_t i, uint64_t lo, uint64_t hi)
     }
     split_excess(&h, p->ring, lo, hi, p->scratch);
     frame_wakeups(rec, &p->wakes, f, &h.wake);
-    slowest_pipeline(rec, x, f, &h);
+    slowest_pipeline(rec, &p->pipelines, f, &h);
     h.late_refreshes = 0;
     for (uint64_t j = i >= 3 ? i - 3 : 0; j <= i; j++)
         if (p->ring[j % HITCH_RING].late > 0) {
@@ -490,6 +517,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
     *p = (struct hitch_pass){ .rec = rec, .l = l, .n = n, .origin = origin, .x = x, .s = s,
                               .cap = cap, .frames = &frames };
     zone_window_init(&p->zones, rec);
+    p->pipelines.pipelines = &rec->pipelines;
     sched_window_open(&p->wakes, &x->sched);
     /* Too few neighbours to call any frame a spike: none is judged. */
     bool judging = n >= 9;
@@ -529,6 +557,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
     }
     frame_cursor_close(&frames);
     zone_window_free(&p->zones);
+    pipeline_window_close(&p->pipelines);
     sched_window_close(&p->wakes);
     free(p);
 }

@@ -222,6 +222,7 @@ static int copy_take(struct chunk_sink *sink, const unsigned char *items, uint64
         struct sched_event sched;
         struct cap_event cap;
         struct memory_event memory;
+        struct pipeline_created pipeline;
     } item;
     if (s->item_size > sizeof(item))
         return -EINVAL;
@@ -419,11 +420,19 @@ static void name_index_build(struct recording *rec)
     qsort(rec->object_name_index, n, sizeof(*rec->object_name_index), name_compare);
 }
 
+/* A pipeline creation, sorted by its end with its place. */
+static int pipeline_keep(struct reader *r, void *ctx, void *item, uint64_t index)
+{
+    (void)r;
+    struct pipeline_item p = { .pipeline = *(const struct pipeline_created *)item, .seq = index };
+    return sorter_push(ctx, &p) ? 0 : -ENOMEM;
+}
+
 static int read_vk_objects(struct reader *r, struct recording *rec, const struct rec_objects *src)
 {
-    if (rec->object_names || rec->pipelines)
+    if (rec->object_names || rec->pipelines.finished)
         return reader_malformed(r, "two object tables");
-    void *names, *pipelines;
+    void *names;
     int e = read_chunked(r, rec, &src->names, sizeof(struct object_name), "object names", &names,
                          &rec->object_name_count);
     rec->object_names = names;
@@ -432,9 +441,11 @@ static int read_vk_objects(struct reader *r, struct recording *rec, const struct
     for (uint64_t i = 0; i < rec->object_name_count; i++)
         make_printable(rec->object_names[i].name, sizeof(rec->object_names[i].name));
     name_index_build(rec);
-    e = read_chunked(r, rec, &src->pipelines, sizeof(struct pipeline_created), "pipelines",
-                     &pipelines, &rec->pipeline_count);
-    rec->pipelines = pipelines;
+    e = read_copied(r, rec, &src->pipelines, sizeof(struct pipeline_created), "pipelines",
+                    pipeline_keep, &rec->pipelines);
+    if (!e && !sorter_finish(&rec->pipelines))
+        e = -ENOMEM;
+    rec->pipeline_count = sorter_count(&rec->pipelines);
     return e;
 }
 
@@ -1029,7 +1040,7 @@ void recording_free(struct recording *rec)
     free(rec->kernel.sched_mark_list);
     free(rec->object_names);
     free(rec->object_name_index);
-    free(rec->pipelines);
+    sorter_free(&rec->pipelines);
     free(rec->pass_stats);
     sorter_free(&rec->engine.recordings);
     sorter_free(&rec->engine.pool_ops);

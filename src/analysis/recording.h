@@ -135,8 +135,14 @@ struct recording_engine {
 /* g's sorters made ready for their items (the reader's, and a synthetic recording's). */
 void recording_engine_init(struct recording_engine *g);
 struct recording;
-/* rec->spans and rec->gpu_zones made ready for theirs, the same. */
+/* rec->spans, rec->gpu_zones and rec->pipelines made ready for theirs, the same. */
 void recording_spans_init(struct recording *rec);
+
+/* A pipeline creation with its place among those recorded: ties in time keep that order. */
+struct pipeline_item {
+    struct pipeline_created pipeline;
+    uint64_t seq;
+};
 
 struct recording {
     char app[64];
@@ -182,7 +188,7 @@ struct recording {
     /* The names sorted by device, type and handle, then as recorded, for
      * recording_object_name (NULL: none, or no memory for it, and lookups walk the names). */
     const struct object_name **object_name_index;
-    struct pipeline_created *pipelines;
+    struct sorter pipelines; /* struct pipeline_item, by the end of their create call */
     struct recording_engine engine;
     /* Every device's GPU busy time and spans (recording_compute_gpu_busy, gpu_busy.h). */
     unsigned gpu_total_count;

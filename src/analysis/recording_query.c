@@ -185,8 +185,18 @@ static int gpu_zone_order(const void *a, const void *b)
 
 #undef ORDER
 
+/* Pipelines by the end of their create call, then as recorded. */
+static int pipeline_item_order(const void *a, const void *b)
+{
+    const struct pipeline_item *x = a, *y = b;
+    if (x->pipeline.end_ticks != y->pipeline.end_ticks)
+        return x->pipeline.end_ticks < y->pipeline.end_ticks ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 void recording_spans_init(struct recording *rec)
 {
+    sorter_init(&rec->pipelines, sizeof(struct pipeline_item), pipeline_item_order, 0);
     sorter_init(&rec->spans, sizeof(struct gpu_span), span_order, 0);
     sorter_init(&rec->gpu_zones, sizeof(struct gpu_zone_span), gpu_zone_order, 0);
 }
