@@ -8,13 +8,13 @@
  * bench-report [N]: N frames first (20,000 unless given). The test that holds the count of
  * work done, not the time, is test-linear.c. */
 #include <inttypes.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "analysis/work.h"
 #include "check.h"
+#include "peak-memory.h"
 #include "synth-recording.h"
 
 static double now_s(void)
@@ -22,32 +22,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* A line of /proc/self/status in KiB; -1 where there is none. */
-static long status_kib(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    char line[256];
-    long kib = -1;
-    while (f && fgets(line, sizeof(line), f))
-        if (strncmp(line, key, strlen(key)) == 0)
-            kib = strtol(line + strlen(key), NULL, 10);
-    if (f)
-        fclose(f);
-    return kib;
-}
-
-/* The resident set now, with the peak reset to it (false where the kernel cannot). */
-static bool peak_reset(long *ret_kib)
-{
-    malloc_trim(0); /* what building the recording freed goes back first */
-    FILE *f = fopen("/proc/self/clear_refs", "we");
-    bool reset = f && fputs("5", f) >= 0;
-    if (f)
-        reset = fclose(f) == 0 && reset;
-    *ret_kib = status_kib("VmRSS:");
-    return reset && *ret_kib >= 0;
 }
 
 static double run(uint64_t frames, long *ret_peak_kib)
@@ -77,7 +51,7 @@ static double run(uint64_t frames, long *ret_peak_kib)
     double total = now_s() - begin;
     printf(", live %.3f s\n  all %.3f s, %" PRIu64 " events visited\n", now_s() - at, total,
            analysis_events_visited - work);
-    *ret_peak_kib = measured ? status_kib("VmHWM:") - held_kib : -1;
+    *ret_peak_kib = measured ? peak_added_kib(held_kib) : -1;
     if (measured)
         printf("  memory: the recording %.1f MiB, the analysis and outputs +%.1f MiB at their "
                "peak\n", held_kib / 1024.0, *ret_peak_kib / 1024.0);

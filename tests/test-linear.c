@@ -7,13 +7,13 @@
  *
  * test-linear [N]: N frames first (20,000 unless given). */
 #include <inttypes.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/work.h"
 #include "check.h"
+#include "peak-memory.h"
 #include "synth-recording.h"
 
 /* Events visited per frame and event of the recording, at most. What the outputs read per
@@ -66,20 +66,6 @@ static int kept_outputs(struct recording *rec, uint32_t keep_ms)
     return e;
 }
 
-/* A line of /proc/self/status in KiB; -1 where there is none. */
-static long status_kib(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    char line[256];
-    long kib = -1;
-    while (f && fgets(line, sizeof(line), f))
-        if (strncmp(line, key, strlen(key)) == 0)
-            kib = strtol(line + strlen(key), NULL, 10);
-    if (f)
-        fclose(f);
-    return kib;
-}
-
 /* What top's view of the last second of a run of frames adds to the process's peak resident
  * set, in KiB; -1 where the kernel cannot reset the peak (/proc/self/clear_refs). Each pass
  * of the window starts at its first frame, late in the run: it holds what reaches it, not
@@ -88,25 +74,18 @@ static long live_peak_kib(uint64_t frames)
 {
     struct recording *rec = synth_recording(frames);
     CHECK(rec);
-    malloc_trim(0);
-    FILE *f = fopen("/proc/self/clear_refs", "we");
-    bool reset = f && fputs("5", f) >= 0;
-    if (f)
-        reset = fclose(f) == 0 && reset;
-    long before = status_kib("VmRSS:");
+    long before;
+    bool measured = peak_reset(&before);
     struct live_stats live;
     live_stats_compute(rec, 1.0, &live);
-    long peak = status_kib("VmHWM:");
+    long added = peak_added_kib(before);
     CHECK(live.frames > 0);
     recording_free(rec);
-#ifdef __SANITIZE_ADDRESS__
-    reset = false; /* its quarantine keeps freed memory resident: no measure of what is held */
-#endif
-    if (!reset || before < 0 || peak < 0)
+    if (!measured || added < 0)
         return -1;
     printf("%" PRIu64 " frames, top's view of the last second: +%ld KiB at the peak\n", frames,
-           peak - before);
-    return peak - before;
+           added);
+    return added;
 }
 
 /* keep_ms 0: synth_outputs, the default window. */
