@@ -400,8 +400,10 @@ int frame_store_update(struct recording_log *log,
         for (size_t j = writes[w].offset / 8; j * 8 < writes[w].offset + writes[w].size; j++)
             fresh[j] = true;
     struct frame_item *frames = malloc((size_t)log->chunk_frames * sizeof(*frames));
+    /* What frames holds already of the words no update writes, as a cursor's slot. */
+    struct slot_words *held = calloc(1, sizeof(*held));
     unsigned char *scratch = log->spill_bytes ? malloc(packed_bound(log->chunk_frames)) : NULL;
-    int e = frames && (scratch || !log->spill_bytes) ? 0 : -ENOMEM;
+    int e = frames && held && (scratch || !log->spill_bytes) ? 0 : -ENOMEM;
     /* The first chunk's dropped frames (chunk_skip) are updated too: never read again. */
     for (uint64_t k = 0; !e && k < log->chunk_count; k++) {
         struct frame_chunk *chunk = &log->chunks[k];
@@ -410,9 +412,12 @@ int frame_store_update(struct recording_log *log,
             e = -EIO;
             break;
         }
-        unpack(old, chunk->count, frames, NULL);
+        unpack(old, chunk->count, frames, held);
         for (uint32_t i = 0; i < chunk->count; i++)
             update(ctx, &frames[i].frame, &frames[i].extra);
+        for (size_t j = 0; j < WORDS; j++)
+            if (fresh[j])
+                held->count[j] = 0; /* written: unpacked again from the next chunk */
         uint64_t bytes;
         void *packed = pack(frames, chunk->count, old, fresh, &bytes);
         if (!packed) {
@@ -422,6 +427,7 @@ int frame_store_update(struct recording_log *log,
         chunk_keep(log, chunk, packed, bytes);
     }
     free(scratch);
+    free(held);
     free(frames);
     return e;
 }
