@@ -1,5 +1,6 @@
 #include "hitches.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,7 +426,6 @@ struct hitch_pass {
     uint64_t n, origin;
     const struct hitch_indexes *x;
     struct hitch_stats *s;
-    size_t *cap;
     struct ring_frame ring[HITCH_RING];
     struct sorted_window window;
     struct frame_cursor *frames; /* the pass's: a frame judged is at most a window behind */
@@ -486,15 +486,9 @@ static bool judge(struct hitch_pass *p, uint64_t i, uint64_t lo, uint64_t hi)
             h.late_refreshes = p->ring[j % HITCH_RING].late;
         }
     zone_growth(rec, p->ring, lo, hi, &p->zones, f->device_id, &h);
-    if (s->count == *p->cap) {
-        size_t grown = *p->cap ? 2 * *p->cap : 64;
-        struct hitch *more = realloc(s->hitches, grown * sizeof(*more));
-        if (!more)
-            return false;
-        s->hitches = more;
-        *p->cap = grown;
-    }
-    s->hitches[s->count++] = h;
+    if (!sorter_push(&s->hitches, &h))
+        return false;
+    s->count++;
     s->excess_ns += h.frame_ns - h.median_ns;
     for (unsigned c = 0; c < HITCH_CAUSE_COUNT; c++)
         s->cause_ns[c] += h.part_ns[c];
@@ -504,7 +498,7 @@ static bool judge(struct hitch_pass *p, uint64_t i, uint64_t lo, uint64_t hi)
 
 static void log_hitches(const struct recording *rec, unsigned l, const struct display_evidence *ev,
                         uint64_t origin, const struct hitch_indexes *x,
-                        struct animation *animation, struct hitch_stats *s, size_t *cap)
+                        struct animation *animation, struct hitch_stats *s)
 {
     const struct recording_log *log = &rec->logs[l];
     uint64_t n = log->frame_count;
@@ -515,7 +509,7 @@ static void log_hitches(const struct recording *rec, unsigned l, const struct di
         return;
     }
     *p = (struct hitch_pass){ .rec = rec, .l = l, .n = n, .origin = origin, .x = x, .s = s,
-                              .cap = cap, .frames = &frames };
+                              .frames = &frames };
     zone_window_init(&p->zones, rec);
     p->pipelines.pipelines = &rec->pipelines;
     sched_window_open(&p->wakes, &x->sched);
@@ -566,18 +560,18 @@ void hitches_compute(const struct recording *rec, const struct display_evidence 
                      struct hitch_stats *ret)
 {
     memset(ret, 0, sizeof(*ret));
+    sorter_init(&ret->hitches, sizeof(struct hitch), sorter_as_pushed, 0);
     uint64_t origin = UINT64_MAX;
     for (unsigned l = 0; l < rec->log_count; l++)
         if (rec->logs[l].frame_count && rec->logs[l].first_start_ticks < origin)
             origin = rec->logs[l].first_start_ticks;
-    size_t cap = 0;
     struct hitch_indexes x;
     hitch_indexes_build(rec, &x);
     struct animation animation = { .have_prev = false };
     values_init_double(&animation.errors);
     for (unsigned l = 0; l < rec->log_count; l++) {
         animation.have_prev = false;
-        log_hitches(rec, l, ev ? &ev[l] : NULL, origin, &x, &animation, ret, &cap);
+        log_hitches(rec, l, ev ? &ev[l] : NULL, origin, &x, &animation, ret);
     }
     if (rec->kernel.sched_state == REC_SCHED_ON)
         ret->wake_threads = x.sched.threads;
@@ -585,12 +579,21 @@ void hitches_compute(const struct recording *rec, const struct display_evidence 
         ret->wake_frames += rec->logs[l].frame_count;
     hitch_indexes_free(&x);
     animation_end(&animation, ret);
+    sorter_finish(&ret->hitches);
 }
 
 void hitches_free(struct hitch_stats *s)
 {
-    free(s->hitches);
-    s->hitches = NULL;
+    sorter_free(&s->hitches);
+}
+
+bool hitches_open(struct sorter_cursor *c, const struct hitch_stats *s)
+{
+    if (!s || !s->count) {
+        memset(c, 0, sizeof(*c));
+        return false;
+    }
+    return sorter_cursor_open(c, &s->hitches);
 }
 
 /* "CPU work +79.1 ms, asleep outside Vulkan +3.0 ms": the parts of a hitch's excess of at
@@ -872,8 +875,9 @@ static void hitch_json(FILE *f, const struct recording *rec, const struct hitch 
     }
 }
 
-void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch_stats *s)
+int hitches_write_json(FILE *f, const struct recording *rec, const struct hitch_stats *s)
 {
+    int e = 0;
     fprintf(f, "  \"hitches\": {\"definition\": {\"ratio\": %.1f, \"window\": %d, \"floor_ms\": "
             "%.1f}, \"frames_judged\": %llu, \"count\": %llu, \"excess_ms\": %.6f, "
             "\"causes_ms\": {", HITCH_RATIO, HITCH_WINDOW, HITCH_FLOOR_MS,
@@ -888,11 +892,18 @@ void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch
         hitch_json(f, rec, &s->worst[i]);
     }
     fputs("],\n    \"all\": [", f);
-    for (uint64_t i = 0; i < s->count; i++) {
-        if (i)
-            fputs(", ", f);
-        hitch_json(f, rec, &s->hitches[i]);
+    struct sorter_cursor c;
+    uint64_t written = 0;
+    if (hitches_open(&c, s)) {
+        for (const struct hitch *h; (h = sorter_next(&c)); written++) {
+            if (written)
+                fputs(", ", f);
+            hitch_json(f, rec, h);
+        }
+        sorter_cursor_close(&c);
     }
+    if (written != s->count)
+        e = -ENOMEM; /* the spool could not be read back whole */
     fprintf(f, "],\n    \"late\": {\"frames_shown\": %llu, \"frames_judged\": %llu, "
             "\"late_frames\": %llu, \"refreshes\": %llu}", (unsigned long long)s->late_shown,
             (unsigned long long)s->late_judged,
@@ -915,4 +926,5 @@ void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch
     fprintf(f, ",\n    \"animation_error_ms\": {\"samples\": %llu, \"mean\": %.6f, \"p95\": "
             "%.6f, \"p99\": %.6f}},\n", (unsigned long long)s->animation_samples,
             s->animation_error_ms[0], s->animation_error_ms[1], s->animation_error_ms[2]);
+    return e;
 }

@@ -23,6 +23,7 @@
 #include "late.h"
 #include "recording.h"
 #include "report.h"
+#include "sorter.h"
 #include "wakeups.h"
 
 #define HITCH_WINDOW 30
@@ -87,7 +88,9 @@ struct hitch_stats {
     uint64_t count;
     int64_t excess_ns;
     int64_t cause_ns[HITCH_CAUSE_COUNT];
-    struct hitch *hitches; /* every hitch, in log and frame order */
+    /* Every hitch (struct hitch), in log and frame order: a spool, on disk past a run's bytes,
+     * read through hitches_open. */
+    struct sorter hitches;
     struct hitch worst[HITCH_WORST];
     unsigned worst_count;
     /* Frames shown one or more refreshes after they were ready (hitches_late_refreshes), of
@@ -109,8 +112,12 @@ const char *hitch_cause_words(enum hitch_cause c); /* for people */
 void hitches_compute(const struct recording *rec, const struct display_evidence *ev,
                      struct hitch_stats *ret);
 void hitches_free(struct hitch_stats *s);
+/* A pass over s's hitches in log and frame order (sorter_next gives each): false when there
+ * is none, or memory ran out (said by s->count), and c then holds nothing to close. */
+bool hitches_open(struct sorter_cursor *c, const struct hitch_stats *s);
 
 void hitches_write_text(FILE *f, const struct recording *rec, const struct hitch_stats *s);
-void hitches_write_json(FILE *f, const struct recording *rec, const struct hitch_stats *s);
+/* Returns 0, or -ENOMEM when the list of every hitch could not be read back whole. */
+int hitches_write_json(FILE *f, const struct recording *rec, const struct hitch_stats *s);
 
 #endif

@@ -467,87 +467,119 @@ static int write_gauges_data(FILE *f, const struct formats_run *run, uint64_t or
     return e;
 }
 
-/* A hitch by where it is in the list, for sorting. */
+/* A hitch by where it is in the list, for sorting into its group. */
 struct hitch_ref {
-    const struct hitch *hitch;
     uint64_t index;
+    int64_t frame_ns, excess_ns;
+    unsigned rank; /* where its group is written */
 };
 
 /* The worse of two hitches comes first: the longer frame, then the larger excess, then the
  * earlier. */
-static int compare_worst_first(const struct hitch *a, uint64_t a_index, const struct hitch *b,
-                               uint64_t b_index)
+static int compare_worst_first(const struct hitch_ref *a, const struct hitch_ref *b)
 {
     if (a->frame_ns != b->frame_ns)
         return a->frame_ns > b->frame_ns ? -1 : 1;
-    int64_t a_excess = a->frame_ns - a->median_ns, b_excess = b->frame_ns - b->median_ns;
-    if (a_excess != b_excess)
-        return a_excess > b_excess ? -1 : 1;
-    return a_index < b_index ? -1 : a_index > b_index;
+    if (a->excess_ns != b->excess_ns)
+        return a->excess_ns > b->excess_ns ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
 }
 
-/* By cause, then worst first within a cause. */
+/* By group, then worst first within a group. */
 static int compare_hitch_refs(const void *a, const void *b)
 {
     const struct hitch_ref *x = a, *y = b;
-    if (x->hitch->cause != y->hitch->cause)
-        return x->hitch->cause < y->hitch->cause ? -1 : 1;
-    return compare_worst_first(x->hitch, x->index, y->hitch, y->index);
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return compare_worst_first(x, y);
+}
+
+/* Pushes every hitch to sorted with its group's rank (rank NULL: 0), or, with sorted NULL,
+ * counts each cause's hitches, their excess and the worst of them. Returns the hitches read
+ * (fewer than hs->count: no memory). */
+static uint64_t hitch_refs(const struct hitch_stats *hs, const unsigned *rank,
+                           struct sorter *sorted, uint64_t *in_group, int64_t *excess,
+                           struct hitch_ref *worst)
+{
+    struct sorter_cursor c;
+    uint64_t count = 0;
+    if (!hitches_open(&c, hs))
+        return 0;
+    for (const struct hitch *h; (h = sorter_next(&c)); count++) {
+        unsigned cause = h->cause < HITCH_CAUSE_COUNT ? h->cause : HITCH_UNEXPLAINED;
+        struct hitch_ref r = { count, h->frame_ns, h->frame_ns - h->median_ns,
+                               rank ? rank[cause] : 0 };
+        if (sorted) {
+            if (!sorter_push(sorted, &r))
+                break;
+            continue;
+        }
+        if (!in_group[cause]++ || compare_worst_first(&r, &worst[cause]) < 0)
+            worst[cause] = r;
+        excess[cause] = ns_sum(excess[cause], r.excess_ns);
+    }
+    sorter_cursor_close(&c);
+    return count;
 }
 
 /* The "hitch_groups" member: one group per cause, the group with the worst hitch first,
  * each with its count, its excess in all and its hitches (indices into "hitches") worst
- * first. A run with many hitches of one kind reads as one row, not as many alike. */
+ * first. A run with many hitches of one kind reads as one row, not as many alike. Two passes
+ * over the hitches: the groups, then every hitch through a sorter into its group's place. */
 static int write_hitch_groups(FILE *f, const struct hitch_stats *hs)
 {
     uint64_t count = hs ? hs->count : 0;
-    struct hitch_ref *refs = malloc((count ? count : 1) * sizeof(*refs));
-    if (!refs)
+    uint64_t in_group[HITCH_CAUSE_COUNT] = { 0 };
+    int64_t excess_ns[HITCH_CAUSE_COUNT] = { 0 };
+    struct hitch_ref worst[HITCH_CAUSE_COUNT];
+    if (hitch_refs(hs, NULL, NULL, in_group, excess_ns, worst) != count)
         return -ENOMEM;
-    for (uint64_t i = 0; i < count; i++)
-        refs[i] = (struct hitch_ref){ &hs->hitches[i], i };
-    qsort(refs, count, sizeof(*refs), compare_hitch_refs);
-    /* Where each cause's group begins in refs, and how many it holds. */
-    uint64_t first[HITCH_CAUSE_COUNT] = { 0 }, in_group[HITCH_CAUSE_COUNT] = { 0 };
-    for (uint64_t i = count; i-- > 0;) {
-        first[refs[i].hitch->cause] = i;
-        in_group[refs[i].hitch->cause]++;
-    }
-    unsigned order[HITCH_CAUSE_COUNT], groups = 0;
+    unsigned order[HITCH_CAUSE_COUNT], rank[HITCH_CAUSE_COUNT] = { 0 }, groups = 0;
     for (unsigned c = 0; c < HITCH_CAUSE_COUNT; c++) {
         if (!in_group[c])
             continue;
         /* Insertion by the group's worst hitch: there are at most HITCH_CAUSE_COUNT. */
-        const struct hitch_ref *worst = &refs[first[c]];
         unsigned at = groups++;
-        while (at > 0) {
-            const struct hitch_ref *before = &refs[first[order[at - 1]]];
-            if (compare_worst_first(before->hitch, before->index, worst->hitch,
-                                    worst->index) <= 0)
-                break;
+        while (at > 0 && compare_worst_first(&worst[order[at - 1]], &worst[c]) > 0) {
             order[at] = order[at - 1];
             at--;
         }
         order[at] = c;
     }
+    for (unsigned g = 0; g < groups; g++)
+        rank[order[g]] = g;
+    struct sorter sorted;
+    sorter_init(&sorted, sizeof(struct hitch_ref), compare_hitch_refs, 0);
+    struct sorter_cursor c;
+    bool ok = hitch_refs(hs, rank, &sorted, NULL, NULL, NULL) == count &&
+              sorter_finish(&sorted) && (!count || sorter_cursor_open(&c, &sorted));
+    if (!ok) {
+        sorter_free(&sorted);
+        return -ENOMEM;
+    }
     fputs(",\n\"hitch_groups\": [", f);
     for (unsigned g = 0; g < groups; g++) {
-        unsigned c = order[g];
-        int64_t excess_ns = 0;
-        for (uint64_t i = first[c]; i < first[c] + in_group[c]; i++)
-            excess_ns = ns_sum(excess_ns, refs[i].hitch->frame_ns - refs[i].hitch->median_ns);
+        unsigned cause = order[g];
         fprintf(f, "%s{\"cause\": \"%s\", \"words\": ", g ? ",\n" : "",
-                hitch_cause_name((enum hitch_cause)c));
-        json_write_script_string(f, hitch_cause_words((enum hitch_cause)c));
+                hitch_cause_name((enum hitch_cause)cause));
+        json_write_script_string(f, hitch_cause_words((enum hitch_cause)cause));
         fprintf(f, ", \"count\": %llu, \"excess_ms\": %.3f, \"hitches\": [",
-                (unsigned long long)in_group[c], (double)excess_ns / 1e6);
-        for (uint64_t i = first[c]; i < first[c] + in_group[c]; i++)
-            fprintf(f, "%s%llu", i > first[c] ? "," : "", (unsigned long long)refs[i].index);
+                (unsigned long long)in_group[cause], (double)excess_ns[cause] / 1e6);
+        for (uint64_t i = 0; i < in_group[cause]; i++) {
+            const struct hitch_ref *r = sorter_next(&c);
+            if (!r) {
+                ok = false;
+                break;
+            }
+            fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)r->index);
+        }
         fputs("]}", f);
     }
     fputc(']', f);
-    free(refs);
-    return 0;
+    if (count)
+        sorter_cursor_close(&c);
+    sorter_free(&sorted);
+    return ok ? 0 : -ENOMEM;
 }
 
 static int write_report_data(FILE *f, const struct formats_run *run)
@@ -654,8 +686,10 @@ static int write_report_data(FILE *f, const struct formats_run *run)
     fputs("],\n\"hitches\": [", f);
     /* Every hitch, as the summary lists the worst: when, how long, and the evidence. */
     const struct hitch_stats *hs = run->hitches;
-    for (uint64_t i = 0; hs && i < hs->count; i++) {
-        const struct hitch *h = &hs->hitches[i];
+    struct sorter_cursor hc;
+    bool hitches_open_ok = hitches_open(&hc, hs);
+    uint64_t i = 0;
+    for (const struct hitch *h; hitches_open_ok && (h = sorter_next(&hc)); i++) {
         char parts[512] = "";
         size_t at = 0;
         for (unsigned c = 0; c < HITCH_CAUSE_COUNT && at < sizeof(parts); c++) {
@@ -677,8 +711,10 @@ static int write_report_data(FILE *f, const struct formats_run *run)
         json_write_script_string(f, thread);
         fputc('}', f);
     }
+    if (hitches_open_ok)
+        sorter_cursor_close(&hc);
     fputc(']', f);
-    int r = write_hitch_groups(f, hs);
+    int r = i == (hs ? hs->count : 0) ? write_hitch_groups(f, hs) : -ENOMEM;
     fputs(",\n\"zones_csv\": ", f);
     json_write_script_string(f, zones);
     /* With no frame, the gauges count from their first sample. */

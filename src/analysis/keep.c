@@ -7,11 +7,6 @@
 #include "hitches.h"
 #include "work.h"
 
-static bool bit(const uint8_t *bits, uint64_t i)
-{
-    return bits[i >> 3] >> (i & 7) & 1;
-}
-
 static void bit_set(uint8_t *bits, uint64_t i)
 {
     bits[i >> 3] |= (uint8_t)(1u << (i & 7));
@@ -69,49 +64,130 @@ static bool window_find(const struct recording *rec, uint64_t from, uint64_t *wi
     return cut;
 }
 
-/* The latest hitches first, up to KEEP_HITCH_FRAMES_MAX frames. Each log's hitches come in
- * frame order, so walking back, what a hitch adds ends below what the later ones kept
- * (floor, the window's first frame at the start): every frame is looked at once at most,
- * however many hitches there are. */
-static void hitches_keep(const struct recording *rec, const struct hitch_stats *h, uint64_t *floor,
+/* The frames around the hitches, the latest hitches first, up to KEEP_HITCH_FRAMES_MAX frames
+ * outside the window: a hitch adds the frames around it below the window and below the next
+ * hitch of its surface (the hitches of a surface come together, in frame order), so what each
+ * adds is known once the next is read, and the latest hitches that fit are those whose adds,
+ * with every later one's, come to the most at most. Two passes over the hitches, forward:
+ * their sum, then the hitches kept; every frame is looked at once at most. */
+struct keep_walk {
+    const struct recording *rec;
+    struct frame_keep *k;
+    const uint64_t *window_first; /* per log */
+    size_t span_capacity;
+    uint64_t total;  /* what every hitch adds (the first pass's sum) */
+    uint64_t before; /* what the hitches walked already add */
+    bool keeping;    /* the second pass */
+    bool failed;     /* no memory: no more hitch is kept */
+    /* The hitch read last, settled when the next is read: its surface and frames around. */
+    bool pending;
+    unsigned log;
+    uint64_t first, last;
+    struct frame_cursor c; /* over the frames of log open */
+    unsigned open;
+};
+
+static bool span_add(struct keep_walk *w, struct keep_span span)
+{
+    struct frame_keep *k = w->k;
+    /* A hitch near the one before it on its surface: one span (spans_merge would join them). */
+    if (k->span_count > 1) {
+        struct keep_span *last = &k->spans[k->span_count - 1];
+        if (span.from >= last->from && span.from <= last->to + 1) {
+            if (span.to > last->to)
+                last->to = span.to;
+            return true;
+        }
+    }
+    if (k->span_count == w->span_capacity) {
+        size_t want = 2 * w->span_capacity;
+        struct keep_span *grown = realloc(k->spans, want * sizeof(*grown));
+        if (!grown)
+            return false;
+        k->spans = grown;
+        w->span_capacity = want;
+    }
+    k->spans[k->span_count++] = span;
+    return true;
+}
+
+/* The pending hitch, now that nothing below floor is left for it to add. */
+static void walk_settle(struct keep_walk *w, uint64_t floor)
+{
+    if (!w->pending)
+        return;
+    w->pending = false;
+    uint64_t upto = w->last < floor ? w->last : floor - 1;
+    uint64_t added = w->first < floor ? upto - w->first + 1 : 0;
+    uint64_t later = w->total - w->before; /* what it and every later hitch add */
+    w->before += added;
+    if (!w->keeping || w->failed || later > KEEP_HITCH_FRAMES_MAX)
+        return;
+    struct frame_keep *k = w->k;
+    if (w->open != w->log) {
+        if (w->open != UINT_MAX)
+            frame_cursor_close(&w->c);
+        w->open = UINT_MAX;
+        if (!frame_cursor_open(&w->c, w->rec, &w->rec->logs[w->log])) {
+            w->failed = true;
+            return;
+        }
+        w->open = w->log;
+    }
+    struct keep_span span = { frame_at(&w->c, w->first)->start_ticks,
+                              frame_at(&w->c, w->last)->end_ticks };
+    if (!span_add(w, span)) {
+        w->failed = true;
+        return;
+    }
+    for (uint64_t i = w->first; added && i <= upto; i++)
+        bit_set(k->kept[w->log], i);
+    k->hitch_frames += added;
+    k->hitches_kept++;
+}
+
+/* One pass over the hitches; false when they could not all be read. */
+static bool walk_hitches(struct keep_walk *w, const struct hitch_stats *h)
+{
+    struct sorter_cursor c;
+    if (!hitches_open(&c, h))
+        return !h || !h->count;
+    uint64_t read = 0;
+    for (const struct hitch *x; (x = sorter_next(&c)); read++) {
+        if (x->log >= w->k->logs || x->frame >= w->rec->logs[x->log].frame_count)
+            continue;
+        uint64_t n = w->rec->logs[x->log].frame_count;
+        uint64_t first = x->frame > KEEP_AROUND_HITCH ? x->frame - KEEP_AROUND_HITCH : 0;
+        uint64_t last = x->frame + KEEP_AROUND_HITCH < n ? x->frame + KEEP_AROUND_HITCH : n - 1;
+        if (w->pending) {
+            uint64_t floor = w->window_first[w->log];
+            walk_settle(w, w->log == x->log && first < floor ? first : floor);
+        }
+        w->pending = true;
+        w->log = x->log;
+        w->first = first;
+        w->last = last;
+    }
+    if (w->pending)
+        walk_settle(w, w->window_first[w->log]);
+    sorter_cursor_close(&c);
+    return read == h->count;
+}
+
+static void hitches_keep(const struct recording *rec, const struct hitch_stats *h,
+                         const uint64_t *window_first, size_t span_capacity,
                          struct frame_keep *k)
 {
-    struct frame_cursor c; /* over the frames of log open (a log's hitches come together) */
-    unsigned open = UINT_MAX;
-    for (uint64_t n = k->hitches; n-- > 0;) {
-        const struct hitch *x = &h->hitches[n];
-        if (x->log >= k->logs || x->frame >= rec->logs[x->log].frame_count)
-            continue;
-        const struct recording_log *log = &rec->logs[x->log];
-        if (x->log != open) {
-            if (open != UINT_MAX)
-                frame_cursor_close(&c);
-            open = UINT_MAX;
-            if (!frame_cursor_open(&c, rec, log))
-                break; /* no memory: the hitches before are not kept */
-            open = x->log;
-        }
-        uint64_t first = x->frame > KEEP_AROUND_HITCH ? x->frame - KEEP_AROUND_HITCH : 0;
-        uint64_t last = x->frame + KEEP_AROUND_HITCH < log->frame_count
-                            ? x->frame + KEEP_AROUND_HITCH : log->frame_count - 1;
-        uint64_t added = 0;
-        if (first < floor[x->log]) {
-            uint64_t upto = last < floor[x->log] ? last : floor[x->log] - 1;
-            for (uint64_t i = first; i <= upto; i++)
-                added += !bit(k->kept[x->log], i);
-            if (k->hitch_frames + added > KEEP_HITCH_FRAMES_MAX)
-                break;
-            for (uint64_t i = first; i <= upto; i++)
-                bit_set(k->kept[x->log], i);
-            floor[x->log] = first;
-        }
-        k->hitch_frames += added;
-        k->hitches_kept++;
-        uint64_t from = frame_at(&c, first)->start_ticks;
-        k->spans[k->span_count++] = (struct keep_span){ from, frame_at(&c, last)->end_ticks };
+    struct keep_walk w = { .rec = rec, .k = k, .window_first = window_first,
+                           .span_capacity = span_capacity, .open = UINT_MAX };
+    if (walk_hitches(&w, h)) {
+        w.total = w.before;
+        w.before = 0;
+        w.keeping = true;
+        walk_hitches(&w, h);
     }
-    if (open != UINT_MAX)
-        frame_cursor_close(&c);
+    if (w.open != UINT_MAX)
+        frame_cursor_close(&w.c);
 }
 
 void keep_compute(const struct recording *rec, const struct hitch_stats *h, uint32_t window_ms,
@@ -144,7 +220,8 @@ void keep_compute(const struct recording *rec, const struct hitch_stats *h, uint
         kept[l] = calloc(rec->logs[l].frame_count / 8 + 1, 1);
         ok = kept[l] != NULL;
     }
-    struct keep_span *spans = ok ? calloc(ret->hitches + 1, sizeof(*spans)) : NULL;
+    const size_t span_capacity = 16;
+    struct keep_span *spans = ok ? calloc(span_capacity, sizeof(*spans)) : NULL;
     if (!spans) {
         free_bits(kept, logs);
         free(window_first);
@@ -161,7 +238,7 @@ void keep_compute(const struct recording *rec, const struct hitch_stats *h, uint
         ret->window_frames += rec->logs[l].frame_count - window_first[l];
     }
     ret->hitches_kept = 0;
-    hitches_keep(rec, h, window_first, ret);
+    hitches_keep(rec, h, window_first, span_capacity, ret);
     ret->kept_frames = ret->window_frames + ret->hitch_frames;
     spans_merge(ret);
     free(window_first);

@@ -37,8 +37,7 @@
 
 static int summary_writer(FILE *f, const void *arg)
 {
-    summary_write_json(f, arg);
-    return 0;
+    return summary_write_json(f, arg);
 }
 
 static int csv_writer(FILE *f, const void *arg)

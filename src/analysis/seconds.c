@@ -12,6 +12,7 @@
 #include "frames.h"
 #include "hitches.h"
 #include "stats.h"
+#include "work.h"
 
 /* The sums of one second's frames. */
 struct second {
@@ -134,29 +135,43 @@ int seconds_write_csv(FILE *f, const struct run_stats *s)
     /* Per log: its next frame, and the next of its hitches (they come in log, then frame
      * order). Every log's frames are merged by their start, so that each second holds every
      * surface's frames that started in it. */
-    uint64_t *next = calloc(2 * (size_t)logs, sizeof(*next));
+    uint64_t *next = calloc(logs, sizeof(*next));
     struct frame_cursor *cursors = calloc(logs, sizeof(*cursors));
+    /* Each log's hitches through a cursor of its own, at its next hitch (NULL: none left). */
+    struct sorter_cursor *hitch_cursors = calloc(logs, sizeof(*hitch_cursors));
+    const struct hitch **hitch_next = calloc(logs, sizeof(*hitch_next));
+    bool hitches = hs->count > 0;
     unsigned opened = 0;
-    while (next && cursors && opened < logs &&
-           frame_cursor_open(&cursors[opened], rec, &rec->logs[opened]))
-        opened++;
-    if (opened < logs) {
-        while (opened-- > 0)
+    while (next && cursors && hitch_cursors && hitch_next && opened < logs &&
+           frame_cursor_open(&cursors[opened], rec, &rec->logs[opened])) {
+        if (hitches && !hitches_open(&hitch_cursors[opened], hs)) {
             frame_cursor_close(&cursors[opened]);
+            break;
+        }
+        opened++;
+    }
+    if (opened < logs) {
+        while (opened-- > 0) {
+            frame_cursor_close(&cursors[opened]);
+            if (hitches)
+                sorter_cursor_close(&hitch_cursors[opened]);
+        }
+        free(hitch_next);
+        free(hitch_cursors);
         free(cursors);
         free(next);
         return -ENOMEM;
     }
-    uint64_t *hitch_next = next + logs;
     for (unsigned l = 0; l < logs; l++) {
         const struct recording_log *log = &rec->logs[l];
         if (log->frame_count && log->last_end_ticks > newest)
             newest = log->last_end_ticks;
-        hitch_next[l] = hs->count;
+        /* Past the hitches of the logs before (a log's hitches come together). */
+        const struct hitch *h = NULL;
+        while (hitches && (h = sorter_next(&hitch_cursors[l])) && h->log < l)
+            work_visited(1);
+        hitch_next[l] = h;
     }
-    for (uint64_t n = hs->count; n-- > 0;)
-        if (hs->hitches[n].log < logs)
-            hitch_next[hs->hitches[n].log] = n;
     int64_t run_end_ns = newest > origin ? ticks_ns(rec, newest - origin) : 0;
     struct second sec = { 0 };
     int e = 0;
@@ -175,10 +190,10 @@ int seconds_write_csv(FILE *f, const struct run_stats *s)
         }
         if (!sec.frames)
             sec.index = index;
-        uint64_t *h = &hitch_next[l];
-        while (*h < hs->count && hs->hitches[*h].log == l && hs->hitches[*h].frame < i)
-            (*h)++;
-        bool hitch = *h < hs->count && hs->hitches[*h].log == l && hs->hitches[*h].frame == i;
+        const struct hitch **h = &hitch_next[l];
+        while (*h && (*h)->log == l && (*h)->frame < i)
+            *h = sorter_next(&hitch_cursors[l]);
+        bool hitch = *h && (*h)->log == l && (*h)->frame == i;
         struct frame_budget_ns b;
         frame_budget(rec, fr, frame_extra_at(&cursors[l], i),
                      s->evidence ? &s->evidence[l] : NULL, &b);
@@ -191,8 +206,15 @@ int seconds_write_csv(FILE *f, const struct run_stats *s)
     if (!e && sec.frames)
         write_row(f, &sec, run_end_ns);
     free(sec.times);
-    for (unsigned l = 0; l < logs; l++)
+    for (unsigned l = 0; l < logs; l++) {
         frame_cursor_close(&cursors[l]);
+        if (hitches) {
+            e = e ? e : hitch_cursors[l].failed ? -EIO : 0;
+            sorter_cursor_close(&hitch_cursors[l]);
+        }
+    }
+    free(hitch_next);
+    free(hitch_cursors);
     free(cursors);
     free(next);
     return e;

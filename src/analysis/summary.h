@@ -17,7 +17,7 @@ void summary_write_capture(FILE *f, const char *shown_dir);
 /* Every line of the summary (framescope report --full). */
 void summary_write_text_full(FILE *f, const struct run_stats *s);
 /* summary.json. */
-void summary_write_json(FILE *f, const struct run_stats *s);
+int summary_write_json(FILE *f, const struct run_stats *s); /* 0 or -ENOMEM */
 /* frames.csv: a row per frame kept (s->keep). Returns 0 or -ENOMEM. */
 int frames_write_csv(FILE *f, const struct run_stats *s);
 /* seconds.csv: a row per second of the run that has frames. Returns 0 or -ENOMEM. */

@@ -51,7 +51,7 @@ static const char *kernel_state_name(enum rec_kernel_state state)
     }
 }
 
-void summary_write_json(FILE *f, const struct run_stats *s)
+int summary_write_json(FILE *f, const struct run_stats *s)
 {
     const struct recording *rec = s->rec;
     char clock[160];
@@ -169,7 +169,7 @@ void summary_write_json(FILE *f, const struct run_stats *s)
                 s->basis_frames ? (double)s->verdict_frames[v] / (double)s->basis_frames : 0.0);
     fputs("}},\n", f);
     presentation_write_json(rec, f, &s->presentation);
-    hitches_write_json(f, rec, &s->hitches);
+    int e = hitches_write_json(f, rec, &s->hitches);
     threads_write_json(f, rec);
     drm_write_json(f, rec);
     kms_write_json(f, rec);
@@ -218,4 +218,5 @@ void summary_write_json(FILE *f, const struct run_stats *s)
         json_write_string(f, rec->notes[i]);
     }
     fputs("]\n}\n", f);
+    return e;
 }

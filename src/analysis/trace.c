@@ -156,10 +156,13 @@ static int write_thread(struct trace_writer *w, const struct recording_thread *t
 
 /* Each hitch as an instant event on the track of the thread that closed its frame, at the
  * frame's end (its present call), named by its cause. */
-static void write_hitches(struct trace_writer *w, const struct hitch_stats *hitches)
+static int write_hitches(struct trace_writer *w, const struct hitch_stats *hitches)
 {
-    for (uint64_t i = 0; hitches && i < hitches->count; i++) {
-        const struct hitch *h = &hitches->hitches[i];
+    struct sorter_cursor c;
+    if (!hitches_open(&c, hitches))
+        return hitches && hitches->count ? -ENOMEM : 0;
+    uint64_t read = 0;
+    for (const struct hitch *h; (h = sorter_next(&c)); read++) {
         if (!in_window(w, h->end_ticks))
             continue;
         char name[TRACE_HITCH_NAME_SIZE];
@@ -170,6 +173,8 @@ static void write_hitches(struct trace_writer *w, const struct hitch_stats *hitc
                     "\"median_ms\":%.3f}}", (unsigned long long)h->frame, h->log,
                     (double)h->frame_ns / 1e6, (double)h->median_ns / 1e6);
     }
+    sorter_cursor_close(&c);
+    return read == hitches->count ? 0 : -ENOMEM;
 }
 
 const char *trace_hitch_name(const struct hitch *h, char name[TRACE_HITCH_NAME_SIZE])
@@ -472,8 +477,11 @@ bool trace_time_range(const struct recording *rec, const struct trace_run *run,
         }
         sorter_cursor_close(&c);
     }
-    for (uint64_t i = 0; run && run->hitches && i < run->hitches->count; i++)
-        span_note(run->hitches->hitches[i].end_ticks, &range[0], &range[1]);
+    if (run && hitches_open(&c, run->hitches)) {
+        for (const struct hitch *h; (h = sorter_next(&c));)
+            span_note(h->end_ticks, &range[0], &range[1]);
+        sorter_cursor_close(&c);
+    }
     trace_engine_intervals(rec, interval_span, range);
     trace_counters(rec, run, counter_span, range);
     if (range[1] == 0)
@@ -513,12 +521,12 @@ int trace_write_run(FILE *f, const struct recording *rec, const struct trace_run
         }
     }
     gpu_zones_write_trace(&out, rec, w.pid, w.base_ns, w.window_from, &w.first);
-    write_hitches(&w, run ? run->hitches : NULL);
+    int e = write_hitches(&w, run ? run->hitches : NULL);
     trace_engine_intervals(rec, json_interval, &w);
     trace_counters(rec, run, json_counter, &w);
     emit_str(&out, "\n]}\n");
     emit_flush(&out);
-    return 0;
+    return e;
 }
 
 int trace_write(FILE *f, const struct recording *rec, const struct hitch_stats *hitches)

@@ -729,8 +729,13 @@ done:
 
 static void hitches(struct perfetto_writer *w, const struct hitch_stats *stats)
 {
-    for (uint64_t i = 0; stats && i < stats->count; i++) {
-        const struct hitch *h = &stats->hitches[i];
+    struct sorter_cursor c;
+    if (!hitches_open(&c, stats)) {
+        w->failed = w->failed || (stats && stats->count);
+        return;
+    }
+    uint64_t read = 0;
+    for (const struct hitch *h; (h = sorter_next(&c)); read++) {
         char name[TRACE_HITCH_NAME_SIZE];
         /* As trace.json: the main thread's when the closing thread is unknown. */
         int tid = h->tid ? h->tid : w->rec->pid;
@@ -742,6 +747,8 @@ static void hitches(struct perfetto_writer *w, const struct hitch_stats *stats)
         annotation_double(w, "median_ms", (double)h->median_ns / 1e6);
         event_end(w, m);
     }
+    sorter_cursor_close(&c);
+    w->failed = w->failed || read != stats->count;
 }
 
 /* The counter track of that name, made on first use. 0 when memory ran out. */
