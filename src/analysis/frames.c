@@ -72,6 +72,52 @@ static enum plane plane_of(const struct frame_item *frames, uint64_t n, size_t j
     return PLANE_8;
 }
 
+/* plan_every_plane's words a frame: WORDS, rounded up to an even number so that its loops
+ * over them run two at a time (the one past WORDS stays 0). */
+#define PLAN_WORDS ((WORDS + 1) / 2 * 2)
+
+/* How every plane of n frames packs, into kinds: plane_of for each word, but in one walk over
+ * the frames in memory order, a whole frame's words at a time (a plane at a time reads every
+ * frame's cache lines once a word). */
+static void plan_every_plane(const struct frame_item *frames, uint64_t n, unsigned char *kinds)
+{
+    if (n < 2) {
+        memset(kinds, PLANE_SAME, WORDS);
+        return;
+    }
+    /* Per word: its first change, the bits in which a later one differs from it, and the
+     * bits of every change's magnitude (d, or ~d below zero: under 2^7 for all of them when
+     * each fits a signed byte); plain or and xor, so that the loop runs on vectors. */
+    uint64_t rows[2][PLAN_WORDS] = { { 0 } }, step[PLAN_WORDS];
+    uint64_t other_step[PLAN_WORDS] = { 0 }, magnitude[PLAN_WORDS] = { 0 };
+    memcpy(rows[0], &frames[0], sizeof(frames[0]));
+    memcpy(rows[1], &frames[1], sizeof(frames[1]));
+    for (size_t j = 0; j < PLAN_WORDS; j++)
+        step[j] = rows[1][j] - rows[0][j];
+    for (uint64_t k = 1; k < n; k++) {
+        uint64_t *now = rows[k & 1];
+        const uint64_t *before = rows[(k - 1) & 1];
+        memcpy(now, &frames[k], sizeof(frames[k]));
+        for (size_t j = 0; j < PLAN_WORDS; j++) {
+            uint64_t d = now[j] - before[j];
+            other_step[j] |= d ^ step[j];
+            magnitude[j] |= d ^ (0 - (d >> 63));
+        }
+    }
+    for (size_t j = 0; j < WORDS; j++) {
+        if (!other_step[j])
+            kinds[j] = step[j] ? PLANE_STEP : PLANE_SAME;
+        else if (magnitude[j] < UINT64_C(1) << 7)
+            kinds[j] = PLANE_1;
+        else if (magnitude[j] < UINT64_C(1) << 15)
+            kinds[j] = PLANE_2;
+        else if (magnitude[j] < UINT64_C(1) << 31)
+            kinds[j] = PLANE_4;
+        else
+            kinds[j] = PLANE_8;
+    }
+}
+
 static size_t plane_bytes(enum plane p, uint64_t n)
 {
     return 8 + (p == PLANE_STEP ? 8 : plane_width(p) * (size_t)(n - 1));
@@ -121,6 +167,8 @@ static void *pack(const struct frame_item *frames, uint64_t n, const unsigned ch
     const unsigned char *from[WORDS]; /* each old plane kept */
     const unsigned char *old_at = old ? old + WORDS : NULL;
     size_t bytes = WORDS;
+    if (!old)
+        plan_every_plane(frames, n, kinds);
     for (size_t j = 0; j < WORDS; j++) {
         from[j] = NULL;
         if (old) {
@@ -131,7 +179,7 @@ static void *pack(const struct frame_item *frames, uint64_t n, const unsigned ch
             }
             old_at += old_bytes;
         }
-        if (!from[j])
+        if (!from[j] && old)
             kinds[j] = (unsigned char)plane_of(frames, n, j);
         bytes += plane_bytes(kinds[j], n);
     }

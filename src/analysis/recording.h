@@ -262,7 +262,18 @@ const struct rec_loc *recording_loc_find(const struct recording *rec, const void
  * clamped there, so that arithmetic on a few of them cannot overflow; sums of many saturate
  * (ns_sum). */
 #define REPORT_NS_MAX (INT64_C(1) << 53)
-int64_t ticks_ns(const struct recording *rec, uint64_t ticks);
+/* Rounded half away from zero, as llround (ns_per_tick is finite and positive: read so),
+ * without its call: a frame's budget takes some twenty. */
+static inline int64_t ticks_ns(const struct recording *rec, uint64_t ticks)
+{
+    if (!ticks)
+        return 0;
+    double ns = (double)ticks * rec->ns_per_tick;
+    if (!(ns < (double)REPORT_NS_MAX))
+        return REPORT_NS_MAX;
+    int64_t whole = (int64_t)ns; /* exact below 2^53, as is what is left of ns */
+    return whole + (ns - (double)whole >= 0.5);
+}
 int64_t ns_sum(int64_t a, int64_t b);
 /* "name (tid N)" of a thread the recording knows, else "tid N". Returns buf. */
 const char *recording_thread_label(const struct recording *rec, int tid, char *buf, size_t len);

@@ -58,12 +58,6 @@ const struct rec_loc *recording_loc_find(const struct recording *rec, const void
     return NULL;
 }
 
-int64_t ticks_ns(const struct recording *rec, uint64_t ticks)
-{
-    double ns = recording_ns(rec, ticks);
-    return ns < (double)REPORT_NS_MAX ? (int64_t)llround(ns) : REPORT_NS_MAX;
-}
-
 int64_t ns_sum(int64_t a, int64_t b)
 {
     if (b > 0 && a > INT64_MAX - b)
