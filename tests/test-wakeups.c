@@ -1,6 +1,7 @@
 /* The wake-up chain read through a window over the sorted sched events (issue 35): every
  * frame's chain as the synthetic recording built it, in any order a pass asks, with the
- * window holding only the events of about one frame. */
+ * window holding only the events of about one frame, and with a window that holds fewer
+ * than a frame's (a loading screen's frame holds more than any window keeps). */
 #include <string.h>
 
 #include "analysis/wakeups.h"
@@ -95,6 +96,26 @@ int main(void)
     }
     sched_window_close(&w);
     EXPECT(differ == 0, "%u of %u frames asked out of order read another chain", differ, asked);
+
+    /* A window that keeps 1 event at most (a frame has about 5): every frame read through
+     * as its events pass, the same chains; then backwards, each from the first again. */
+    sched_window_open(&w, &x);
+    w.most = 1;
+    differ = 0;
+    for (uint64_t i = 0; i < FRAMES; i++) {
+        struct wakeup_view v;
+        frame_wakeups(rec, &w, &frames[i], &v);
+        differ += !same(&v, &forward[i]);
+    }
+    size_t small_room = w.room;
+    for (uint64_t i = FRAMES - 1; i >= FRAMES - 300; i -= 7) {
+        struct wakeup_view v;
+        frame_wakeups(rec, &w, &frames[i], &v);
+        differ += !same(&v, &forward[i]);
+    }
+    sched_window_close(&w);
+    EXPECT(differ == 0, "%u frames read through a window of 1 event differ", differ);
+    EXPECT(small_room <= 64, "a window of 1 event grew to %zu", small_room);
 
     /* Two windows of one index at once (a pass inside another's), each its own. */
     struct sched_window a, b;

@@ -242,6 +242,7 @@ void sched_window_open(struct sched_window *w, const struct sched_index *x)
 {
     memset(w, 0, sizeof(*w));
     w->x = x;
+    w->most = SCHED_WINDOW_MOST;
 }
 
 void sched_window_close(struct sched_window *w)
@@ -252,9 +253,123 @@ void sched_window_close(struct sched_window *w)
     memset(w, 0, sizeof(*w));
 }
 
-/* Holds the events from from on, up to the first at or past to (or the last); false where
- * they could not be read (memory). */
-static bool window_reach(struct sched_window *w, uint64_t from, uint64_t to)
+/* One frame's chain as its closing thread's events come, in time order: each time it was
+ * switched out (pending) lasts until its next event that ends it, within the frame. */
+struct chain {
+    const struct recording *rec;
+    int tid;
+    uint64_t end;
+    bool pending;
+    struct sched_event out; /* its last switch out, not yet ended */
+    struct { int tid; char comm[16]; int64_t ns; } ran[8];
+    unsigned ran_count;
+    struct waker_sum by[WAKER_KIND_COUNT][4];
+    struct wakeup_view *ret;
+};
+
+/* The pending switch out ended at until: woken by waker (NULL: it ran again, or the frame
+ * ended first). */
+static void chain_settle(struct chain *c, uint64_t until, const struct sched_event *waker)
+{
+    const struct sched_event *out = &c->out;
+    struct wakeup_view *ret = c->ret;
+    c->pending = false;
+    int64_t ns = ticks_ns(c->rec, until - out->ticks);
+    if (out->state == SCHED_OUT_RUNNABLE) {
+        unsigned k = 0;
+        while (k < c->ran_count && c->ran[k].tid != out->other_tid)
+            k++;
+        if (k == c->ran_count && c->ran_count < 8) {
+            c->ran[k].tid = out->other_tid;
+            memcpy(c->ran[k].comm, out->other_comm, sizeof(c->ran[k].comm));
+            c->ran[k].ns = 0;
+            c->ran_count++;
+        }
+        if (k < c->ran_count)
+            c->ran[k].ns += ns;
+    } else if (out->state == SCHED_OUT_DISK) {
+        ret->io_wait_ns += ns;
+    }
+    if (out->state != SCHED_OUT_RUNNABLE && waker) {
+        enum waker_kind kind = !waker->other_tid ? WAKER_KERNEL
+                               : app_thread(c->rec, waker->other_tid) ? WAKER_APP_THREAD
+                                                                      : WAKER_OTHER_PROCESS;
+        waker_add(c->by, kind, waker, ns);
+        if (ns > ret->slept_ns) {
+            ret->slept_ns = ns;
+            ret->waker_tid = waker->other_tid;
+            memcpy(ret->waker_comm, waker->other_comm, sizeof(ret->waker_comm));
+        }
+    }
+}
+
+/* An event of the frame (before its end, in time order). A switch out ends at the thread's
+ * next switch in or out, or, from a sleep, at its wake-up. */
+static void chain_event(struct chain *c, const struct sched_event *e)
+{
+    work_visited(1);
+    if (e->tid != c->tid)
+        return;
+    if (c->pending) {
+        if (e->kind == SCHED_EVENT_WOKEN && c->out.state != SCHED_OUT_RUNNABLE)
+            chain_settle(c, e->ticks, e);
+        else if (e->kind == SCHED_EVENT_IN || e->kind == SCHED_EVENT_OUT)
+            chain_settle(c, e->ticks, NULL);
+    }
+    if (e->kind == SCHED_EVENT_OUT) {
+        c->out = *e;
+        c->pending = true;
+    }
+}
+
+static void chain_finish(struct chain *c)
+{
+    struct wakeup_view *ret = c->ret;
+    if (c->pending)
+        chain_settle(c, c->end, NULL);
+    for (unsigned kind = 0; kind < WAKER_KIND_COUNT; kind++) {
+        ret->slept_by_ns[kind] = 0;
+        for (unsigned k = 0; k < 4; k++) {
+            ret->slept_by_ns[kind] += c->by[kind][k].ns;
+            if (c->by[kind][k].ns > c->by[kind][0].ns)
+                c->by[kind][0] = c->by[kind][k];
+        }
+        ret->by_tid[kind] = c->by[kind][0].tid;
+        memcpy(ret->by_comm[kind], c->by[kind][0].comm, sizeof(ret->by_comm[kind]));
+    }
+    for (unsigned k = 0; k < c->ran_count; k++)
+        if (c->ran[k].ns > ret->ran_ns) {
+            ret->ran_ns = c->ran[k].ns;
+            ret->ran_tid = c->ran[k].tid;
+            memcpy(ret->ran_comm, c->ran[k].comm, sizeof(ret->ran_comm));
+        }
+}
+
+/* Keeps e in the window; false when memory ran out. */
+static bool window_keep(struct sched_window *w, const struct sched_event *e)
+{
+    if (w->first && w->count == w->room) {
+        memmove(w->events, w->events + w->first, (w->count - w->first) * sizeof(*w->events));
+        w->count -= w->first;
+        w->first = 0;
+    }
+    if (w->count == w->room) {
+        size_t room = w->room ? 2 * w->room : 64;
+        struct sched_event *more = realloc(w->events, room * sizeof(*more));
+        if (!more)
+            return false;
+        w->events = more;
+        w->room = room;
+    }
+    w->events[w->count++] = *e;
+    return true;
+}
+
+/* Every event from..to through chain (c NULL: none wanted), the window kept holding those
+ * from from on that it read, up to the first at or past to, and at most w->most: a frame
+ * with more (a loading screen's) is read through without keeping them, and the window then
+ * holds nothing before to. False where they could not be read (memory). */
+static bool window_read(struct sched_window *w, uint64_t from, uint64_t to, struct chain *c)
 {
     if (from < w->from || !w->open) { /* from the first event again */
         if (w->open)
@@ -268,113 +383,46 @@ static bool window_reach(struct sched_window *w, uint64_t from, uint64_t to)
     w->from = from;
     while (w->first < w->count && w->events[w->first].ticks < from)
         w->first++;
+    for (size_t k = w->first; k < w->count && w->events[k].ticks < to; k++)
+        if (c)
+            chain_event(c, &w->events[k]);
+    bool through = false; /* events of the frame read past and not kept */
     while (!w->ended && (w->first == w->count || w->events[w->count - 1].ticks < to)) {
         const struct sched_event *e = sorter_next(&w->cursor);
         work_visited(1);
         if (!e) {
             w->ended = true;
-            return !w->cursor.failed;
+            break;
         }
         if (e->ticks < from)
             continue;
-        if (w->first && w->count == w->room) {
-            memmove(w->events, w->events + w->first, (w->count - w->first) * sizeof(*w->events));
-            w->count -= w->first;
-            w->first = 0;
+        if (e->ticks < to && c)
+            chain_event(c, e);
+        if (w->count - w->first >= w->most) {
+            through = true; /* those kept are all before to, read already: let them go */
+            w->first = w->count = 0;
         }
-        if (w->count == w->room) {
-            size_t room = w->room ? 2 * w->room : 64;
-            struct sched_event *more = realloc(w->events, room * sizeof(*more));
-            if (!more)
-                return false;
-            w->events = more;
-            w->room = room;
-        }
-        w->events[w->count++] = *e;
+        if (through && e->ticks < to)
+            continue;
+        if (!window_keep(w, e))
+            return false;
     }
-    return true;
+    if (through)
+        w->from = to; /* a frame that starts before it reads them again from the first */
+    return !w->cursor.failed;
 }
 
 void frame_wakeups(const struct recording *rec, struct sched_window *w,
                    const struct fscope_frame *f, struct wakeup_view *ret)
 {
     memset(ret, 0, sizeof(*ret));
-    if (frame_wakeup_coverage(w->x, f) != WAKEUP_KNOWN ||
-        !window_reach(w, f->start_ticks, f->end_ticks))
+    if (frame_wakeup_coverage(w->x, f) != WAKEUP_KNOWN)
         return;
+    struct chain c = { .rec = rec, .tid = f->kernel_tid, .end = f->end_ticks, .ret = ret };
+    if (!window_read(w, f->start_ticks, f->end_ticks, &c)) {
+        memset(ret, 0, sizeof(*ret));
+        return;
+    }
     ret->known = true;
-    int tid = f->kernel_tid;
-    const struct sched_event *ev = w->events;
-    size_t a = w->first, count = w->count;
-    struct { int tid; char comm[16]; int64_t ns; } ran[8];
-    unsigned ran_count = 0;
-    struct waker_sum by[WAKER_KIND_COUNT][4];
-    memset(by, 0, sizeof(by));
-    for (size_t k = a; k < count && ev[k].ticks < f->end_ticks; k++) {
-        const struct sched_event *out = &ev[k];
-        work_visited(1);
-        if (out->tid != tid || out->kind != SCHED_EVENT_OUT)
-            continue;
-        /* Until it ran again (or was woken, for a sleep), within the frame. */
-        uint64_t until = f->end_ticks;
-        const struct sched_event *waker = NULL;
-        for (size_t j = k + 1; j < count && ev[j].ticks < f->end_ticks; j++) {
-            const struct sched_event *e = &ev[j];
-            work_visited(1);
-            if (e->tid != tid)
-                continue;
-            if (e->kind == SCHED_EVENT_WOKEN && out->state != SCHED_OUT_RUNNABLE) {
-                waker = e;
-                until = e->ticks;
-                break;
-            }
-            if (e->kind == SCHED_EVENT_IN || e->kind == SCHED_EVENT_OUT) {
-                until = e->ticks;
-                break;
-            }
-        }
-        int64_t ns = ticks_ns(rec, until - out->ticks);
-        if (out->state == SCHED_OUT_RUNNABLE) {
-            unsigned c = 0;
-            while (c < ran_count && ran[c].tid != out->other_tid)
-                c++;
-            if (c == ran_count && ran_count < 8) {
-                ran[c].tid = out->other_tid;
-                memcpy(ran[c].comm, out->other_comm, sizeof(ran[c].comm));
-                ran[c].ns = 0;
-                ran_count++;
-            }
-            if (c < ran_count)
-                ran[c].ns += ns;
-        } else if (out->state == SCHED_OUT_DISK) {
-            ret->io_wait_ns += ns;
-        }
-        if (out->state != SCHED_OUT_RUNNABLE && waker) {
-            enum waker_kind kind = !waker->other_tid ? WAKER_KERNEL
-                                   : app_thread(rec, waker->other_tid) ? WAKER_APP_THREAD
-                                                                       : WAKER_OTHER_PROCESS;
-            waker_add(by, kind, waker, ns);
-        }
-        if (out->state != SCHED_OUT_RUNNABLE && waker && ns > ret->slept_ns) {
-            ret->slept_ns = ns;
-            ret->waker_tid = waker->other_tid;
-            memcpy(ret->waker_comm, waker->other_comm, sizeof(ret->waker_comm));
-        }
-    }
-    for (unsigned kind = 0; kind < WAKER_KIND_COUNT; kind++) {
-        ret->slept_by_ns[kind] = 0;
-        for (unsigned c = 0; c < 4; c++) {
-            ret->slept_by_ns[kind] += by[kind][c].ns;
-            if (by[kind][c].ns > by[kind][0].ns)
-                by[kind][0] = by[kind][c];
-        }
-        ret->by_tid[kind] = by[kind][0].tid;
-        memcpy(ret->by_comm[kind], by[kind][0].comm, sizeof(ret->by_comm[kind]));
-    }
-    for (unsigned c = 0; c < ran_count; c++)
-        if (ran[c].ns > ret->ran_ns) {
-            ret->ran_ns = ran[c].ns;
-            ret->ran_tid = ran[c].tid;
-            memcpy(ret->ran_comm, ran[c].comm, sizeof(ret->ran_comm));
-        }
+    chain_finish(&c);
 }

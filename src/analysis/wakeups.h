@@ -70,15 +70,20 @@ void sched_index_free(struct sched_index *x);
 enum wakeup_coverage frame_wakeup_coverage(const struct sched_index *x,
                                            const struct fscope_frame *f);
 
+/* The most events a window keeps (40 KiB): a frame with more is read through, not kept. */
+#define SCHED_WINDOW_MOST 1024u
+
 /* One pass's view of the threads' events: those from the frame asked about on (copies),
  * read on as frames come later; a frame that starts before the last one read them again
- * from the first. Memory: the events of the longest frame asked about. */
+ * from the first. Memory: the events of the longest frame asked about, at most `most`; a
+ * frame with more (a loading screen's, with the chain on) has its chain read as they pass. */
 struct sched_window {
     const struct sched_index *x;
     struct sorter_cursor cursor;
     bool open, ended;
     struct sched_event *events; /* [first, count): by time, none before from */
     size_t first, count, room;
+    size_t most; /* SCHED_WINDOW_MOST; tests set fewer */
     uint64_t from;
 };
 void sched_window_open(struct sched_window *w, const struct sched_index *x);
