@@ -1,7 +1,6 @@
 #include "run.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +8,6 @@
 #include "frames.h"
 #include "stats.h"
 #include "values.h"
-#include "work.h"
 
 
 /* Average fps over the slowest share of the n frames times holds. */
@@ -300,25 +298,6 @@ static void sampling_decided(struct sampling_bias *sb, const int64_t *verdict_ns
                     sb->untimed_frames > sb->timed_frames;
 }
 
-static void run_stats_frames(struct recording *rec, struct run_stats *s);
-
-/* The hitch pass, beside the pass over every frame's budget below: both only read the frames
- * and what the recording holds, each through cursors of its own. */
-struct hitch_job {
-    const struct recording *rec;
-    const struct display_evidence *evidence;
-    struct hitch_stats *hitches;
-    uint64_t visited; /* work.h's count, the thread's own */
-};
-
-static void *hitch_job_run(void *arg)
-{
-    struct hitch_job *job = arg;
-    hitches_compute(job->rec, job->evidence, job->hitches);
-    job->visited = analysis_events_visited;
-    return NULL;
-}
-
 void run_stats_compute(struct recording *rec, struct run_stats *s)
 {
     memset(s, 0, sizeof(*s));
@@ -326,22 +305,7 @@ void run_stats_compute(struct recording *rec, struct run_stats *s)
     presentation_compute(rec, &s->presentation);
     sched_index_build(rec, &s->sched);
     s->evidence = evidence_all(rec, &s->presentation, &s->sched);
-    /* On a thread of its own where one can be made (a sandbox may refuse), else here. */
-    struct hitch_job job = { rec, s->evidence, &s->hitches, 0 };
-    pthread_t hitch_thread;
-    bool beside = pthread_create(&hitch_thread, NULL, hitch_job_run, &job) == 0;
-    if (!beside)
-        hitches_compute(rec, s->evidence, &s->hitches);
-    run_stats_frames(rec, s);
-    if (beside) {
-        pthread_join(hitch_thread, NULL);
-        work_visited(job.visited);
-    }
-}
-
-/* The run's statistics over every frame's budget: the pass beside the hitches'. */
-static void run_stats_frames(struct recording *rec, struct run_stats *s)
-{
+    hitches_compute(rec, s->evidence, &s->hitches);
     unsigned logs = rec->log_count;
     for (unsigned l = 0; l < logs; l++)
         s->frames += rec->logs[l].frame_count;
