@@ -37,18 +37,23 @@ static struct item item_make(uint64_t serial, uint64_t keys)
     return (struct item){ key, serial, key * 31 + serial * 7 + 1 };
 }
 
-/* count items (keys distinct values) through a sorter of run_bytes runs: read back twice,
- * the second pass through a cursor opened while the first is half way. compare
- * sorter_as_pushed: they come back as pushed, the file one run however many were written. */
+/* count items (keys distinct values; 0: keys in order, three of each) through a sorter of
+ * run_bytes runs: read back twice, the second pass through a cursor opened while the first is
+ * half way. Keys in order with dip_every: every dip_every-th item's key is 5,000 lower. compare
+ * sorter_as_pushed, or keys in order without dips: they come back as pushed, the file one run
+ * however many were written. */
 static void sort_compare_check(const char *what, uint64_t count, uint64_t keys,
-                               size_t run_bytes, bool want_spilled, sorter_compare_fn compare)
+                               uint64_t dip_every, size_t run_bytes, bool want_spilled,
+                               sorter_compare_fn compare)
 {
     struct item *want = malloc((count ? count : 1) * sizeof(*want));
     CHECK(want);
     struct sorter s;
     sorter_init(&s, sizeof(struct item), compare, run_bytes);
     for (uint64_t i = 0; i < count; i++) {
-        want[i] = item_make(i, keys);
+        want[i] = item_make(i, keys ? keys : 1);
+        if (!keys)
+            want[i].key = i / 3 - (dip_every && i % dip_every == dip_every - 1 ? 5000 : 0);
         CHECK(sorter_push(&s, &want[i]));
     }
     CHECK(sorter_finish(&s));
@@ -61,7 +66,8 @@ static void sort_compare_check(const char *what, uint64_t count, uint64_t keys,
     unsigned on_file = 0;
     for (unsigned i = 0; i < s.run_count; i++)
         on_file += !s.runs[i].items;
-    EXPECT(on_file <= (compare == sorter_as_pushed ? 1 : SORTER_FANIN) || s.file_full,
+    bool one_run = compare == sorter_as_pushed || (!keys && !dip_every);
+    EXPECT(on_file <= (one_run ? 1 : SORTER_FANIN) || s.file_full,
            "%s: %u runs in the file left to merge", what, on_file);
     EXPECT(s.file_full == (s.run_count > on_file && on_file > 0) || !want_spilled,
            "%s: %u runs in the file of %u, the file full: %d", what, on_file, s.run_count,
@@ -92,7 +98,7 @@ static void sort_compare_check(const char *what, uint64_t count, uint64_t keys,
 static void sort_check(const char *what, uint64_t count, uint64_t keys, size_t run_bytes,
                        bool want_spilled)
 {
-    sort_compare_check(what, count, keys, run_bytes, want_spilled, by_key_then_serial);
+    sort_compare_check(what, count, keys, 0, run_bytes, want_spilled, by_key_then_serial);
 }
 
 /* Ties counted half, as run.c counted them before values_u_statistic. */
@@ -237,9 +243,15 @@ int main(void)
     sort_check("16 runs merged at once", 16000, 100000, run, true);
     sort_check("17 runs: merged into longer first", 17000, 3, run, true);
     sort_check("300 runs: merged twice over", 300000, 1u << 30, run, true);
-    sort_compare_check("as pushed, in memory", 1000, 50, run, false, sorter_as_pushed);
-    sort_compare_check("as pushed, 300 runs' worth", 300000, 1u << 30, run, true,
+    sort_compare_check("as pushed, in memory", 1000, 50, 0, run, false, sorter_as_pushed);
+    sort_compare_check("as pushed, 300 runs' worth", 300000, 1u << 30, 0, run, true,
                        sorter_as_pushed);
+    sort_compare_check("pushed in order, 300 runs' worth", 300000, 0, 0, run, true,
+                       by_key_then_serial);
+    sort_compare_check("in order, every 4,999th item 5,000 keys back, 300 runs' worth", 300000, 0, 4999, run,
+                       true, by_key_then_serial);
+    sort_compare_check("in order, one item 5,000 keys back, 300 runs' worth", 300000, 0, 150001, run,
+                       true, by_key_then_serial);
 
     keys_check();
     values_check("no values", 0);
@@ -252,7 +264,9 @@ int main(void)
     struct rlimit limit = { 100 << 10, RLIM_INFINITY };
     CHECK(setrlimit(RLIMIT_FSIZE, &limit) == 0);
     sort_check("the file full after four runs", 40000, 1000, run, true);
-    sort_compare_check("as pushed, the file full after four runs' worth", 40000, 1000, run,
+    sort_compare_check("as pushed, the file full after four runs' worth", 40000, 1000, 0, run,
                        true, sorter_as_pushed);
+    sort_compare_check("in order, the file full after four runs' worth", 40000, 0, 0, run,
+                       true, by_key_then_serial);
     return check_failures ? 1 : 0;
 }

@@ -111,10 +111,10 @@ int sorter_as_pushed(const void *a, const void *b)
     return 0;
 }
 
-/* The filled run in order. */
+/* The filled run in order: sorted, unless it was pushed in order (a spool always is). */
 static void sort_fill(struct sorter *s)
 {
-    if (s->compare == sorter_as_pushed)
+    if (!s->fill_disordered)
         return;
     if (s->compare != compare_u64 || !radix_u64((uint64_t *)(void *)s->fill, s->fill_count))
         qsort(s->fill, s->fill_count, s->size, s->compare);
@@ -126,15 +126,22 @@ static bool flush_run(struct sorter *s)
 {
     sort_fill(s);
     uint64_t offset = s->file_bytes;
+    struct sorter_run *last = s->run_count ? &s->runs[s->run_count - 1] : NULL;
+    /* A run that starts at or after the end of the file's last one, right behind it there,
+     * lengthens it: items pushed in order (a spool's, GPU spans by begin) are one run in the
+     * file however many, never merged. */
+    bool follows = last && !last->items && s->tail &&
+                   last->offset + last->count * s->size == offset &&
+                   s->compare(s->tail, s->fill) <= 0;
+    s->fill_disordered = false;
     if (have_file(s) && file_append(s, s->fill, s->fill_count * s->size)) {
-        struct sorter_run *last = s->run_count ? &s->runs[s->run_count - 1] : NULL;
-        if (s->compare == sorter_as_pushed && last && !last->items &&
-            last->offset + last->count * s->size == offset) {
-            last->count += s->fill_count; /* in order: the file's items are one run */
-            s->fill_count = 0;
-            return true;
-        }
-        if (!add_run(s, (struct sorter_run){ offset, s->fill_count, NULL }))
+        if (!s->tail)
+            s->tail = malloc(s->size); /* without it, no run lengthens another */
+        if (s->tail)
+            memcpy(s->tail, s->fill + (s->fill_count - 1) * s->size, s->size);
+        if (follows)
+            last->count += s->fill_count;
+        else if (!add_run(s, (struct sorter_run){ offset, s->fill_count, NULL }))
             return false;
         s->fill_count = 0;
         return true;
@@ -160,6 +167,9 @@ bool sorter_push(struct sorter *s, const void *item)
             return false;
         }
     }
+    if (!s->fill_disordered && s->fill_count &&
+        s->compare(s->fill + (s->fill_count - 1) * s->size, item) > 0)
+        s->fill_disordered = true;
     memcpy(s->fill + s->fill_count++ * s->size, item, s->size);
     s->count++;
     return true;
@@ -375,6 +385,7 @@ void sorter_free(struct sorter *s)
         free(s->runs[i].items);
     free(s->runs);
     free(s->fill);
+    free(s->tail);
     if (s->fd_made)
         close(s->fd);
     memset(s, 0, sizeof(*s));

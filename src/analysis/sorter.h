@@ -3,7 +3,8 @@
  * as wanted. Up to a run's bytes (SORTER_RUN_BYTES) they stay in memory, sorted there; past
  * that each full run is sorted and written to an unnamed file on disk ($TMPDIR, else /var/tmp,
  * else /tmp, as the frame store's), and a cursor merges the runs, SORTER_FANIN at most: more
- * are merged into longer ones first. Memory: one run while pushing, then SORTER_FANIN blocks
+ * are merged into longer ones first. Items pushed in order are neither sorted nor merged: a
+ * run that follows the file's last one lengthens it. Memory: one run while pushing, then SORTER_FANIN blocks
  * a cursor. Where no file can be made or written, runs stay in memory: the order is never
  * given up. */
 #ifndef FSCOPE_ANALYSIS_SORTER_H
@@ -38,6 +39,8 @@ struct sorter {
     bool fd_made;
     uint64_t file_bytes;
     bool file_full;       /* none could be made, or it took no more: runs stay in memory */
+    bool fill_disordered; /* an item of the filled run came before the one pushed ahead of it */
+    unsigned char *tail;  /* the last item written to the file */
     bool finished, failed;
 };
 
