@@ -110,6 +110,21 @@ static void scribble(void *ctx, struct fscope_frame *f, struct frame_extra *x)
     f->start_ticks = 0;
 }
 
+/* An update that changes two frames' findings only (a frame in the middle of its chunk, and
+ * the last): every other chunk is kept as it was. */
+struct sparse {
+    uint64_t calls, middle, last;
+};
+
+static void sparse(void *ctx, struct fscope_frame *f, struct frame_extra *x)
+{
+    (void)f;
+    struct sparse *s = ctx;
+    uint64_t k = s->calls++;
+    if (k == s->middle || k == s->last)
+        x->wake.timer_ns = 77;
+}
+
 static void check_store(uint64_t count, bool random)
 {
     char what[64];
@@ -155,6 +170,23 @@ static void check_store(uint64_t count, bool random)
     EXPECT(frame_store_update(&log, scribble, &calls, writes, 1) == 0 && calls == count,
           "%s: second update called %" PRIu64 " times", what, calls);
     check_all(&log, want, count, what, in_order);
+    /* An update that changes few frames: theirs come back changed, every other as it was. */
+    struct sparse few = { 0, count / 2, count - 1 };
+    const struct frame_field timer[] = { FRAME_FIELD(extra.wake.timer_ns) };
+    EXPECT(frame_store_update(&log, sparse, &few, timer, 1) == 0 && few.calls == count,
+          "%s: sparse update called %" PRIu64 " times", what, few.calls);
+    check_all(&log, want, count, what, in_order);
+    if (count && frame_cursor_open(&c, NULL, &log)) {
+        uint64_t wrong = 0;
+        for (uint64_t k = 0; k < count; k++) {
+            const struct frame_extra *x = frame_extra_at(&c, k);
+            bool marked = k == count / 2 || k == count - 1;
+            wrong += x->wake.timer_ns != (marked ? 77 : 0) || x->wake.tid[1] != (int)(k + 1);
+        }
+        EXPECT(!wrong, "%s: %" PRIu64 " frames' findings wrong after a sparse update", what,
+               wrong);
+        frame_cursor_close(&c);
+    }
     /* Cut at the front: inside the first chunk, then across chunks. */
     uint64_t cut = count > 10 ? 7 : 0, total = cut;
     frame_store_drop(&log, cut);

@@ -444,14 +444,23 @@ int frame_store_update(struct recording_log *log,
     if (!log->chunk_count)
         return 0;
     bool fresh[WORDS] = { false };
+    size_t written[WORDS], written_count = 0;
     for (unsigned w = 0; w < write_count; w++)
         for (size_t j = writes[w].offset / 8; j * 8 < writes[w].offset + writes[w].size; j++)
-            fresh[j] = true;
+            if (!fresh[j]) {
+                fresh[j] = true;
+                written[written_count++] = j;
+            }
     struct frame_item *frames = malloc((size_t)log->chunk_frames * sizeof(*frames));
+    /* The written words as unpacked: a chunk none of whose frames the update changed (most,
+     * where few frames have what it adds, as GPU busy of sampled GPU timing) is kept as it
+     * was, neither packed again nor written again. */
+    uint64_t *before = malloc((size_t)log->chunk_frames * (written_count ? written_count : 1) *
+                              sizeof(*before));
     /* What frames holds already of the words no update writes, as a cursor's slot. */
     struct slot_words *held = calloc(1, sizeof(*held));
     unsigned char *scratch = log->spill_bytes ? malloc(packed_bound(log->chunk_frames)) : NULL;
-    int e = frames && held && (scratch || !log->spill_bytes) ? 0 : -ENOMEM;
+    int e = frames && before && held && (scratch || !log->spill_bytes) ? 0 : -ENOMEM;
     /* The first chunk's dropped frames (chunk_skip) are updated too: never read again. */
     for (uint64_t k = 0; !e && k < log->chunk_count; k++) {
         struct frame_chunk *chunk = &log->chunks[k];
@@ -461,11 +470,22 @@ int frame_store_update(struct recording_log *log,
             break;
         }
         unpack(old, chunk->count, frames, held);
+        uint64_t *at = before;
+        for (uint32_t i = 0; i < chunk->count; i++)
+            for (size_t w = 0; w < written_count; w++)
+                *at++ = word(frames, i, written[w]);
         for (uint32_t i = 0; i < chunk->count; i++)
             update(ctx, &frames[i].frame, &frames[i].extra);
         for (size_t j = 0; j < WORDS; j++)
             if (fresh[j])
                 held->count[j] = 0; /* written: unpacked again from the next chunk */
+        bool changed = false;
+        at = before;
+        for (uint32_t i = 0; i < chunk->count && !changed; i++)
+            for (size_t w = 0; w < written_count; w++)
+                changed |= *at++ != word(frames, i, written[w]);
+        if (!changed)
+            continue;
         uint64_t bytes;
         void *packed = pack(frames, chunk->count, old, fresh, &bytes);
         if (!packed) {
@@ -476,6 +496,7 @@ int frame_store_update(struct recording_log *log,
     }
     free(scratch);
     free(held);
+    free(before);
     free(frames);
     return e;
 }

@@ -81,7 +81,8 @@ struct frame_field {
 /* Calls update on every frame of log, in order, with what analysis keeps of it, and packs what
  * it leaves (analysis's own fields and findings, filled once). writes: every field update may
  * change (write_count of them); only their words are packed again, so a write elsewhere is
- * lost. Returns 0 or -ENOMEM (the frames then as they were). */
+ * lost, and a chunk where update changed none of them is kept as it was. Returns 0 or -ENOMEM
+ * (the frames then as they were). */
 int frame_store_update(struct recording_log *log,
                        void (*update)(void *ctx, struct fscope_frame *f, struct frame_extra *x),
                        void *ctx, const struct frame_field *writes, unsigned write_count);
