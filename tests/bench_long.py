@@ -39,11 +39,12 @@ def under_run(build, frames, base):
     """framescope run's peak RSS, the app's end to run's exit, and bytes a frame per file."""
     out = os.path.join(base, "capture")
     stamp = os.path.join(base, "app-end")
+    status = os.path.join(base, "app-status")
     shutil.rmtree(out, ignore_errors=True)
     app = " ".join(demo_args(build, frames))
     argv = [os.path.join(build, "tools", "framescope"), "run", "--compositor", "never",
             "--summary", "off", "-o", out, "--", "sh", "-c",
-            f"{app} > /dev/null; date +%s.%N > {stamp}"]
+            f"{app} > /dev/null; echo $? > {status}; date +%s.%N > {stamp}"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peak = 0
     while proc.poll() is None:
@@ -53,6 +54,10 @@ def under_run(build, frames, base):
     err = proc.stderr.read()
     if proc.returncode != 0 or not os.path.exists(stamp):
         sys.exit(f"framescope run failed ({proc.returncode}):\n{err[-2000:]}")
+    # The capture of an app that died is still written, of fewer frames: not a figure.
+    app_status = open(status).read().strip()
+    if app_status != "0":
+        sys.exit(f"the demo under framescope run failed ({app_status}):\n{err[-2000:]}")
     delay = end - float(open(stamp).read())
     sizes = {name: os.path.getsize(os.path.join(out, name)) / frames
              for name in sorted(os.listdir(out))}
