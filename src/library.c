@@ -38,6 +38,17 @@ static _Atomic bool finished, disowned;
  * at exit (SuperTuxKart does) still gets its summary, and one that opens a file of its own
  * under number 2 never gets the summary written into it. */
 static struct fscope_private_fd private_stderr = { .fd = -1 };
+/* The frames this process's exit will read, read ahead as the stream thread moves them to
+ * disk (NULL when the exit reads nothing: no summary, no capture). */
+static struct recording_early *early;
+
+/* On the stream thread. Under framescope run the observer analyses instead: nothing to do. */
+static void frames_streamed(void *ctx, uint32_t entry, const struct chunked *frames,
+                            uint64_t chunk, const void *items)
+{
+    if (!recording_observed())
+        recording_early_take(ctx, entry, frames, chunk, items);
+}
 
 /* A forked child has none of the parent's threads and must not write the parent's summary or
  * capture when it exits: the run being profiled is the parent's. Nor may it keep what we hold
@@ -86,6 +97,9 @@ __attribute__((constructor)) static void library_init(void)
         else
             snprintf(output_dir, sizeof(output_dir), "%s", out);
     }
+    if ((summary_target != REPORT_SUMMARY_OFF || output_dir[0]) &&
+        (early = recording_early_create()))
+        stream_observe_frames(frames_streamed, early);
 }
 
 /* This process's own recording, read back. NULL (logged) when it cannot be. */
@@ -149,8 +163,13 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     stream_stop();
     recording_end();
     daemon_link_stop();
-    if (recording_observed())
+    /* Read ahead or not, the stream thread is gone: whatever returns below frees it. */
+    struct recording_early *ahead = early;
+    early = NULL;
+    if (recording_observed()) {
+        recording_early_destroy(ahead);
         return; /* framescope run analyses the recording once this process is gone */
+    }
     /* The machine the run ended on, kept for a report made elsewhere later (framescope run
      * records it itself). */
     if (meta) {
@@ -164,6 +183,7 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     if (summary_target == REPORT_SUMMARY_OFF && !output_dir[0]) {
         fscope_log(FSCOPE_LOG_DEBUG, "summary off and no capture asked for: the recording is "
                    "not read back");
+        recording_early_destroy(ahead);
         return;
     }
     /* What the stream thread moved to disk is read from there as the analysis copies the
@@ -176,21 +196,28 @@ FSCOPE_EXPORT void fscope_report_finish(void)
         if (atomic_load(&h->streamed_bytes)) {
             fscope_log(FSCOPE_LOG_ERROR, "the app closed the recording's stream file: what was "
                        "streamed to disk is lost, so there is no summary");
+            recording_early_destroy(ahead);
             return;
         }
         fd = -1;
     }
     size_t len = (size_t)atomic_load(&h->used);
     struct recording *rec = NULL;
-    int e = recording_read_ended(h, len, fd, NULL, &rec, why, sizeof(why));
+    int e = recording_read_ended(h, len, fd, NULL, fd >= 0 ? ahead : NULL, &rec, why,
+                                 sizeof(why));
+    uint64_t taken, adopted = recording_early_frames(ahead, &taken);
+    recording_early_destroy(ahead);
     if (e) {
         fscope_log(FSCOPE_LOG_ERROR, "cannot read this run's recording back: %s",
                    why[0] ? why : strerror(-e));
         return;
     }
     fscope_log(FSCOPE_LOG_DEBUG, "read back %llu KiB of the recording streamed to disk (%llu "
-               "KiB there), each chunk into the analysis, none into the arena", (unsigned long long)atomic_load(&h->streamed_bytes) / 1024,
-               (unsigned long long)atomic_load(&h->streamed_stored_bytes) / 1024);
+               "KiB there), each chunk into the analysis, none into the arena; %llu frames "
+               "of it read ahead as they were streamed, of %llu taken",
+               (unsigned long long)atomic_load(&h->streamed_bytes) / 1024,
+               (unsigned long long)atomic_load(&h->streamed_stored_bytes) / 1024,
+               (unsigned long long)adopted, (unsigned long long)taken);
     struct report *r = report_create(rec);
     if (r) {
         report_set_trace_window_from(r, secure_getenv("FRAMESCOPE_TRACE_WINDOW"));

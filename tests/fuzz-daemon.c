@@ -241,7 +241,7 @@ static bool capture(int fd, int stream_fd, uint32_t last_ms, char *why, size_t w
     struct recording *rec = NULL;
     struct system_description machine;
     system_describe(&machine);
-    if (recording_read_ended(m.bytes, m.len, stream_fd, &machine, &rec, why, why_len) == 0) {
+    if (recording_read_ended(m.bytes, m.len, stream_fd, &machine, NULL, &rec, why, why_len) == 0) {
         if (last_ms)
             recording_keep_recent(rec, last_ms / 1e3);
         struct report *report = report_create(rec);

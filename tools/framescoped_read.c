@@ -137,7 +137,7 @@ static int read_whole(const struct app *a, struct copy *c, struct recording **re
     job_bound_memory(&bound);
     struct system_description machine;
     system_describe(&machine);
-    e = recording_read_ended(c->bytes, c->len, a->stream_fd, &machine, rec, why, why_len);
+    e = recording_read_ended(c->bytes, c->len, a->stream_fd, &machine, NULL, rec, why, why_len);
     if (e)
         copy_free(c);
     return e;

@@ -121,7 +121,7 @@ int observed_recording_analyse(struct observed_recording *r, int exit_status, in
     /* With the machine the run ended on, kept for a report made elsewhere later. */
     struct system_description machine;
     system_describe(&machine);
-    int e = recording_read_ended(bytes, (size_t)used, r->stream_fd, &machine, &rec, why,
+    int e = recording_read_ended(bytes, (size_t)used, r->stream_fd, &machine, NULL, &rec, why,
                                  sizeof(why));
     int status = 0, capture_error = 0;
     if (e) {

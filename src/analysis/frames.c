@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "util/pio.h"
+#include "util/private_fd.h"
 #include "util/unnamed_file.h"
 
 /* A frame (with what analysis keeps of it) as 8-byte words: a chunk is packed word plane by
@@ -221,7 +222,9 @@ static void chunk_keep(struct recording_log *log, struct frame_chunk *chunk, voi
     chunk->bytes = bytes;
     if (log->memory_bytes + bytes > FRAME_STORE_MEMORY && !log->spill_open &&
         !log->spill_failed) {
-        log->spill_fd = unnamed_file_create(secure_getenv("TMPDIR"));
+        /* Above the app's range and held: the app's exit may pack frames while its threads
+         * still open files, and a fork's child lets go of it (recording_early.c). */
+        log->spill_fd = fscope_fd_high(unnamed_file_create(secure_getenv("TMPDIR")));
         log->spill_open = log->spill_fd >= 0;
         log->spill_failed = !log->spill_open;
     }
@@ -537,8 +540,29 @@ void frame_store_free(struct recording_log *log)
     log->first_start_ticks = log->last_end_ticks = 0;
     log->memory_bytes = log->spill_bytes = 0;
     if (log->spill_open)
-        close(log->spill_fd);
+        fscope_fd_close(log->spill_fd);
     log->spill_open = log->spill_failed = false;
+}
+
+void frame_store_move(struct recording_log *to, struct recording_log *from)
+{
+    frame_store_free(to);
+    to->frame_count = from->frame_count;
+    to->chunk_frames = from->chunk_frames;
+    to->chunk_skip = from->chunk_skip;
+    to->chunk_count = from->chunk_count;
+    to->chunk_capacity = from->chunk_capacity;
+    to->chunks = from->chunks;
+    to->first_start_ticks = from->first_start_ticks;
+    to->last_end_ticks = from->last_end_ticks;
+    to->memory_bytes = from->memory_bytes;
+    to->spill_bytes = from->spill_bytes;
+    to->spill_open = from->spill_open;
+    to->spill_failed = from->spill_failed;
+    to->spill_fd = from->spill_fd;
+    from->chunks = NULL;
+    from->spill_open = false;
+    frame_store_free(from);
 }
 
 uint64_t frame_store_bytes(const struct recording_log *log)

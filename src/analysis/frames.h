@@ -89,6 +89,8 @@ int frame_store_update(struct recording_log *log,
 /* Drops log's first skip frames (their whole chunks given back). */
 void frame_store_drop(struct recording_log *log, uint64_t skip);
 void frame_store_free(struct recording_log *log);
+/* Gives from's frames to to (whose own are freed); from is left empty. */
+void frame_store_move(struct recording_log *to, struct recording_log *from);
 /* Bytes log's packed chunks take in memory, and in its spill file. */
 uint64_t frame_store_bytes(const struct recording_log *log);
 uint64_t frame_store_spilled(const struct recording_log *log);

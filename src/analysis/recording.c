@@ -32,6 +32,9 @@ static void release_pages(const struct reader *r, uint64_t offset, uint64_t byte
 struct chunk_sink {
     int (*begin)(struct chunk_sink *sink, uint64_t count, uint64_t chunk_items);
     int (*take)(struct chunk_sink *sink, const unsigned char *items, uint64_t first, uint64_t n);
+    /* Optional: how many of the array's first chunks (at most usable, those the stream file
+     * holds) the sink holds already, taken as they were streamed (recording_early.c). */
+    uint64_t (*adopt)(struct chunk_sink *sink, const struct chunked *a, uint64_t usable);
 };
 
 /* Reads a chunked array's items chunk by chunk into sink. a is the reader's copy of the array's
@@ -95,7 +98,15 @@ static int read_chunks(struct reader *r, struct recording *rec, const struct chu
     if (!e && skipped < count) {
         count -= skipped;
         e = sink->begin(sink, count, chunk_items);
-        for (uint64_t c = skipped / chunk_items; !e && c < chunks; c++) {
+        uint64_t from = skipped / chunk_items;
+        if (!e && sink->adopt && r->stream) {
+            uint64_t adopted = sink->adopt(sink, a, streamed - from);
+            /* Their ranges are the recording's as if decoded: a capture copies them. */
+            for (uint64_t c = from; !e && c < from + adopted; c++)
+                e = stream_source_taken(r, r->stream, table[c], chunk_bytes);
+            from += adopted;
+        }
+        for (uint64_t c = from; !e && c < chunks; c++) {
             uint64_t first = c * chunk_items - skipped;
             uint64_t n = count - first < chunk_items ? count - first : chunk_items;
             if (c >= streamed) {
@@ -146,7 +157,7 @@ static int array_take(struct chunk_sink *sink, const unsigned char *items, uint6
 static int read_chunked(struct reader *r, struct recording *rec, const struct chunked *a,
                         uint32_t item_size, const char *what, void **ret, uint64_t *ret_count)
 {
-    struct array_sink s = { { array_begin, array_take }, item_size, NULL, 0 };
+    struct array_sink s = { { array_begin, array_take, NULL }, item_size, NULL, 0 };
     int e = read_chunks(r, rec, a, item_size, what, &s.sink);
     if (e) {
         free(s.items);
@@ -195,7 +206,7 @@ static int read_sorted(struct reader *r, struct recording *rec, const struct chu
                        uint32_t item_size, const char *what, struct sorter *sorter,
                        int (*check)(struct reader *, const void *))
 {
-    struct sorter_sink s = { { sorter_begin, sorter_take }, r, sorter, check, item_size };
+    struct sorter_sink s = { { sorter_begin, sorter_take, NULL }, r, sorter, check, item_size };
     int e = read_chunks(r, rec, a, item_size, what, &s.sink);
     if (!e && !sorter_finish(sorter))
         e = -ENOMEM;
@@ -239,7 +250,7 @@ static int copy_take(struct chunk_sink *sink, const unsigned char *items, uint64
 static int read_copied(struct reader *r, struct recording *rec, const struct chunked *a,
                        uint32_t item_size, const char *what, copy_keep_fn keep, void *ctx)
 {
-    struct copy_sink s = { { sorter_begin, copy_take }, r, keep, ctx, item_size };
+    struct copy_sink s = { { sorter_begin, copy_take, NULL }, r, keep, ctx, item_size };
     return read_chunks(r, rec, a, item_size, what, &s.sink);
 }
 
@@ -263,8 +274,8 @@ static int append_items(void **array, uint64_t *have, uint64_t *capacity, const 
     return 0;
 }
 
-static int check_frame(struct reader *r, const struct recording_log *log,
-                       const struct fscope_frame *f, uint64_t i)
+static int check_frame(struct reader *r, const char *label, const struct fscope_frame *f,
+                       uint64_t i)
 {
     /* A bool's byte as written: any other value than 0 or 1 is no bool to load. */
     unsigned char ambiguous;
@@ -276,7 +287,7 @@ static int check_frame(struct reader *r, const struct recording_log *log,
              f->block_span_end[s] >= f->block_span_start[s];
     if (!ok)
         return reader_malformed(r, "frame %llu of surface '%s' is malformed", (unsigned long long)i,
-                         log->label);
+                         label);
     return 0;
 }
 
@@ -302,22 +313,36 @@ static int frames_begin(struct chunk_sink *sink, uint64_t count, uint64_t chunk_
     return s->frames ? 0 : -ENOMEM;
 }
 
+int reader_frames_take(struct reader *r, struct recording_log *log, const char *label,
+                       struct fscope_frame *frames, const void *items, uint64_t first,
+                       uint64_t n, uint32_t chunk_items)
+{
+    memcpy(frames, items, n * sizeof(*frames));
+    for (uint64_t i = 0; i < n; i++) {
+        /* Analysis fills these (recording_compute_gpu_busy): the app leaves them 0. */
+        struct fscope_frame *f = &frames[i];
+        f->gpu_busy_ticks = 0;
+        f->gpu_unsampled = 0;
+        memset(f->block_gpu_ticks, 0, sizeof(f->block_gpu_ticks));
+        int e = check_frame(r, label, f, first + i);
+        if (e)
+            return e;
+    }
+    return frame_store_append(log, chunk_items, frames, n);
+}
+
 static int frames_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
                        uint64_t n)
 {
     struct frame_sink *s = (struct frame_sink *)sink;
-    memcpy(s->frames, items, n * sizeof(*s->frames));
-    for (uint64_t i = 0; i < n; i++) {
-        /* Analysis fills these (recording_compute_gpu_busy): the app leaves them 0. */
-        struct fscope_frame *f = &s->frames[i];
-        f->gpu_busy_ticks = 0;
-        f->gpu_unsampled = 0;
-        memset(f->block_gpu_ticks, 0, sizeof(f->block_gpu_ticks));
-        int e = check_frame(s->r, s->log, f, first + i);
-        if (e)
-            return e;
-    }
-    return frame_store_append(s->log, s->chunk_items, s->frames, n);
+    return reader_frames_take(s->r, s->log, s->log->label, s->frames, items, first, n,
+                              s->chunk_items);
+}
+
+static uint64_t frames_adopt(struct chunk_sink *sink, const struct chunked *a, uint64_t usable)
+{
+    struct frame_sink *s = (struct frame_sink *)sink;
+    return recording_early_adopt(s->r->early, s->r->entry, a, usable, s->log);
 }
 
 static int read_frame_log(struct reader *r, struct recording *rec, const struct rec_frame_log *src)
@@ -336,7 +361,7 @@ static int read_frame_log(struct reader *r, struct recording *rec, const struct 
     log->counts = src->counts;
     log->have_counts = atomic_load(&src->counts_valid) && !(seq & 1) &&
                        atomic_load(&src->counts_seq) == seq;
-    struct frame_sink s = { { frames_begin, frames_take }, r, log, NULL, 0 };
+    struct frame_sink s = { { frames_begin, frames_take, frames_adopt }, r, log, NULL, 0 };
     rec->log_count++; /* freed with the recording, whatever it holds */
     int e = read_chunks(r, rec, &src->frames, sizeof(struct fscope_frame), log->label, &s.sink);
     free(s.frames);
@@ -377,7 +402,7 @@ static int gpu_zone_check(struct reader *r, const void *item)
 
 static int read_gpu_zones(struct reader *r, struct recording *rec, const struct rec_gpu_zones *src)
 {
-    struct sorter_sink zones = { { sorter_begin, sorter_take }, r, &rec->gpu_zones,
+    struct sorter_sink zones = { { sorter_begin, sorter_take, NULL }, r, &rec->gpu_zones,
                                  gpu_zone_check, sizeof(struct gpu_zone_span) };
     int e = read_chunks(r, rec, &src->spans, sizeof(struct gpu_zone_span), "GPU zones",
                         &zones.sink);
@@ -883,7 +908,8 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
 /* recording_read, chunks streamed to stream_fd (-1: none) read from there, and with
  * release_chunks the pages of each chunk given back once copied (bytes is our own image). */
 static int read_from(const void *bytes, size_t len, int stream_fd, uint64_t stream_start,
-                     bool release_chunks, struct recording **ret, char *why, size_t why_len)
+                     bool release_chunks, struct recording_early *early, struct recording **ret,
+                     char *why, size_t why_len)
 {
     struct reader r;
     struct rec_header *h;
@@ -891,6 +917,7 @@ static int read_from(const void *bytes, size_t len, int stream_fd, uint64_t stre
     if (e)
         return e;
     r.release_chunks = release_chunks;
+    r.early = early;
     if (h->layout != REC_LAYOUT_ARENA) {
         uint32_t layout = h->layout;
         free(h);
@@ -955,13 +982,14 @@ static int read_from(const void *bytes, size_t len, int stream_fd, uint64_t stre
 int recording_read(const void *bytes, size_t len, struct recording **ret, char *why,
                    size_t why_len)
 {
-    return read_from(bytes, len, -1, 0, false, ret, why, why_len);
+    return read_from(bytes, len, -1, 0, false, NULL, ret, why, why_len);
 }
 
 int recording_read_streamed(const void *bytes, size_t len, int stream_fd,
-                            struct recording **ret, char *why, size_t why_len)
+                            struct recording_early *early, struct recording **ret, char *why,
+                            size_t why_len)
 {
-    return read_from(bytes, len, stream_fd, 0, false, ret, why, why_len);
+    return read_from(bytes, len, stream_fd, 0, false, early, ret, why, why_len);
 }
 
 int recording_read_fd(int fd, struct recording **ret, char *why, size_t why_len)
@@ -997,7 +1025,7 @@ int recording_read_fd(int fd, struct recording **ret, char *why, size_t why_len)
         munmap(file, file_len);
         if (e)
             return e;
-        e = read_from(image, image_len, fd, h.header_size, true, ret, why, why_len);
+        e = read_from(image, image_len, fd, h.header_size, true, NULL, ret, why, why_len);
         munmap(image, image_len);
         return e;
     }

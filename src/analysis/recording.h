@@ -20,6 +20,8 @@
 #include "sorter.h"
 #include "util/system.h"
 
+struct recording_early;
+
 /* A chunk of a surface's frames as analysis keeps it: count frames packed in bytes (frames.h),
  * in memory at packed, or (packed NULL) at offset of the log's spill file. */
 struct frame_chunk {
@@ -232,15 +234,39 @@ void recording_free(struct recording *rec);
  * as the reader copies them out (never back into bytes), checked as the arena's are: claimed
  * once, its range in the file naming it and decoding to its size, each range read once. */
 int recording_read_streamed(const void *bytes, size_t len, int stream_fd,
-                            struct recording **ret, char *why, size_t why_len);
+                            struct recording_early *early, struct recording **ret, char *why,
+                            size_t why_len);
 /* An ended run's recording read, as an observer (framescope run, framescoped) or the app at
  * its exit reads it: machine (the one the run ended on, as the caller described it: analysis
  * reads no machine; NULL: none) recorded, then recording_read_streamed. bytes is writable;
  * nothing else of it changes, so another reader (framescoped after the app's own exit) reads
  * the same recording. */
 int recording_read_ended(void *bytes, size_t len, int stream_fd,
-                         const struct system_description *machine, struct recording **ret,
-                         char *why, size_t why_len);
+                         const struct system_description *machine,
+                         struct recording_early *early, struct recording **ret, char *why,
+                         size_t why_len);
+
+/* The app's exit reads its own recording ahead (recording_early.c): each frame log's chunks
+ * checked and packed as the stream thread moves them to disk, so that at exit only the last
+ * few are. Whatever goes wrong ahead (a chunk out of order, a malformed frame, memory, the
+ * app closing the spill file) drops that log's early frames, and the exit reads them all from
+ * the stream file, as without it. */
+/* NULL without memory. */
+struct recording_early *recording_early_create(void);
+/* Chunk number chunk of the frame log at directory entry entry, its items (the bytes the
+ * stream file got for it). One thread at a time, each log's chunks in order. */
+void recording_early_take(struct recording_early *early, uint32_t entry,
+                          const struct chunked *frames, uint64_t chunk, const void *items);
+/* For the reader: gives the frames taken ahead of the log at directory entry entry to log
+ * when they are its first chunks (at most usable of them, those its stream file holds) and
+ * returns how many chunks; else drops them and returns 0. early may be NULL. */
+uint64_t recording_early_adopt(struct recording_early *early, uint32_t entry,
+                               const struct chunked *frames, uint64_t usable,
+                               struct recording_log *log);
+/* Frames the reader adopted; *ret_taken: frames taken ahead. */
+uint64_t recording_early_frames(const struct recording_early *early, uint64_t *ret_taken);
+/* Accepts NULL. */
+void recording_early_destroy(struct recording_early *early);
 /* A machine's description as the recording keeps it. */
 void recording_system_from(struct rec_system *ret, const struct system_description *machine);
 /* Records the machine the run ended on into bytes (a recording, writable) unless it holds it

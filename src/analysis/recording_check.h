@@ -62,11 +62,20 @@ struct reader {
     /* The bytes are a private image of ours: each chunk's pages are given back once copied
      * out, so that reading holds the recording once, not twice. */
     bool release_chunks;
+    /* Frame chunks the app's exit packed as they were streamed (NULL: none). */
+    struct recording_early *early;
 };
 
 /* rec's description of the run (meta: devices, notes, outputs, the system), each string
  * made printable (recording_meta.c). */
 void recording_meta_read(struct recording *rec, const struct rec_meta *m);
+
+/* n frames of a surface (label) from items (its chunk of chunk_items, the first of them frame
+ * first), copied to frames, analysis's fields cleared, checked (r says why not), and appended
+ * to log's store. Returns 0, -EINVAL or -ENOMEM. */
+int reader_frames_take(struct reader *r, struct recording_log *log, const char *label,
+                       struct fscope_frame *frames, const void *items, uint64_t first,
+                       uint64_t n, uint32_t chunk_items);
 
 /* Sets r's why and returns -EINVAL. */
 int reader_malformed(struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -115,6 +124,11 @@ void stream_source_free(struct stream_source *s);
  * whole, each range once. Returns 0, -EINVAL (why says what) or -errno. */
 int stream_source_chunk(struct reader *r, struct stream_source *s, uint64_t offset,
                         uint64_t bytes, void *to);
+/* Marks the streamed chunk at offset (bytes long) read, as stream_source_chunk would, its
+ * items having been taken ahead from the same bytes (recording_early.c): its range must be
+ * there, unread. Returns 0 or -EINVAL (why says what). */
+int stream_source_taken(struct reader *r, struct stream_source *s, uint64_t offset,
+                        uint64_t bytes);
 /* Writes the range a recording read for the chunk at offset (bytes long) to f as the stream
  * file holds it (a packed recording's range is the same): 1, 0 when no chunk was read from
  * there, or -errno. */

@@ -24,8 +24,9 @@ void recording_system_from(struct rec_system *ret, const struct system_descripti
 }
 
 int recording_read_ended(void *bytes, size_t len, int stream_fd,
-                         const struct system_description *machine, struct recording **ret,
-                         char *why, size_t why_len)
+                         const struct system_description *machine,
+                         struct recording_early *early, struct recording **ret, char *why,
+                         size_t why_len)
 {
     int e = 0;
     if (machine) {
@@ -34,7 +35,7 @@ int recording_read_ended(void *bytes, size_t len, int stream_fd,
         e = recording_set_system(bytes, len, &system, why, why_len);
     }
     if (e == 0)
-        e = recording_read_streamed(bytes, len, stream_fd, ret, why, why_len);
+        e = recording_read_streamed(bytes, len, stream_fd, early, ret, why, why_len);
     return e;
 }
 

@@ -129,6 +129,40 @@ static struct stream_range *range_find(const struct stream_source *s, uint64_t o
     return lo < s->count && s->ranges[lo].offset == offset ? &s->ranges[lo] : NULL;
 }
 
+/* The range of the chunk at offset (bytes long), checked as the reader checks it and not
+ * read before; NULL (r says why) otherwise. */
+static struct stream_range *range_claim(struct reader *r, struct stream_source *s,
+                                        uint64_t offset, uint64_t bytes)
+{
+    struct stream_range *range = range_find(s, offset);
+    if (!range) {
+        reader_malformed(r, "the streamed chunk at %llu is not in the stream file",
+                         (unsigned long long)offset);
+        return NULL;
+    }
+    /* A packed recording's range ends at its chunk's last byte that is not zero. */
+    if (range->used || range->raw_bytes > bytes) {
+        reader_malformed(r, "the stream file's range at %llu (%llu bytes for %llu) is not the "
+                         "chunk it names, or names it again", (unsigned long long)range->at,
+                         (unsigned long long)range->raw_bytes, (unsigned long long)offset);
+        return NULL;
+    }
+    return range;
+}
+
+int stream_source_taken(struct reader *r, struct stream_source *s, uint64_t offset,
+                        uint64_t bytes)
+{
+    if (s->version < 10)
+        return reader_malformed(r, "a chunk read ahead from a stream file of version %u",
+                                s->version);
+    struct stream_range *range = range_claim(r, s, offset, bytes);
+    if (!range)
+        return -EINVAL;
+    range->used = true;
+    return 0;
+}
+
 int stream_source_chunk(struct reader *r, struct stream_source *s, uint64_t offset,
                         uint64_t bytes, void *to)
 {
@@ -141,17 +175,9 @@ int stream_source_chunk(struct reader *r, struct stream_source *s, uint64_t offs
                                                       (unsigned long long)offset)
                                    : 0;
     }
-    struct stream_range *range = range_find(s, offset);
+    struct stream_range *range = range_claim(r, s, offset, bytes);
     if (!range)
-        return reader_malformed(r, "the streamed chunk at %llu is not in the stream file",
-                                (unsigned long long)offset);
-    /* A packed recording's range ends at its chunk's last byte that is not zero. */
-    if (range->used || range->raw_bytes > bytes)
-        return reader_malformed(r, "the stream file's range at %llu (%llu bytes for %llu) is "
-                                "not the chunk it names, or names it again",
-                                (unsigned long long)range->at,
-                                (unsigned long long)range->raw_bytes,
-                                (unsigned long long)offset);
+        return -EINVAL;
     int end = fscope_pread_all(s->fd, s->stored, (size_t)range->stored_bytes,
                        range->at + sizeof(struct rec_range));
     if (end)

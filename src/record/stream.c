@@ -89,6 +89,8 @@ struct streamer {
     struct pending batch[STREAM_BATCH];
     unsigned batched;
     uint64_t file_end; /* where the next range goes in the stream file */
+    unsigned char *raw; /* an observed chunk's copy: what is encoded is what is observed */
+    size_t raw_len;
     /* What it did, said at exit (FRAMESCOPE_LOG=debug). */
     uint64_t chunks, frames, raw_bytes, stored_bytes, encode_ns;
 };
@@ -146,6 +148,15 @@ static void flush(struct streamer *s)
         stream_failed(s, e);
 }
 
+static stream_frames_fn frames_observer;
+static void *frames_observer_ctx;
+
+void stream_observe_frames(stream_frames_fn fn, void *ctx)
+{
+    frames_observer = fn;
+    frames_observer_ctx = ctx;
+}
+
 static uint64_t thread_cpu_ns(void)
 {
     struct timespec t;
@@ -153,8 +164,25 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Encodes one sealed chunk into the batch, writing the batch out first when it is full. */
-static void stage(struct streamer *s, struct chunked *a, uint64_t chunk, uint64_t offset)
+/* A copy of an observed chunk's items in s->raw, encoded and observed both: the app may still
+ * write a sealed chunk (late feedback), and the observer must see the stream file's bytes. */
+static const void *observed_copy(struct streamer *s, uint64_t offset, size_t bytes)
+{
+    if (bytes > s->raw_len) {
+        free(s->raw);
+        s->raw_len = 0;
+        if (!(s->raw = malloc(bytes)))
+            return NULL;
+        s->raw_len = bytes;
+    }
+    memcpy(s->raw, recording_at(offset), bytes);
+    return s->raw;
+}
+
+/* Encodes one sealed chunk into the batch, writing the batch out first when it is full.
+ * observed: the frame log's directory entry, for the observer of frame chunks (-1: none). */
+static void stage(struct streamer *s, struct chunked *a, uint64_t chunk, uint64_t offset,
+                  int64_t observed)
 {
     size_t bytes = (size_t)a->chunk_items * a->item_size;
     size_t room = sizeof(struct rec_range) + compact_bound(bytes) + 8;
@@ -165,13 +193,22 @@ static void stage(struct streamer *s, struct chunked *a, uint64_t chunk, uint64_
     unsigned char *at = s->staging + s->staged;
     uint32_t encoding;
     uint64_t began = thread_cpu_ns();
-    ssize_t stored = compact_encode(s->coder, recording_at(offset), bytes, a->item_size,
+    const void *items = recording_at(offset);
+    if (observed >= 0 && !(items = observed_copy(s, offset, bytes))) {
+        stream_failed(s, -ENOMEM);
+        return;
+    }
+    ssize_t stored = compact_encode(s->coder, items, bytes, a->item_size,
                                     at + sizeof(struct rec_range), compact_bound(bytes), &encoding);
     s->encode_ns += thread_cpu_ns() - began;
     if (stored < 0) {
         stream_failed(s, (int)stored);
         return;
     }
+    /* Before the batch is written: a batch that fails later leaves the observer ahead of what
+     * the array marks streamed, which it checks. */
+    if (observed >= 0)
+        frames_observer(frames_observer_ctx, (uint32_t)observed, a, chunk, items);
     struct rec_range range = { .encoding = encoding, .offset = offset, .raw_bytes = bytes,
                                .stored_bytes = (uint64_t)stored,
                                .item_size = encoding == COMPACT_ITEMS ? a->item_size : 0 };
@@ -188,8 +225,9 @@ static void stage(struct streamer *s, struct chunked *a, uint64_t chunk, uint64_
 
 /* Stages the sealed chunks of one array. A frame log's chunk waits for the next to fill
  * (presentation feedback lands in its frames meanwhile). */
-static void stream_array(struct streamer *s, struct chunked *a, bool frames)
+static void stream_array(struct streamer *s, struct chunked *a, bool frames, uint32_t entry)
 {
+    int64_t observed = frames && frames_observer ? (int64_t)entry : -1;
     uint64_t lag_chunks = frames ? 1 : 0, chunks = s->chunks;
     uint64_t count = atomic_load_explicit(&a->count, memory_order_acquire);
     uint64_t sealed = count / a->chunk_items;
@@ -198,7 +236,7 @@ static void stream_array(struct streamer *s, struct chunked *a, bool frames)
     const uint64_t *table = recording_at(atomic_load_explicit(&a->table_offset,
                                                               memory_order_acquire));
     for (uint64_t c = from; c < sealed && !s->failed; c++)
-        stage(s, a, c, table[c]);
+        stage(s, a, c, table[c], observed);
     if (frames)
         s->frames += (s->chunks - chunks) * a->chunk_items;
 }
@@ -211,31 +249,31 @@ static void stream_pass(struct streamer *s)
         uint32_t type = atomic_load_explicit(&h->dir[i].type, memory_order_acquire);
         void *object = recording_at(h->dir[i].offset);
         if (type == REC_OBJ_FRAME_LOG)
-            stream_array(s, &((struct rec_frame_log *)object)->frames, true);
+            stream_array(s, &((struct rec_frame_log *)object)->frames, true, i);
         else if (type == REC_OBJ_SPAN_LOG)
-            stream_array(s, &((struct rec_span_log *)object)->spans, false);
+            stream_array(s, &((struct rec_span_log *)object)->spans, false, 0);
         else if (type == REC_OBJ_CAP)
-            stream_array(s, &((struct rec_cap *)object)->events, false);
+            stream_array(s, &((struct rec_cap *)object)->events, false, 0);
         else if (type == REC_OBJ_GPU_ZONES) {
-            stream_array(s, &((struct rec_gpu_zones *)object)->spans, false);
-            stream_array(s, &((struct rec_gpu_zones *)object)->stats, false);
+            stream_array(s, &((struct rec_gpu_zones *)object)->spans, false, 0);
+            stream_array(s, &((struct rec_gpu_zones *)object)->stats, false, 0);
         }
         else if (type == REC_OBJ_OBJECTS) {
-            stream_array(s, &((struct rec_objects *)object)->names, false);
-            stream_array(s, &((struct rec_objects *)object)->pipelines, false);
+            stream_array(s, &((struct rec_objects *)object)->names, false, 0);
+            stream_array(s, &((struct rec_objects *)object)->pipelines, false, 0);
         }
         else if (type == REC_OBJ_KERNEL) {
-            stream_array(s, &((struct rec_kernel *)object)->samples, false);
-            stream_array(s, &((struct rec_kernel *)object)->drm_samples, false);
-            stream_array(s, &((struct rec_kernel *)object)->sched_events, false);
+            stream_array(s, &((struct rec_kernel *)object)->samples, false, 0);
+            stream_array(s, &((struct rec_kernel *)object)->drm_samples, false, 0);
+            stream_array(s, &((struct rec_kernel *)object)->sched_events, false, 0);
         }
         else if (type == REC_OBJ_ENGINE) {
             struct rec_engine *e = object;
-            stream_array(s, &e->recordings, false);
-            stream_array(s, &e->pool_ops, false);
-            stream_array(s, &e->memory, false);
-            stream_array(s, &e->budgets, false);
-            stream_array(s, &e->gauges, false);
+            stream_array(s, &e->recordings, false, 0);
+            stream_array(s, &e->pool_ops, false, 0);
+            stream_array(s, &e->memory, false, 0);
+            stream_array(s, &e->budgets, false, 0);
+            stream_array(s, &e->gauges, false, 0);
         }
     }
     flush(s);
@@ -283,8 +321,11 @@ static void stream_tick(void *arg, bool final)
                s->encode_ns / 1e6);
     compact_coder_destroy(s->coder);
     free(s->staging);
+    free(s->raw);
     s->coder = NULL;
     s->staging = NULL;
+    s->raw = NULL;
+    s->raw_len = 0;
 }
 
 static struct streamer streamer;

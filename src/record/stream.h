@@ -9,10 +9,21 @@
 #ifndef FSCOPE_RECORD_STREAM_H
 #define FSCOPE_RECORD_STREAM_H
 
+#include <stdint.h>
+
 /* Starts the writer thread once there is something to stream (a chunked array filled its
  * first chunk). Cheap after the first call; does nothing without a stream file. */
 void stream_kick(void);
 /* Stops the writer thread at exit (what it has not moved stays in memory). */
 void stream_stop(void);
+
+struct chunked;
+/* Told of each frame chunk as the writer stages it: the frame log's directory entry, its
+ * array, the chunk's number (an array's in order) and a private copy of its items, the bytes
+ * the stream file gets (valid for the call). Runs on the writer thread. */
+typedef void (*stream_frames_fn)(void *ctx, uint32_t entry, const struct chunked *frames,
+                                 uint64_t chunk, const void *items);
+/* Sets the one observer of frame chunks, before the writer starts (a constructor's call). */
+void stream_observe_frames(stream_frames_fn fn, void *ctx);
 
 #endif

@@ -107,6 +107,14 @@ int fscope_fd_move_high(int fd)
     return high;
 }
 
+bool fscope_fd_still_held(int fd)
+{
+    for (unsigned i = 0; fd >= 0 && i < HELD_MAX; i++)
+        if (atomic_load_explicit(&held[i], memory_order_acquire) == fd + 1)
+            return still_held(i, fd);
+    return false;
+}
+
 int fscope_fd_high(int fd)
 {
     fd = fscope_fd_move_high(fd);

@@ -21,6 +21,9 @@ void fscope_fd_forget(int fd);
 /* Closes a descriptor fscope_fd_high returned. A number it does not hold (the child of a
  * fork let go of it, or it was never ours) is left alone: it may be the app's by now. */
 void fscope_fd_close(int fd);
+/* Whether fd is held (fscope_fd_high) and still the file it was taken as: the app may have
+ * closed it and opened one of its own under the number. */
+bool fscope_fd_still_held(int fd);
 /* In a forked child: every descriptor held is let go of (pointed at /dev/null, so a stale
  * use reaches nothing of the child's), and every transient one closed. Async-signal-safe. */
 void fscope_fd_release_all(void);
