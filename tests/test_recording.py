@@ -290,10 +290,21 @@ def test_self_streamed(build):
     proc = run(args[:1] + ["--frames", str(frames)] + args[3:], out, summary_file)
     m = re.search(r"read back (\d+) KiB of the recording streamed", proc.stderr)
     check(m and int(m.group(1)) > 0, f"nothing was streamed:\n{proc.stderr[-1500:]}")
+    # Every frame streamed was read ahead as it was, and the exit took those, not the stream
+    # file's copy (the summary that report reproduces below was made from them).
+    moved = re.search(r"the stream thread moved \d+ chunks \((\d+) frames\)", proc.stderr)
+    ahead = re.search(r"(\d+) frames of it read ahead as they were streamed, of (\d+) taken",
+                      proc.stderr)
+    check(moved and ahead, f"no read-ahead figures:\n{proc.stderr[-1500:]}")
+    streamed_frames, adopted, taken = (int(moved.group(1)), int(ahead.group(1)),
+                                       int(ahead.group(2)))
+    check(streamed_frames > 0 and adopted == taken == streamed_frames,
+          f"{streamed_frames} frames streamed, {taken} read ahead, {adopted} of them adopted")
     summary = json.load(open(os.path.join(out, "summary.json")))
     check(summary["frames"] == frames, f"{summary['frames']} frames of {frames}")
     check_report_reproduces(build, out, open(summary_file).read())
-    print(f"{frames} frames, {m.group(1)} KiB streamed and read back at exit; report reproduces")
+    print(f"{frames} frames, {m.group(1)} KiB streamed and read back at exit, {adopted} frames "
+          f"of it read ahead; report reproduces")
 
 
 def test_compact(build):
