@@ -42,12 +42,20 @@ static struct fscope_private_fd private_stderr = { .fd = -1 };
  * disk (NULL when the exit reads nothing: no summary, no capture). */
 static struct recording_early *early;
 
-/* On the stream thread. Under framescope run the observer analyses instead: nothing to do. */
-static void frames_streamed(void *ctx, uint32_t entry, const struct chunked *frames,
-                            uint64_t chunk, const void *items)
+/* On the stream thread. Under framescope run the observer analyses instead: nothing to take. */
+static bool early_wants(void *ctx, uint32_t type, const void *object,
+                        const struct chunked *array)
 {
-    if (!recording_observed())
-        recording_early_take(ctx, entry, frames, chunk, items);
+    (void)ctx;
+    return !recording_observed() &&
+           recording_early_wants(type, (size_t)((const char *)array - (const char *)object));
+}
+
+static void early_take(void *ctx, uint32_t entry, uint32_t type, const void *object,
+                       const struct chunked *array, uint64_t chunk, const void *items)
+{
+    recording_early_take(ctx, entry, type, (size_t)((const char *)array - (const char *)object),
+                         array, chunk, items);
 }
 
 /* A forked child has none of the parent's threads and must not write the parent's summary or
@@ -99,7 +107,7 @@ __attribute__((constructor)) static void library_init(void)
     }
     if ((summary_target != REPORT_SUMMARY_OFF || output_dir[0]) &&
         (early = recording_early_create()))
-        stream_observe_frames(frames_streamed, early);
+        stream_observe(&(struct stream_observer){ early_wants, early_take, early });
 }
 
 /* This process's own recording, read back. NULL (logged) when it cannot be. */
@@ -205,7 +213,8 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     struct recording *rec = NULL;
     int e = recording_read_ended(h, len, fd, NULL, fd >= 0 ? ahead : NULL, &rec, why,
                                  sizeof(why));
-    uint64_t taken, adopted = recording_early_frames(ahead, &taken);
+    struct recording_early_counts ahead_counts;
+    recording_early_counts(ahead, &ahead_counts);
     recording_early_destroy(ahead);
     if (e) {
         fscope_log(FSCOPE_LOG_ERROR, "cannot read this run's recording back: %s",
@@ -214,10 +223,13 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     }
     fscope_log(FSCOPE_LOG_DEBUG, "read back %llu KiB of the recording streamed to disk (%llu "
                "KiB there), each chunk into the analysis, none into the arena; %llu frames "
-               "of it read ahead as they were streamed, of %llu taken",
-               (unsigned long long)atomic_load(&h->streamed_bytes) / 1024,
+               "of it read ahead as they were streamed, of %llu taken, and %llu other items, "
+               "of %llu taken", (unsigned long long)atomic_load(&h->streamed_bytes) / 1024,
                (unsigned long long)atomic_load(&h->streamed_stored_bytes) / 1024,
-               (unsigned long long)adopted, (unsigned long long)taken);
+               (unsigned long long)ahead_counts.frames_adopted,
+               (unsigned long long)ahead_counts.frames_taken,
+               (unsigned long long)ahead_counts.items_adopted,
+               (unsigned long long)ahead_counts.items_taken);
     struct report *r = report_create(rec);
     if (r) {
         report_set_trace_window_from(r, secure_getenv("FRAMESCOPE_TRACE_WINDOW"));

@@ -1,10 +1,13 @@
-/* Frames read ahead of the app's exit (src/analysis/recording_early.c): the chunks the stream
- * thread hands over, checked and packed as the reader would, are adopted only when they are
- * exactly the log's first chunks that the stream file holds; anything else (a chunk skipped,
- * out of order or of another size, one past what was streamed, a malformed frame, a log first
- * seen past its start, a second adoption) gives the reader nothing, and it reads the log whole.
- * Checked by what the log holds after adoption, frame by frame. */
+/* What the app's exit reads ahead (src/analysis/recording_early.c): the chunks the stream
+ * thread hands over, of frames (checked and packed as the reader would) or of the engine's
+ * command buffer recordings (checked and pushed to a sorter as the reader would), are adopted
+ * only when they are exactly the array's first chunks that the stream file holds; anything
+ * else (a chunk skipped, out of order or of another size, one past what was streamed, a
+ * malformed item, an array first seen past its start, a second adoption, a sorter not empty)
+ * gives the reader nothing, and it reads the array whole. Checked by what the log or the
+ * sorter holds after adoption, item by item. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,9 @@
 #include "check.h"
 
 #define CHUNK 16
+#define ENTRY 3
+#define FRAMES_FIELD offsetof(struct rec_frame_log, frames)
+#define RECORDINGS_FIELD offsetof(struct rec_engine, recordings)
 
 /* chunk k of a log: frames k * CHUNK on, each 100 ticks long, with what the app never writes
  * (GPU busy) set, which the reader clears. */
@@ -46,18 +52,20 @@ static uint64_t adopt_after(const int *chunks, const struct chunked *taken_as, u
         chunk_make(frames, (uint64_t)*k);
         if (*k == 99)
             frames[5].end_ticks = frames[5].start_ticks - 1; /* malformed: ends before it begins */
-        recording_early_take(early, 3, taken_as, (uint64_t)*k, frames);
+        recording_early_take(early, ENTRY, REC_OBJ_FRAME_LOG, FRAMES_FIELD, taken_as,
+                             (uint64_t)*k, frames);
     }
     struct recording_log log;
     memset(&log, 0, sizeof(log));
-    EXPECT(recording_early_adopt(early, 7, &array, usable, &log) == 0,
+    EXPECT(recording_early_adopt_frames(early, ENTRY + 1, &array, usable, &log) == 0,
            "%s: another log's entry adopted frames", what);
-    uint64_t adopted = recording_early_adopt(early, 3, &array, usable, &log);
-    EXPECT(recording_early_adopt(early, 3, &array, usable, &log) == 0 || !adopted,
+    uint64_t adopted = recording_early_adopt_frames(early, ENTRY, &array, usable, &log);
+    EXPECT(recording_early_adopt_frames(early, ENTRY, &array, usable, &log) == 0 || !adopted,
            "%s: adopted twice", what);
-    uint64_t taken, frames_adopted = recording_early_frames(early, &taken);
-    EXPECT(frames_adopted == adopted * CHUNK, "%s: %" PRIu64 " frames counted adopted for %"
-           PRIu64 " chunks", what, frames_adopted, adopted);
+    struct recording_early_counts counts;
+    recording_early_counts(early, &counts);
+    EXPECT(counts.frames_adopted == adopted * CHUNK, "%s: %" PRIu64 " frames counted adopted "
+           "for %" PRIu64 " chunks", what, counts.frames_adopted, adopted);
     EXPECT(log.frame_count == adopted * CHUNK, "%s: the log holds %" PRIu64 " frames for %"
            PRIu64 " chunks", what, log.frame_count, adopted);
     struct frame_cursor c;
@@ -74,6 +82,72 @@ static uint64_t adopt_after(const int *chunks, const struct chunked *taken_as, u
         frame_cursor_close(&c);
     }
     frame_store_free(&log);
+    recording_early_destroy(early);
+    return adopted;
+}
+
+/* Chunk k of command buffer recordings, ended in order. */
+static void recordings_make(struct cmd_recording *items, uint64_t k)
+{
+    memset(items, 0, CHUNK * sizeof(*items));
+    for (uint64_t i = 0; i < CHUNK; i++) {
+        items[i].begin_ticks = 500 + (k * CHUNK + i) * 10;
+        items[i].end_ticks = items[i].begin_ticks + 5;
+        items[i].cb = k * CHUNK + i;
+        items[i].commands = (uint32_t)i;
+    }
+}
+
+/* As adopt_after, for the engine's recordings into a sorter made ready as the reader makes
+ * it (not empty: one item pushed first); the sorter checked against them. */
+static uint64_t sorted_after(const int *chunks, uint64_t usable, bool not_empty,
+                             const char *what)
+{
+    struct recording_early *early = recording_early_create();
+    CHECK(early);
+    struct cmd_recording items[CHUNK];
+    static const struct chunked recordings = { .item_size = sizeof(struct cmd_recording),
+                                               .chunk_items = CHUNK };
+    for (const int *k = chunks; *k >= 0; k++) {
+        recordings_make(items, (uint64_t)*k);
+        if (*k == 99)
+            items[3].end_ticks = items[3].begin_ticks - 1;
+        recording_early_take(early, ENTRY, REC_OBJ_ENGINE, RECORDINGS_FIELD, &recordings,
+                             (uint64_t)*k, items);
+    }
+    struct recording_engine g;
+    recording_engine_init(&g);
+    if (not_empty) {
+        recordings_make(items, 0);
+        CHECK(sorter_push(&g.recordings, &items[0]));
+    }
+    EXPECT(recording_early_adopt_sorted(early, ENTRY, FRAMES_FIELD, &recordings, usable,
+                                        &g.pool_ops) == 0,
+           "%s: another array's field adopted", what);
+    uint64_t adopted = recording_early_adopt_sorted(early, ENTRY, RECORDINGS_FIELD, &recordings,
+                                                    usable, &g.recordings);
+    struct recording_early_counts counts;
+    recording_early_counts(early, &counts);
+    EXPECT(counts.items_adopted == adopted * CHUNK, "%s: %" PRIu64 " items counted adopted for %"
+           PRIu64 " chunks", what, counts.items_adopted, adopted);
+    uint64_t want = adopted * CHUNK + not_empty;
+    EXPECT(sorter_count(&g.recordings) == want, "%s: the sorter holds %" PRIu64 " items, not %"
+           PRIu64, what, sorter_count(&g.recordings), want);
+    struct sorter_cursor c;
+    if (adopted && sorter_finish(&g.recordings) && sorter_cursor_open(&c, &g.recordings)) {
+        uint64_t wrong = 0, n = 0;
+        const struct cmd_recording *x;
+        while ((x = sorter_next(&c))) {
+            recordings_make(items, n / CHUNK);
+            wrong += memcmp(x, &items[n % CHUNK], sizeof(*x)) != 0;
+            n++;
+        }
+        EXPECT(!wrong && n == want, "%s: %" PRIu64 " of %" PRIu64 " recordings read back wrong",
+               what, wrong, n);
+        sorter_cursor_close(&c);
+    }
+    sorter_free(&g.recordings);
+    sorter_free(&g.pool_ops);
     recording_early_destroy(early);
     return adopted;
 }
@@ -97,16 +171,31 @@ int main(void)
     EXPECT(adopt_after(in_order, &other, 3, "another size") == 0,
            "chunks of another size, adopted");
     EXPECT(adopt_after(none, &array, 3, "none") == 0, "nothing taken, something adopted");
+    EXPECT(sorted_after(in_order, 3, false, "recordings") == 3, "recordings: not adopted");
+    EXPECT(sorted_after(in_order, 2, false, "recordings past the stream file") == 0,
+           "recordings taken past the stream file, adopted");
+    EXPECT(sorted_after(gap, 3, false, "recordings with a gap") == 0,
+           "recordings with a chunk skipped, adopted");
+    EXPECT(sorted_after(malformed, 3, false, "a malformed recording") == 0,
+           "a malformed recording, adopted");
+    EXPECT(sorted_after(in_order, 3, true, "into a sorter not empty") == 0,
+           "recordings adopted into a sorter that held one already");
+    /* What the reader keeps otherwise is never read ahead. */
+    EXPECT(!recording_early_wants(REC_OBJ_ENGINE, offsetof(struct rec_engine, memory)) &&
+           !recording_early_wants(REC_OBJ_SPAN_LOG, offsetof(struct rec_span_log, spans)) &&
+           recording_early_wants(REC_OBJ_ENGINE, RECORDINGS_FIELD) &&
+           recording_early_wants(REC_OBJ_FRAME_LOG, FRAMES_FIELD),
+           "the arrays read ahead are not the frames and the engine's sorted arrays");
     /* NULL: the exit without a read-ahead. */
     struct recording_log log;
     memset(&log, 0, sizeof(log));
-    EXPECT(recording_early_adopt(NULL, 3, &array, 3, &log) == 0 && !log.frame_count,
+    EXPECT(recording_early_adopt_frames(NULL, ENTRY, &array, 3, &log) == 0 && !log.frame_count,
            "no read-ahead, something adopted");
     recording_early_destroy(NULL);
     if (check_failures)
         fprintf(stderr, "%d failure(s)\n", check_failures);
     else
-        printf("frames read ahead were adopted exactly when they were the log's first "
-               "streamed chunks\n");
+        printf("frames and recordings read ahead were adopted exactly when they were the "
+               "array's first streamed chunks\n");
     return check_failures ? 1 : 0;
 }

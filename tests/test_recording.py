@@ -293,18 +293,20 @@ def test_self_streamed(build):
     # Every frame streamed was read ahead as it was, and the exit took those, not the stream
     # file's copy (the summary that report reproduces below was made from them).
     moved = re.search(r"the stream thread moved \d+ chunks \((\d+) frames\)", proc.stderr)
-    ahead = re.search(r"(\d+) frames of it read ahead as they were streamed, of (\d+) taken",
-                      proc.stderr)
+    ahead = re.search(r"(\d+) frames of it read ahead as they were streamed, of (\d+) taken, "
+                      r"and (\d+) other items, of (\d+) taken", proc.stderr)
     check(moved and ahead, f"no read-ahead figures:\n{proc.stderr[-1500:]}")
-    streamed_frames, adopted, taken = (int(moved.group(1)), int(ahead.group(1)),
-                                       int(ahead.group(2)))
+    streamed_frames, adopted, taken, items_adopted, items_taken = (
+        int(moved.group(1)), *(int(g) for g in ahead.groups()))
     check(streamed_frames > 0 and adopted == taken == streamed_frames,
           f"{streamed_frames} frames streamed, {taken} read ahead, {adopted} of them adopted")
+    check(items_adopted == items_taken, f"{items_taken} command buffer recordings and other "
+          f"items read ahead, {items_adopted} of them adopted")
     summary = json.load(open(os.path.join(out, "summary.json")))
     check(summary["frames"] == frames, f"{summary['frames']} frames of {frames}")
     check_report_reproduces(build, out, open(summary_file).read())
     print(f"{frames} frames, {m.group(1)} KiB streamed and read back at exit, {adopted} frames "
-          f"of it read ahead; report reproduces")
+          f"and {items_adopted} other items of it read ahead; report reproduces")
 
 
 def test_compact(build):

@@ -173,7 +173,7 @@ struct sorter_sink {
     struct chunk_sink sink;
     struct reader *r;
     struct sorter *sorter;
-    int (*check)(struct reader *r, const void *item);
+    reader_item_check check;
     uint32_t item_size;
 };
 
@@ -201,13 +201,30 @@ static int sorter_take(struct chunk_sink *sink, const unsigned char *items, uint
     return 0;
 }
 
-/* A chunked array's items, each checked, into sorter (made ready for them), finished. */
+/* The sink of a sorter read ahead (recording_early.c): its array's place in its object. */
+struct sorted_sink {
+    struct sorter_sink sorted;
+    size_t field;
+};
+
+static uint64_t sorted_adopt(struct chunk_sink *sink, const struct chunked *a, uint64_t usable)
+{
+    struct sorted_sink *s = (struct sorted_sink *)sink;
+    return recording_early_adopt_sorted(s->sorted.r->early, s->sorted.r->entry, s->field, a,
+                                        usable, s->sorted.sorter);
+}
+
+/* A chunked array's items, each checked, into sorter (made ready for them), finished. field:
+ * the array's place in its object, where it may have been read ahead (reader_sorted_array);
+ * NO_FIELD where not. */
+#define NO_FIELD SIZE_MAX
 static int read_sorted(struct reader *r, struct recording *rec, const struct chunked *a,
                        uint32_t item_size, const char *what, struct sorter *sorter,
-                       int (*check)(struct reader *, const void *))
+                       reader_item_check check, size_t field)
 {
-    struct sorter_sink s = { { sorter_begin, sorter_take, NULL }, r, sorter, check, item_size };
-    int e = read_chunks(r, rec, a, item_size, what, &s.sink);
+    struct sorted_sink s = { { { sorter_begin, sorter_take, field == NO_FIELD ? NULL : sorted_adopt },
+                               r, sorter, check, item_size }, field };
+    int e = read_chunks(r, rec, a, item_size, what, &s.sorted.sink);
     if (!e && !sorter_finish(sorter))
         e = -ENOMEM;
     return e;
@@ -342,7 +359,7 @@ static int frames_take(struct chunk_sink *sink, const unsigned char *items, uint
 static uint64_t frames_adopt(struct chunk_sink *sink, const struct chunked *a, uint64_t usable)
 {
     struct frame_sink *s = (struct frame_sink *)sink;
-    return recording_early_adopt(s->r->early, s->r->entry, a, usable, s->log);
+    return recording_early_adopt_frames(s->r->early, s->r->entry, a, usable, s->log);
 }
 
 static int read_frame_log(struct reader *r, struct recording *rec, const struct rec_frame_log *src)
@@ -508,6 +525,31 @@ static int budget_check(struct reader *r, const void *item)
     return 0;
 }
 
+bool reader_sorted_array(uint32_t type, size_t field, struct sorter *ret_sorter,
+                         reader_item_check *ret_check)
+{
+    if (type != REC_OBJ_ENGINE)
+        return false;
+    struct recording_engine g;
+    recording_engine_init(&g); /* allocates nothing */
+    if (field == offsetof(struct rec_engine, recordings)) {
+        *ret_sorter = g.recordings;
+        *ret_check = recording_check;
+    } else if (field == offsetof(struct rec_engine, pool_ops)) {
+        *ret_sorter = g.pool_ops;
+        *ret_check = pool_op_check;
+    } else if (field == offsetof(struct rec_engine, budgets)) {
+        *ret_sorter = g.budgets;
+        *ret_check = budget_check;
+    } else if (field == offsetof(struct rec_engine, gauges)) {
+        *ret_sorter = g.gauges;
+        *ret_check = NULL;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 static int read_engine(struct reader *r, struct recording *rec, const struct rec_engine *src)
 {
     struct recording_engine *g = &rec->engine;
@@ -516,11 +558,12 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
     g->present = true;
     recording_engine_init(g);
     int e = read_sorted(r, rec, &src->recordings, sizeof(struct cmd_recording),
-                        "command buffer recordings", &g->recordings, recording_check);
+                        "command buffer recordings", &g->recordings, recording_check,
+                        offsetof(struct rec_engine, recordings));
     g->recording_count = sorter_count(&g->recordings);
     if (!e)
         e = read_sorted(r, rec, &src->pool_ops, sizeof(struct pool_op), "command pool calls",
-                        &g->pool_ops, pool_op_check);
+                        &g->pool_ops, pool_op_check, offsetof(struct rec_engine, pool_ops));
     g->pool_op_count = sorter_count(&g->pool_ops);
     if (e)
         return e;
@@ -532,11 +575,11 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
     if (e)
         return e;
     e = read_sorted(r, rec, &src->budgets, sizeof(struct budget_sample), "memory budgets",
-                    &g->budgets, budget_check);
+                    &g->budgets, budget_check, offsetof(struct rec_engine, budgets));
     g->budget_count = sorter_count(&g->budgets);
     if (!e)
         e = read_sorted(r, rec, &src->gauges, sizeof(struct gauge_sample), "gauges", &g->gauges,
-                        NULL);
+                        NULL, offsetof(struct rec_engine, gauges));
     g->gauge_count = sorter_count(&g->gauges);
     if (e)
         return e;
@@ -768,7 +811,7 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
     }
     recording_kernel_init(k);
     int e = read_sorted(r, rec, &src->samples, sizeof(struct kernel_sample), "kernel samples",
-                        &k->samples, NULL); /* any counts: each use clamps them */
+                        &k->samples, NULL, NO_FIELD); /* any counts: each use clamps them */
     k->sample_count = sorter_count(&k->samples);
     if (e)
         return e;

@@ -246,25 +246,37 @@ int recording_read_ended(void *bytes, size_t len, int stream_fd,
                          struct recording_early *early, struct recording **ret, char *why,
                          size_t why_len);
 
-/* The app's exit reads its own recording ahead (recording_early.c): each frame log's chunks
- * checked and packed as the stream thread moves them to disk, so that at exit only the last
- * few are. Whatever goes wrong ahead (a chunk out of order, a malformed frame, memory, the
- * app closing the spill file) drops that log's early frames, and the exit reads them all from
- * the stream file, as without it. */
+/* The app's exit reads its own recording ahead (recording_early.c): each frame log's chunks,
+ * and the engine's arrays kept in sorters of their own, checked and taken as the stream
+ * thread moves them to disk, so that at exit only the last few are. Whatever goes wrong ahead
+ * (a chunk out of order, a malformed item, memory, the app closing a spill file) drops that
+ * array's early items, and the exit reads them all from the stream file, as without it. */
 /* NULL without memory. */
 struct recording_early *recording_early_create(void);
-/* Chunk number chunk of the frame log at directory entry entry, its items (the bytes the
- * stream file got for it). One thread at a time, each log's chunks in order. */
-void recording_early_take(struct recording_early *early, uint32_t entry,
-                          const struct chunked *frames, uint64_t chunk, const void *items);
-/* For the reader: gives the frames taken ahead of the log at directory entry entry to log
- * when they are its first chunks (at most usable of them, those its stream file holds) and
- * returns how many chunks; else drops them and returns 0. early may be NULL. */
-uint64_t recording_early_adopt(struct recording_early *early, uint32_t entry,
-                               const struct chunked *frames, uint64_t usable,
-                               struct recording_log *log);
-/* Frames the reader adopted; *ret_taken: frames taken ahead. */
-uint64_t recording_early_frames(const struct recording_early *early, uint64_t *ret_taken);
+/* Whether the array at field (its offset in an object of type type) is read ahead. */
+bool recording_early_wants(uint32_t type, size_t field);
+/* Chunk number chunk of the array at field of the object at directory entry entry (of type
+ * type), its items (the bytes the stream file got for it). One thread at a time, each
+ * array's chunks in order. */
+void recording_early_take(struct recording_early *early, uint32_t entry, uint32_t type,
+                          size_t field, const struct chunked *array, uint64_t chunk,
+                          const void *items);
+/* For the reader: gives what was read ahead of the frame log at directory entry entry to log
+ * (or of the array at field to sorter, made ready and still empty) when it is its first
+ * chunks (at most usable of them, those its stream file holds), and returns how many chunks;
+ * else drops it and returns 0. early may be NULL. */
+uint64_t recording_early_adopt_frames(struct recording_early *early, uint32_t entry,
+                                      const struct chunked *frames, uint64_t usable,
+                                      struct recording_log *log);
+uint64_t recording_early_adopt_sorted(struct recording_early *early, uint32_t entry,
+                                      size_t field, const struct chunked *array,
+                                      uint64_t usable, struct sorter *sorter);
+struct recording_early_counts {
+    uint64_t frames_taken, frames_adopted; /* frames */
+    uint64_t items_taken, items_adopted;   /* the sorters' items */
+};
+void recording_early_counts(const struct recording_early *early,
+                            struct recording_early_counts *ret);
 /* Accepts NULL. */
 void recording_early_destroy(struct recording_early *early);
 /* A machine's description as the recording keeps it. */

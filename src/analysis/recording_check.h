@@ -70,6 +70,15 @@ struct reader {
  * made printable (recording_meta.c). */
 void recording_meta_read(struct recording *rec, const struct rec_meta *m);
 
+/* An item's check as the reader makes it: 0, or -EINVAL with r's why set. */
+typedef int (*reader_item_check)(struct reader *r, const void *item);
+/* Where the reader keeps the array at field (its offset in an object of type type) in a sorter
+ * of its own (the engine's command buffer recordings, pool calls, budgets and gauges): that
+ * sorter as the reader makes it ready, and each item's check (NULL: none). False for every
+ * other array. */
+bool reader_sorted_array(uint32_t type, size_t field, struct sorter *ret_sorter,
+                         reader_item_check *ret_check);
+
 /* n frames of a surface (label) from items (its chunk of chunk_items, the first of them frame
  * first), copied to frames, analysis's fields cleared, checked (r says why not), and appended
  * to log's store. Returns 0, -EINVAL or -ENOMEM. */

@@ -1,8 +1,9 @@
 /* The app's own recording read ahead of its exit: each frame log's chunks checked and packed
- * (frames.h) on the stream thread as it moves them to disk, so that the exit decodes and packs
- * only the last few. At 1,000,000 frames that was most of the exit's reading (tests/bench/
- * README.md, 2026-12-07). What the reader adopts is exactly what it would have read: the same
- * bytes the stream file got, the same checks, the same packing, the log's first chunks only. */
+ * (frames.h), and the engine's command buffer recordings, pool calls, budgets and gauges
+ * checked and pushed to their sorters, on the stream thread as it moves them to disk, so that
+ * the exit decodes and takes only the last few chunks. What the reader adopts is exactly what
+ * it would have read: the same bytes the stream file got, the same checks, the same packing
+ * and sorters, pushed in the same order, the array's first chunks only. */
 #include "recording.h"
 
 #include <errno.h>
@@ -14,21 +15,25 @@
 #include "recording_check.h"
 #include "util/private_fd.h"
 
-struct early_log {
-    uint32_t entry;
-    uint32_t chunk_items;
+struct early_array {
+    uint32_t entry;  /* the object's directory entry */
+    size_t field;    /* the array's offset in its object */
+    uint32_t item_size, chunk_items;
     uint64_t chunks; /* taken, in order from the first */
-    bool dropped;    /* something went wrong: the exit reads this log whole */
-    struct recording_log log; /* its frame store only */
+    bool dropped;    /* something went wrong, or it was adopted: nothing to give */
+    bool frames;     /* a frame log's frames, else a sorter's items */
+    struct recording_log log;  /* frames: the frame store only */
+    struct sorter sorter;      /* else, as the reader makes it ready */
+    reader_item_check check;
 };
 
 struct recording_early {
     pid_t pid; /* a forked child's copy is not its recording's */
-    struct early_log *logs;
-    size_t log_count, log_capacity;
+    struct early_array *arrays;
+    size_t count, capacity;
     struct fscope_frame *frames; /* a chunk's, checked */
     size_t frames_capacity;
-    uint64_t taken, adopted; /* frames */
+    struct recording_early_counts counts;
 };
 
 struct recording_early *recording_early_create(void)
@@ -39,111 +44,197 @@ struct recording_early *recording_early_create(void)
     return early;
 }
 
-/* Gives back what the log holds (a spill file that is no longer ours, the app having closed
- * it, is let go of, never closed: frame_store_free). */
-static void log_drop(struct early_log *l)
+bool recording_early_wants(uint32_t type, size_t field)
 {
-    l->dropped = true;
-    frame_store_free(&l->log);
+    struct sorter sorter;
+    reader_item_check check;
+    return (type == REC_OBJ_FRAME_LOG && field == offsetof(struct rec_frame_log, frames)) ||
+           reader_sorted_array(type, field, &sorter, &check);
 }
 
-static struct early_log *log_find(struct recording_early *early, uint32_t entry)
+/* Gives back what the array holds (a spill file that is no longer ours, the app having
+ * closed it, is let go of, never closed: frame_store_free, sorter_free). */
+static void array_drop(struct early_array *a)
 {
-    for (size_t i = 0; i < early->log_count; i++)
-        if (early->logs[i].entry == entry)
-            return &early->logs[i];
+    a->dropped = true;
+    if (a->frames)
+        frame_store_free(&a->log);
+    else
+        sorter_free(&a->sorter);
+}
+
+/* Whether the array's files are still ours: the app may close what it did not open. */
+static bool files_ours(const struct early_array *a)
+{
+    if (a->frames)
+        return !a->log.spill_open || fscope_fd_still_held(a->log.spill_fd);
+    return !a->sorter.fd_made || fscope_fd_still_held(a->sorter.fd);
+}
+
+static struct early_array *array_find(struct recording_early *early, uint32_t entry,
+                                      size_t field)
+{
+    for (size_t i = 0; early && early->pid == getpid() && i < early->count; i++)
+        if (early->arrays[i].entry == entry && early->arrays[i].field == field)
+            return &early->arrays[i];
     return NULL;
 }
 
-static struct early_log *log_add(struct recording_early *early, uint32_t entry)
+static struct early_array *array_add(struct recording_early *early, uint32_t entry,
+                                     uint32_t type, size_t field)
 {
-    if (early->log_count == early->log_capacity) {
-        size_t want = early->log_capacity ? 2 * early->log_capacity : 4;
-        struct early_log *grown = realloc(early->logs, want * sizeof(*grown));
+    if (early->count == early->capacity) {
+        size_t want = early->capacity ? 2 * early->capacity : 8;
+        struct early_array *grown = realloc(early->arrays, want * sizeof(*grown));
         if (!grown)
             return NULL;
-        early->logs = grown;
-        early->log_capacity = want;
+        early->arrays = grown;
+        early->capacity = want;
     }
-    struct early_log *l = &early->logs[early->log_count++];
-    memset(l, 0, sizeof(*l));
-    l->entry = entry;
-    return l;
+    struct early_array *a = &early->arrays[early->count];
+    memset(a, 0, sizeof(*a));
+    a->entry = entry;
+    a->field = field;
+    a->frames = type == REC_OBJ_FRAME_LOG;
+    if (a->frames)
+        a->item_size = sizeof(struct fscope_frame);
+    else if (reader_sorted_array(type, field, &a->sorter, &a->check))
+        a->item_size = (uint32_t)a->sorter.size;
+    else
+        return NULL;
+    early->count++;
+    return a;
 }
 
-void recording_early_take(struct recording_early *early, uint32_t entry,
-                          const struct chunked *frames, uint64_t chunk, const void *items)
+/* A frame chunk into the store, as the reader's frame sink takes it. */
+static int take_frames(struct recording_early *early, struct early_array *a, uint64_t chunk,
+                       const void *items)
 {
-    if (!early || early->pid != getpid())
-        return;
-    struct early_log *l = log_find(early, entry);
-    if (!l && (chunk != 0 || !(l = log_add(early, entry))))
-        return; /* a log first seen past its first chunk (or no memory): read whole at exit */
-    if (l->dropped)
-        return;
-    if (frames->item_size != sizeof(struct fscope_frame) || !frames->chunk_items ||
-        (l->chunks && frames->chunk_items != l->chunk_items) || chunk != l->chunks ||
-        (l->log.spill_open && !fscope_fd_still_held(l->log.spill_fd))) {
-        log_drop(l);
-        return;
-    }
-    if (frames->chunk_items > early->frames_capacity) {
+    if (a->chunk_items > early->frames_capacity) {
         free(early->frames);
         early->frames_capacity = 0;
-        if (!(early->frames = malloc(frames->chunk_items * sizeof(*early->frames)))) {
-            log_drop(l);
-            return;
-        }
-        early->frames_capacity = frames->chunk_items;
+        if (!(early->frames = malloc(a->chunk_items * sizeof(*early->frames))))
+            return -ENOMEM;
+        early->frames_capacity = a->chunk_items;
     }
     char why[160];
     struct reader r = { .why = why, .why_len = sizeof(why) };
-    l->chunk_items = frames->chunk_items;
-    if (reader_frames_take(&r, &l->log, "", early->frames, items, chunk * l->chunk_items,
-                           l->chunk_items, l->chunk_items) != 0) {
-        log_drop(l);
+    return reader_frames_take(&r, &a->log, "", early->frames, items, chunk * a->chunk_items,
+                              a->chunk_items, a->chunk_items);
+}
+
+/* A chunk's items into the sorter, as the reader's sorter sink takes them. */
+static int take_sorted(struct early_array *a, const unsigned char *items)
+{
+    char why[160];
+    struct reader r = { .why = why, .why_len = sizeof(why) };
+    for (uint32_t i = 0; i < a->chunk_items; i++) {
+        const unsigned char *item = items + (size_t)i * a->item_size;
+        int e = a->check ? a->check(&r, item) : 0;
+        if (e)
+            return e;
+        if (!sorter_push(&a->sorter, item))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+void recording_early_take(struct recording_early *early, uint32_t entry, uint32_t type,
+                          size_t field, const struct chunked *array, uint64_t chunk,
+                          const void *items)
+{
+    if (!early || early->pid != getpid())
+        return;
+    struct early_array *a = array_find(early, entry, field);
+    if (!a && (chunk != 0 || !(a = array_add(early, entry, type, field))))
+        return; /* first seen past its first chunk, or no memory: read whole at exit */
+    if (a->dropped)
+        return;
+    if (array->item_size != a->item_size || !array->chunk_items ||
+        (a->chunks && array->chunk_items != a->chunk_items) || chunk != a->chunks ||
+        !files_ours(a)) {
+        array_drop(a);
         return;
     }
-    l->chunks++;
-    early->taken += l->chunk_items;
+    a->chunk_items = array->chunk_items;
+    if ((a->frames ? take_frames(early, a, chunk, items) : take_sorted(a, items)) != 0) {
+        array_drop(a);
+        return;
+    }
+    a->chunks++;
+    *(a->frames ? &early->counts.frames_taken : &early->counts.items_taken) += a->chunk_items;
 }
 
-uint64_t recording_early_adopt(struct recording_early *early, uint32_t entry,
-                               const struct chunked *frames, uint64_t usable,
-                               struct recording_log *log)
+/* The array read ahead at entry and field, when its chunks are the first usable ones of the
+ * reader's array; NULL (and dropped) when not. */
+static struct early_array *adoptable(struct recording_early *early, uint32_t entry,
+                                     size_t field, const struct chunked *array, uint64_t usable)
 {
-    struct early_log *l = early && early->pid == getpid() ? log_find(early, entry) : NULL;
-    if (!l || l->dropped)
-        return 0;
+    struct early_array *a = array_find(early, entry, field);
+    if (!a || a->dropped)
+        return NULL;
     /* Taken ahead of what the stream file holds (a write that failed after the chunk was
-     * staged), of other chunks, or into a spill file that is no longer ours: read whole. */
-    if (l->chunks > usable || l->chunk_items != frames->chunk_items ||
-        frames->item_size != sizeof(struct fscope_frame) ||
-        (l->log.spill_open && !fscope_fd_still_held(l->log.spill_fd))) {
-        log_drop(l);
+     * staged), of another size, or into a file that is no longer ours: read whole. */
+    if (a->chunks > usable || a->chunk_items != array->chunk_items ||
+        a->item_size != array->item_size || !files_ours(a)) {
+        array_drop(a);
+        return NULL;
+    }
+    return a;
+}
+
+uint64_t recording_early_adopt_frames(struct recording_early *early, uint32_t entry,
+                                      const struct chunked *frames, uint64_t usable,
+                                      struct recording_log *log)
+{
+    struct early_array *a =
+        adoptable(early, entry, offsetof(struct rec_frame_log, frames), frames, usable);
+    if (!a || !a->frames)
+        return 0;
+    frame_store_move(log, &a->log);
+    a->dropped = true; /* given away */
+    early->counts.frames_adopted += a->chunks * a->chunk_items;
+    return a->chunks;
+}
+
+uint64_t recording_early_adopt_sorted(struct recording_early *early, uint32_t entry,
+                                      size_t field, const struct chunked *array,
+                                      uint64_t usable, struct sorter *sorter)
+{
+    struct early_array *a = adoptable(early, entry, field, array, usable);
+    if (!a || a->frames)
+        return 0;
+    /* Only into the sorter the reader made ready as this one was, before any push. */
+    if (sorter->size != a->sorter.size || sorter->compare != a->sorter.compare ||
+        sorter->run_items != a->sorter.run_items || sorter->count || sorter->finished) {
+        array_drop(a);
         return 0;
     }
-    uint64_t chunks = l->chunks;
-    early->adopted += chunks * l->chunk_items;
-    frame_store_move(log, &l->log);
-    l->dropped = true; /* given away: nothing left to adopt twice */
-    return chunks;
+    sorter_free(sorter);
+    *sorter = a->sorter;
+    memset(&a->sorter, 0, sizeof(a->sorter));
+    a->dropped = true; /* given away */
+    early->counts.items_adopted += a->chunks * a->chunk_items;
+    return a->chunks;
 }
 
-uint64_t recording_early_frames(const struct recording_early *early, uint64_t *ret_taken)
+void recording_early_counts(const struct recording_early *early,
+                            struct recording_early_counts *ret)
 {
-    *ret_taken = early ? early->taken : 0;
-    return early ? early->adopted : 0;
+    if (early)
+        *ret = early->counts;
+    else
+        memset(ret, 0, sizeof(*ret));
 }
 
 void recording_early_destroy(struct recording_early *early)
 {
     if (!early)
         return;
-    for (size_t i = 0; i < early->log_count; i++)
-        if (!early->logs[i].dropped)
-            log_drop(&early->logs[i]);
-    free(early->logs);
+    for (size_t i = 0; i < early->count; i++)
+        if (!early->arrays[i].dropped)
+            array_drop(&early->arrays[i]);
+    free(early->arrays);
     free(early->frames);
     free(early);
 }

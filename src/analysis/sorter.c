@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "util/pio.h"
+#include "util/private_fd.h"
 #include "util/unnamed_file.h"
 
 static int compare_u64(const void *a, const void *b);
@@ -40,7 +41,8 @@ static bool add_run(struct sorter *s, struct sorter_run run)
 static bool have_file(struct sorter *s)
 {
     if (!s->fd_made && !s->file_full) {
-        s->fd = unnamed_file_create(secure_getenv("TMPDIR"));
+        /* Above the app's range and held, as the frame store's spill file. */
+        s->fd = fscope_fd_high(unnamed_file_create(secure_getenv("TMPDIR")));
         s->fd_made = s->fd >= 0;
         s->file_full = !s->fd_made;
     }
@@ -387,7 +389,7 @@ void sorter_free(struct sorter *s)
     free(s->fill);
     free(s->tail);
     if (s->fd_made)
-        close(s->fd);
+        fscope_fd_close(s->fd);
     memset(s, 0, sizeof(*s));
 }
 

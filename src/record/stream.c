@@ -148,14 +148,18 @@ static void flush(struct streamer *s)
         stream_failed(s, e);
 }
 
-static stream_frames_fn frames_observer;
-static void *frames_observer_ctx;
+static struct stream_observer observer;
 
-void stream_observe_frames(stream_frames_fn fn, void *ctx)
+void stream_observe(const struct stream_observer *o)
 {
-    frames_observer = fn;
-    frames_observer_ctx = ctx;
+    observer = *o;
 }
+
+/* Where the observer is told of chunks of a, what it is told of them. */
+struct observed {
+    uint32_t entry, type;
+    const void *object;
+};
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -179,10 +183,10 @@ static const void *observed_copy(struct streamer *s, uint64_t offset, size_t byt
     return s->raw;
 }
 
-/* Encodes one sealed chunk into the batch, writing the batch out first when it is full.
- * observed: the frame log's directory entry, for the observer of frame chunks (-1: none). */
+/* Encodes one sealed chunk into the batch, writing the batch out first when it is full, and
+ * tells the observer of it where observed (NULL: it does not want it). */
 static void stage(struct streamer *s, struct chunked *a, uint64_t chunk, uint64_t offset,
-                  int64_t observed)
+                  const struct observed *observed)
 {
     size_t bytes = (size_t)a->chunk_items * a->item_size;
     size_t room = sizeof(struct rec_range) + compact_bound(bytes) + 8;
@@ -194,7 +198,7 @@ static void stage(struct streamer *s, struct chunked *a, uint64_t chunk, uint64_
     uint32_t encoding;
     uint64_t began = thread_cpu_ns();
     const void *items = recording_at(offset);
-    if (observed >= 0 && !(items = observed_copy(s, offset, bytes))) {
+    if (observed && !(items = observed_copy(s, offset, bytes))) {
         stream_failed(s, -ENOMEM);
         return;
     }
@@ -207,8 +211,9 @@ static void stage(struct streamer *s, struct chunked *a, uint64_t chunk, uint64_
     }
     /* Before the batch is written: a batch that fails later leaves the observer ahead of what
      * the array marks streamed, which it checks. */
-    if (observed >= 0)
-        frames_observer(frames_observer_ctx, (uint32_t)observed, a, chunk, items);
+    if (observed)
+        observer.take(observer.ctx, observed->entry, observed->type, observed->object, a, chunk,
+                      items);
     struct rec_range range = { .encoding = encoding, .offset = offset, .raw_bytes = bytes,
                                .stored_bytes = (uint64_t)stored,
                                .item_size = encoding == COMPACT_ITEMS ? a->item_size : 0 };
@@ -225,9 +230,12 @@ static void stage(struct streamer *s, struct chunked *a, uint64_t chunk, uint64_
 
 /* Stages the sealed chunks of one array. A frame log's chunk waits for the next to fill
  * (presentation feedback lands in its frames meanwhile). */
-static void stream_array(struct streamer *s, struct chunked *a, bool frames, uint32_t entry)
+static void stream_array(struct streamer *s, struct chunked *a, bool frames,
+                         const struct observed *object)
 {
-    int64_t observed = frames && frames_observer ? (int64_t)entry : -1;
+    const struct observed *observed =
+        observer.wants && observer.wants(observer.ctx, object->type, object->object, a)
+            ? object : NULL;
     uint64_t lag_chunks = frames ? 1 : 0, chunks = s->chunks;
     uint64_t count = atomic_load_explicit(&a->count, memory_order_acquire);
     uint64_t sealed = count / a->chunk_items;
@@ -248,32 +256,33 @@ static void stream_pass(struct streamer *s)
     for (uint32_t i = 0; i < entries && i < h->dir_capacity && !s->failed; i++) {
         uint32_t type = atomic_load_explicit(&h->dir[i].type, memory_order_acquire);
         void *object = recording_at(h->dir[i].offset);
+        const struct observed at = { i, type, object };
         if (type == REC_OBJ_FRAME_LOG)
-            stream_array(s, &((struct rec_frame_log *)object)->frames, true, i);
+            stream_array(s, &((struct rec_frame_log *)object)->frames, true, &at);
         else if (type == REC_OBJ_SPAN_LOG)
-            stream_array(s, &((struct rec_span_log *)object)->spans, false, 0);
+            stream_array(s, &((struct rec_span_log *)object)->spans, false, &at);
         else if (type == REC_OBJ_CAP)
-            stream_array(s, &((struct rec_cap *)object)->events, false, 0);
+            stream_array(s, &((struct rec_cap *)object)->events, false, &at);
         else if (type == REC_OBJ_GPU_ZONES) {
-            stream_array(s, &((struct rec_gpu_zones *)object)->spans, false, 0);
-            stream_array(s, &((struct rec_gpu_zones *)object)->stats, false, 0);
+            stream_array(s, &((struct rec_gpu_zones *)object)->spans, false, &at);
+            stream_array(s, &((struct rec_gpu_zones *)object)->stats, false, &at);
         }
         else if (type == REC_OBJ_OBJECTS) {
-            stream_array(s, &((struct rec_objects *)object)->names, false, 0);
-            stream_array(s, &((struct rec_objects *)object)->pipelines, false, 0);
+            stream_array(s, &((struct rec_objects *)object)->names, false, &at);
+            stream_array(s, &((struct rec_objects *)object)->pipelines, false, &at);
         }
         else if (type == REC_OBJ_KERNEL) {
-            stream_array(s, &((struct rec_kernel *)object)->samples, false, 0);
-            stream_array(s, &((struct rec_kernel *)object)->drm_samples, false, 0);
-            stream_array(s, &((struct rec_kernel *)object)->sched_events, false, 0);
+            stream_array(s, &((struct rec_kernel *)object)->samples, false, &at);
+            stream_array(s, &((struct rec_kernel *)object)->drm_samples, false, &at);
+            stream_array(s, &((struct rec_kernel *)object)->sched_events, false, &at);
         }
         else if (type == REC_OBJ_ENGINE) {
             struct rec_engine *e = object;
-            stream_array(s, &e->recordings, false, 0);
-            stream_array(s, &e->pool_ops, false, 0);
-            stream_array(s, &e->memory, false, 0);
-            stream_array(s, &e->budgets, false, 0);
-            stream_array(s, &e->gauges, false, 0);
+            stream_array(s, &e->recordings, false, &at);
+            stream_array(s, &e->pool_ops, false, &at);
+            stream_array(s, &e->memory, false, &at);
+            stream_array(s, &e->budgets, false, &at);
+            stream_array(s, &e->gauges, false, &at);
         }
     }
     flush(s);

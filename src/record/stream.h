@@ -9,6 +9,7 @@
 #ifndef FSCOPE_RECORD_STREAM_H
 #define FSCOPE_RECORD_STREAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Starts the writer thread once there is something to stream (a chunked array filled its
@@ -18,12 +19,17 @@ void stream_kick(void);
 void stream_stop(void);
 
 struct chunked;
-/* Told of each frame chunk as the writer stages it: the frame log's directory entry, its
- * array, the chunk's number (an array's in order) and a private copy of its items, the bytes
- * the stream file gets (valid for the call). Runs on the writer thread. */
-typedef void (*stream_frames_fn)(void *ctx, uint32_t entry, const struct chunked *frames,
-                                 uint64_t chunk, const void *items);
-/* Sets the one observer of frame chunks, before the writer starts (a constructor's call). */
-void stream_observe_frames(stream_frames_fn fn, void *ctx);
+/* Told of chunks as the writer stages them, on the writer thread: wants says which arrays (of
+ * the object at a directory entry, of its type) it takes; take gets each chunk of those, an
+ * array's in order, as a private copy of its items: the bytes the stream file gets, valid for
+ * the call. */
+struct stream_observer {
+    bool (*wants)(void *ctx, uint32_t type, const void *object, const struct chunked *array);
+    void (*take)(void *ctx, uint32_t entry, uint32_t type, const void *object,
+                 const struct chunked *array, uint64_t chunk, const void *items);
+    void *ctx;
+};
+/* Sets the one observer, before the writer starts (a constructor's call). */
+void stream_observe(const struct stream_observer *observer);
 
 #endif
