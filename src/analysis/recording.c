@@ -291,23 +291,6 @@ static int append_items(void **array, uint64_t *have, uint64_t *capacity, const 
     return 0;
 }
 
-static int check_frame(struct reader *r, const char *label, const struct fscope_frame *f,
-                       uint64_t i)
-{
-    /* A bool's byte as written: any other value than 0 or 1 is no bool to load. */
-    unsigned char ambiguous;
-    memcpy(&ambiguous, &f->output_ambiguous, 1);
-    bool ok = f->block_span_count <= FRAME_BLOCK_SPANS && f->present_state < FRAME_PRESENT_STATE_COUNT &&
-              f->end_ticks >= f->start_ticks && ambiguous <= 1;
-    for (unsigned s = 0; ok && s < f->block_span_count; s++)
-        ok = f->block_span_kind[s] < FSCOPE_BLOCK_COUNT &&
-             f->block_span_end[s] >= f->block_span_start[s];
-    if (!ok)
-        return reader_malformed(r, "frame %llu of surface '%s' is malformed", (unsigned long long)i,
-                         label);
-    return 0;
-}
-
 /* The sink of a surface's frames: each chunk copied, checked and packed (frames.h). */
 struct frame_sink {
     struct chunk_sink sink;
@@ -328,24 +311,6 @@ static int frames_begin(struct chunk_sink *sink, uint64_t count, uint64_t chunk_
     s->chunk_items = (uint32_t)chunk_items;
     s->frames = malloc(chunk_items * sizeof(*s->frames));
     return s->frames ? 0 : -ENOMEM;
-}
-
-int reader_frames_take(struct reader *r, struct recording_log *log, const char *label,
-                       struct fscope_frame *frames, const void *items, uint64_t first,
-                       uint64_t n, uint32_t chunk_items)
-{
-    memcpy(frames, items, n * sizeof(*frames));
-    for (uint64_t i = 0; i < n; i++) {
-        /* Analysis fills these (recording_compute_gpu_busy): the app leaves them 0. */
-        struct fscope_frame *f = &frames[i];
-        f->gpu_busy_ticks = 0;
-        f->gpu_unsampled = 0;
-        memset(f->block_gpu_ticks, 0, sizeof(f->block_gpu_ticks));
-        int e = check_frame(r, label, f, first + i);
-        if (e)
-            return e;
-    }
-    return frame_store_append(log, chunk_items, frames, n);
 }
 
 static int frames_take(struct chunk_sink *sink, const unsigned char *items, uint64_t first,
@@ -491,23 +456,6 @@ static int read_vk_objects(struct reader *r, struct recording *rec, const struct
     return e;
 }
 
-static int recording_check(struct reader *r, const void *item)
-{
-    const struct cmd_recording *x = item;
-    if (x->end_ticks < x->begin_ticks)
-        return reader_malformed(r, "a command buffer recording ends before it begins");
-    return 0;
-}
-
-static int pool_op_check(struct reader *r, const void *item)
-{
-    const struct pool_op *op = item;
-    if (op->end_ticks < op->begin_ticks || op->kind < POOL_OP_RESET_POOL || op->kind > POOL_OP_TRIM)
-        return reader_malformed(r, "a command pool call of kind %u ends before it begins, or is no "
-                                "kind known", op->kind);
-    return 0;
-}
-
 /* A memory event, checked, sorted with its place. */
 static int memory_keep(struct reader *r, void *ctx, void *item, uint64_t index)
 {
@@ -515,39 +463,6 @@ static int memory_keep(struct reader *r, void *ctx, void *item, uint64_t index)
     if (m.event.kind < MEMORY_ALLOC || m.event.kind > MEMORY_ALLOC_FAILED)
         return reader_malformed(r, "a memory event of kind %u", m.event.kind);
     return sorter_push(&((struct recording_engine *)ctx)->memory, &m) ? 0 : -ENOMEM;
-}
-
-static int budget_check(struct reader *r, const void *item)
-{
-    const struct budget_sample *b = item;
-    if (b->heap_count > BUDGET_HEAPS)
-        return reader_malformed(r, "a memory budget of %u heaps", b->heap_count);
-    return 0;
-}
-
-bool reader_sorted_array(uint32_t type, size_t field, struct sorter *ret_sorter,
-                         reader_item_check *ret_check)
-{
-    if (type != REC_OBJ_ENGINE)
-        return false;
-    struct recording_engine g;
-    recording_engine_init(&g); /* allocates nothing */
-    if (field == offsetof(struct rec_engine, recordings)) {
-        *ret_sorter = g.recordings;
-        *ret_check = recording_check;
-    } else if (field == offsetof(struct rec_engine, pool_ops)) {
-        *ret_sorter = g.pool_ops;
-        *ret_check = pool_op_check;
-    } else if (field == offsetof(struct rec_engine, budgets)) {
-        *ret_sorter = g.budgets;
-        *ret_check = budget_check;
-    } else if (field == offsetof(struct rec_engine, gauges)) {
-        *ret_sorter = g.gauges;
-        *ret_check = NULL;
-    } else {
-        return false;
-    }
-    return true;
 }
 
 static int read_engine(struct reader *r, struct recording *rec, const struct rec_engine *src)
@@ -558,12 +473,12 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
     g->present = true;
     recording_engine_init(g);
     int e = read_sorted(r, rec, &src->recordings, sizeof(struct cmd_recording),
-                        "command buffer recordings", &g->recordings, recording_check,
+                        "command buffer recordings", &g->recordings, reader_cmd_recording_check,
                         offsetof(struct rec_engine, recordings));
     g->recording_count = sorter_count(&g->recordings);
     if (!e)
         e = read_sorted(r, rec, &src->pool_ops, sizeof(struct pool_op), "command pool calls",
-                        &g->pool_ops, pool_op_check, offsetof(struct rec_engine, pool_ops));
+                        &g->pool_ops, reader_pool_op_check, offsetof(struct rec_engine, pool_ops));
     g->pool_op_count = sorter_count(&g->pool_ops);
     if (e)
         return e;
@@ -575,7 +490,7 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
     if (e)
         return e;
     e = read_sorted(r, rec, &src->budgets, sizeof(struct budget_sample), "memory budgets",
-                    &g->budgets, budget_check, offsetof(struct rec_engine, budgets));
+                    &g->budgets, reader_budget_check, offsetof(struct rec_engine, budgets));
     g->budget_count = sorter_count(&g->budgets);
     if (!e)
         e = read_sorted(r, rec, &src->gauges, sizeof(struct gauge_sample), "gauges", &g->gauges,
@@ -835,7 +750,6 @@ static int read_kernel(struct reader *r, struct recording *rec, const struct rec
         e = -ENOMEM;
     return e;
 }
-
 
 /* The object at live, copied once into private memory (malloc'd; NULL when out of memory), so
  * what is checked is what is used however its app writes on. The counters a running writer

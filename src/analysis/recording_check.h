@@ -79,6 +79,11 @@ typedef int (*reader_item_check)(struct reader *r, const void *item);
 bool reader_sorted_array(uint32_t type, size_t field, struct sorter *ret_sorter,
                          reader_item_check *ret_check);
 
+/* The engine's items, checked as the reader takes them: 0, or -EINVAL with r's why set. */
+int reader_cmd_recording_check(struct reader *r, const void *item);
+int reader_pool_op_check(struct reader *r, const void *item);
+int reader_budget_check(struct reader *r, const void *item);
+
 /* n frames of a surface (label) from items (its chunk of chunk_items, the first of them frame
  * first), copied to frames, analysis's fields cleared, checked (r says why not), and appended
  * to log's store. Returns 0, -EINVAL or -ENOMEM. */
