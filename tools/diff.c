@@ -44,7 +44,7 @@ static void print_diff_text(FILE *out, const struct rows *rows, const struct cap
           "percent of the frame\n  (of the frame rate; half a point of a share); a side's noise "
           "is 2 standard errors of frames.csv's\n  one-second blocks (neighbouring frames are "
           "not independent) with the spread between identical\n  runs added (1% of a frame "
-          "statistic, 0.5% of the frame time for a part of it)\n\n", out);
+          "statistic, 2.2% of p95 and p99, 0.5% of the frame time for a part\n  of it)\n\n", out);
     fprintf(out, "%-24s %12s %12s %12s %12s\n", "metric", "A", "B", "B - A", "noise");
     bool zones_started = false;
     for (size_t i = 0; i < rows->count; i++) {
