@@ -224,12 +224,15 @@ FSCOPE_EXPORT void fscope_report_finish(void)
     fscope_log(FSCOPE_LOG_DEBUG, "read back %llu KiB of the recording streamed to disk (%llu "
                "KiB there), each chunk into the analysis, none into the arena; %llu frames "
                "of it read ahead as they were streamed, of %llu taken, and %llu other items, "
-               "of %llu taken", (unsigned long long)atomic_load(&h->streamed_bytes) / 1024,
+               "of %llu taken (%llu GPU spans, of %llu)",
+               (unsigned long long)atomic_load(&h->streamed_bytes) / 1024,
                (unsigned long long)atomic_load(&h->streamed_stored_bytes) / 1024,
                (unsigned long long)ahead_counts.frames_adopted,
                (unsigned long long)ahead_counts.frames_taken,
                (unsigned long long)ahead_counts.items_adopted,
-               (unsigned long long)ahead_counts.items_taken);
+               (unsigned long long)ahead_counts.items_taken,
+               (unsigned long long)ahead_counts.spans_adopted,
+               (unsigned long long)ahead_counts.spans_taken);
     struct report *r = report_create(rec);
     if (r) {
         report_set_trace_window_from(r, secure_getenv("FRAMESCOPE_TRACE_WINDOW"));

@@ -7,6 +7,7 @@
  * gives the reader nothing, and it reads the array whole. Checked by what the log or the
  * sorter holds after adoption, item by item. */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,93 @@ static uint64_t sorted_after(const int *chunks, uint64_t usable, bool not_empty,
     return adopted;
 }
 
+/* Chunk k of span log `log`'s GPU spans: the two logs' spans interleave in time, and some
+ * are equal across them (the same bytes: their order in the sorter never shows). */
+static void spans_make(struct gpu_span *spans, uint64_t k, int log)
+{
+    memset(spans, 0, CHUNK * sizeof(*spans));
+    for (uint64_t i = 0; i < CHUNK; i++) {
+        uint64_t n = k * CHUNK + i;
+        spans[i].begin = 100 + n * 20 + (n % 3 ? (uint64_t)log * 7 : 0);
+        spans[i].end = spans[i].begin + 9;
+    }
+}
+
+/* Two span logs (entries ENTRY and ENTRY + 1) take chunks [0, taken[log]) ahead, their live
+ * arrays saying streamed[log] chunks are in the stream file; the reader adopts the shared
+ * sorter first, then each log, then pushes what is left of each (total[log] chunks), as it
+ * reads. Returns the spans adopted; the sorter is checked against every span once, in order. */
+static uint64_t spans_after(const unsigned *taken, const unsigned *streamed,
+                            const unsigned *total, bool malformed, const char *what)
+{
+    struct recording_early *early = recording_early_create();
+    CHECK(early);
+    struct chunked live[2];
+    struct gpu_span spans[CHUNK];
+    for (int log = 0; log < 2; log++) {
+        memset(&live[log], 0, sizeof(live[log]));
+        live[log].item_size = sizeof(struct gpu_span);
+        live[log].chunk_items = CHUNK;
+        atomic_store(&live[log].streamed_chunks, streamed[log]);
+    }
+    for (unsigned k = 0; k < 3; k++)
+        for (int log = 0; log < 2; log++) {
+            if (k >= taken[log])
+                continue;
+            spans_make(spans, k, log);
+            if (malformed && log == 1 && k == 1)
+                spans[2].end = spans[2].begin - 1;
+            recording_early_take(early, ENTRY + (uint32_t)log, REC_OBJ_SPAN_LOG,
+                                 offsetof(struct rec_span_log, spans), &live[log], k, spans);
+        }
+    struct sorter sorted;
+    recording_span_sorter_init(&sorted);
+    recording_early_adopt_shared(early, &sorted);
+    uint64_t adopted = 0;
+    for (int log = 0; log < 2; log++) {
+        uint64_t from = recording_early_adopt_sorted(early, ENTRY + (uint32_t)log,
+                                                     offsetof(struct rec_span_log, spans),
+                                                     &live[log], streamed[log], &sorted);
+        adopted += from * CHUNK;
+        for (uint64_t k = from; k < total[log]; k++) {
+            spans_make(spans, k, log);
+            for (unsigned i = 0; i < CHUNK; i++)
+                CHECK(sorter_push(&sorted, &spans[i]));
+        }
+    }
+    uint64_t want = (uint64_t)(total[0] + total[1]) * CHUNK;
+    EXPECT(sorter_count(&sorted) == want, "%s: %" PRIu64 " spans in the sorter, not %" PRIu64,
+           what, sorter_count(&sorted), want);
+    /* Every span in order, once: the same as all of them pushed by the reader. */
+    struct sorter all;
+    recording_span_sorter_init(&all);
+    for (int log = 0; log < 2; log++)
+        for (uint64_t k = 0; k < total[log]; k++) {
+            spans_make(spans, k, log);
+            for (unsigned i = 0; i < CHUNK; i++)
+                CHECK(sorter_push(&all, &spans[i]));
+        }
+    struct sorter_cursor c, d;
+    CHECK(sorter_finish(&sorted) && sorter_finish(&all));
+    CHECK(sorter_cursor_open(&c, &sorted) && sorter_cursor_open(&d, &all));
+    uint64_t wrong = 0, n = 0;
+    const struct gpu_span *x, *y;
+    while ((y = sorter_next(&d))) {
+        x = sorter_next(&c);
+        wrong += !x || memcmp(x, y, sizeof(*x)) != 0;
+        n++;
+    }
+    wrong += sorter_next(&c) != NULL;
+    EXPECT(!wrong && n == want, "%s: %" PRIu64 " of %" PRIu64 " spans out of place", what,
+           wrong, n);
+    sorter_cursor_close(&c);
+    sorter_cursor_close(&d);
+    sorter_free(&sorted);
+    sorter_free(&all);
+    recording_early_destroy(early);
+    return adopted;
+}
+
 int main(void)
 {
     struct chunked other = array;
@@ -180,9 +268,19 @@ int main(void)
            "a malformed recording, adopted");
     EXPECT(sorted_after(in_order, 3, true, "into a sorter not empty") == 0,
            "recordings adopted into a sorter that held one already");
+    /* GPU spans: both logs' read ahead go to the reader's one sorter, or neither's. */
+    static const unsigned both[] = { 2, 3 }, streamed[] = { 2, 3 }, total[] = { 4, 5 },
+                          short_one[] = { 1, 3 };
+    EXPECT(spans_after(both, streamed, total, false, "spans") == 5 * CHUNK,
+           "spans: not every chunk taken ahead adopted");
+    EXPECT(spans_after(both, short_one, total, false, "spans past one stream file") == 0,
+           "spans taken past one log's stream file, adopted");
+    EXPECT(spans_after(both, streamed, total, true, "a malformed span") == 0,
+           "a malformed span, adopted");
     /* What the reader keeps otherwise is never read ahead. */
     EXPECT(!recording_early_wants(REC_OBJ_ENGINE, offsetof(struct rec_engine, memory)) &&
-           !recording_early_wants(REC_OBJ_SPAN_LOG, offsetof(struct rec_span_log, spans)) &&
+           recording_early_wants(REC_OBJ_SPAN_LOG, offsetof(struct rec_span_log, spans)) &&
+           !recording_early_wants(REC_OBJ_GPU_ZONES, offsetof(struct rec_gpu_zones, spans)) &&
            recording_early_wants(REC_OBJ_ENGINE, RECORDINGS_FIELD) &&
            recording_early_wants(REC_OBJ_FRAME_LOG, FRAMES_FIELD),
            "the arrays read ahead are not the frames and the engine's sorted arrays");
@@ -195,7 +293,7 @@ int main(void)
     if (check_failures)
         fprintf(stderr, "%d failure(s)\n", check_failures);
     else
-        printf("frames and recordings read ahead were adopted exactly when they were the "
-               "array's first streamed chunks\n");
+        printf("frames, recordings and GPU spans read ahead were adopted exactly when they were "
+               "the arrays' first streamed chunks\n");
     return check_failures ? 1 : 0;
 }

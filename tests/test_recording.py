@@ -274,18 +274,23 @@ def test_self_streamed(build):
             env = dict(os.environ)
             env.update(w.env())
             env.update(layer_env(build))
+            # Every submission timed: a GPU span a frame, read ahead too (the span logs share
+            # one sorter, recording_early.c).
             env.update({"FRAMESCOPE_OUTPUT": out, "FRAMESCOPE_SUMMARY": summary_file,
-                        "FRAMESCOPE_LOG": "debug", "FRAMESCOPE_RING_EVENTS": "64"})
+                        "FRAMESCOPE_LOG": "debug", "FRAMESCOPE_RING_EVENTS": "64",
+                        "FRAMESCOPE_GPU_SAMPLE": "all"})
             proc = subprocess.run(argv, env=env, capture_output=True, text=True,
                                   timeout=PATIENCE_S)
         check(proc.returncode == 0, proc.stderr[-1500:])
         return proc
 
     # The rate, measured here, sizes the run: three seconds of frames (the stream thread
-    # wakes each second) and at least four chunks of them.
+    # wakes each second), at least four chunks of them, and two chunks of GPU spans (a span a
+    # frame: 256 KiB of 24-byte spans a chunk, src/record/format.h).
     proc = run(args, os.path.join(base, "probe"), os.path.join(base, "probe.txt"))
     fps = float(re.search(r"([\d.]+) fps", proc.stdout).group(1))
-    frames = max(int(fps * 3), 4 * 600)
+    span_chunk = (256 << 10) // 24
+    frames = max(int(fps * 3), 4 * 600, 2 * span_chunk + 1)
     out, summary_file = os.path.join(base, "capture"), os.path.join(base, "summary.txt")
     proc = run(args[:1] + ["--frames", str(frames)] + args[3:], out, summary_file)
     m = re.search(r"read back (\d+) KiB of the recording streamed", proc.stderr)
@@ -294,19 +299,24 @@ def test_self_streamed(build):
     # file's copy (the summary that report reproduces below was made from them).
     moved = re.search(r"the stream thread moved \d+ chunks \((\d+) frames\)", proc.stderr)
     ahead = re.search(r"(\d+) frames of it read ahead as they were streamed, of (\d+) taken, "
-                      r"and (\d+) other items, of (\d+) taken", proc.stderr)
+                      r"and (\d+) other items, of (\d+) taken \((\d+) GPU spans, of (\d+)\)",
+                      proc.stderr)
     check(moved and ahead, f"no read-ahead figures:\n{proc.stderr[-1500:]}")
-    streamed_frames, adopted, taken, items_adopted, items_taken = (
+    streamed_frames, adopted, taken, items_adopted, items_taken, spans_adopted, spans_taken = (
         int(moved.group(1)), *(int(g) for g in ahead.groups()))
     check(streamed_frames > 0 and adopted == taken == streamed_frames,
           f"{streamed_frames} frames streamed, {taken} read ahead, {adopted} of them adopted")
-    check(items_adopted == items_taken, f"{items_taken} command buffer recordings and other "
-          f"items read ahead, {items_adopted} of them adopted")
+    check(items_adopted == items_taken, f"{items_taken} command buffer recordings, GPU spans "
+          f"and other items read ahead, {items_adopted} of them adopted")
+    # The first of two whole chunks of spans was sealed a second or more before the end.
+    check(spans_taken >= span_chunk and spans_adopted == spans_taken,
+          f"{spans_taken} GPU spans read ahead, {spans_adopted} adopted")
     summary = json.load(open(os.path.join(out, "summary.json")))
     check(summary["frames"] == frames, f"{summary['frames']} frames of {frames}")
     check_report_reproduces(build, out, open(summary_file).read())
     print(f"{frames} frames, {m.group(1)} KiB streamed and read back at exit, {adopted} frames "
-          f"and {items_adopted} other items of it read ahead; report reproduces")
+          f"and {items_adopted} other items ({spans_adopted} GPU spans) of it read ahead; "
+          f"report reproduces")
 
 
 def test_compact(build):

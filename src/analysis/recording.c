@@ -534,18 +534,15 @@ static int read_engine(struct reader *r, struct recording *rec, const struct rec
     return 0;
 }
 
-static int span_check(struct reader *r, const void *item)
-{
-    const struct gpu_span *span = item;
-    return span->end < span->begin ? reader_malformed(r, "a GPU span ends before it begins") : 0;
-}
-
-/* A span log's spans, into rec->spans (finished once every object is read). */
+/* A span log's spans, into rec->spans (finished once every object is read; those read ahead
+ * are there already, recording_early_adopt_shared). */
 static int read_spans(struct reader *r, struct recording *rec, const struct rec_span_log *src)
 {
-    struct sorter_sink s = { { sorter_begin, sorter_take }, r, &rec->spans, span_check,
-                             sizeof(struct gpu_span) };
-    return read_chunks(r, rec, &src->spans, sizeof(struct gpu_span), "GPU spans", &s.sink);
+    struct sorted_sink s = { { { sorter_begin, sorter_take, sorted_adopt }, r, &rec->spans,
+                               reader_span_check, sizeof(struct gpu_span) },
+                             offsetof(struct rec_span_log, spans) };
+    return read_chunks(r, rec, &src->spans, sizeof(struct gpu_span), "GPU spans",
+                       &s.sorted.sink);
 }
 
 /* A cap's event, with a target, kept as recorded. */
@@ -829,6 +826,10 @@ static int read_objects(struct reader *r, struct recording *rec, const struct re
     if (!rec->logs || !rec->caps || !rec->threads)
         return -ENOMEM;
     recording_spans_init(rec);
+    /* Every span log's spans go to one sorter, whose order is the same whatever order they
+     * come in: those read ahead go there first. */
+    if (r->stream)
+        recording_early_adopt_shared(r->early, &rec->spans);
     for (uint32_t i = 0; i < entries; i++) {
         uint32_t type;
         void *live;

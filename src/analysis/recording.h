@@ -139,6 +139,8 @@ void recording_engine_init(struct recording_engine *g);
 struct recording;
 /* rec->spans, rec->gpu_zones and rec->pipelines made ready for theirs, the same. */
 void recording_spans_init(struct recording *rec);
+/* rec->spans's sorter as recording_spans_init makes it ready. */
+void recording_span_sorter_init(struct sorter *spans);
 
 /* A pipeline creation with its place among those recorded: ties in time keep that order. */
 struct pipeline_item {
@@ -247,7 +249,7 @@ int recording_read_ended(void *bytes, size_t len, int stream_fd,
                          size_t why_len);
 
 /* The app's exit reads its own recording ahead (recording_early.c): each frame log's chunks,
- * and the engine's arrays kept in sorters of their own, checked and taken as the stream
+ * the engine's arrays kept in sorters of their own, and the GPU spans, checked and taken as the stream
  * thread moves them to disk, so that at exit only the last few are. Whatever goes wrong ahead
  * (a chunk out of order, a malformed item, memory, the app closing a spill file) drops that
  * array's early items, and the exit reads them all from the stream file, as without it. */
@@ -271,9 +273,14 @@ uint64_t recording_early_adopt_frames(struct recording_early *early, uint32_t en
 uint64_t recording_early_adopt_sorted(struct recording_early *early, uint32_t entry,
                                       size_t field, const struct chunked *array,
                                       uint64_t usable, struct sorter *sorter);
+/* For the reader, before it reads any span log: every span log's spans read ahead, given to
+ * sorter (made ready, empty) when each log holds only chunks its stream file holds, then
+ * adopted log by log through recording_early_adopt_sorted; else none. Whether it gave them. */
+bool recording_early_adopt_shared(struct recording_early *early, struct sorter *sorter);
 struct recording_early_counts {
     uint64_t frames_taken, frames_adopted; /* frames */
-    uint64_t items_taken, items_adopted;   /* the sorters' items */
+    uint64_t items_taken, items_adopted;   /* the sorters' items, spans among them */
+    uint64_t spans_taken, spans_adopted;   /* GPU spans */
 };
 void recording_early_counts(const struct recording_early *early,
                             struct recording_early_counts *ret);

@@ -73,13 +73,15 @@ void recording_meta_read(struct recording *rec, const struct rec_meta *m);
 /* An item's check as the reader makes it: 0, or -EINVAL with r's why set. */
 typedef int (*reader_item_check)(struct reader *r, const void *item);
 /* Where the reader keeps the array at field (its offset in an object of type type) in a sorter
- * of its own (the engine's command buffer recordings, pool calls, budgets and gauges): that
- * sorter as the reader makes it ready, and each item's check (NULL: none). False for every
- * other array. */
+ * (the engine's command buffer recordings, pool calls, budgets and gauges, each in one of its
+ * own; every span log's GPU spans in one they share, *ret_shared): that sorter as the reader
+ * makes it ready, and each item's check (NULL: none). False for every other array (and
+ * without memory). */
 bool reader_sorted_array(uint32_t type, size_t field, struct sorter *ret_sorter,
-                         reader_item_check *ret_check);
+                         reader_item_check *ret_check, bool *ret_shared);
 
 /* The engine's items, checked as the reader takes them: 0, or -EINVAL with r's why set. */
+int reader_span_check(struct reader *r, const void *item);
 int reader_cmd_recording_check(struct reader *r, const void *item);
 int reader_pool_op_check(struct reader *r, const void *item);
 int reader_budget_check(struct reader *r, const void *item);

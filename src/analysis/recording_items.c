@@ -41,6 +41,12 @@ int reader_frames_take(struct reader *r, struct recording_log *log, const char *
     return frame_store_append(log, chunk_items, frames, n);
 }
 
+int reader_span_check(struct reader *r, const void *item)
+{
+    const struct gpu_span *span = item;
+    return span->end < span->begin ? reader_malformed(r, "a GPU span ends before it begins") : 0;
+}
+
 int reader_cmd_recording_check(struct reader *r, const void *item)
 {
     const struct cmd_recording *x = item;
@@ -67,8 +73,15 @@ int reader_budget_check(struct reader *r, const void *item)
 }
 
 bool reader_sorted_array(uint32_t type, size_t field, struct sorter *ret_sorter,
-                         reader_item_check *ret_check)
+                         reader_item_check *ret_check, bool *ret_shared)
 {
+    *ret_shared = false;
+    if (type == REC_OBJ_SPAN_LOG && field == offsetof(struct rec_span_log, spans)) {
+        recording_span_sorter_init(ret_sorter); /* every span log's, into one */
+        *ret_check = reader_span_check;
+        *ret_shared = true;
+        return true;
+    }
     if (type != REC_OBJ_ENGINE)
         return false;
     struct recording_engine g;

@@ -153,7 +153,11 @@ static int pool_op_order(const void *a, const void *b)
     return memcmp(a, b, sizeof(*x));
 }
 
-/* GPU spans by begin: the order every union of them is merged in. */
+/* GPU spans by begin: the order every union of them is merged in. Every field is compared, so
+ * spans that compare equal are the same bytes, and the order the span logs are pushed in never
+ * shows (the exit's read-ahead pushes theirs first: recording_early.c). */
+_Static_assert(sizeof(struct gpu_span) == 2 * sizeof(uint64_t) + 2 * sizeof(uint32_t),
+               "span_order compares every byte of a span");
 static int span_order(const void *a, const void *b)
 {
     const struct gpu_span *x = a, *y = b;
@@ -188,10 +192,15 @@ static int pipeline_item_order(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+void recording_span_sorter_init(struct sorter *spans)
+{
+    sorter_init(spans, sizeof(struct gpu_span), span_order, 0);
+}
+
 void recording_spans_init(struct recording *rec)
 {
     sorter_init(&rec->pipelines, sizeof(struct pipeline_item), pipeline_item_order, 0);
-    sorter_init(&rec->spans, sizeof(struct gpu_span), span_order, 0);
+    recording_span_sorter_init(&rec->spans);
     sorter_init(&rec->gpu_zones, sizeof(struct gpu_zone_span), gpu_zone_order, 0);
 }
 
