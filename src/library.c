@@ -38,8 +38,9 @@ static _Atomic bool finished, disowned;
  * at exit (SuperTuxKart does) still gets its summary, and one that opens a file of its own
  * under number 2 never gets the summary written into it. */
 static struct fscope_private_fd private_stderr = { .fd = -1 };
-/* The frames this process's exit will read, read ahead as the stream thread moves them to
- * disk (NULL when the exit reads nothing: no summary, no capture). */
+/* What this process's exit will read (frames, command buffer recordings, GPU spans), read
+ * ahead as the stream thread moves it to disk (NULL when the exit reads nothing: no summary,
+ * no capture). */
 static struct recording_early *early;
 
 /* On the stream thread. Under framescope run the observer analyses instead: nothing to take. */
