@@ -112,6 +112,80 @@ static void check_numbers(void)
     CHECK(emit_format_scaled(got, 1000, 4) == 0);
 }
 
+/* Any double: "%.Nf" for N 1 to 9 and "%g", digit for digit, wherever the formatter writes it,
+ * and written (not left to printf) for every number a capture holds: under 10^9 with up to
+ * nine decimals, and "%g"'s fixed form. */
+static unsigned long decimals_written, generals_written;
+
+static void check_decimal(double value)
+{
+    char got[EMIT_NUMBER_SIZE], want[400];
+    for (unsigned decimals = 1; decimals <= 9; decimals++) {
+        snprintf(want, sizeof(want), "%.*f", (int)decimals, value);
+        size_t len = emit_format_decimal(got, value, decimals);
+        if (len) {
+            check_text(got, len, want);
+            decimals_written++;
+        } else {
+            CHECK(!(fabs(value) < 1e9)); /* NaN included */
+        }
+    }
+    snprintf(want, sizeof(want), "%g", value);
+    size_t len = emit_format_general(got, value);
+    if (len) {
+        check_text(got, len, want);
+        generals_written++;
+    } else {
+        CHECK(strchr(want, 'e') || strchr(want, 'n')); /* exponent form, inf or nan */
+    }
+}
+
+static void check_decimals(void)
+{
+    const double edges[] = {
+        0.0, -0.0, 0.5, -0.5, 1.5, 2.5, 0.125, 0.375, -0.625, 0.05, 0.15, 0.25, 0.35, 1e-9,
+        5e-10, 4.9999999999e-10, 1e-10, 0.0001, 0.00009999995, 0.0000999995, 0.00009, 9e-5,
+        999999.0, 999999.4, 999999.5, 999999.6, 1e6, 123456.5, 1234565.0, 16666.666666,
+        1e9 - 1e-7, 1e9, 999999999.9999999, 0x1p-1074, 0x1p-1022, 0x1p52, 0x1p53 + 2, 0x1p62,
+        0x1p63, 1e18, 1e19, 1.7976931348623157e308, INFINITY, -INFINITY, NAN,
+        0.1 + 0.2, 1.0 / 3, 2.0 / 3, 16.6666665, 144.0 / 7,
+    };
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+        check_decimal(edges[i]);
+        check_decimal(-edges[i]);
+    }
+    /* Exact ties at every decimal place: k + 1/2 of a unit, where that is a double. */
+    for (unsigned decimals = 1; decimals <= 9; decimals++)
+        for (uint64_t k = 0; k < 2000; k++) {
+            double tie = ((double)k + 0.5) / (double)(1ull << decimals); /* binary: exact */
+            check_decimal(tie);
+            check_decimal((double)k / 1e3 + 0.0005);
+        }
+    /* Every power of ten, and the doubles either side of it. */
+    for (int p = -12; p <= 20; p++) {
+        double power = pow(10, p);
+        check_decimal(power);
+        check_decimal(nextafter(power, 0));
+        check_decimal(nextafter(power, INFINITY));
+    }
+    uint64_t state = 0x2545f4914f6cdd1dull;
+    for (int i = 0; i < 100000; i++) {
+        uint64_t r = next_random(&state);
+        double any;
+        memcpy(&any, &r, sizeof(any)); /* every exponent, subnormals, NaNs */
+        check_decimal(any);
+        /* What the outputs write: rates, milliseconds, percentages, GiB. */
+        double scale = pow(10, (int)(r % 16) - 6);
+        check_decimal((double)(r >> 11) / 0x1p53 * scale);
+        check_decimal(1e9 / (double)(1 + (r >> 40)));
+    }
+    /* Not vacuous: the most of them were written here, not left to printf. */
+    fprintf(stderr, "written: %lu of \"%%.Nf\", %lu of \"%%g\"\n", decimals_written,
+            generals_written);
+    CHECK(decimals_written > 9ul * 150000);
+    CHECK(generals_written > 150000);
+}
+
 /* The buffer: a text many times its size, of every kind of call, as fprintf writes it. */
 static void check_buffer(void)
 {
@@ -134,6 +208,11 @@ static void check_buffer(void)
         emit_char(&e, ',');
         emit_scaled(&e, (double)ns + 0.5, 6); /* not whole: through printf */
         emit_printf(&e, ",%g,", 1e9 / (i + 1));
+        emit_general(&e, 1e9 / (i + 1));
+        emit_char(&e, ',');
+        emit_decimal(&e, (double)ns / 7e5, i % 9 + 1);
+        emit_decimal(&e, i % 2 ? 1e300 : -1e-300, 2); /* through printf, and written */
+        emit_char(&e, ',');
         emit_json_string(&e, i % 7 ? "zone" : "a \"b\"\\c\n\t\x01<>&");
         if (i % 997 == 0)
             emit_str(&e, long_text);
@@ -144,6 +223,8 @@ static void check_buffer(void)
         fprintf(w, "%d,%s%lld.%06lld,%d,%.3f,%.6f,%g,", i, ns < 0 ? "-" : "",
                 llabs(ns) / 1000000, llabs(ns) % 1000000, -i, (double)ns / 1e3,
                 ((double)ns + 0.5) / 1e6, 1e9 / (i + 1));
+        fprintf(w, "%g,%.*f%.2f,", 1e9 / (i + 1), i % 9 + 1, (double)ns / 7e5,
+                i % 2 ? 1e300 : -1e-300);
         fputs(i % 7 ? "\"zone\"" : "\"a \\\"b\\\"\\\\c\\n\\t\\u0001<>&\"", w);
         if (i % 997 == 0)
             fputs(long_text, w);
@@ -175,6 +256,7 @@ static void check_buffer(void)
 int main(void)
 {
     check_numbers();
+    check_decimals();
     check_buffer();
     return 0;
 }

@@ -3,6 +3,9 @@
 #include <math.h>
 #include <stdarg.h>
 
+static const uint64_t powers_of_ten[] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                          100000000, 1000000000, 10000000000 };
+
 static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
                                   "31323334353637383940414243444546474849505152535455565758596061"
                                   "6263646566676869707172737475767778798081828384858687888990919293"
@@ -38,14 +41,12 @@ size_t emit_format_i64(char *buf, int64_t value)
 
 size_t emit_format_fixed(char *buf, uint64_t magnitude, bool negative, unsigned decimals)
 {
-    static const uint32_t scale[] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
-                                      100000000, 1000000000 };
     size_t len = 0;
     if (negative)
         buf[len++] = '-';
-    len += emit_format_u64(buf + len, magnitude / scale[decimals]);
+    len += emit_format_u64(buf + len, magnitude / powers_of_ten[decimals]);
     buf[len++] = '.';
-    uint32_t fraction = (uint32_t)(magnitude % scale[decimals]);
+    uint32_t fraction = (uint32_t)(magnitude % powers_of_ten[decimals]);
     for (unsigned k = decimals; k > 0; k--) {
         buf[len + k - 1] = (char)('0' + fraction % 10);
         fraction /= 10;
@@ -67,6 +68,102 @@ size_t emit_format_scaled(char *buf, double value, unsigned decimals)
     /* signbit, not < 0: printf writes -0.0 / 1e6 as "-0.000000". */
     uint64_t magnitude = (uint64_t)(int64_t)fabs(value);
     return emit_format_fixed(buf, magnitude, signbit(value), decimals);
+}
+
+/* |value| x 10^decimals (0 to 10) rounded to a whole number, ties to even, from value's exact
+ * binary fraction m x 2^e: in 128 bits, m x 10^decimals is exact (under 2^83), and so is the
+ * shift and the remainder that decides the rounding. False for a result of 2^63 or more, or a
+ * value that is not finite. */
+static bool round_scaled(double value, unsigned decimals, uint64_t *ret)
+{
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof(bits));
+    unsigned biased = (unsigned)(bits >> 52) & 0x7ff;
+    uint64_t mantissa = bits & ((1ull << 52) - 1);
+    if (biased == 0x7ff)
+        return false; /* infinity or NaN */
+    int exponent = -1074; /* subnormal: no hidden bit */
+    if (biased) {
+        mantissa |= 1ull << 52;
+        exponent = (int)biased - 1075;
+    }
+    unsigned __int128 product = (unsigned __int128)mantissa * powers_of_ten[decimals];
+    const unsigned __int128 limit = (unsigned __int128)1 << 63;
+    if (exponent >= 0) {
+        if (exponent >= 63 || product >= limit >> exponent)
+            return false;
+        *ret = (uint64_t)(product << exponent);
+        return true;
+    }
+    unsigned shift = (unsigned)-exponent;
+    if (shift >= 127) {
+        *ret = 0; /* under 2^-44: rounds to nothing */
+        return true;
+    }
+    unsigned __int128 whole = product >> shift;
+    unsigned __int128 rest = product - (whole << shift);
+    unsigned __int128 half = (unsigned __int128)1 << (shift - 1);
+    if (rest > half || (rest == half && (whole & 1)))
+        whole++;
+    if (whole >= limit)
+        return false;
+    *ret = (uint64_t)whole;
+    return true;
+}
+
+size_t emit_format_decimal(char *buf, double value, unsigned decimals)
+{
+    uint64_t magnitude;
+    if (decimals < 1 || decimals > 9 || !round_scaled(value, decimals, &magnitude) ||
+        magnitude >= 1000000000000000000ull)
+        return 0;
+    return emit_format_fixed(buf, magnitude, signbit(value), decimals);
+}
+
+/* "%g" is "%.*f" with 5 - X decimals, its trailing zeros and then a bare point dropped, where X
+ * is the decimal exponent of value rounded to 6 digits and -4 <= X < 6; else it is "%e"'s
+ * form, which this leaves to printf. */
+size_t emit_format_general(char *buf, double value)
+{
+    if (value == 0) {
+        size_t len = 0;
+        if (signbit(value))
+            buf[len++] = '-';
+        buf[len++] = '0';
+        return len;
+    }
+    if (!isfinite(value))
+        return 0;
+    double magnitude = fabs(value);
+    if (magnitude < 9e-5 || magnitude >= 1e6)
+        return 0; /* X below -4 or 6 and over, whatever the rounding */
+    /* log10's guess of X, then settled on the rounded digits: six of them, no more, no less. */
+    int exponent = (int)floor(log10(magnitude));
+    uint64_t digits = 0;
+    for (int tries = 0; tries < 3; tries++) {
+        int decimals = 5 - exponent;
+        if (decimals < 0 || decimals > 10 || !round_scaled(value, (unsigned)decimals, &digits))
+            return 0;
+        if (digits >= 1000000)
+            exponent++;
+        else if (digits < 100000)
+            exponent--;
+        else
+            break;
+    }
+    if (digits < 100000 || digits >= 1000000 || exponent < -4 || exponent > 5)
+        return 0;
+    unsigned decimals = (unsigned)(5 - exponent);
+    while (decimals > 0 && digits % 10 == 0) {
+        digits /= 10;
+        decimals--;
+    }
+    size_t len = 0;
+    if (signbit(value))
+        buf[len++] = '-';
+    if (decimals == 0)
+        return len + emit_format_u64(buf + len, digits);
+    return len + emit_format_fixed(buf + len, digits, false, decimals);
 }
 
 void emit_init(struct emit *e, FILE *f)
@@ -102,7 +199,27 @@ void emit_scaled(struct emit *e, double value, unsigned decimals)
     if (len)
         e->len += len;
     else
-        emit_printf(e, "%.*f", (int)decimals, value / (decimals == 3 ? 1e3 : 1e6));
+        emit_decimal(e, value / (decimals == 3 ? 1e3 : 1e6), decimals);
+}
+
+void emit_decimal(struct emit *e, double value, unsigned decimals)
+{
+    char *at = emit_room(e, EMIT_NUMBER_SIZE);
+    size_t len = emit_format_decimal(at, value, decimals);
+    if (len)
+        e->len += len;
+    else
+        emit_printf(e, "%.*f", (int)decimals, value);
+}
+
+void emit_general(struct emit *e, double value)
+{
+    char *at = emit_room(e, EMIT_NUMBER_SIZE);
+    size_t len = emit_format_general(at, value);
+    if (len)
+        e->len += len;
+    else
+        emit_printf(e, "%g", value);
 }
 
 void emit_printf(struct emit *e, const char *format, ...)

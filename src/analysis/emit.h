@@ -40,6 +40,13 @@ size_t emit_format_ms(char *buf, int64_t ns);
  * back. Returns 0 for any other value (a fraction, too large, not finite), which the caller
  * prints through printf. */
 size_t emit_format_scaled(char *buf, double value, unsigned decimals);
+/* What printf's "%.*f" writes of any double value with decimals 1 to 9, and "%g" of it, digit
+ * for digit: rounded from value's exact binary fraction, ties to even, as glibc rounds (no
+ * double arithmetic on the way). Returns 0 where the number would have 19 digits or more, or
+ * "%g" would take its exponent form, or value is not finite: the caller prints those through
+ * printf. */
+size_t emit_format_decimal(char *buf, double value, unsigned decimals);
+size_t emit_format_general(char *buf, double value);
 
 /* Text gathered in memory and handed to its FILE a block at a time. An output of a row per
  * frame writes a hundred short fields a frame; fprintf's parsing of its format, and the
@@ -96,9 +103,13 @@ static inline void emit_csv_ms(struct emit *e, int64_t ns)
     e->len += 1 + emit_format_ms(at + 1, ns);
 }
 
-/* printf's "%.*f" of value / 10^decimals (3 or 6), through emit_format_scaled where that is
- * exact, else through printf itself. */
+/* printf's "%.*f" of value / 10^decimals (3 or 6): emit_format_scaled's digits where value is
+ * whole, else emit_decimal's of the quotient. */
 void emit_scaled(struct emit *e, double value, unsigned decimals);
+/* printf's "%.*f" (decimals 1 to 9) and "%g" of value, through emit_format_decimal and
+ * emit_format_general where they write it, else through printf. */
+void emit_decimal(struct emit *e, double value, unsigned decimals);
+void emit_general(struct emit *e, double value);
 void emit_printf(struct emit *e, const char *format, ...) __attribute__((format(printf, 2, 3)));
 /* json_write_string's literal. */
 void emit_json_string(struct emit *e, const char *s);

@@ -280,16 +280,21 @@ int formats_write_mangohud(FILE *f, const void *arg)
          * keeps its nanoseconds. What is not measured (the GPU's temperature, clocks, memory
          * and power, the CPU's temperature) is 0, as MangoHud writes a sensor it cannot
          * read. */
-        emit_printf(&e, "%g,", b.frame > 0 ? 1e9 / (double)b.frame : 0.0);
+        emit_general(&e, b.frame > 0 ? 1e9 / (double)b.frame : 0.0);
+        emit_char(&e, ',');
         if (b.frame >= 0)
             e.len += emit_format_fixed(emit_room(&e, EMIT_NUMBER_SIZE), (uint64_t)b.frame, false,
                                        3);
         else
             emit_printf(&e, "%lld.%03lld", (long long)(b.frame / 1000),
                         (long long)(b.frame % 1000));
-        emit_printf(&e, ",%.2f,", cpu_load);
+        emit_char(&e, ',');
+        emit_decimal(&e, cpu_load, 2);
+        emit_char(&e, ',');
         emit_i64(&e, gpu_load);
-        emit_printf(&e, ",0,0,0,0,0,0,%.6f,", ram_gib);
+        emit_str(&e, ",0,0,0,0,0,0,");
+        emit_decimal(&e, ram_gib, 6);
+        emit_char(&e, ',');
         emit_i64(&e, ticks_ns(rec, fr->end_ticks - origin));
         emit_char(&e, '\n');
     }
