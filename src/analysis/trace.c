@@ -184,15 +184,38 @@ const char *trace_hitch_name(const struct hitch *h, char name[TRACE_HITCH_NAME_S
     return name;
 }
 
-/* The app's name for it, else prefix and its handle in hex ("command buffer 0x55d0..."). */
+/* The bytes of text that fit before end, keeping room for the NUL (what snprintf keeps). */
+static char *put_text(char *at, const char *end, const char *text)
+{
+    size_t len = strlen(text);
+    size_t room = (size_t)(end - at) - 1;
+    if (len > room)
+        len = room;
+    memcpy(at, text, len);
+    at[len] = '\0';
+    return at + len;
+}
+
+/* The app's name for it, else prefix and its handle in hex ("command buffer 0x55d0..."), as
+ * snprintf's "%s" and "%s0x%llx" would write them, cut to len alike: this runs for every
+ * recording, where snprintf was most of trace.json's own time. */
 static const char *object_label(const struct recording *rec, uint32_t device_id, int32_t type,
                                 uint64_t handle, const char *prefix, char *buf, size_t len)
 {
     const char *name = recording_object_name(rec, device_id, type, handle);
-    if (name)
-        snprintf(buf, len, "%s", name);
-    else
-        snprintf(buf, len, "%s0x%llx", prefix, (unsigned long long)handle);
+    const char *end = buf + len;
+    if (name) {
+        put_text(buf, end, name);
+        return buf;
+    }
+    char hex[2 + 16 + 1] = "0x";
+    unsigned digits = 1;
+    while (digits < 16 && handle >> (4 * digits))
+        digits++;
+    for (unsigned k = 0; k < digits; k++)
+        hex[2 + k] = "0123456789abcdef"[(handle >> (4 * (digits - 1 - k))) & 15];
+    hex[2 + digits] = '\0';
+    put_text(put_text(buf, end, prefix), end, hex);
     return buf;
 }
 
@@ -204,7 +227,8 @@ struct trace_interval trace_engine_interval(const struct recording *rec,
     if (r) {
         object_label(rec, r->device_id, OBJECT_TYPE_COMMAND_BUFFER, r->cb, "command buffer ",
                      w->cb, sizeof(w->cb));
-        snprintf(w->name, sizeof(w->name), "record %s", w->cb);
+        put_text(put_text(w->name, w->name + sizeof(w->name), "record "),
+                 w->name + sizeof(w->name), w->cb);
         object_label(rec, r->device_id, OBJECT_TYPE_COMMAND_POOL, r->pool, "", w->pool,
                      sizeof(w->pool));
         return (struct trace_interval){ r->tid, r->begin_ticks, r->end_ticks, w->name, w->pool,
@@ -225,12 +249,26 @@ struct trace_interval trace_engine_interval(const struct recording *rec,
                      sizeof(w->cb));
     /* Named by the object the call takes first: vkResetCommandBuffer's command buffer, the
      * others' pool. */
-    snprintf(w->name, sizeof(w->name), "%s %s", calls[op->kind], buffer ? w->cb : w->pool);
+    char *end = w->name + sizeof(w->name);
+    put_text(put_text(put_text(w->name, end, calls[op->kind]), end, " "), end,
+             buffer ? w->cb : w->pool);
     return (struct trace_interval){ op->tid, op->begin_ticks, op->end_ticks, w->name, w->pool,
                                     buffer ? w->cb : NULL, NULL, op };
 }
 
-void trace_engine_intervals(const struct recording *rec, trace_interval_fn fn, void *ctx)
+/* An interval's times and objects, without its names. */
+static struct trace_interval engine_interval_unnamed(const struct cmd_recording *r,
+                                                     const struct pool_op *op)
+{
+    if (r)
+        return (struct trace_interval){ r->tid, r->begin_ticks, r->end_ticks, NULL, NULL, NULL,
+                                        r, NULL };
+    return (struct trace_interval){ op->tid, op->begin_ticks, op->end_ticks, NULL, NULL, NULL,
+                                    NULL, op };
+}
+
+void trace_engine_intervals(const struct recording *rec, bool named, trace_interval_fn fn,
+                            void *ctx)
 {
     const struct recording_engine *g = &rec->engine;
     struct trace_engine_words words;
@@ -239,14 +277,16 @@ void trace_engine_intervals(const struct recording *rec, trace_interval_fn fn, v
     const struct pool_op *op;
     if (g->recording_count && sorter_cursor_open(&c, &g->recordings)) {
         while ((r = sorter_next(&c))) {
-            struct trace_interval iv = trace_engine_interval(rec, r, NULL, &words);
+            struct trace_interval iv = named ? trace_engine_interval(rec, r, NULL, &words)
+                                             : engine_interval_unnamed(r, NULL);
             fn(ctx, &iv);
         }
         sorter_cursor_close(&c);
     }
     if (g->pool_op_count && sorter_cursor_open(&c, &g->pool_ops)) {
         while ((op = sorter_next(&c))) {
-            struct trace_interval iv = trace_engine_interval(rec, NULL, op, &words);
+            struct trace_interval iv = named ? trace_engine_interval(rec, NULL, op, &words)
+                                             : engine_interval_unnamed(NULL, op);
             fn(ctx, &iv);
         }
         sorter_cursor_close(&c);
@@ -430,7 +470,7 @@ static void json_counter(void *ctx, const struct trace_counter *c)
         else if (c->duration && k == 0 && value == (double)c->ns / 1e6)
             emit_scaled(w->e, (double)c->ns, 6); /* "%.6f" of value, without printf */
         else
-            emit_printf(w->e, "%.6f", value);
+            emit_decimal(w->e, value, 6);
     }
     emit_str(w->e, "}}");
 }
@@ -482,7 +522,7 @@ bool trace_time_range(const struct recording *rec, const struct trace_run *run,
             span_note(h->end_ticks, &range[0], &range[1]);
         sorter_cursor_close(&c);
     }
-    trace_engine_intervals(rec, interval_span, range);
+    trace_engine_intervals(rec, false, interval_span, range);
     trace_counters(rec, run, counter_span, range);
     if (range[1] == 0)
         return false;
@@ -522,7 +562,7 @@ int trace_write_run(FILE *f, const struct recording *rec, const struct trace_run
     }
     gpu_zones_write_trace(&out, rec, w.pid, w.base_ns, w.window_from, &w.first);
     int e = write_hitches(&w, run ? run->hitches : NULL);
-    trace_engine_intervals(rec, json_interval, &w);
+    trace_engine_intervals(rec, true, json_interval, &w);
     trace_counters(rec, run, json_counter, &w);
     emit_str(&out, "\n]}\n");
     emit_flush(&out);

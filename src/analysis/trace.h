@@ -80,8 +80,11 @@ struct trace_interval {
     const struct pool_op *pool_op;
 };
 typedef void (*trace_interval_fn)(void *ctx, const struct trace_interval *iv);
-/* Every recording, then every pool call, each in the order they ended. */
-void trace_engine_intervals(const struct recording *rec, trace_interval_fn fn, void *ctx);
+/* Every recording, then every pool call, each in the order they ended; named only when
+ * named is true (else name, pool and command_buffer are NULL: the names cost more than the
+ * rest together, 1,000,000 recordings at a time). */
+void trace_engine_intervals(const struct recording *rec, bool named, trace_interval_fn fn,
+                            void *ctx);
 /* Room for an interval's words. */
 struct trace_engine_words {
     char cb[OBJECT_NAME_SIZE + 32], pool[OBJECT_NAME_SIZE + 32], name[2 * OBJECT_NAME_SIZE + 64];

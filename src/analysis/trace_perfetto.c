@@ -692,7 +692,7 @@ static void engine_intervals(struct perfetto_writer *w)
 {
     struct engine_ctx c;
     sorter_init(&c.slices, sizeof(struct engine_slice), engine_slice_order, 0);
-    trace_engine_intervals(w->rec, engine_collect, &c);
+    trace_engine_intervals(w->rec, false, engine_collect, &c);
     struct sorter_cursor cursor;
     struct lanes *l = calloc(1, sizeof(*l));
     if (!l || !sorter_finish(&c.slices) || !sorter_cursor_open(&cursor, &c.slices)) {
