@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analysis/recording.h"
@@ -83,6 +84,14 @@ static long long resident_after(int fd, uint64_t offset)
     return bytes;
 }
 
+/* Milliseconds on the monotonic clock, for the debug log's account of where the exit went. */
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* Analyses the command's recording once it has ended (exit status, or the signal that killed
  * it): the summary and the capture, as the command would have written them at its own exit.
  * Returns 0, 1 when the capture or summary could not be written (said on stderr), or 3 when
@@ -121,6 +130,7 @@ int observed_recording_analyse(struct observed_recording *r, int exit_status, in
     /* With the machine the run ended on, kept for a report made elsewhere later. */
     struct system_description machine;
     system_describe(&machine);
+    double start_ms = now_ms();
     int e = recording_read_ended(bytes, (size_t)used, r->stream_fd, &machine, NULL, &rec, why,
                                  sizeof(why));
     int status = 0, capture_error = 0;
@@ -129,7 +139,9 @@ int observed_recording_analyse(struct observed_recording *r, int exit_status, in
                 why[0] ? why : strerror(-e));
         status = 1;
     } else {
+        double read_ms = now_ms();
         struct report *report = report_create(rec);
+        double analysed_ms = now_ms();
         if (report) {
             report_set_trace_window_from(report, getenv("FRAMESCOPE_TRACE_WINDOW"));
             report_set_keep_window_from(report, getenv("FRAMESCOPE_KEEP_MINUTES"));
@@ -141,6 +153,9 @@ int observed_recording_analyse(struct observed_recording *r, int exit_status, in
         else if (report_deliver(report, bytes, (size_t)used, where, summary_path, output,
                                 stderr, &capture_error) != 0)
             status = 1;
+        fscope_log(FSCOPE_LOG_DEBUG, "the exit took %.0f ms: reading the recording %.0f, the "
+                   "analysis %.0f, the summary and capture %.0f", now_ms() - start_ms,
+                   read_ms - start_ms, analysed_ms - read_ms, now_ms() - analysed_ms);
         if (capture_error)
             fprintf(stderr, "framescope: the capture was NOT written to %s (%s)\n", output,
                     strerror(-capture_error));
