@@ -56,7 +56,7 @@ static void early_take(void *ctx, uint32_t entry, uint32_t type, const void *obj
                        const struct chunked *array, uint64_t chunk, const void *items)
 {
     recording_early_take(ctx, entry, type, (size_t)((const char *)array - (const char *)object),
-                         array, chunk, items);
+                         array, array, chunk, items);
 }
 
 /* A forked child has none of the parent's threads and must not write the parent's summary or

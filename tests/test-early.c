@@ -54,7 +54,7 @@ static uint64_t adopt_after(const int *chunks, const struct chunked *taken_as, u
         if (*k == 99)
             frames[5].end_ticks = frames[5].start_ticks - 1; /* malformed: ends before it begins */
         recording_early_take(early, ENTRY, REC_OBJ_FRAME_LOG, FRAMES_FIELD, taken_as,
-                             (uint64_t)*k, frames);
+                             taken_as, (uint64_t)*k, frames);
     }
     struct recording_log log;
     memset(&log, 0, sizeof(log));
@@ -114,7 +114,7 @@ static uint64_t sorted_after(const int *chunks, uint64_t usable, bool not_empty,
         if (*k == 99)
             items[3].end_ticks = items[3].begin_ticks - 1;
         recording_early_take(early, ENTRY, REC_OBJ_ENGINE, RECORDINGS_FIELD, &recordings,
-                             (uint64_t)*k, items);
+                             &recordings, (uint64_t)*k, items);
     }
     struct recording_engine g;
     recording_engine_init(&g);
@@ -190,7 +190,8 @@ static uint64_t spans_after(const unsigned *taken, const unsigned *streamed,
             if (malformed && log == 1 && k == 1)
                 spans[2].end = spans[2].begin - 1;
             recording_early_take(early, ENTRY + (uint32_t)log, REC_OBJ_SPAN_LOG,
-                                 offsetof(struct rec_span_log, spans), &live[log], k, spans);
+                                 offsetof(struct rec_span_log, spans), &live[log], &live[log],
+                                 k, spans);
         }
     struct sorter sorted;
     recording_span_sorter_init(&sorted);

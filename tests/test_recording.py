@@ -319,6 +319,58 @@ def test_self_streamed(build):
           f"report reproduces")
 
 
+def test_run_streamed(build):
+    """Under framescope run, the observer reads the command's streamed chunks ahead as its
+    stream thread writes them (recording_follow.c), and its exit takes those: the summary and
+    every file of the capture are still what report computes from recording.fsr, which it
+    reads without any read-ahead."""
+    exe, demo = tools(build)
+    base = tempfile.mkdtemp(prefix="fscope-runstream-")
+    # Every submission timed: a GPU span a frame, read ahead into the sorter the span logs
+    # share.
+    env = clean_env({"FRAMESCOPE_LOG": "debug", "FRAMESCOPE_RING_EVENTS": "64",
+                     "FRAMESCOPE_GPU_SAMPLE": "all"})
+
+    def run(frames, out):
+        # The summary to a file: the debug log's lines on stderr would come between its own.
+        proc = subprocess.run([exe, "run", "--output", out, "--summary", out + ".txt", "--",
+                               demo, "--frames", str(frames),
+                               "--present-mode", "mailbox", "--width", "64", "--height", "64"],
+                              capture_output=True, text=True, timeout=PATIENCE_S, env=env)
+        check(proc.returncode == 0, proc.stderr[-1500:])
+        return proc
+
+    # Sized as self_streamed's run, from the rate measured here: three seconds of frames (the
+    # stream thread writes a batch a second), four chunks of them, two chunks of GPU spans.
+    proc = run(600, os.path.join(base, "probe"))
+    fps = float(re.search(r"([\d.]+) fps", proc.stdout).group(1))
+    span_chunk = (256 << 10) // 24
+    frames = max(int(fps * 3), 4 * 600, 2 * span_chunk + 1)
+    out = os.path.join(base, "capture")
+    proc = run(frames, out)
+    moved = re.search(r"the stream thread moved \d+ chunks \((\d+) frames\)", proc.stderr)
+    ahead = re.search(r"(\d+) frames of the recording read ahead as they were streamed, of "
+                      r"(\d+) taken, and (\d+) other items, of (\d+) taken \((\d+) GPU spans, "
+                      r"of (\d+)\)", proc.stderr)
+    check(moved and ahead, f"no read-ahead figures:\n{proc.stderr[-1500:]}")
+    streamed_frames, adopted, taken, items_adopted, items_taken, spans_adopted, spans_taken = (
+        int(moved.group(1)), *(int(g) for g in ahead.groups()))
+    # Every frame streamed was read ahead (the last batches after the command ended), and
+    # the exit took those, not the stream file's copy.
+    check(streamed_frames > 0 and adopted == taken == streamed_frames,
+          f"{streamed_frames} frames streamed, {taken} read ahead, {adopted} of them adopted")
+    check(items_adopted == items_taken, f"{items_taken} command buffer recordings, GPU spans "
+          f"and other items read ahead, {items_adopted} of them adopted")
+    check(spans_taken >= span_chunk and spans_adopted == spans_taken,
+          f"{spans_taken} GPU spans read ahead, {spans_adopted} adopted")
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    check(summary["frames"] == frames, f"{summary['frames']} frames of {frames}")
+    check_report_reproduces(build, out, open(out + ".txt").read())
+    print(f"{frames} frames under run: {streamed_frames} streamed, {adopted} frames and "
+          f"{items_adopted} other items ({spans_adopted} GPU spans) read ahead and adopted; "
+          f"report reproduces")
+
+
 def test_compact(build):
     """A long run at a high frame rate keeps a compact recording (issue 35, item 3): the demo
     at 16x16 offscreen, under the layer alone, runs long enough that its stream thread moves
@@ -758,5 +810,6 @@ main({
     "amplified": test_amplified,
     "bounded_memory": test_bounded_memory,
     "self_streamed": test_self_streamed,
+    "run_streamed": test_run_streamed,
     "fd_closing_app": test_fd_closing_app,
 })

@@ -24,6 +24,8 @@ int observed_recording_create(struct observed_recording *r)
     r->child_fd = r->child_stream_fd = -1;
     r->stream_fd = unnamed_file_create(getenv("TMPDIR")); /* -1: nothing is streamed */
     r->header = MAP_FAILED;
+    r->early = NULL;
+    r->follow = NULL;
     if (r->fd < 0)
         return r->fd;
     r->header = mmap(NULL, sizeof(*r->header), PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
@@ -39,11 +41,29 @@ int observed_recording_create(struct observed_recording *r)
     }
     char fd_text[16];
     snprintf(fd_text, sizeof(fd_text), "%d", r->child_fd);
-    return setenv("FRAMESCOPE_RECORDING_FD", fd_text, 1) == 0 ? 0 : -errno;
+    if (setenv("FRAMESCOPE_RECORDING_FD", fd_text, 1) != 0)
+        return -errno;
+    /* The exit then reads only what was not yet streamed; without memory or a thread, all. */
+    if (r->stream_fd >= 0 && (r->early = recording_early_create()) &&
+        !(r->follow = recording_follow_start(r->fd, r->stream_fd, r->early))) {
+        recording_early_destroy(r->early);
+        r->early = NULL;
+    }
+    return 0;
+}
+
+/* Stops the read-ahead and lets go of what it holds. */
+static void follow_end(struct observed_recording *r)
+{
+    recording_follow_free(r->follow);
+    recording_early_destroy(r->early);
+    r->follow = NULL;
+    r->early = NULL;
 }
 
 void observed_recording_close(struct observed_recording *r)
 {
+    follow_end(r);
     if (r->header != MAP_FAILED)
         munmap(r->header, sizeof(*r->header));
     if (r->child_fd >= 0)
@@ -131,8 +151,19 @@ int observed_recording_analyse(struct observed_recording *r, int exit_status, in
     struct system_description machine;
     system_describe(&machine);
     double start_ms = now_ms();
-    int e = recording_read_ended(bytes, (size_t)used, r->stream_fd, &machine, NULL, &rec, why,
-                                 sizeof(why));
+    /* The command and its stream thread are gone: what the file holds now is all it will. */
+    recording_follow_finish(r->follow);
+    int e = recording_read_ended(bytes, (size_t)used, r->stream_fd, &machine, r->early, &rec,
+                                 why, sizeof(why));
+    struct recording_early_counts ahead;
+    recording_early_counts(r->early, &ahead);
+    follow_end(r);
+    fscope_log(FSCOPE_LOG_DEBUG, "%llu frames of the recording read ahead as they were "
+               "streamed, of %llu taken, and %llu other items, of %llu taken (%llu GPU spans, "
+               "of %llu)", (unsigned long long)ahead.frames_adopted,
+               (unsigned long long)ahead.frames_taken, (unsigned long long)ahead.items_adopted,
+               (unsigned long long)ahead.items_taken, (unsigned long long)ahead.spans_adopted,
+               (unsigned long long)ahead.spans_taken);
     int status = 0, capture_error = 0;
     if (e) {
         fprintf(stderr, "framescope: cannot read the command's recording: %s\n",

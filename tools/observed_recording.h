@@ -12,6 +12,9 @@ struct observed_recording {
     /* The unnamed file the command streams sealed chunks to (src/record/stream.c). */
     int stream_fd, child_stream_fd;
     struct rec_header *header;
+    /* Its streamed chunks read ahead as the command runs (recording_follow.c); NULL: none. */
+    struct recording_early *early;
+    struct recording_follow *follow;
 };
 
 /* Creates the recording and names it to the command in FRAMESCOPE_RECORDING_FD. Returns 0 or

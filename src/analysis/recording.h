@@ -258,11 +258,26 @@ struct recording_early *recording_early_create(void);
 /* Whether the array at field (its offset in an object of type type) is read ahead. */
 bool recording_early_wants(uint32_t type, size_t field);
 /* Chunk number chunk of the array at field of the object at directory entry entry (of type
- * type), its items (the bytes the stream file got for it). One thread at a time, each
- * array's chunks in order. */
+ * type), its items (the bytes the stream file got for it: shape's chunk_items of its
+ * item_size, a copy another process cannot change). live is the array itself, read again at
+ * the exit for what was streamed. One thread at a time, each array's chunks in order. */
 void recording_early_take(struct recording_early *early, uint32_t entry, uint32_t type,
-                          size_t field, const struct chunked *array, uint64_t chunk,
-                          const void *items);
+                          size_t field, const struct chunked *shape,
+                          const struct chunked *live, uint64_t chunk, const void *items);
+/* framescope run's read-ahead (recording_follow.c): a thread of the observer's that follows
+ * the stream file stream_fd as the command's stream thread writes it, finds each chunk's array
+ * through the arena arena_fd (both the observer's own descriptors, kept open until
+ * recording_follow_free) and hands it to recording_early_take. NULL where it cannot start (no
+ * memory, no thread): the exit reads everything, as without it. recording_follow_finish,
+ * once the command has ended, stops the thread and takes what was streamed since its last
+ * pass, on the caller's thread, so that every chunk in the file is read ahead;
+ * recording_follow_free, after early's exit read, unmaps the arena that early's arrays were
+ * read in. */
+struct recording_follow;
+struct recording_follow *recording_follow_start(int arena_fd, int stream_fd,
+                                                struct recording_early *early);
+void recording_follow_finish(struct recording_follow *f);
+void recording_follow_free(struct recording_follow *f);
 /* For the reader: gives what was read ahead of the frame log at directory entry entry to log
  * (or of the array at field to sorter, made ready and still empty) when it is its first
  * chunks (at most usable of them, those its stream file holds), and returns how many chunks;

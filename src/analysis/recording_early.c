@@ -174,8 +174,8 @@ static int take_sorted(struct early_array *a, struct sorter *sorter, const unsig
 }
 
 void recording_early_take(struct recording_early *early, uint32_t entry, uint32_t type,
-                          size_t field, const struct chunked *array, uint64_t chunk,
-                          const void *items)
+                          size_t field, const struct chunked *shape,
+                          const struct chunked *live, uint64_t chunk, const void *items)
 {
     if (!early || early->pid != getpid())
         return;
@@ -184,14 +184,14 @@ void recording_early_take(struct recording_early *early, uint32_t entry, uint32_
         return; /* first seen past its first chunk, or no memory: read whole at exit */
     if (a->dropped)
         return;
-    if (array->item_size != a->item_size || !array->chunk_items ||
-        (a->chunks && array->chunk_items != a->chunk_items) || chunk != a->chunks ||
+    if (shape->item_size != a->item_size || !shape->chunk_items ||
+        (a->chunks && shape->chunk_items != a->chunk_items) || chunk != a->chunks ||
         !files_ours(early, a)) {
         array_drop(early, a);
         return;
     }
-    a->chunk_items = array->chunk_items;
-    a->live = array;
+    a->chunk_items = shape->chunk_items;
+    a->live = live;
     int e = a->frames ? take_frames(early, a, chunk, items)
                       : take_sorted(a, a->shared ? &early->shared : &a->sorter, items);
     if (e) {
