@@ -261,6 +261,38 @@ def test_bounded_memory(build):
           f"{short_added // 1024} and {long_added // 1024} KiB to the recording's memory")
 
 
+def streamed_run_size(probe_stdout):
+    """A run's frames sized from the demo's rate, as its probe printed it: three seconds of
+    frames (the stream thread writes a batch a second), at least four chunks of them, and two
+    chunks of GPU spans (a span a frame: 256 KiB of 24-byte spans a chunk,
+    src/record/format.h). Returns the frames and a chunk's spans."""
+    fps = float(re.search(r"([\d.]+) fps", probe_stdout).group(1))
+    span_chunk = (256 << 10) // 24
+    return max(int(fps * 3), 4 * 600, 2 * span_chunk + 1), span_chunk
+
+
+def check_read_ahead(stderr, whose, span_chunk):
+    """The read-ahead's debug line at the exit (whose: "it" in the app, "the recording" under
+    run): every frame the app's stream thread moved was read ahead as it was, and the exit
+    took those, not the stream file's copy; every other item read ahead adopted; and the first
+    of two whole chunks of GPU spans (sealed a second or more before the end) among them.
+    Returns the frames, items and spans adopted."""
+    moved = re.search(r"the stream thread moved \d+ chunks \((\d+) frames\)", stderr)
+    ahead = re.search(rf"(\d+) frames of {whose} read ahead as they were streamed, of (\d+) "
+                      r"taken, and (\d+) other items, of (\d+) taken \((\d+) GPU spans, of "
+                      r"(\d+)\)", stderr)
+    check(moved and ahead, f"no read-ahead figures:\n{stderr[-1500:]}")
+    streamed_frames, adopted, taken, items_adopted, items_taken, spans_adopted, spans_taken = (
+        int(moved.group(1)), *(int(g) for g in ahead.groups()))
+    check(streamed_frames > 0 and adopted == taken == streamed_frames,
+          f"{streamed_frames} frames streamed, {taken} read ahead, {adopted} of them adopted")
+    check(items_adopted == items_taken, f"{items_taken} command buffer recordings, GPU spans "
+          f"and other items read ahead, {items_adopted} of them adopted")
+    check(spans_taken >= span_chunk and spans_adopted == spans_taken,
+          f"{spans_taken} GPU spans read ahead, {spans_adopted} adopted")
+    return adopted, items_adopted, spans_adopted
+
+
 def test_self_streamed(build):
     """Without an observer, the app streams its long run to disk too and reads it back at its
     own exit: the capture holds every frame and report reproduces it."""
@@ -284,33 +316,15 @@ def test_self_streamed(build):
         check(proc.returncode == 0, proc.stderr[-1500:])
         return proc
 
-    # The rate, measured here, sizes the run: three seconds of frames (the stream thread
-    # wakes each second), at least four chunks of them, and two chunks of GPU spans (a span a
-    # frame: 256 KiB of 24-byte spans a chunk, src/record/format.h).
     proc = run(args, os.path.join(base, "probe"), os.path.join(base, "probe.txt"))
-    fps = float(re.search(r"([\d.]+) fps", proc.stdout).group(1))
-    span_chunk = (256 << 10) // 24
-    frames = max(int(fps * 3), 4 * 600, 2 * span_chunk + 1)
+    frames, span_chunk = streamed_run_size(proc.stdout)
     out, summary_file = os.path.join(base, "capture"), os.path.join(base, "summary.txt")
     proc = run(args[:1] + ["--frames", str(frames)] + args[3:], out, summary_file)
     m = re.search(r"read back (\d+) KiB of the recording streamed", proc.stderr)
     check(m and int(m.group(1)) > 0, f"nothing was streamed:\n{proc.stderr[-1500:]}")
     # Every frame streamed was read ahead as it was, and the exit took those, not the stream
     # file's copy (the summary that report reproduces below was made from them).
-    moved = re.search(r"the stream thread moved \d+ chunks \((\d+) frames\)", proc.stderr)
-    ahead = re.search(r"(\d+) frames of it read ahead as they were streamed, of (\d+) taken, "
-                      r"and (\d+) other items, of (\d+) taken \((\d+) GPU spans, of (\d+)\)",
-                      proc.stderr)
-    check(moved and ahead, f"no read-ahead figures:\n{proc.stderr[-1500:]}")
-    streamed_frames, adopted, taken, items_adopted, items_taken, spans_adopted, spans_taken = (
-        int(moved.group(1)), *(int(g) for g in ahead.groups()))
-    check(streamed_frames > 0 and adopted == taken == streamed_frames,
-          f"{streamed_frames} frames streamed, {taken} read ahead, {adopted} of them adopted")
-    check(items_adopted == items_taken, f"{items_taken} command buffer recordings, GPU spans "
-          f"and other items read ahead, {items_adopted} of them adopted")
-    # The first of two whole chunks of spans was sealed a second or more before the end.
-    check(spans_taken >= span_chunk and spans_adopted == spans_taken,
-          f"{spans_taken} GPU spans read ahead, {spans_adopted} adopted")
+    adopted, items_adopted, spans_adopted = check_read_ahead(proc.stderr, "it", span_chunk)
     summary = json.load(open(os.path.join(out, "summary.json")))
     check(summary["frames"] == frames, f"{summary['frames']} frames of {frames}")
     check_report_reproduces(build, out, open(summary_file).read())
@@ -340,33 +354,16 @@ def test_run_streamed(build):
         check(proc.returncode == 0, proc.stderr[-1500:])
         return proc
 
-    # Sized as self_streamed's run, from the rate measured here: three seconds of frames (the
-    # stream thread writes a batch a second), four chunks of them, two chunks of GPU spans.
     proc = run(600, os.path.join(base, "probe"))
-    fps = float(re.search(r"([\d.]+) fps", proc.stdout).group(1))
-    span_chunk = (256 << 10) // 24
-    frames = max(int(fps * 3), 4 * 600, 2 * span_chunk + 1)
+    frames, span_chunk = streamed_run_size(proc.stdout)
     out = os.path.join(base, "capture")
     proc = run(frames, out)
-    moved = re.search(r"the stream thread moved \d+ chunks \((\d+) frames\)", proc.stderr)
-    ahead = re.search(r"(\d+) frames of the recording read ahead as they were streamed, of "
-                      r"(\d+) taken, and (\d+) other items, of (\d+) taken \((\d+) GPU spans, "
-                      r"of (\d+)\)", proc.stderr)
-    check(moved and ahead, f"no read-ahead figures:\n{proc.stderr[-1500:]}")
-    streamed_frames, adopted, taken, items_adopted, items_taken, spans_adopted, spans_taken = (
-        int(moved.group(1)), *(int(g) for g in ahead.groups()))
-    # Every frame streamed was read ahead (the last batches after the command ended), and
-    # the exit took those, not the stream file's copy.
-    check(streamed_frames > 0 and adopted == taken == streamed_frames,
-          f"{streamed_frames} frames streamed, {taken} read ahead, {adopted} of them adopted")
-    check(items_adopted == items_taken, f"{items_taken} command buffer recordings, GPU spans "
-          f"and other items read ahead, {items_adopted} of them adopted")
-    check(spans_taken >= span_chunk and spans_adopted == spans_taken,
-          f"{spans_taken} GPU spans read ahead, {spans_adopted} adopted")
+    adopted, items_adopted, spans_adopted = check_read_ahead(proc.stderr, "the recording",
+                                                             span_chunk)
     summary = json.load(open(os.path.join(out, "summary.json")))
     check(summary["frames"] == frames, f"{summary['frames']} frames of {frames}")
     check_report_reproduces(build, out, open(out + ".txt").read())
-    print(f"{frames} frames under run: {streamed_frames} streamed, {adopted} frames and "
+    print(f"{frames} frames under run: {adopted} frames and "
           f"{items_adopted} other items ({spans_adopted} GPU spans) read ahead and adopted; "
           f"report reproduces")
 

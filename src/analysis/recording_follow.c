@@ -68,9 +68,12 @@ struct recording_follow {
     bool stopping, started;
 };
 
+/* Whether bytes at offset lie in the arena's used part, past its header, aligned as the
+ * arena places everything (the reader refuses anything else, recording_check.c). */
 static bool in_arena(uint64_t used, uint64_t offset, uint64_t bytes)
 {
-    return offset >= sizeof(struct rec_header) && offset <= used && bytes <= used - offset;
+    return offset >= sizeof(struct rec_header) && offset % 8 == 0 && offset <= used &&
+           bytes <= used - offset;
 }
 
 /* Adds the arrays of the directory's entries published since the last pass. */
