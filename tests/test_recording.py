@@ -346,9 +346,8 @@ def test_run_streamed(build):
                      "FRAMESCOPE_GPU_SAMPLE": "all"})
 
     def run(frames, out):
-        # The summary to a file: the debug log's lines on stderr would come between its own.
-        proc = subprocess.run([exe, "run", "--output", out, "--summary", out + ".txt", "--",
-                               demo, "--frames", str(frames),
+        # The summary on stderr, whole between the debug log's lines.
+        proc = subprocess.run([exe, "run", "--output", out, "--", demo, "--frames", str(frames),
                                "--present-mode", "mailbox", "--width", "64", "--height", "64"],
                               capture_output=True, text=True, timeout=PATIENCE_S, env=env)
         check(proc.returncode == 0, proc.stderr[-1500:])
@@ -362,7 +361,7 @@ def test_run_streamed(build):
                                                              span_chunk)
     summary = json.load(open(os.path.join(out, "summary.json")))
     check(summary["frames"] == frames, f"{summary['frames']} frames of {frames}")
-    check_report_reproduces(build, out, open(out + ".txt").read())
+    check_report_reproduces(build, out, summary_block(proc.stderr))
     print(f"{frames} frames under run: {adopted} frames and "
           f"{items_adopted} other items ({spans_adopted} GPU spans) read ahead and adopted; "
           f"report reproduces")

@@ -425,6 +425,7 @@ struct capture_job {
     capture_writer writer;
     const void *arg;
     int error;
+    double wall_ms, cpu_ms; /* what writing it took, for the debug log */
 };
 
 struct capture_jobs {
@@ -448,8 +449,8 @@ static void *capture_worker(void *arg)
         struct capture_job *j = &jobs->job[i];
         double wall = clock_ms(CLOCK_MONOTONIC), cpu = clock_ms(CLOCK_THREAD_CPUTIME_ID);
         j->error = capture_dir_write(jobs->dir, j->file, j->writer, j->arg);
-        fscope_log(FSCOPE_LOG_DEBUG, "%s written in %.0f ms (%.0f ms of CPU)", j->file,
-                   clock_ms(CLOCK_MONOTONIC) - wall, clock_ms(CLOCK_THREAD_CPUTIME_ID) - cpu);
+        j->wall_ms = clock_ms(CLOCK_MONOTONIC) - wall;
+        j->cpu_ms = clock_ms(CLOCK_THREAD_CPUTIME_ID) - cpu;
     }
     return NULL;
 }
@@ -552,6 +553,10 @@ static int write_capture(const struct report *r, const void *recording, size_t r
     } else if (summary) {
         report_write_capture_line(summary, r, output_dir, full);
     }
+    /* After the summary's last line, not among its lines. */
+    for (unsigned i = 0; e == 0 && i < jobs.count; i++)
+        fscope_log(FSCOPE_LOG_DEBUG, "%s written in %.0f ms (%.0f ms of CPU)", jobs.job[i].file,
+                   jobs.job[i].wall_ms, jobs.job[i].cpu_ms);
     return e;
 }
 
